@@ -1,0 +1,337 @@
+//! The hub: where every link's traffic meets the scenario and the double's model.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::handlers::{Answer, HandlerSet};
+use super::inbox::Inbox;
+use crate::finding::Findings;
+use crate::journal::{Direction, Journal};
+use crate::jsonrpc::{
+    Dispatch, IncomingRequest, LinkEvent, METHOD_NOT_FOUND, Peer, PeerConfig, RpcError,
+};
+use crate::pattern::{Vars, substitute};
+use crate::transport::{CloseInfo, Connection};
+
+/// A double's protocol model, as the hub sees it. Every method has a default that does nothing,
+/// so a double implements only what its side of the protocol needs.
+pub trait Behaviour: Send + Sync + 'static {
+    /// A link opened (a device dialled in, or we dialled out).
+    fn on_open(&self, _hub: &Arc<Hub>, _peer: &Arc<Peer>) {}
+
+    /// Every event of every link, before steps and handlers see it: monitors check the peer
+    /// here, and the model follows the conversation.
+    fn observe(&self, _hub: &Arc<Hub>, _peer: &Arc<Peer>, _event: &LinkEvent) {}
+
+    /// Every message this side sent.
+    fn observe_sent(&self, _hub: &Arc<Hub>, _peer: &Arc<Peer>, _message: &Value) {}
+
+    /// A request no handler took. Answer it (now, or later from a task) and return true; return
+    /// false and the hub answers `-32601`.
+    fn answer(&self, _hub: &Arc<Hub>, _peer: &Arc<Peer>, _request: &IncomingRequest) -> bool {
+        false
+    }
+}
+
+/// One link of the run.
+#[derive(Debug, Clone)]
+pub struct LinkRecord {
+    /// Its peer.
+    pub peer: Arc<Peer>,
+    /// When it opened.
+    pub opened: Instant,
+    /// `Some` once it ended: the peer's close code, or `None` when the peer vanished.
+    pub closed: Option<Option<CloseInfo>>,
+}
+
+/// The meeting point of links, scenario and model.
+pub struct Hub {
+    journal: Arc<Journal>,
+    findings: Arc<Findings>,
+    behaviour: Arc<dyn Behaviour>,
+    handlers: HandlerSet,
+    /// The scenario's variables (captures and built-ins), shared with handlers' answers.
+    pub vars: Mutex<Vars>,
+    /// Requests and notifications from the peer, for expect steps.
+    pub inbox: Inbox,
+    links: Mutex<Vec<LinkRecord>>,
+    links_changed: Notify,
+    held: Mutex<Vec<(u32, Value)>>,
+    me: Weak<Hub>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").finish_non_exhaustive()
+    }
+}
+
+/// The hub as each peer's dispatch; weak, so links do not keep a finished run alive.
+struct HubDispatch(Weak<Hub>);
+
+impl Dispatch for HubDispatch {
+    fn on_event(&self, peer: &Arc<Peer>, event: LinkEvent) {
+        if let Some(hub) = self.0.upgrade() {
+            hub.on_event(peer, event);
+        }
+    }
+
+    fn on_sent(&self, peer: &Arc<Peer>, message: &Value) {
+        if let Some(hub) = self.0.upgrade() {
+            hub.behaviour.observe_sent(&hub, peer, message);
+        }
+    }
+}
+
+impl Hub {
+    /// A hub for one run.
+    pub fn new(
+        behaviour: Arc<dyn Behaviour>,
+        handlers: HandlerSet,
+        vars: Vars,
+        journal: Arc<Journal>,
+        findings: Arc<Findings>,
+    ) -> Arc<Hub> {
+        Arc::new_cyclic(|me| Hub {
+            journal,
+            findings,
+            behaviour,
+            handlers,
+            vars: Mutex::new(vars),
+            inbox: Inbox::default(),
+            links: Mutex::new(Vec::new()),
+            links_changed: Notify::new(),
+            held: Mutex::new(Vec::new()),
+            me: me.clone(),
+        })
+    }
+
+    /// A hub for a run of `scenario` (or of the default behaviour alone): the scenario's
+    /// variables over the built-ins, and its handlers compiled.
+    pub fn for_scenario(
+        behaviour: Arc<dyn Behaviour>,
+        scenario: Option<&crate::scenario::Scenario>,
+        mut vars: Vars,
+        journal: Arc<Journal>,
+        findings: Arc<Findings>,
+    ) -> Result<Arc<Hub>, String> {
+        let handlers = match scenario {
+            Some(s) => {
+                for (name, value) in &s.vars {
+                    let value =
+                        substitute(value, &vars).map_err(|e| format!("vars.{name}: {e}"))?;
+                    vars.set(name.clone(), value);
+                }
+                HandlerSet::compile(&s.handlers).map_err(|e| format!("handlers: {e}"))?
+            }
+            None => HandlerSet::default(),
+        };
+        Ok(Hub::new(behaviour, handlers, vars, journal, findings))
+    }
+
+    /// The run's journal.
+    pub fn journal(&self) -> &Arc<Journal> {
+        &self.journal
+    }
+
+    /// The run's findings.
+    pub fn findings(&self) -> &Arc<Findings> {
+        &self.findings
+    }
+
+    /// Starts a JSON-RPC peer on a new connection and makes it the run's newest link.
+    pub fn attach(&self, connection: Connection) -> Arc<Peer> {
+        let Some(me) = self.me.upgrade() else {
+            // Unreachable while a caller holds the hub; a peer without a hub still works.
+            let dispatch = Arc::new(HubDispatch(Weak::new()));
+            return Peer::start(
+                connection,
+                PeerConfig { link: 0 },
+                self.journal.clone(),
+                self.findings.clone(),
+                dispatch,
+            );
+        };
+        let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+        let link = u32::try_from(links.len() + 1).unwrap_or(u32::MAX);
+        let dispatch = Arc::new(HubDispatch(self.me.clone()));
+        let peer = Peer::start(
+            connection,
+            PeerConfig { link },
+            self.journal.clone(),
+            self.findings.clone(),
+            dispatch,
+        );
+        links.push(LinkRecord {
+            peer: peer.clone(),
+            opened: Instant::now(),
+            closed: None,
+        });
+        drop(links);
+        self.links_changed.notify_waiters();
+        self.behaviour.on_open(&me, &peer);
+        peer
+    }
+
+    /// Every link so far, oldest first.
+    pub fn links(&self) -> Vec<LinkRecord> {
+        self.links.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// The newest link that is still open.
+    pub fn current(&self) -> Option<Arc<Peer>> {
+        let links = self.links.lock().ok()?;
+        links
+            .iter()
+            .rev()
+            .find(|l| l.closed.is_none())
+            .map(|l| l.peer.clone())
+    }
+
+    /// Waits until `ready` holds for the links, or the deadline passes; gives its value.
+    pub async fn wait_links<T>(
+        &self,
+        deadline: Instant,
+        mut ready: impl FnMut(&[LinkRecord]) -> Option<T>,
+    ) -> Option<T> {
+        loop {
+            let changed = self.links_changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if let Some(value) = self.links.lock().ok().and_then(|l| ready(&l)) {
+                return Some(value);
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    /// Waits for an open link, at most until the deadline.
+    pub async fn wait_current(&self, deadline: Instant) -> Option<Arc<Peer>> {
+        self.wait_links(deadline, |links| {
+            links
+                .iter()
+                .rev()
+                .find(|l| l.closed.is_none())
+                .map(|l| l.peer.clone())
+        })
+        .await
+    }
+
+    /// Where a held request (by id) came from, removing it from the held list.
+    pub fn take_held(&self, id: &Value) -> Option<u32> {
+        let mut held = self.held.lock().ok()?;
+        let at = held.iter().position(|(_, held_id)| held_id == id)?;
+        Some(held.remove(at).0)
+    }
+
+    /// The link with this number.
+    pub fn link(&self, number: u32) -> Option<Arc<Peer>> {
+        let links = self.links.lock().ok()?;
+        links
+            .get(usize::try_from(number).ok()?.checked_sub(1)?)
+            .map(|l| l.peer.clone())
+    }
+
+    fn on_event(&self, peer: &Arc<Peer>, event: LinkEvent) {
+        let Some(me) = self.me.upgrade() else { return };
+        self.behaviour.observe(&me, peer, &event);
+        match event {
+            LinkEvent::Request(request) => {
+                self.inbox.push(peer.link(), request.raw.clone());
+                self.route(&me, peer, request);
+            }
+            LinkEvent::Notification { raw, .. } => self.inbox.push(peer.link(), raw),
+            LinkEvent::Response { .. } => {}
+            LinkEvent::Closed(info) => {
+                if let Ok(mut links) = self.links.lock()
+                    && let Some(record) = links.iter_mut().find(|l| Arc::ptr_eq(&l.peer, peer))
+                {
+                    record.closed = Some(info);
+                }
+                self.links_changed.notify_waiters();
+            }
+        }
+    }
+
+    fn route(&self, me: &Arc<Hub>, peer: &Arc<Peer>, request: IncomingRequest) {
+        let Some(taken) = self.handlers.take(&request) else {
+            if !self.behaviour.answer(me, peer, &request) {
+                peer.respond(
+                    &request.id,
+                    Err(RpcError::new(
+                        METHOD_NOT_FOUND,
+                        format!("method not found: {}", request.method),
+                    )),
+                );
+            }
+            return;
+        };
+        self.journal.record(
+            peer.link(),
+            Direction::Event,
+            json!({"event": "handler", "line": taken.line, "method": request.method}),
+        );
+        let template = match taken.answer {
+            Answer::Hold => {
+                if let Ok(mut held) = self.held.lock() {
+                    held.push((peer.link(), request.id.clone()));
+                }
+                return;
+            }
+            Answer::Result(t) => Ok(t),
+            Answer::Error(t) => Err(t),
+        };
+        let outcome = self.render_answer(&request, template);
+        let peer = peer.clone();
+        match taken.delay {
+            None => {
+                peer.respond(&request.id, outcome);
+            }
+            Some(delay) => {
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    peer.respond(&request.id, outcome);
+                });
+            }
+        }
+    }
+
+    /// Renders a handler's or reply step's answer: `${...}` substituted, with the request's
+    /// `params` and `id` in scope. A template that cannot be rendered answers `-32603` and says why
+    /// in the journal, so the run goes on and the report shows it.
+    pub fn render_answer(
+        &self,
+        request: &IncomingRequest,
+        template: Result<Value, Value>,
+    ) -> Result<Value, RpcError> {
+        let mut vars = self.vars.lock().map(|v| v.clone()).unwrap_or_default();
+        vars.set("params", request.params.clone());
+        vars.set("id", request.id.clone());
+        let (is_ok, template) = match template {
+            Ok(t) => (true, t),
+            Err(t) => (false, t),
+        };
+        match substitute(&template, &vars) {
+            Ok(value) if is_ok => Ok(value),
+            Ok(value) => Err(
+                serde_json::from_value::<RpcError>(value.clone()).unwrap_or_else(|_| RpcError {
+                    code: crate::jsonrpc::INTERNAL_ERROR,
+                    message: "scenario error".into(),
+                    data: Some(value),
+                }),
+            ),
+            Err(e) => {
+                tracing::error!("scenario answer could not be rendered: {e}");
+                Err(RpcError::new(
+                    crate::jsonrpc::INTERNAL_ERROR,
+                    format!("scenario error: {e}"),
+                ))
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! The scenario engine: it sits between the links and the double's protocol model.
+//!
+//! Every event of every link passes through the [`Hub`]: the double's [`Behaviour`] observes it
+//! (its monitors check the peer), expect steps find it in the [`inbox`], handlers answer the
+//! requests they match, and what nobody takes goes to the double's default behaviour, or gets
+//! `-32601`. The [`runner`] walks a scenario's steps over the hub, each with a deadline.
+//!
+//! The hub speaks JSON-RPC through [`crate::jsonrpc::Peer`] but knows no protocol rule: the
+//! LLeMbas knowledge lives in the doubles' behaviours.
+
+pub mod handlers;
+pub mod hub;
+pub mod inbox;
+pub mod runner;
+pub mod verdict;
+
+pub use hub::{Behaviour, Hub, LinkRecord};
+pub use runner::{Cell, RunOutcome, Runner};
+pub use verdict::{Failure, StepStatus, StepVerdict};

@@ -1,0 +1,811 @@
+//! Walking a scenario's steps over a hub, each with a deadline.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use serde_saphyr::Spanned;
+use tokio::time::Instant;
+
+use super::hub::Hub;
+use super::verdict::{Failure, StepStatus, StepVerdict};
+use crate::finding::Finding;
+use crate::jsonrpc::{Peer, RpcError};
+use crate::pattern::{MatchOutcome, Pattern, Vars, nearest, render_diff, substitute};
+use crate::scenario::Dur;
+use crate::scenario::model::*;
+use crate::transport::CLOSE_NORMAL;
+
+/// The default deadline of a step that waits.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One cell of the matrix: the link protocol and the harness spec of this run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cell {
+    /// The link protocol (1 or 2).
+    pub protocol: u8,
+    /// The harness spec (`1.0.0`, `1.1.0`).
+    pub spec: String,
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "protocol {} · spec {}", self.protocol, self.spec)
+    }
+}
+
+/// What a `dial` step asks of a double that dials.
+#[derive(Debug, Clone)]
+pub struct DialRequest {
+    /// The token to dial with; `None`: the double's own.
+    pub token: Option<String>,
+    /// The protocol to say in hello; `None`: what discovery allows.
+    pub protocol: Option<u8>,
+    /// How long the dial may take.
+    pub timeout: Duration,
+}
+
+/// How a dial ended.
+#[derive(Debug, Clone)]
+pub enum DialResult {
+    /// The link is up (and attached to the hub).
+    Linked(Arc<Peer>),
+    /// The upgrade was answered with this HTTP status.
+    Refused(u16),
+    /// Anything else (no route, timeout, discovery broken).
+    Failed(String),
+}
+
+/// A double that can dial out (fake-device); `dial` steps use it.
+pub trait Dialer: Send + Sync {
+    /// Dials once, as the step asks.
+    fn dial<'a>(
+        &'a self,
+        request: DialRequest,
+    ) -> Pin<Box<dyn Future<Output = DialResult> + Send + 'a>>;
+}
+
+/// Everything a finished run has to say.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutcome {
+    /// The scenario's name.
+    pub scenario: String,
+    /// The cell it ran in.
+    pub cell: Cell,
+    /// Each step's verdict, in order.
+    pub steps: Vec<StepVerdict>,
+    /// What the monitors found, besides the steps.
+    pub findings: Vec<Finding>,
+    /// How long the run took.
+    pub elapsed_ms: f64,
+}
+
+impl RunOutcome {
+    /// Whether the peer passed: every step passed or was skipped by `when`, nothing found.
+    pub fn passed(&self) -> bool {
+        self.findings.is_empty()
+            && self
+                .steps
+                .iter()
+                .all(|s| matches!(s.status, StepStatus::Passed | StepStatus::Skipped))
+    }
+
+    /// Whether the scenario itself went wrong (exit code 2 rather than 1).
+    pub fn scenario_error(&self) -> bool {
+        self.steps.iter().any(|s| s.status == StepStatus::Error)
+    }
+
+    /// Every rule the peer was caught breaking, from steps and monitors.
+    pub fn broken_rules(&self) -> Vec<String> {
+        let mut rules: Vec<String> = self
+            .steps
+            .iter()
+            .filter_map(|s| s.failure.as_ref().and_then(|f| f.rule.clone()))
+            .chain(self.findings.iter().map(|f| f.rule.clone()))
+            .collect();
+        rules.sort();
+        rules.dedup();
+        rules
+    }
+}
+
+/// Runs one scenario in one cell.
+pub struct Runner {
+    hub: Arc<Hub>,
+    cell: Cell,
+    default_timeout: Duration,
+    dialer: Option<Arc<dyn Dialer>>,
+    verdicts: Vec<StepVerdict>,
+    failed: bool,
+}
+
+/// How a step ended, before it becomes a verdict.
+enum Outcome {
+    Passed,
+    Failed(Failure),
+    Error(String),
+}
+
+impl Runner {
+    /// A runner over a hub whose links the double feeds.
+    pub fn new(
+        hub: Arc<Hub>,
+        cell: Cell,
+        default_timeout: Option<Duration>,
+        dialer: Option<Arc<dyn Dialer>>,
+    ) -> Self {
+        Self {
+            hub,
+            cell,
+            default_timeout: default_timeout.unwrap_or(DEFAULT_TIMEOUT),
+            dialer,
+            verdicts: Vec::new(),
+            failed: false,
+        }
+    }
+
+    /// Runs every step; the first failure skips the rest.
+    pub async fn run(mut self, scenario: &Scenario) -> RunOutcome {
+        let started = Instant::now();
+        self.steps(&scenario.steps, "").await;
+        RunOutcome {
+            scenario: scenario.name.clone(),
+            cell: self.cell.clone(),
+            steps: self.verdicts,
+            findings: self.hub.findings().all(),
+            elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+        }
+    }
+
+    fn steps<'a>(
+        &'a mut self,
+        steps: &'a [Spanned<Step>],
+        prefix: &'a str,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            for (i, step) in steps.iter().enumerate() {
+                let index = format!("{prefix}{}", i + 1);
+                if let Step::When(when) = &step.value {
+                    let applies = when.protocol.is_none_or(|p| p == self.cell.protocol)
+                        && when.spec.as_ref().is_none_or(|s| *s == self.cell.spec);
+                    if applies && !self.failed {
+                        self.steps(&when.steps, &format!("{index}.")).await;
+                    } else {
+                        self.skip_all(&when.steps, &format!("{index}."));
+                    }
+                    continue;
+                }
+                let line = step.referenced.line();
+                let title = title(&step.value);
+                if self.failed {
+                    self.verdicts.push(StepVerdict {
+                        index,
+                        line,
+                        title,
+                        status: StepStatus::Skipped,
+                        elapsed_ms: 0.0,
+                        failure: None,
+                    });
+                    continue;
+                }
+                let started = Instant::now();
+                tracing::debug!(step = %index, line, "{title}");
+                let outcome = self.step(&step.value).await;
+                let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+                let (status, failure) = match outcome {
+                    Outcome::Passed => (StepStatus::Passed, None),
+                    Outcome::Failed(f) => (StepStatus::Failed, Some(f)),
+                    Outcome::Error(message) => (
+                        StepStatus::Error,
+                        Some(Failure {
+                            summary: message,
+                            ..Failure::default()
+                        }),
+                    ),
+                };
+                self.failed |= status != StepStatus::Passed;
+                self.verdicts.push(StepVerdict {
+                    index,
+                    line,
+                    title,
+                    status,
+                    elapsed_ms,
+                    failure,
+                });
+            }
+        })
+    }
+
+    fn skip_all(&mut self, steps: &[Spanned<Step>], prefix: &str) {
+        for (i, step) in steps.iter().enumerate() {
+            let index = format!("{prefix}{}", i + 1);
+            if let Step::When(when) = &step.value {
+                self.skip_all(&when.steps, &format!("{index}."));
+                continue;
+            }
+            let (line, title) = (step.referenced.line(), title(&step.value));
+            self.verdicts.push(StepVerdict {
+                index,
+                line,
+                title,
+                status: StepStatus::Skipped,
+                elapsed_ms: 0.0,
+                failure: None,
+            });
+        }
+    }
+
+    fn timeout(&self, own: Option<Dur>) -> Duration {
+        own.map(|d| d.0).unwrap_or(self.default_timeout)
+    }
+
+    fn vars(&self) -> Vars {
+        self.hub.vars.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    fn render(&self, value: &Value) -> Result<Value, String> {
+        substitute(value, &self.vars()).map_err(|e| format!("cannot substitute: {e}"))
+    }
+
+    fn capture(
+        &self,
+        message: &Value,
+        outcome: &MatchOutcome,
+        paths: &Captures,
+    ) -> Result<(), String> {
+        let mut scope = Vars::default();
+        scope.set("$", message.clone());
+        if let Value::Object(fields) = message {
+            for (key, value) in fields {
+                scope.set(key, value.clone());
+            }
+        }
+        let mut vars = self
+            .hub
+            .vars
+            .lock()
+            .map_err(|_| "variables are unavailable".to_string())?;
+        for (name, value) in &outcome.captures {
+            vars.set(name, value.clone());
+        }
+        for (name, path) in paths {
+            let value = scope.lookup(path).cloned().ok_or_else(|| {
+                format!("cannot capture `{name}`: the message has nothing at `{path}`")
+            })?;
+            vars.set(name, value);
+        }
+        Ok(())
+    }
+
+    async fn link(&self, deadline: Instant) -> Result<Arc<Peer>, Failure> {
+        self.hub
+            .wait_current(deadline)
+            .await
+            .ok_or_else(|| Failure {
+                summary: "no link from the peer".into(),
+                awaited: Some("an open link".into()),
+                ..Failure::default()
+            })
+    }
+
+    async fn step(&mut self, step: &Step) -> Outcome {
+        match step {
+            Step::Notify(n) => self.notify(n).await,
+            Step::Request(r) => self.request(r).await,
+            Step::Expect(e) => self.expect(e).await,
+            Step::ExpectNone(e) => self.expect_none(e).await,
+            Step::AnyOrder(group) => self.any_order(group).await,
+            Step::Reply(r) => self.reply(r).await,
+            Step::Send(s) => self.send(s).await,
+            Step::Wait(d) => {
+                tokio::time::sleep(d.0).await;
+                Outcome::Passed
+            }
+            Step::Close(c) => self.close(c).await,
+            Step::ExpectClose(e) => self.expect_close(e).await,
+            Step::ExpectReconnect(e) => self.expect_reconnect(e).await,
+            Step::ExpectNoReconnect(e) => self.expect_no_reconnect(e).await,
+            Step::Dial(d) => self.dial(d).await,
+            // `when` is unfolded by `steps`.
+            Step::When(_) => Outcome::Passed,
+        }
+    }
+
+    async fn notify(&self, n: &NotifyStep) -> Outcome {
+        let params = match self.render(n.params.as_ref().unwrap_or(&json!({}))) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Error(e),
+        };
+        match self.link(Instant::now() + self.default_timeout).await {
+            Ok(peer) => {
+                peer.notify(&n.method, params);
+                Outcome::Passed
+            }
+            Err(f) => Outcome::Failed(f),
+        }
+    }
+
+    async fn send(&self, s: &SendStep) -> Outcome {
+        let peer = match self.link(Instant::now() + self.default_timeout).await {
+            Ok(peer) => peer,
+            Err(f) => return Outcome::Failed(f),
+        };
+        match (&s.message, &s.text) {
+            (Some(message), _) => match self.render(message) {
+                Ok(m) => peer.send_value(m),
+                Err(e) => return Outcome::Error(e),
+            },
+            (None, Some(text)) => peer.send_text(text.clone(), None),
+            (None, None) => return Outcome::Error("`send` needs `message` or `text`".into()),
+        }
+        Outcome::Passed
+    }
+
+    async fn request(&self, r: &RequestStep) -> Outcome {
+        let timeout = self.timeout(r.timeout);
+        let deadline = Instant::now() + timeout;
+        let params = match self.render(r.params.as_ref().unwrap_or(&json!({}))) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Error(e),
+        };
+        let peer = match self.link(deadline).await {
+            Ok(peer) => peer,
+            Err(f) => {
+                return Outcome::Failed(Failure {
+                    rule: r.rule.clone(),
+                    ..f
+                });
+            }
+        };
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let answer = match peer.request(&r.method, params, remaining).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                return Outcome::Failed(Failure {
+                    rule: r.rule.clone(),
+                    summary: e.to_string(),
+                    awaited: Some(format!(
+                        "the answer to `{}`, for {}",
+                        r.method,
+                        Dur(timeout)
+                    )),
+                    ..Failure::default()
+                });
+            }
+        };
+        let response = match &answer {
+            Ok(result) => json!({ "result": result }),
+            Err(error) => json!({ "error": error.to_value() }),
+        };
+        let wanted = match (&r.result, &r.error) {
+            (_, Some(error)) => json!({ "error": error }),
+            (Some(result), None) => json!({ "result": result }),
+            (None, None) => json!({ "result": "$any" }),
+        };
+        let wanted = match self.render(&wanted) {
+            Ok(w) => w,
+            Err(e) => return Outcome::Error(e),
+        };
+        let pattern = match Pattern::compile(&wanted) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Error(format!("bad pattern: {e}")),
+        };
+        let outcome = pattern.matches(&response);
+        if !outcome.is_match() {
+            let kind = if answer.is_ok() { "result" } else { "error" };
+            return Outcome::Failed(Failure {
+                rule: r.rule.clone(),
+                summary: format!("the {kind} of `{}` is not what the spec says", r.method),
+                awaited: Some(format!("the answer to `{}`", r.method)),
+                diff: Some(render_diff(&wanted, &response, &outcome)),
+                expected: Some(wanted),
+                nearest: Some(response),
+            });
+        }
+        match self.capture(&response, &outcome, &r.capture) {
+            Ok(()) => Outcome::Passed,
+            Err(e) => Outcome::Failed(Failure {
+                rule: r.rule.clone(),
+                summary: e,
+                ..Failure::default()
+            }),
+        }
+    }
+
+    fn expect_pattern(
+        &self,
+        method: &Option<String>,
+        params: &Option<Value>,
+        message: &Option<Value>,
+    ) -> Result<(Value, Pattern), String> {
+        let mut wanted = match message {
+            Some(Value::Object(m)) => m.clone(),
+            Some(other) => {
+                let mut m = Map::new();
+                m.insert("$whole".into(), other.clone());
+                m
+            }
+            None => Map::new(),
+        };
+        if let Some(method) = method {
+            wanted.insert("method".into(), json!(method));
+        }
+        if let Some(params) = params {
+            wanted.insert("params".into(), params.clone());
+        }
+        let wanted = match wanted.remove("$whole") {
+            Some(whole) => whole,
+            None => Value::Object(wanted),
+        };
+        let wanted = self.render(&wanted)?;
+        let pattern = Pattern::compile(&wanted).map_err(|e| format!("bad pattern: {e}"))?;
+        Ok((wanted, pattern))
+    }
+
+    fn missing(
+        &self,
+        rule: &Option<String>,
+        wanted: &Value,
+        pattern: &Pattern,
+        what: &str,
+        timeout: Duration,
+    ) -> Failure {
+        let candidates = self.hub.inbox.unconsumed();
+        let near = nearest(pattern, candidates.iter().map(|e| &e.message));
+        let (nearest_message, diff) = match near {
+            Some((message, outcome)) => (
+                Some(message.clone()),
+                Some(render_diff(wanted, message, &outcome)),
+            ),
+            None => (None, None),
+        };
+        Failure {
+            rule: rule.clone(),
+            summary: format!("{what} did not come within {}", Dur(timeout)),
+            awaited: Some(format!("{what}, for {}", Dur(timeout))),
+            expected: Some(wanted.clone()),
+            nearest: nearest_message,
+            diff,
+        }
+    }
+
+    async fn expect(&self, e: &ExpectStep) -> Outcome {
+        let timeout = self.timeout(e.timeout);
+        let (wanted, pattern) = match self.expect_pattern(&e.method, &e.params, &e.message) {
+            Ok(p) => p,
+            Err(err) => return Outcome::Error(err),
+        };
+        let what = describe(&e.method);
+        match self
+            .hub
+            .inbox
+            .wait_take(&pattern, 0, Instant::now() + timeout)
+            .await
+        {
+            Some((entry, outcome)) => match self.capture(&entry.message, &outcome, &e.capture) {
+                Ok(()) => Outcome::Passed,
+                Err(err) => Outcome::Failed(Failure {
+                    rule: e.rule.clone(),
+                    summary: err,
+                    ..Failure::default()
+                }),
+            },
+            None => Outcome::Failed(self.missing(&e.rule, &wanted, &pattern, &what, timeout)),
+        }
+    }
+
+    async fn any_order(&self, group: &[Spanned<Step>]) -> Outcome {
+        let mut expects = Vec::new();
+        for step in group {
+            let Step::Expect(e) = &step.value else {
+                return Outcome::Error("only `expect` steps can be in `any_order`".into());
+            };
+            match self.expect_pattern(&e.method, &e.params, &e.message) {
+                Ok((wanted, pattern)) => expects.push((e, wanted, pattern)),
+                Err(err) => return Outcome::Error(err),
+            }
+        }
+        let timeout = expects
+            .iter()
+            .filter_map(|(e, _, _)| e.timeout)
+            .map(|d| d.0)
+            .max()
+            .unwrap_or(self.default_timeout);
+        let deadline = Instant::now() + timeout;
+        // One deadline for the group: each is waited for in turn, but any order of arrival
+        // passes, since every one looks at the whole inbox.
+        for (e, wanted, pattern) in &expects {
+            match self.hub.inbox.wait_take(pattern, 0, deadline).await {
+                Some((entry, outcome)) => {
+                    if let Err(err) = self.capture(&entry.message, &outcome, &e.capture) {
+                        return Outcome::Failed(Failure {
+                            rule: e.rule.clone(),
+                            summary: err,
+                            ..Failure::default()
+                        });
+                    }
+                }
+                None => {
+                    return Outcome::Failed(self.missing(
+                        &e.rule,
+                        wanted,
+                        pattern,
+                        &describe(&e.method),
+                        timeout,
+                    ));
+                }
+            }
+        }
+        Outcome::Passed
+    }
+
+    async fn expect_none(&self, e: &ExpectNoneStep) -> Outcome {
+        let (wanted, pattern) = match self.expect_pattern(&e.method, &e.params, &e.message) {
+            Ok(p) => p,
+            Err(err) => return Outcome::Error(err),
+        };
+        let after = self.hub.inbox.last_seq();
+        match self.hub.inbox.watch(&pattern, after, e.duration.0).await {
+            None => Outcome::Passed,
+            Some(entry) => Outcome::Failed(Failure {
+                rule: e.rule.clone(),
+                summary: format!(
+                    "{} came, though nothing like it should for {}",
+                    describe(&e.method),
+                    e.duration
+                ),
+                awaited: Some(format!("silence for {}", e.duration)),
+                expected: Some(json!({ "$not": wanted })),
+                nearest: Some(entry.message),
+                diff: None,
+            }),
+        }
+    }
+
+    async fn reply(&self, r: &ReplyStep) -> Outcome {
+        let Some(request) = self.vars().get(&r.to).cloned() else {
+            return Outcome::Error(format!(
+                "`reply.to`: no variable `{}` (capture the request with `$`)",
+                r.to
+            ));
+        };
+        let Some(id) = request.get("id").cloned() else {
+            return Outcome::Error(format!(
+                "`{}` is not a captured request: it has no `id`",
+                r.to
+            ));
+        };
+        let Some(link) = self.hub.take_held(&id) else {
+            return Outcome::Error(format!(
+                "request {id} was not held: add a handler with `hold: true` for its method, or the default behaviour answers it first"
+            ));
+        };
+        let Some(peer) = self.hub.link(link) else {
+            return Outcome::Error(format!("link {link} is gone"));
+        };
+        let incoming = crate::jsonrpc::IncomingRequest {
+            id: id.clone(),
+            method: request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            params: request.get("params").cloned().unwrap_or(Value::Null),
+            raw: request.clone(),
+        };
+        let template = match (&r.result, &r.error) {
+            (Some(result), _) => Ok(result.clone()),
+            (None, Some(error)) => Err(error.clone()),
+            (None, None) => return Outcome::Error("`reply` needs `result` or `error`".into()),
+        };
+        let outcome: Result<Value, RpcError> = self.hub.render_answer(&incoming, template);
+        peer.respond(&id, outcome);
+        Outcome::Passed
+    }
+
+    async fn close(&self, c: &CloseStep) -> Outcome {
+        match self.link(Instant::now() + self.default_timeout).await {
+            Ok(peer) => {
+                peer.close(
+                    c.code.unwrap_or(CLOSE_NORMAL),
+                    c.reason.as_deref().unwrap_or(""),
+                );
+                Outcome::Passed
+            }
+            Err(f) => Outcome::Failed(f),
+        }
+    }
+
+    async fn expect_close(&self, e: &ExpectCloseStep) -> Outcome {
+        let timeout = self.timeout(e.timeout);
+        let deadline = Instant::now() + timeout;
+        let peer = match self.link(deadline).await {
+            Ok(peer) => peer,
+            Err(f) => {
+                return Outcome::Failed(Failure {
+                    rule: e.rule.clone(),
+                    ..f
+                });
+            }
+        };
+        let wanted = match e.code {
+            Some(code) => format!("the peer to close link {} with code {code}", peer.link()),
+            None => format!("the peer to close link {}", peer.link()),
+        };
+        let closed = tokio::time::timeout_at(deadline, peer.closed()).await;
+        let fail = |summary: String| {
+            Outcome::Failed(Failure {
+                rule: e.rule.clone(),
+                summary,
+                awaited: Some(format!("{wanted}, for {}", Dur(timeout))),
+                ..Failure::default()
+            })
+        };
+        match closed {
+            Err(_) => fail(format!("link {} stayed open", peer.link())),
+            Ok(_) if peer.closed_by_us() => fail("we closed the link, not the peer".into()),
+            Ok(info) => match (e.code, info) {
+                (None, _) => Outcome::Passed,
+                (Some(code), Some(info)) if info.code == code => Outcome::Passed,
+                (Some(code), Some(info)) => fail(format!(
+                    "closed with {} ({:?}), not {code}",
+                    info.code, info.reason
+                )),
+                (Some(code), None) => fail(format!(
+                    "vanished without a close frame, not a close with {code}"
+                )),
+            },
+        }
+    }
+
+    /// The link a reconnect is measured from: the newest one that has closed, else the newest.
+    fn reconnect_baseline(&self) -> u32 {
+        let links = self.hub.links();
+        links
+            .iter()
+            .rev()
+            .find(|l| l.closed.is_some())
+            .or(links.last())
+            .map(|l| l.peer.link())
+            .unwrap_or(0)
+    }
+
+    async fn expect_reconnect(&self, e: &ExpectReconnectStep) -> Outcome {
+        let baseline = self.reconnect_baseline();
+        let found = self
+            .hub
+            .wait_links(Instant::now() + e.within.0, |links| {
+                links
+                    .iter()
+                    .find(|l| l.peer.link() > baseline)
+                    .map(|l| l.peer.link())
+            })
+            .await;
+        match found {
+            Some(_) => Outcome::Passed,
+            None => Outcome::Failed(Failure {
+                rule: e.rule.clone(),
+                summary: format!("the peer did not link again within {}", e.within),
+                awaited: Some(format!(
+                    "a new link after link {baseline}, for {}",
+                    e.within
+                )),
+                ..Failure::default()
+            }),
+        }
+    }
+
+    async fn expect_no_reconnect(&self, e: &ExpectNoReconnectStep) -> Outcome {
+        let baseline = self.reconnect_baseline();
+        let found = self
+            .hub
+            .wait_links(Instant::now() + e.duration.0, |links| {
+                links
+                    .iter()
+                    .find(|l| l.peer.link() > baseline)
+                    .map(|l| l.peer.link())
+            })
+            .await;
+        match found {
+            None => Outcome::Passed,
+            Some(link) => Outcome::Failed(Failure {
+                rule: e.rule.clone(),
+                summary: format!(
+                    "the peer linked again (link {link}) though it should not for {}",
+                    e.duration
+                ),
+                awaited: Some(format!(
+                    "no new link after link {baseline}, for {}",
+                    e.duration
+                )),
+                ..Failure::default()
+            }),
+        }
+    }
+
+    async fn dial(&self, d: &DialStep) -> Outcome {
+        let Some(dialer) = &self.dialer else {
+            return Outcome::Error("this double does not dial".into());
+        };
+        let token = match &d.token {
+            Some(t) => match self.render(&json!(t)) {
+                Ok(Value::String(s)) => Some(s),
+                Ok(other) => Some(other.to_string()),
+                Err(e) => return Outcome::Error(e),
+            },
+            None => None,
+        };
+        let timeout = self.timeout(d.timeout);
+        let result = dialer
+            .dial(DialRequest {
+                token,
+                protocol: d.protocol,
+                timeout,
+            })
+            .await;
+        let fail = |summary: String| {
+            Outcome::Failed(Failure {
+                rule: d.rule.clone(),
+                summary,
+                ..Failure::default()
+            })
+        };
+        match (d.refused, result) {
+            (None, DialResult::Linked(_)) => Outcome::Passed,
+            (Some(status), DialResult::Refused(got)) if got == status => Outcome::Passed,
+            (Some(status), DialResult::Linked(peer)) => {
+                peer.close(CLOSE_NORMAL, "this dial should have been refused");
+                fail(format!(
+                    "the instance accepted a link it should have refused with {status}"
+                ))
+            }
+            (Some(status), DialResult::Refused(got)) => {
+                fail(format!("refused with {got}, not {status}"))
+            }
+            (None, DialResult::Refused(got)) => {
+                fail(format!("the instance refused the link with {got}"))
+            }
+            (_, DialResult::Failed(why)) => fail(format!("the dial failed: {why}")),
+        }
+    }
+}
+
+fn describe(method: &Option<String>) -> String {
+    match method {
+        Some(m) => format!("`{m}`"),
+        None => "a matching message".into(),
+    }
+}
+
+/// A few words saying what a step does, for the report.
+pub fn title(step: &Step) -> String {
+    match step {
+        Step::Notify(n) => format!("notify {}", n.method),
+        Step::Request(r) => format!("request {}", r.method),
+        Step::Expect(e) => format!("expect {}", e.method.as_deref().unwrap_or("message")),
+        Step::ExpectNone(e) => format!(
+            "expect no {} for {}",
+            e.method.as_deref().unwrap_or("message"),
+            e.duration
+        ),
+        Step::AnyOrder(g) => format!("any order of {} expects", g.len()),
+        Step::Reply(r) => format!("reply to {}", r.to),
+        Step::Send(_) => "send a raw message".into(),
+        Step::Wait(d) => format!("wait {d}"),
+        Step::Close(c) => format!("close with {}", c.code.unwrap_or(CLOSE_NORMAL)),
+        Step::ExpectClose(e) => match e.code {
+            Some(code) => format!("expect the peer to close with {code}"),
+            None => "expect the peer to close".into(),
+        },
+        Step::ExpectReconnect(e) => format!("expect a reconnect within {}", e.within),
+        Step::ExpectNoReconnect(e) => format!("expect no reconnect for {}", e.duration),
+        Step::Dial(d) => match d.refused {
+            Some(status) => format!("dial, expecting refusal {status}"),
+            None => "dial".into(),
+        },
+        Step::When(_) => "when".into(),
+    }
+}

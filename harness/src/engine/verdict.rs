@@ -1,0 +1,58 @@
+//! What each step came to.
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// A step's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepStatus {
+    /// It did what it should, and the peer did what it should.
+    Passed,
+    /// The peer broke a check.
+    Failed,
+    /// Not run: a `when` excluded it, or an earlier step failed.
+    Skipped,
+    /// The scenario itself is wrong here (an unknown variable, a reply to nothing).
+    Error,
+}
+
+/// Why a step failed, with everything a person needs to see what the peer did wrong.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Failure {
+    /// The catalogue rule broken, when the step names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    /// One sentence.
+    pub summary: String,
+    /// What the step waited for, and how long.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub awaited: Option<String>,
+    /// The expected pattern, as written (variables substituted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected: Option<Value>,
+    /// The received message nearest to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nearest: Option<Value>,
+    /// A readable diff between the two.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+/// One step's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepVerdict {
+    /// Its place: `3`, or `5.2` inside a group.
+    pub index: String,
+    /// Its line in the scenario file.
+    pub line: u64,
+    /// What it does, in a few words (`expect _lembas/hello`).
+    pub title: String,
+    /// The verdict.
+    pub status: StepStatus,
+    /// How long it took.
+    pub elapsed_ms: f64,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+}

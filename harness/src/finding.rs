@@ -1,0 +1,73 @@
+//! Findings: a rule the peer broke, with the evidence.
+
+use serde::Serialize;
+
+/// One violation of a protocol rule by the peer, found by a scenario step or a monitor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Finding {
+    /// The rule's stable id from the catalogue (`device.hello.protocol`).
+    pub rule: String,
+    /// One sentence: what the peer did wrong.
+    pub summary: String,
+    /// What was expected and what came, when there is more to say (a diff, the raw text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The link it happened on, counting from 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link: Option<u32>,
+}
+
+impl Finding {
+    /// A finding without detail.
+    pub fn new(rule: impl Into<String>, summary: impl Into<String>) -> Self {
+        Self {
+            rule: rule.into(),
+            summary: summary.into(),
+            detail: None,
+            link: None,
+        }
+    }
+
+    /// Adds the detail.
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// Adds the link number.
+    pub fn on_link(mut self, link: u32) -> Self {
+        self.link = Some(link);
+        self
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] {}", self.rule, self.summary)?;
+        if let Some(link) = self.link {
+            write!(f, " (link {link})")?;
+        }
+        Ok(())
+    }
+}
+
+/// The findings of one run, shared by every task that checks the peer.
+#[derive(Debug, Default)]
+pub struct Findings {
+    items: std::sync::Mutex<Vec<Finding>>,
+}
+
+impl Findings {
+    /// Records a finding and logs it, so a person watching stderr sees it as it happens.
+    pub fn push(&self, finding: Finding) {
+        tracing::warn!(rule = %finding.rule, "{}", finding.summary);
+        if let Ok(mut items) = self.items.lock() {
+            items.push(finding);
+        }
+    }
+
+    /// Everything found so far.
+    pub fn all(&self) -> Vec<Finding> {
+        self.items.lock().map(|i| i.clone()).unwrap_or_default()
+    }
+}

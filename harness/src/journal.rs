@@ -1,0 +1,113 @@
+//! The journal: every message in and out, with its time, link and direction.
+//!
+//! Written as JSON lines to `--journal PATH` as it happens (so a crashed or killed run still
+//! leaves its trail), and kept in memory for the report's "last messages".
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// How many entries the report's "last messages" can show.
+const RECENT: usize = 200;
+
+/// Which way a message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// From the peer.
+    In,
+    /// To the peer.
+    Out,
+    /// Something that happened to the link (opened, closed), not a message.
+    Event,
+}
+
+/// One journal line.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    /// Milliseconds since the run started.
+    pub t_ms: f64,
+    /// The link, counting from 1.
+    pub link: u32,
+    /// Which way.
+    pub dir: Direction,
+    /// The message as JSON when it parsed, else the raw text as a string.
+    pub msg: Value,
+}
+
+/// Records every message of a run.
+#[derive(Debug)]
+pub struct Journal {
+    start: Instant,
+    file: Option<Mutex<BufWriter<File>>>,
+    recent: Mutex<VecDeque<Entry>>,
+}
+
+impl Journal {
+    /// A journal kept in memory only.
+    pub fn in_memory() -> Self {
+        Self {
+            start: Instant::now(),
+            file: None,
+            recent: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    /// A journal that also writes JSON lines to `path`.
+    pub fn to_file(path: &Path) -> std::io::Result<Self> {
+        let file = File::create(path)?;
+        Ok(Self {
+            file: Some(Mutex::new(BufWriter::new(file))),
+            ..Self::in_memory()
+        })
+    }
+
+    /// Milliseconds since the run started.
+    pub fn elapsed_ms(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Records one message or event.
+    pub fn record(&self, link: u32, dir: Direction, msg: Value) {
+        let entry = Entry {
+            t_ms: (self.elapsed_ms() * 1000.0).round() / 1000.0,
+            link,
+            dir,
+            msg,
+        };
+        if let Some(file) = &self.file
+            && let Ok(mut file) = file.lock()
+            && let Ok(line) = serde_json::to_string(&entry)
+        {
+            // A journal that cannot be written is not a reason to stop checking the peer.
+            let _ = writeln!(file, "{line}").and_then(|_| file.flush());
+        }
+        if let Ok(mut recent) = self.recent.lock() {
+            if recent.len() == RECENT {
+                recent.pop_front();
+            }
+            recent.push_back(entry);
+        }
+    }
+
+    /// Records a raw text: as JSON when it parses, else as the string itself.
+    pub fn record_text(&self, link: u32, dir: Direction, text: &str) {
+        let msg = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
+        self.record(link, dir, msg);
+    }
+
+    /// The last `n` entries, oldest first.
+    pub fn recent(&self, n: usize) -> Vec<Entry> {
+        let Ok(recent) = self.recent.lock() else {
+            return Vec::new();
+        };
+        let skip = recent.len().saturating_sub(n);
+        recent.iter().skip(skip).cloned().collect()
+    }
+}

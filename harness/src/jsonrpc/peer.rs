@@ -1,0 +1,448 @@
+//! One JSON-RPC 2.0 peer over one [`Connection`]: ids, the table of pending requests with their
+//! deadlines, the journal, and findings for whatever the peer sends that is not JSON-RPC.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::message::{Malformed, Message, RpcError, classify};
+use crate::finding::{Finding, Findings};
+use crate::journal::{Direction, Journal};
+use crate::transport::{CloseInfo, Connection, Incoming, Outgoing};
+
+/// Rule ids for what any JSON-RPC peer must not do; they bind both sides.
+pub mod rules {
+    /// Every message is JSON.
+    pub const NOT_JSON: &str = "jsonrpc.json";
+    /// Every message is a JSON-RPC 2.0 object.
+    pub const ENVELOPE: &str = "jsonrpc.envelope";
+    /// A response answers a request that was sent and not yet answered.
+    pub const UNKNOWN_RESPONSE: &str = "jsonrpc.response.id";
+    /// Messages are text frames.
+    pub const BINARY: &str = "jsonrpc.text";
+}
+
+/// A request the peer sent us, waiting for an answer.
+#[derive(Debug, Clone)]
+pub struct IncomingRequest {
+    /// The peer's id.
+    pub id: Value,
+    /// The method.
+    pub method: String,
+    /// The params, or `null`.
+    pub params: Value,
+    /// The whole message as received.
+    pub raw: Value,
+}
+
+/// Something that happened on a link, handed to the [`Dispatch`] in arrival order.
+#[derive(Debug, Clone)]
+pub enum LinkEvent {
+    /// The peer sent a request.
+    Request(IncomingRequest),
+    /// The peer sent a notification.
+    Notification {
+        /// The method.
+        method: String,
+        /// The params, or `null`.
+        params: Value,
+        /// The whole message as received.
+        raw: Value,
+    },
+    /// The peer answered one of our requests (already delivered to whoever waits for it).
+    Response {
+        /// The method of the request it answers.
+        method: String,
+        /// What we sent as params.
+        request_params: Value,
+        /// The result or the error.
+        outcome: Result<Value, RpcError>,
+        /// The whole message as received.
+        raw: Value,
+    },
+    /// The link ended: `Some` with the peer's close code, `None` when it vanished.
+    Closed(Option<CloseInfo>),
+}
+
+/// Where a peer's traffic goes: the scenario engine, the protocol model, the monitors.
+pub trait Dispatch: Send + Sync + 'static {
+    /// Called for every event, in order, from the link's reader task. Must not block: spawn
+    /// anything slow.
+    fn on_event(&self, peer: &Arc<Peer>, event: LinkEvent);
+
+    /// Called for every message this side sends, after it went out.
+    fn on_sent(&self, _peer: &Arc<Peer>, _message: &Value) {}
+}
+
+/// Why an outgoing request got no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RequestError {
+    /// The deadline passed.
+    #[error("no answer to `{method}` within {after:?}")]
+    Timeout {
+        /// The method asked.
+        method: String,
+        /// How long we waited.
+        after: Duration,
+    },
+    /// The link closed before the answer came.
+    #[error("the link closed before `{method}` was answered")]
+    Closed {
+        /// The method asked.
+        method: String,
+    },
+}
+
+/// Settings of one peer.
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    /// The link's number in this run, counting from 1.
+    pub link: u32,
+}
+
+struct Pending {
+    method: String,
+    params: Value,
+    reply: oneshot::Sender<Result<Value, RpcError>>,
+}
+
+/// One JSON-RPC peer on one link.
+pub struct Peer {
+    link: u32,
+    remote: String,
+    out: mpsc::UnboundedSender<Outgoing>,
+    next_id: AtomicI64,
+    pending: Mutex<HashMap<String, Pending>>,
+    answered: Mutex<HashSet<String>>,
+    journal: Arc<Journal>,
+    findings: Arc<Findings>,
+    dispatch: Arc<dyn Dispatch>,
+    closed_tx: watch::Sender<Option<Option<CloseInfo>>>,
+    we_closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer")
+            .field("link", &self.link)
+            .field("remote", &self.remote)
+            .finish()
+    }
+}
+
+/// Ids are compared by their JSON text so that `1` and `"1"` stay different, as the spec wants.
+fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+impl Peer {
+    /// Starts a peer on a connection: spawns the reader task and returns the handle.
+    pub fn start(
+        connection: Connection,
+        config: PeerConfig,
+        journal: Arc<Journal>,
+        findings: Arc<Findings>,
+        dispatch: Arc<dyn Dispatch>,
+    ) -> Arc<Peer> {
+        let Connection {
+            outgoing,
+            incoming,
+            peer: remote,
+        } = connection;
+        let (closed_tx, _) = watch::channel(None);
+        let peer = Arc::new(Peer {
+            link: config.link,
+            remote,
+            out: outgoing,
+            next_id: AtomicI64::new(1),
+            pending: Mutex::new(HashMap::new()),
+            answered: Mutex::new(HashSet::new()),
+            journal,
+            findings,
+            dispatch,
+            closed_tx,
+            we_closed: AtomicBool::new(false),
+        });
+        peer.journal.record(
+            peer.link,
+            Direction::Event,
+            json!({"event": "open", "peer": peer.remote}),
+        );
+        tokio::spawn(Arc::clone(&peer).read_loop(incoming));
+        peer
+    }
+
+    /// This link's number in the run.
+    pub fn link(&self) -> u32 {
+        self.link
+    }
+
+    /// Who the peer is (its address).
+    pub fn remote(&self) -> &str {
+        &self.remote
+    }
+
+    /// Whether the link has ended.
+    pub fn is_closed(&self) -> bool {
+        self.closed_tx.borrow().is_some()
+    }
+
+    /// Waits until the link ends; gives the peer's close code (`None` if it vanished).
+    pub async fn closed(&self) -> Option<CloseInfo> {
+        let mut rx = self.closed_tx.subscribe();
+        loop {
+            if let Some(info) = rx.borrow_and_update().clone() {
+                return info;
+            }
+            if rx.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    /// Whether this side closed the link (so its end is not the peer's doing).
+    pub fn closed_by_us(&self) -> bool {
+        self.we_closed.load(Ordering::Relaxed)
+    }
+
+    /// Sends a notification.
+    pub fn notify(self: &Arc<Self>, method: &str, params: Value) {
+        let msg = Message::Notification {
+            method: method.into(),
+            params: Some(params),
+        };
+        self.send_value(msg.to_value());
+    }
+
+    /// Sends any JSON value as one message, as is (for scenarios that send raw or broken text).
+    pub fn send_value(self: &Arc<Self>, value: Value) {
+        self.send_text(value.to_string(), Some(&value));
+    }
+
+    /// Sends a raw text message.
+    pub fn send_text(self: &Arc<Self>, text: String, parsed: Option<&Value>) {
+        self.journal.record_text(self.link, Direction::Out, &text);
+        if self.out.send(Outgoing::Text(text.clone())).is_err() {
+            tracing::debug!(link = self.link, "send on a closed link dropped");
+            return;
+        }
+        let value = match parsed {
+            Some(v) => v.clone(),
+            None => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        };
+        self.dispatch.on_sent(self, &value);
+    }
+
+    /// Sends a request and waits for its answer, at most `timeout`.
+    pub async fn request(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Result<Value, RpcError>, RequestError> {
+        let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(
+                id_key(&id),
+                Pending {
+                    method: method.into(),
+                    params: params.clone(),
+                    reply: tx,
+                },
+            );
+        }
+        let msg = Message::Request {
+            id: id.clone(),
+            method: method.into(),
+            params: Some(params),
+        };
+        self.send_value(msg.to_value());
+        let answer = tokio::time::timeout(timeout, rx).await;
+        match answer {
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(_)) => Err(RequestError::Closed {
+                method: method.into(),
+            }),
+            Err(_) => {
+                if let Ok(mut pending) = self.pending.lock() {
+                    pending.remove(&id_key(&id));
+                }
+                Err(RequestError::Timeout {
+                    method: method.into(),
+                    after: timeout,
+                })
+            }
+        }
+    }
+
+    /// Answers a request of the peer's. Returns false (and sends nothing) when it was answered
+    /// already, so a scenario that replies to a request the default behaviour took can say so.
+    pub fn respond(self: &Arc<Self>, id: &Value, outcome: Result<Value, RpcError>) -> bool {
+        let fresh = self
+            .answered
+            .lock()
+            .map(|mut a| a.insert(id_key(id)))
+            .unwrap_or(false);
+        if !fresh {
+            return false;
+        }
+        let msg = Message::Response {
+            id: id.clone(),
+            outcome,
+        };
+        self.send_value(msg.to_value());
+        true
+    }
+
+    /// Whether a request of the peer's was answered.
+    pub fn was_answered(&self, id: &Value) -> bool {
+        self.answered
+            .lock()
+            .map(|a| a.contains(&id_key(id)))
+            .unwrap_or(false)
+    }
+
+    /// Closes the link with a code and reason.
+    pub fn close(&self, code: u16, reason: &str) {
+        self.we_closed.store(true, Ordering::Relaxed);
+        self.journal.record(
+            self.link,
+            Direction::Event,
+            json!({"event": "close_sent", "code": code, "reason": reason}),
+        );
+        let _ = self.out.send(Outgoing::Close(CloseInfo {
+            code,
+            reason: reason.into(),
+        }));
+    }
+
+    async fn read_loop(self: Arc<Self>, mut incoming: mpsc::Receiver<Incoming>) {
+        let close = loop {
+            match incoming.recv().await {
+                Some(Incoming::Text(text)) => self.on_text(&text),
+                Some(Incoming::Binary(bytes)) => {
+                    self.journal.record(
+                        self.link,
+                        Direction::In,
+                        json!({"binary_frame_bytes": bytes.len()}),
+                    );
+                    self.find(Finding::new(
+                        rules::BINARY,
+                        format!("a binary frame of {} bytes", bytes.len()),
+                    ));
+                }
+                Some(Incoming::Closed(info)) => break info,
+                None => break None,
+            }
+        };
+        self.journal.record(
+            self.link,
+            Direction::Event,
+            json!({"event": "closed", "code": close.as_ref().map(|c| c.code), "reason": close.as_ref().map(|c| c.reason.clone())}),
+        );
+        // Whoever still waits for an answer learns the link is gone: dropping the senders.
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.clear();
+        }
+        self.closed_tx.send_replace(Some(close.clone()));
+        self.dispatch.on_event(&self, LinkEvent::Closed(close));
+    }
+
+    fn find(&self, finding: Finding) {
+        self.findings.push(finding.on_link(self.link));
+    }
+
+    fn on_text(self: &Arc<Self>, text: &str) {
+        self.journal.record_text(self.link, Direction::In, text);
+        let (raw, message) = match classify(text) {
+            Ok(ok) => ok,
+            Err(bad) => {
+                let rule = match bad {
+                    Malformed::NotJson(_) => rules::NOT_JSON,
+                    Malformed::NotJsonRpc(_) => rules::ENVELOPE,
+                };
+                self.find(Finding::new(rule, bad.to_string()).with_detail(truncate(text, 2000)));
+                // A request we cannot parse gets the standard error when it has an id we can read.
+                let id = serde_json::from_str::<Value>(text)
+                    .ok()
+                    .and_then(|v| v.get("id").cloned());
+                let code = if matches!(bad, Malformed::NotJson(_)) {
+                    super::PARSE_ERROR
+                } else {
+                    super::INVALID_REQUEST
+                };
+                let _ = self.out.send(Outgoing::Text(
+                    Message::Response {
+                        id: id.unwrap_or(Value::Null),
+                        outcome: Err(RpcError::new(code, bad.to_string())),
+                    }
+                    .to_value()
+                    .to_string(),
+                ));
+                return;
+            }
+        };
+        let event = match message {
+            Message::Request { id, method, params } => LinkEvent::Request(IncomingRequest {
+                id,
+                method,
+                params: params.unwrap_or(Value::Null),
+                raw,
+            }),
+            Message::Notification { method, params } => LinkEvent::Notification {
+                method,
+                params: params.unwrap_or(Value::Null),
+                raw,
+            },
+            Message::Response { id, outcome } => {
+                let waiting = self
+                    .pending
+                    .lock()
+                    .ok()
+                    .and_then(|mut p| p.remove(&id_key(&id)));
+                let Some(Pending {
+                    method,
+                    params,
+                    reply,
+                }) = waiting
+                else {
+                    self.find(
+                        Finding::new(rules::UNKNOWN_RESPONSE, format!("a response with id {id}, which answers no request of ours still waiting"))
+                            .with_detail(truncate(text, 2000)),
+                    );
+                    return;
+                };
+                // Monitors see the answer before the waiter wakes, so a finding about it is
+                // recorded before a scenario that waited for it can finish.
+                self.dispatch.on_event(
+                    self,
+                    LinkEvent::Response {
+                        method,
+                        request_params: params,
+                        outcome: outcome.clone(),
+                        raw,
+                    },
+                );
+                let _ = reply.send(outcome);
+                return;
+            }
+        };
+        self.dispatch.on_event(self, event);
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
+}

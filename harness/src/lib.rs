@@ -1,0 +1,27 @@
+//! The engine both LLeMbas doubles are built on.
+//!
+//! Layers, bottom up; each knows only the ones below it:
+//! - [`transport`]: whole text messages over WebSocket (server and client) or stdio.
+//! - [`journal`], [`finding`]: what happened, and what the peer did wrong.
+//! - [`pattern`]: partial JSON matching, placeholders, captures and `${var}` substitution.
+//! - [`jsonrpc`]: JSON-RPC 2.0 correlation over a connection.
+//! - [`scenario`], [`engine`], [`report`]: the scenario language, its runner, its reports.
+//! - [`rules`]: the catalogue of protocol rules scenarios and monitors cite.
+//! - [`lembas`]: what both doubles know of the LLeMbas protocol (spec versions, capabilities,
+//!   discovery), shared so the two sides cannot disagree on facts.
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod engine;
+pub mod exit;
+pub mod finding;
+pub mod journal;
+pub mod jsonrpc;
+pub mod lembas;
+pub mod pattern;
+pub mod report;
+pub mod rules;
+pub mod scenario;
+pub mod transport;
+
+pub use exit::Exit;

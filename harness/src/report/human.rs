@@ -1,0 +1,131 @@
+//! The run for a person: each step's verdict, and for a failure the rule, what was awaited,
+//! the diff and the last messages.
+
+use std::fmt::Write;
+
+use crate::engine::{Failure, RunOutcome, StepStatus};
+use crate::journal::{Direction, Entry};
+use crate::rules::catalogue;
+
+/// How many of the last messages a failed run shows.
+const LAST_MESSAGES: usize = 12;
+
+/// The longest message text shown on one line.
+const MESSAGE_WIDTH: usize = 240;
+
+/// Renders the outcome.
+pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{double} · scenario {} · {}",
+        outcome.scenario, outcome.cell
+    );
+    for step in &outcome.steps {
+        let mark = match step.status {
+            StepStatus::Passed => "ok  ",
+            StepStatus::Failed => "FAIL",
+            StepStatus::Skipped => "skip",
+            StepStatus::Error => "ERR ",
+        };
+        let _ = writeln!(
+            out,
+            "  {mark} {:<6} {:<48} line {:<4} {:>7.1} ms",
+            step.index, step.title, step.line, step.elapsed_ms
+        );
+        if let Some(failure) = &step.failure {
+            for line in failure_text(failure).lines() {
+                let _ = writeln!(out, "         {line}");
+            }
+        }
+    }
+    if !outcome.findings.is_empty() {
+        let _ = writeln!(out, "  monitors found:");
+        for finding in &outcome.findings {
+            let _ = writeln!(out, "    {finding}");
+            if let Some(rule) = catalogue().get(&finding.rule) {
+                let _ = writeln!(out, "      rule: {} (spec: {})", rule.says, rule.section);
+            }
+            if let Some(detail) = &finding.detail {
+                for line in detail.lines() {
+                    let _ = writeln!(out, "      {line}");
+                }
+            }
+        }
+    }
+    if !outcome.passed() {
+        let _ = writeln!(out, "  last messages:");
+        let skip = recent.len().saturating_sub(LAST_MESSAGES);
+        for entry in &recent[skip..] {
+            let arrow = match entry.dir {
+                Direction::In => "<-",
+                Direction::Out => "->",
+                Direction::Event => "--",
+            };
+            let _ = writeln!(
+                out,
+                "    {:>9.1} ms  link {} {arrow} {}",
+                entry.t_ms,
+                entry.link,
+                clip(&entry.msg.to_string())
+            );
+        }
+    }
+    let verdict = if outcome.passed() {
+        "PASSED".to_string()
+    } else if outcome.scenario_error() {
+        "SCENARIO ERROR".to_string()
+    } else {
+        format!(
+            "FAILED: the peer broke {}",
+            outcome.broken_rules().join(", ")
+        )
+    };
+    let _ = writeln!(out, "  {verdict} in {:.0} ms", outcome.elapsed_ms);
+    out
+}
+
+/// A failure in lines: the rule and what it says, the summary, what was awaited, the diff.
+pub fn failure_text(failure: &Failure) -> String {
+    let mut out = String::new();
+    if let Some(id) = &failure.rule {
+        match catalogue().get(id) {
+            Some(rule) => {
+                let _ = writeln!(out, "rule {id}: {} (spec: {})", rule.says, rule.section);
+            }
+            None => {
+                let _ = writeln!(out, "rule {id}");
+            }
+        }
+    }
+    let _ = writeln!(out, "{}", failure.summary);
+    if let Some(awaited) = &failure.awaited {
+        let _ = writeln!(out, "awaited: {awaited}");
+    }
+    match (&failure.diff, &failure.expected) {
+        (Some(diff), _) => {
+            let _ = writeln!(out, "diff (expected vs nearest received):");
+            for line in diff.lines() {
+                let _ = writeln!(out, "  {line}");
+            }
+        }
+        (None, Some(expected)) => {
+            let _ = writeln!(out, "expected: {}", clip(&expected.to_string()));
+            if let Some(nearest) = &failure.nearest {
+                let _ = writeln!(out, "received: {}", clip(&nearest.to_string()));
+            } else {
+                let _ = writeln!(out, "received: nothing like it");
+            }
+        }
+        (None, None) => {}
+    }
+    out
+}
+
+fn clip(text: &str) -> String {
+    if text.chars().count() <= MESSAGE_WIDTH {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(MESSAGE_WIDTH).collect();
+    format!("{cut}…")
+}

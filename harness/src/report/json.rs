@@ -1,0 +1,24 @@
+//! The run as JSON, for tools.
+
+use serde_json::json;
+
+use crate::engine::RunOutcome;
+use crate::journal::Entry;
+use crate::rules::catalogue;
+
+/// The outcome, every broken rule with its catalogue entry, and the last messages.
+pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
+    let rules: Vec<_> = outcome
+        .broken_rules()
+        .iter()
+        .filter_map(|id| catalogue().get(id).cloned())
+        .collect();
+    let value = json!({
+        "double": double,
+        "passed": outcome.passed(),
+        "outcome": outcome,
+        "broken_rules": rules,
+        "last_messages": recent,
+    });
+    serde_json::to_string_pretty(&value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
+}

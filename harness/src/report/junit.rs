@@ -1,0 +1,60 @@
+//! The run as JUnit XML, which CI systems show: one suite a run, one case a step, and one case
+//! for the monitors.
+
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use crate::engine::{RunOutcome, StepStatus};
+
+/// Renders the outcome.
+pub fn render(double: &str, outcome: &RunOutcome) -> String {
+    let mut report = Report::new(double);
+    let mut suite = TestSuite::new(format!("{} [{}]", outcome.scenario, outcome.cell));
+    for step in &outcome.steps {
+        let mut status = match step.status {
+            StepStatus::Passed => TestCaseStatus::success(),
+            StepStatus::Skipped => TestCaseStatus::skipped(),
+            StepStatus::Failed => TestCaseStatus::non_success(NonSuccessKind::Failure),
+            StepStatus::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
+        };
+        if let Some(failure) = &step.failure {
+            let message = match &failure.rule {
+                Some(rule) => format!("[{rule}] {}", failure.summary),
+                None => failure.summary.clone(),
+            };
+            status.set_message(message);
+            status.set_description(super::human::failure_text(failure));
+        }
+        let mut case = TestCase::new(
+            format!("{} {} (line {})", step.index, step.title, step.line),
+            status,
+        );
+        case.set_classname(format!("{double}.{}", outcome.scenario));
+        case.set_time(Duration::from_secs_f64(step.elapsed_ms / 1000.0));
+        suite.add_test_case(case);
+    }
+    let monitors = if outcome.findings.is_empty() {
+        TestCaseStatus::success()
+    } else {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+        status.set_message(format!("{} finding(s)", outcome.findings.len()));
+        status.set_description(
+            outcome
+                .findings
+                .iter()
+                .map(|f| f.to_string())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+        status
+    };
+    let mut case = TestCase::new("monitors", monitors);
+    case.set_classname(format!("{double}.{}", outcome.scenario));
+    suite.add_test_case(case);
+    suite.set_time(Duration::from_secs_f64(outcome.elapsed_ms / 1000.0));
+    report.add_test_suite(suite);
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- cannot render JUnit: {e} -->"))
+}

@@ -1,0 +1,88 @@
+//! The scenarios shipped with the suite, compiled into the binaries so that
+//! `fake-instance --scenario negotiate.yaml` works from any directory after `cargo install`.
+
+use include_dir::{Dir, include_dir};
+
+use super::load::{LoadError, Side, load_file, load_str};
+use super::model::Scenario;
+
+static SCENARIOS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../scenarios");
+
+/// A scenario compiled into the binary.
+#[derive(Debug, Clone, Copy)]
+pub struct Embedded {
+    /// Which double runs it.
+    pub side: Side,
+    /// Its file name (`negotiate.yaml`).
+    pub file: &'static str,
+    /// Its text.
+    pub text: &'static str,
+}
+
+impl Embedded {
+    /// How errors name it: `scenarios/instance/negotiate.yaml (embedded)`.
+    pub fn label(&self) -> String {
+        format!("scenarios/{}/{} (embedded)", self.side.folder(), self.file)
+    }
+
+    /// Loads it.
+    pub fn load(&self) -> Result<Scenario, LoadError> {
+        load_str(self.text, &self.label(), Some(self.side))
+    }
+}
+
+/// The embedded scenarios of one double, sorted by file name.
+pub fn embedded(side: Side) -> Vec<Embedded> {
+    let mut found: Vec<Embedded> = SCENARIOS
+        .get_dir(side.folder())
+        .into_iter()
+        .flat_map(|dir| dir.files())
+        .filter_map(|file| {
+            let name = file.path().file_name()?.to_str()?;
+            if !(name.ends_with(".yaml") || name.ends_with(".yml")) {
+                return None;
+            }
+            Some(Embedded {
+                side,
+                file: name,
+                text: file.contents_utf8()?,
+            })
+        })
+        .collect();
+    found.sort_by_key(|e| e.file);
+    found
+}
+
+/// Finds a scenario: a file path if one exists there, else an embedded one by file name (with
+/// or without `.yaml`).
+pub fn resolve(arg: &str, side: Side) -> Result<Scenario, LoadError> {
+    let path = std::path::Path::new(arg);
+    if path.is_file() {
+        return load_file(path, Some(side));
+    }
+    let wanted = arg
+        .trim_start_matches(&format!("{}/", side.folder()))
+        .to_string();
+    let found = embedded(side)
+        .into_iter()
+        .find(|e| e.file == wanted || e.file.trim_end_matches(".yaml") == wanted);
+    match found {
+        Some(e) => e.load(),
+        None => Err(LoadError {
+            file: arg.to_string(),
+            line: None,
+            column: None,
+            key_path: None,
+            message: format!(
+                "no such file, and no embedded {} scenario of that name (see --list-scenarios: {})",
+                side.double(),
+                embedded(side)
+                    .iter()
+                    .map(|e| e.file)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            snippet: None,
+        }),
+    }
+}

@@ -1,0 +1,355 @@
+//! Loading a scenario: YAML to the model, then the checks YAML cannot express, every error
+//! naming the file, line, column and key path at fault.
+
+use std::cell::RefCell;
+use std::path::Path;
+
+use serde_saphyr::Spanned;
+
+use super::model::{Scenario, Step};
+use crate::pattern::Pattern;
+
+/// Which double runs a scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// fake-instance runs it (it checks a device).
+    Instance,
+    /// fake-device runs it (it checks an instance).
+    Device,
+}
+
+impl Side {
+    /// The double's name.
+    pub fn double(self) -> &'static str {
+        match self {
+            Side::Instance => "fake-instance",
+            Side::Device => "fake-device",
+        }
+    }
+
+    /// The scenario folder this double's scenarios live in.
+    pub fn folder(self) -> &'static str {
+        match self {
+            Side::Instance => "instance",
+            Side::Device => "device",
+        }
+    }
+
+    /// Guesses the side from a path (`scenarios/instance/x.yaml`).
+    pub fn from_path(path: &Path) -> Option<Side> {
+        let parent = path.parent()?.file_name()?.to_str()?;
+        match parent {
+            "instance" => Some(Side::Instance),
+            "device" => Some(Side::Device),
+            _ => None,
+        }
+    }
+}
+
+/// A scenario that could not be loaded, with where and why.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", self.render())]
+pub struct LoadError {
+    /// The file (or the embedded name).
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<u64>,
+    /// 1-based column, when known.
+    pub column: Option<u64>,
+    /// The key path at fault (`steps[2].expect.bogus`), when known.
+    pub key_path: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// The YAML around the fault, when the parser gave it.
+    pub snippet: Option<String>,
+}
+
+impl LoadError {
+    fn render(&self) -> String {
+        let mut out = self.file.clone();
+        if let Some(line) = self.line {
+            out.push_str(&format!(":{line}"));
+            if let Some(col) = self.column {
+                out.push_str(&format!(":{col}"));
+            }
+        }
+        out.push_str(": ");
+        if let Some(path) = &self.key_path {
+            out.push_str(&format!("at `{path}`: "));
+        }
+        out.push_str(&self.message);
+        if let Some(snippet) = &self.snippet {
+            out.push('\n');
+            out.push_str(snippet);
+        }
+        out
+    }
+}
+
+/// Reads and checks a scenario file.
+pub fn load_file(path: &Path, side: Option<Side>) -> Result<Scenario, LoadError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+        file: file.clone(),
+        line: None,
+        column: None,
+        key_path: None,
+        message: format!("cannot read it: {e}"),
+        snippet: None,
+    })?;
+    load_str(&text, &file, side.or_else(|| Side::from_path(path)))
+}
+
+/// Parses and checks a scenario from text; `file` names it in errors.
+pub fn load_str(text: &str, file: &str, side: Option<Side>) -> Result<Scenario, LoadError> {
+    let scenario = parse(text, file)?;
+    check(&scenario, file, side)?;
+    Ok(scenario)
+}
+
+fn parse(text: &str, file: &str) -> Result<Scenario, LoadError> {
+    // YAML 1.1 reads `NO`, `yes`, `on` as booleans inside free-form JSON values; a protocol
+    // double must send what the author wrote, so only `true` and `false` are booleans.
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let key_path: RefCell<Option<String>> = RefCell::new(None);
+    let parsed = serde_saphyr::with_deserializer_from_str_with_options(text, options, |de| {
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            if path != "." && !path.is_empty() {
+                *key_path.borrow_mut() = Some(path);
+            }
+            e.into_inner()
+        })
+    });
+    parsed.map_err(|e| {
+        let location = e.location();
+        let rendered = e.to_string().replace("<input>", file);
+        let (message, snippet) = split_rendered(&rendered);
+        LoadError {
+            file: file.to_string(),
+            line: location.map(|l| l.line()),
+            column: location.map(|l| l.column()),
+            key_path: key_path.borrow().clone(),
+            message,
+            snippet,
+        }
+    })
+}
+
+/// serde-saphyr renders `error: line L column C: MESSAGE` and then a snippet; we keep the
+/// message and the snippet, and say the location our own way.
+fn split_rendered(rendered: &str) -> (String, Option<String>) {
+    let mut lines = rendered.lines();
+    let first = lines.next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let message = match first.find(": ") {
+        Some(i) if first.starts_with("line ") => first[i + 2..].to_string(),
+        _ => first.to_string(),
+    };
+    let snippet: Vec<&str> = lines.collect();
+    let snippet = (!snippet.is_empty()).then(|| snippet.join("\n"));
+    (message, snippet)
+}
+
+struct Checker<'a> {
+    file: &'a str,
+}
+
+impl Checker<'_> {
+    fn error<T>(&self, at: &Spanned<T>, key_path: String, message: String) -> LoadError {
+        LoadError {
+            file: self.file.to_string(),
+            line: Some(at.referenced.line()),
+            column: Some(at.referenced.column()),
+            key_path: Some(key_path),
+            message,
+            snippet: None,
+        }
+    }
+
+    fn pattern(
+        &self,
+        at: &Spanned<Step>,
+        path: &str,
+        value: Option<&serde_json::Value>,
+    ) -> Result<(), LoadError> {
+        if let Some(value) = value {
+            Pattern::compile(value)
+                .map_err(|e| self.error(at, path.to_string(), format!("bad pattern: {e}")))?;
+        }
+        Ok(())
+    }
+
+    fn steps(
+        &self,
+        steps: &[Spanned<Step>],
+        base: &str,
+        side: Option<Side>,
+    ) -> Result<(), LoadError> {
+        for (i, step) in steps.iter().enumerate() {
+            let path = format!("{base}[{i}]");
+            match &step.value {
+                Step::Expect(e) => {
+                    if e.method.is_none() && e.params.is_none() && e.message.is_none() {
+                        return Err(self.error(
+                            step,
+                            format!("{path}.expect"),
+                            "says nothing to expect: give `method`, `params` or `message`".into(),
+                        ));
+                    }
+                    self.pattern(step, &format!("{path}.expect.params"), e.params.as_ref())?;
+                    self.pattern(step, &format!("{path}.expect.message"), e.message.as_ref())?;
+                }
+                Step::ExpectNone(e) => {
+                    self.pattern(
+                        step,
+                        &format!("{path}.expect_none.params"),
+                        e.params.as_ref(),
+                    )?;
+                    self.pattern(
+                        step,
+                        &format!("{path}.expect_none.message"),
+                        e.message.as_ref(),
+                    )?;
+                }
+                Step::Request(r) => {
+                    if r.result.is_some() && r.error.is_some() {
+                        return Err(self.error(
+                            step,
+                            format!("{path}.request"),
+                            "has both `result` and `error`: a response has one".into(),
+                        ));
+                    }
+                    self.pattern(step, &format!("{path}.request.result"), r.result.as_ref())?;
+                    self.pattern(step, &format!("{path}.request.error"), r.error.as_ref())?;
+                }
+                Step::Reply(r) => {
+                    if r.result.is_some() == r.error.is_some() {
+                        return Err(self.error(
+                            step,
+                            format!("{path}.reply"),
+                            "needs exactly one of `result` and `error`".into(),
+                        ));
+                    }
+                }
+                Step::Send(s) => {
+                    if s.message.is_some() == s.text.is_some() {
+                        return Err(self.error(
+                            step,
+                            format!("{path}.send"),
+                            "needs exactly one of `message` and `text`".into(),
+                        ));
+                    }
+                }
+                Step::AnyOrder(inner) => {
+                    if let Some((j, bad)) = inner
+                        .iter()
+                        .enumerate()
+                        .find(|(_, s)| !matches!(s.value, Step::Expect(_)))
+                    {
+                        return Err(self.error(
+                            bad,
+                            format!("{path}.any_order[{j}]"),
+                            "only `expect` steps can be in `any_order`".into(),
+                        ));
+                    }
+                    self.steps(inner, &format!("{path}.any_order"), side)?;
+                }
+                Step::When(w) => {
+                    if w.protocol.is_none() && w.spec.is_none() {
+                        return Err(self.error(
+                            step,
+                            format!("{path}.when"),
+                            "needs `protocol` or `spec`: otherwise its steps always run".into(),
+                        ));
+                    }
+                    self.steps(&w.steps, &format!("{path}.when.steps"), side)?;
+                }
+                Step::Dial(_) if side == Some(Side::Instance) => {
+                    return Err(self.error(
+                        step,
+                        format!("{path}.dial"),
+                        "only fake-device dials; fake-instance accepts links".into(),
+                    ));
+                }
+                Step::ExpectReconnect(_) | Step::ExpectNoReconnect(_)
+                    if side == Some(Side::Device) =>
+                {
+                    return Err(self.error(
+                        step,
+                        path,
+                        "only fake-instance can see a peer link again; the instance never dials"
+                            .into(),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check(scenario: &Scenario, file: &str, side: Option<Side>) -> Result<(), LoadError> {
+    let top = |key: &str, message: String| LoadError {
+        file: file.to_string(),
+        line: None,
+        column: None,
+        key_path: Some(key.to_string()),
+        message,
+        snippet: None,
+    };
+    match side {
+        Some(Side::Instance) if scenario.device.is_some() => {
+            return Err(top("device", "configures fake-device, but fake-instance runs this scenario (it is in instance/): use `instance:`".into()));
+        }
+        Some(Side::Device) if scenario.instance.is_some() => {
+            return Err(top("instance", "configures fake-instance, but fake-device runs this scenario (it is in device/): use `device:`".into()));
+        }
+        _ => {}
+    }
+    if let Some(bad) = scenario
+        .matrix
+        .protocol
+        .iter()
+        .find(|p| !matches!(p, 1 | 2))
+    {
+        return Err(top(
+            "matrix.protocol",
+            format!("{bad} is not a link protocol (1 or 2)"),
+        ));
+    }
+    if let Some(bad) = scenario
+        .matrix
+        .spec
+        .iter()
+        .find(|s| !matches!(s.as_str(), "1.0.0" | "1.1.0"))
+    {
+        return Err(top(
+            "matrix.spec",
+            format!("`{bad}` is not a harness spec version (1.0.0 or 1.1.0)"),
+        ));
+    }
+    let checker = Checker { file };
+    for (i, handler) in scenario.handlers.iter().enumerate() {
+        let h = &handler.value;
+        let answers =
+            usize::from(h.result.is_some()) + usize::from(h.error.is_some()) + usize::from(h.hold);
+        if answers != 1 {
+            return Err(checker.error(
+                handler,
+                format!("handlers[{i}]"),
+                "needs exactly one of `result`, `error` and `hold: true`".into(),
+            ));
+        }
+        if let Some(params) = &h.params {
+            Pattern::compile(params).map_err(|e| {
+                checker.error(
+                    handler,
+                    format!("handlers[{i}].params"),
+                    format!("bad pattern: {e}"),
+                )
+            })?;
+        }
+    }
+    checker.steps(&scenario.steps, "steps", side)
+}

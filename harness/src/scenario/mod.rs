@@ -1,0 +1,15 @@
+//! The scenario language (v1): the model, its loading with located errors, and the catalogue
+//! of scenarios compiled into the binaries.
+//!
+//! The reference for scenario authors is `docs/scenario-format.md`; the JSON Schema for editors
+//! is `docs/scenario.schema.json`, generated from these types (see [`schema::json_schema`]).
+
+pub mod catalogue;
+pub mod duration;
+pub mod load;
+pub mod model;
+pub mod schema;
+
+pub use duration::Dur;
+pub use load::{LoadError, Side, load_file, load_str};
+pub use model::*;

@@ -1,0 +1,400 @@
+//! The scenario model: what a YAML scenario file says, as Rust types.
+//!
+//! Every struct refuses unknown keys, so a typo is an error with its line, never a silently
+//! ignored step. The doc comments here become the JSON Schema's descriptions, which editors show
+//! while a person types: they are written for scenario authors.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::Dur;
+
+/// A scenario: what one double does and checks in one run against a real peer.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// A short name, unique in its folder (`negotiate`).
+    pub name: String,
+    /// One line: what the scenario proves about the peer.
+    pub about: String,
+    /// The catalogue rules (ids from `conformance/rules.yaml`) this scenario checks.
+    #[serde(default)]
+    pub rules: Vec<String>,
+    /// The protocol and spec cells the scenario applies to; `harness selftest` runs each.
+    #[serde(default)]
+    pub matrix: Matrix,
+    /// The default deadline of every step that waits (default 5s).
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+    /// Variables available as `${name}` from the start (beside `protocol`, `spec`, `url`, `tmp`).
+    #[serde(default)]
+    pub vars: BTreeMap<String, Value>,
+    /// How fake-instance behaves by default in this scenario (only in scenarios it runs).
+    #[serde(default)]
+    pub instance: Option<InstanceSettings>,
+    /// How fake-device behaves by default in this scenario (only in scenarios it runs).
+    #[serde(default)]
+    pub device: Option<DeviceSettings>,
+    /// Rules that answer the peer's matching requests instead of the default behaviour.
+    #[serde(default)]
+    #[schemars(with = "Vec<Handler>")]
+    pub handlers: Vec<Spanned<Handler>>,
+    /// What to do and expect, in order.
+    #[schemars(with = "Vec<Step>")]
+    pub steps: Vec<Spanned<Step>>,
+}
+
+/// The cells a scenario applies to.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    /// Link protocols (1, 2). Default: both.
+    #[serde(default = "Matrix::all_protocols")]
+    pub protocol: Vec<u8>,
+    /// Harness spec versions ("1.0.0", "1.1.0"). Default: both.
+    #[serde(default = "Matrix::all_specs")]
+    pub spec: Vec<String>,
+}
+
+impl Matrix {
+    fn all_protocols() -> Vec<u8> {
+        vec![1, 2]
+    }
+
+    fn all_specs() -> Vec<String> {
+        vec!["1.0.0".into(), "1.1.0".into()]
+    }
+}
+
+impl Default for Matrix {
+    fn default() -> Self {
+        Self {
+            protocol: Self::all_protocols(),
+            spec: Self::all_specs(),
+        }
+    }
+}
+
+/// Whether the double does a thing by itself or leaves it to the steps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// The double does it, as the real peer would.
+    #[default]
+    Auto,
+    /// The steps do it.
+    Manual,
+}
+
+/// fake-instance's default behaviour.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceSettings {
+    /// The `protocols` list discovery serves. Default: `[1, 2]` in protocol-2 cells, `[1]` in
+    /// protocol-1 cells.
+    #[serde(default)]
+    pub protocols: Option<Vec<u8>>,
+    /// Serve discovery without a `protocols` list at all (only `protocol: 1`).
+    #[serde(default)]
+    pub omit_protocols: bool,
+    /// `auto`: send `initialize` after the device's hello; `manual`: the steps send it.
+    #[serde(default)]
+    pub initialize: Mode,
+    /// `lembas` (default): say `_meta.lembas` in initialize; `plain`: act as a plain ACP client.
+    #[serde(default)]
+    pub client: ClientKind,
+}
+
+/// What kind of ACP client fake-instance claims to be.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientKind {
+    /// LLeMbas: `clientCapabilities._meta.lembas` present.
+    #[default]
+    Lembas,
+    /// An editor: no `_meta.lembas`.
+    Plain,
+}
+
+/// fake-device's default behaviour.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSettings {
+    /// `auto`: read discovery and dial at start; `manual`: only `dial` steps dial.
+    #[serde(default)]
+    pub dial: Mode,
+    /// Advertise only these capabilities (to test that an instance respects the list).
+    #[serde(default)]
+    pub capabilities: Option<Vec<String>>,
+    /// Redial backoff after a dropped link: first wait.
+    #[serde(default)]
+    pub redial_initial: Option<Dur>,
+    /// Redial backoff after a dropped link: longest wait.
+    #[serde(default)]
+    pub redial_cap: Option<Dur>,
+}
+
+/// A handler: answers the peer's matching requests, for the whole run or `times` times.
+///
+/// Exactly one of `result`, `error` or `hold`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Handler {
+    /// The request method it answers.
+    pub method: String,
+    /// A pattern the params must match (partial; see the matching reference).
+    #[serde(default)]
+    pub params: Option<Value>,
+    /// Answer with this result (`${...}` substituted; `${params.x}` is the request's params).
+    #[serde(default)]
+    pub result: Option<Value>,
+    /// Answer with this error object (`{code, message}`).
+    #[serde(default)]
+    pub error: Option<Value>,
+    /// Take the request and do not answer it: a `reply` step answers it, or nobody does.
+    #[serde(default)]
+    pub hold: bool,
+    /// Wait this long before answering.
+    #[serde(default)]
+    pub delay: Option<Dur>,
+    /// Answer only this many requests, then let later ones through.
+    #[serde(default)]
+    pub times: Option<u32>,
+}
+
+/// One step. Each is a map with exactly one of these keys.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// Send a notification.
+    Notify(NotifyStep),
+    /// Send a request and expect its result or error.
+    Request(RequestStep),
+    /// Expect a request or notification from the peer (consumed from the inbox).
+    Expect(ExpectStep),
+    /// Expect nothing matching from the peer for a while.
+    ExpectNone(ExpectNoneStep),
+    /// Expect all of these, in any order (only `expect` steps inside).
+    #[schemars(with = "Vec<Step>")]
+    AnyOrder(Vec<Spanned<Step>>),
+    /// Answer a request captured earlier (held by a handler with `hold: true`).
+    Reply(ReplyStep),
+    /// Send any JSON (or raw text) as one message, as is.
+    Send(SendStep),
+    /// Do nothing for a while; the traffic keeps flowing to handlers and the default behaviour.
+    Wait(Dur),
+    /// Close the link with a code.
+    Close(CloseStep),
+    /// Expect the peer to close the link (with a code, if given).
+    ExpectClose(ExpectCloseStep),
+    /// Expect the peer to link again within a time.
+    ExpectReconnect(ExpectReconnectStep),
+    /// Expect the peer not to link again for a time.
+    ExpectNoReconnect(ExpectNoReconnectStep),
+    /// Dial the instance (fake-device only): a fresh link, or an expected refusal.
+    Dial(DialStep),
+    /// Run these steps only in the cells that match.
+    When(WhenStep),
+}
+
+/// What to capture: variable name → path in the matched message (`result.sessionId`,
+/// `params.questions[0]`; `$` for the whole message).
+pub type Captures = BTreeMap<String, String>;
+
+/// Send a notification.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyStep {
+    /// The method.
+    pub method: String,
+    /// The params (`${...}` substituted).
+    #[serde(default)]
+    pub params: Option<Value>,
+}
+
+/// Send a request, then expect its answer.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestStep {
+    /// The method.
+    pub method: String,
+    /// The params (`${...}` substituted).
+    #[serde(default)]
+    pub params: Option<Value>,
+    /// A pattern the result must match. Without `result` or `error`, any result passes.
+    #[serde(default)]
+    pub result: Option<Value>,
+    /// A pattern the error must match (the request is expected to fail).
+    #[serde(default)]
+    pub error: Option<Value>,
+    /// Variables to take from the response (paths like `result.sessionId`).
+    #[serde(default)]
+    pub capture: Captures,
+    /// The catalogue rule a wrong answer breaks.
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// This step's deadline.
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+/// Expect a message from the peer.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectStep {
+    /// The method of the request or notification.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// A pattern its params must match.
+    #[serde(default)]
+    pub params: Option<Value>,
+    /// A pattern the whole message must match (for anything `method`/`params` cannot say).
+    #[serde(default)]
+    pub message: Option<Value>,
+    /// Variables to take from the message (paths like `params.sessionId`; `$` for all of it).
+    #[serde(default)]
+    pub capture: Captures,
+    /// The catalogue rule the peer breaks when this does not come.
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// This step's deadline.
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+/// Expect nothing matching for a while.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectNoneStep {
+    /// The method that must not come.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// A pattern its params would match.
+    #[serde(default)]
+    pub params: Option<Value>,
+    /// A pattern the whole message would match.
+    #[serde(default)]
+    pub message: Option<Value>,
+    /// How long to watch.
+    #[serde(rename = "for")]
+    pub duration: Dur,
+    /// The catalogue rule the peer breaks when it comes.
+    #[serde(default)]
+    pub rule: Option<String>,
+}
+
+/// Answer a captured request.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplyStep {
+    /// The variable holding the captured request (captured with `$`).
+    pub to: String,
+    /// The result to answer with.
+    #[serde(default)]
+    pub result: Option<Value>,
+    /// The error object to answer with.
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+/// Send a message as is.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendStep {
+    /// JSON to send (`${...}` substituted).
+    #[serde(default)]
+    pub message: Option<Value>,
+    /// Raw text to send, not checked at all (for malformed input).
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+/// Close the link.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CloseStep {
+    /// The close code (default 1000).
+    #[serde(default)]
+    pub code: Option<u16>,
+    /// The reason text.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Expect the peer to close the link.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectCloseStep {
+    /// The code it must close with; absent: any close, or vanishing.
+    #[serde(default)]
+    pub code: Option<u16>,
+    /// The catalogue rule the peer breaks otherwise.
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// This step's deadline.
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+/// Expect the peer to link again.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectReconnectStep {
+    /// How long it may take.
+    pub within: Dur,
+    /// The catalogue rule the peer breaks otherwise.
+    #[serde(default)]
+    pub rule: Option<String>,
+}
+
+/// Expect the peer not to link again.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectNoReconnectStep {
+    /// How long to watch.
+    #[serde(rename = "for")]
+    pub duration: Dur,
+    /// The catalogue rule the peer breaks when it does.
+    #[serde(default)]
+    pub rule: Option<String>,
+}
+
+/// Dial the instance (fake-device only).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DialStep {
+    /// The bearer token to dial with (default: the device's own).
+    #[serde(default)]
+    pub token: Option<String>,
+    /// The protocol to say in hello (default: what discovery allows).
+    #[serde(default)]
+    pub protocol: Option<u8>,
+    /// The dial must be refused with this HTTP status (401 for a wrong token).
+    #[serde(default)]
+    pub refused: Option<u16>,
+    /// The catalogue rule the peer breaks otherwise.
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// This step's deadline.
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+/// Steps that run only in some cells.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WhenStep {
+    /// Only at this link protocol.
+    #[serde(default)]
+    pub protocol: Option<u8>,
+    /// Only at this harness spec.
+    #[serde(default)]
+    pub spec: Option<String>,
+    /// The steps.
+    #[schemars(with = "Vec<Step>")]
+    pub steps: Vec<Spanned<Step>>,
+}

@@ -1,0 +1,74 @@
+//! Transports: how text messages reach the peer and come back.
+//!
+//! Every transport (WebSocket server side, WebSocket client side, stdio) is turned into the same
+//! [`Connection`]: a pair of channels carrying whole text messages plus the close handshake. The
+//! layers above never see axum, tungstenite or file descriptors, and never assume JSON-RPC.
+
+pub mod stdio;
+pub mod ws_client;
+pub mod ws_server;
+
+use tokio::sync::mpsc;
+
+/// WebSocket close code 1000: a normal closure.
+pub const CLOSE_NORMAL: u16 = 1000;
+
+/// A close code and its reason, as sent or as received.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CloseInfo {
+    /// The WebSocket close code (1000 normal, 4400 the LLeMbas protocol mismatch, ...).
+    pub code: u16,
+    /// Free text the closing side gave.
+    pub reason: String,
+}
+
+/// Limits applied to every frame a transport reads.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameLimits {
+    /// The largest message accepted, in bytes; a larger one ends the connection.
+    pub max_message_bytes: usize,
+}
+
+impl Default for FrameLimits {
+    fn default() -> Self {
+        // Generous for JSON-RPC (a prompt may carry 25 MB of base64 attachments) yet bounded.
+        Self {
+            max_message_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+/// What a transport delivers from the peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Incoming {
+    /// One whole text message (a WebSocket text frame, or one stdin line without its newline).
+    Text(String),
+    /// A message that was not valid text (a binary frame, invalid UTF-8): kept raw for the report.
+    Binary(Vec<u8>),
+    /// The connection ended. `Some` when the peer sent a close frame (its code and reason);
+    /// `None` when it vanished without one (TCP reset, EOF on stdin, a frame over the limit).
+    Closed(Option<CloseInfo>),
+}
+
+/// What the local side asks a transport to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outgoing {
+    /// Send one text message.
+    Text(String),
+    /// Close the connection with this code and reason (stdio just stops writing).
+    Close(CloseInfo),
+}
+
+/// A live connection to the peer, whatever carries it.
+///
+/// Dropping `outgoing` closes the connection normally; `incoming` ends with exactly one
+/// [`Incoming::Closed`] and then yields `None`.
+#[derive(Debug)]
+pub struct Connection {
+    /// Messages and the close request, to the peer.
+    pub outgoing: mpsc::UnboundedSender<Outgoing>,
+    /// Messages and the close event, from the peer.
+    pub incoming: mpsc::Receiver<Incoming>,
+    /// Who the peer is, for logs and reports (`127.0.0.1:53124`, `stdio`).
+    pub peer: String,
+}

@@ -1,0 +1,586 @@
+//! Server and client together, over real loopback sockets.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures_util::SinkExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, timeout};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::*;
+use crate::transport::{CloseInfo, Connection, FrameLimits, Incoming, Outgoing, ws_server};
+
+/// Far above what any of these steps takes; only a bug reaches it.
+const STEP: Duration = Duration::from_secs(3);
+const TOKEN: &str = "s3cret";
+
+/// A running axum server whose accepted connections come out of `connections`.
+struct Server {
+    addr: SocketAddr,
+    connections: mpsc::UnboundedReceiver<Connection>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    limits: FrameLimits,
+    connections: mpsc::UnboundedSender<Connection>,
+}
+
+async fn ws_handler(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let expected = format!("Bearer {TOKEN}");
+    let authorized = headers
+        .get(http::header::AUTHORIZATION)
+        .is_some_and(|value| value.as_bytes() == expected.as_bytes());
+    if !authorized {
+        return (StatusCode::UNAUTHORIZED, "bad token").into_response();
+    }
+    let connections = state.connections.clone();
+    ws_server::accept(upgrade, state.limits, "test-client".into(), move |conn| {
+        let _ = connections.send(conn);
+    })
+}
+
+async fn start_server(limits: FrameLimits) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("local addr");
+    let (tx, connections) = mpsc::unbounded_channel();
+    let app = Router::new()
+        .route("/ws", get(ws_handler))
+        .with_state(AppState {
+            limits,
+            connections: tx,
+        });
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Server {
+        addr,
+        connections,
+        task,
+    }
+}
+
+fn request(addr: SocketAddr, token: Option<&str>) -> ClientRequest {
+    ClientRequest {
+        url: format!("ws://{addr}/ws"),
+        bearer_token: token.map(str::to_owned),
+        headers: vec![("x-test".into(), "1".into())],
+        timeout: STEP,
+    }
+}
+
+/// A connected (server side, client side) pair.
+async fn pair(
+    server_limits: FrameLimits,
+    client_limits: FrameLimits,
+) -> (Server, Connection, Connection) {
+    let mut server = start_server(server_limits).await;
+    let client = connect(request(server.addr, Some(TOKEN)), client_limits)
+        .await
+        .expect("connect");
+    let accepted = timeout(STEP, server.connections.recv())
+        .await
+        .expect("server side in time")
+        .expect("server side connection");
+    (server, accepted, client)
+}
+
+async fn next(conn: &mut Connection) -> Option<Incoming> {
+    timeout(STEP, conn.incoming.recv())
+        .await
+        .expect("incoming event in time")
+}
+
+fn text(s: &str) -> Outgoing {
+    Outgoing::Text(s.to_owned())
+}
+
+#[tokio::test]
+async fn text_flows_both_ways() {
+    let (_server, mut server_side, mut client) =
+        pair(FrameLimits::default(), FrameLimits::default()).await;
+    assert_eq!(server_side.peer, "test-client");
+    assert!(client.peer.starts_with("127.0.0.1:"), "{}", client.peer);
+
+    client
+        .outgoing
+        .send(text(r#"{"jsonrpc":"2.0","id":1}"#))
+        .unwrap();
+    client.outgoing.send(text("second")).unwrap();
+    assert_eq!(
+        next(&mut server_side).await,
+        Some(Incoming::Text(r#"{"jsonrpc":"2.0","id":1}"#.into()))
+    );
+    assert_eq!(
+        next(&mut server_side).await,
+        Some(Incoming::Text("second".into()))
+    );
+
+    server_side.outgoing.send(text("reply")).unwrap();
+    assert_eq!(
+        next(&mut client).await,
+        Some(Incoming::Text("reply".into()))
+    );
+}
+
+#[tokio::test]
+async fn client_close_reaches_server_with_code_and_reason() {
+    let (_server, mut server_side, mut client) =
+        pair(FrameLimits::default(), FrameLimits::default()).await;
+    let info = CloseInfo {
+        code: 4400,
+        reason: "mismatch".into(),
+    };
+    client.outgoing.send(Outgoing::Close(info.clone())).unwrap();
+
+    assert_eq!(
+        next(&mut server_side).await,
+        Some(Incoming::Closed(Some(info.clone())))
+    );
+    assert_eq!(next(&mut server_side).await, None);
+    // The client sees the server's echo, promptly (not after the closing deadline).
+    let started = Instant::now();
+    assert_eq!(next(&mut client).await, Some(Incoming::Closed(Some(info))));
+    assert_eq!(next(&mut client).await, None);
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn server_close_reaches_client_with_code_and_reason() {
+    let (_server, mut server_side, mut client) =
+        pair(FrameLimits::default(), FrameLimits::default()).await;
+    let info = CloseInfo {
+        code: 4400,
+        reason: "mismatch".into(),
+    };
+    server_side.outgoing.send(text("last words")).unwrap();
+    server_side
+        .outgoing
+        .send(Outgoing::Close(info.clone()))
+        .unwrap();
+
+    assert_eq!(
+        next(&mut client).await,
+        Some(Incoming::Text("last words".into()))
+    );
+    assert_eq!(
+        next(&mut client).await,
+        Some(Incoming::Closed(Some(info.clone())))
+    );
+    assert_eq!(next(&mut client).await, None);
+    let started = Instant::now();
+    assert_eq!(
+        next(&mut server_side).await,
+        Some(Incoming::Closed(Some(info)))
+    );
+    assert_eq!(next(&mut server_side).await, None);
+    assert!(started.elapsed() < Duration::from_secs(1));
+    // The writer has stopped, so sending now fails instead of vanishing silently.
+    assert!(server_side.outgoing.send(text("too late")).is_err());
+}
+
+#[tokio::test]
+async fn dropping_outgoing_closes_normally() {
+    let (_server, mut server_side, client) =
+        pair(FrameLimits::default(), FrameLimits::default()).await;
+    let Connection {
+        outgoing,
+        mut incoming,
+        ..
+    } = client;
+    drop(outgoing);
+    assert_eq!(
+        next(&mut server_side).await,
+        Some(Incoming::Closed(Some(CloseInfo {
+            code: 1000,
+            reason: String::new()
+        })))
+    );
+    let echo = timeout(STEP, incoming.recv())
+        .await
+        .expect("client close in time");
+    assert!(
+        matches!(
+            echo,
+            Some(Incoming::Closed(Some(CloseInfo { code: 1000, .. })))
+        ),
+        "{echo:?}"
+    );
+    assert_eq!(
+        timeout(STEP, incoming.recv()).await.expect("end in time"),
+        None
+    );
+}
+
+#[tokio::test]
+async fn binary_frame_arrives_as_binary() {
+    // The Connection API only sends text, so a raw tungstenite client sends the binary frame.
+    let mut server = start_server(FrameLimits::default()).await;
+    let mut raw_request = format!("ws://{}/ws", server.addr)
+        .into_client_request()
+        .unwrap();
+    raw_request.headers_mut().insert(
+        http::header::AUTHORIZATION,
+        format!("Bearer {TOKEN}").parse().unwrap(),
+    );
+    let (mut raw, _) = tokio_tungstenite::connect_async(raw_request)
+        .await
+        .expect("raw connect");
+    let mut accepted = timeout(STEP, server.connections.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    raw.send(Message::Binary(vec![0xff, 0x00, 0x7f].into()))
+        .await
+        .unwrap();
+    assert_eq!(
+        next(&mut accepted).await,
+        Some(Incoming::Binary(vec![0xff, 0x00, 0x7f]))
+    );
+    // Pings are answered by the library and never surface.
+    raw.send(Message::Ping(b"p".to_vec().into())).await.unwrap();
+    raw.send(Message::Text("after ping".into())).await.unwrap();
+    assert_eq!(
+        next(&mut accepted).await,
+        Some(Incoming::Text("after ping".into()))
+    );
+}
+
+#[tokio::test]
+async fn client_vanishing_gives_server_closed_none() {
+    let mut server = start_server(FrameLimits::default()).await;
+    let mut raw_request = format!("ws://{}/ws", server.addr)
+        .into_client_request()
+        .unwrap();
+    raw_request.headers_mut().insert(
+        http::header::AUTHORIZATION,
+        format!("Bearer {TOKEN}").parse().unwrap(),
+    );
+    let (raw, _) = tokio_tungstenite::connect_async(raw_request)
+        .await
+        .expect("raw connect");
+    let mut accepted = timeout(STEP, server.connections.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    // Dropping the stream closes TCP without a close frame.
+    drop(raw);
+    assert_eq!(next(&mut accepted).await, Some(Incoming::Closed(None)));
+    assert_eq!(next(&mut accepted).await, None);
+}
+
+#[tokio::test]
+async fn server_vanishing_gives_client_closed_none() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let raw_server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        drop(ws); // No close frame: the peer just goes away.
+    });
+    let mut client = connect(request(addr, None), FrameLimits::default())
+        .await
+        .expect("connect");
+    raw_server.await.unwrap();
+    assert_eq!(next(&mut client).await, Some(Incoming::Closed(None)));
+    assert_eq!(next(&mut client).await, None);
+    // The writer followed the reader out.
+    let started = Instant::now();
+    while client.outgoing.send(text("anyone?")).is_ok() {
+        assert!(started.elapsed() < STEP, "writer task did not stop");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn message_over_server_limit_ends_connection() {
+    let small = FrameLimits {
+        max_message_bytes: 1024,
+    };
+    let (_server, mut server_side, mut client) = pair(small, FrameLimits::default()).await;
+    client.outgoing.send(text(&"x".repeat(4096))).unwrap();
+    assert_eq!(next(&mut server_side).await, Some(Incoming::Closed(None)));
+    assert_eq!(next(&mut server_side).await, None);
+    // The server tells the client why (1009) before dropping the socket.
+    let seen = next(&mut client).await;
+    assert!(
+        matches!(
+            seen,
+            Some(Incoming::Closed(Some(CloseInfo { code: 1009, .. })))
+        ),
+        "{seen:?}"
+    );
+    assert_eq!(next(&mut client).await, None);
+}
+
+#[tokio::test]
+async fn message_over_client_limit_ends_connection() {
+    let small = FrameLimits {
+        max_message_bytes: 1024,
+    };
+    let (_server, mut server_side, mut client) = pair(FrameLimits::default(), small).await;
+    server_side.outgoing.send(text("fits")).unwrap();
+    server_side.outgoing.send(text(&"y".repeat(2048))).unwrap();
+    assert_eq!(next(&mut client).await, Some(Incoming::Text("fits".into())));
+    assert_eq!(next(&mut client).await, Some(Incoming::Closed(None)));
+    assert_eq!(next(&mut client).await, None);
+    assert!(matches!(
+        next(&mut server_side).await,
+        Some(Incoming::Closed(_))
+    ));
+}
+
+#[tokio::test]
+async fn wrong_token_is_refused_with_401() {
+    let server = start_server(FrameLimits::default()).await;
+    let error = connect(request(server.addr, Some("wrong")), FrameLimits::default())
+        .await
+        .expect_err("must be refused");
+    match &error {
+        ConnectError::Refused { status, .. } => assert_eq!(*status, 401),
+        other => panic!("expected Refused, got {other:?}"),
+    }
+    assert!(error.to_string().contains("401"), "{error}");
+
+    let error = connect(request(server.addr, None), FrameLimits::default())
+        .await
+        .expect_err("no token, refused");
+    assert!(
+        matches!(error, ConnectError::Refused { status: 401, .. }),
+        "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn closed_port_is_an_io_error() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let error = connect(request(addr, Some(TOKEN)), FrameLimits::default())
+        .await
+        .expect_err("nothing listens");
+    assert!(matches!(error, ConnectError::Io(_)), "{error:?}");
+    assert!(
+        error.to_string().starts_with("could not reach the server"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn silent_server_times_out() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Accepts TCP and then says nothing: the HTTP upgrade never gets an answer.
+    let silent = tokio::spawn(async move {
+        let mut held: Vec<TcpStream> = Vec::new();
+        while let Ok((tcp, _)) = listener.accept().await {
+            held.push(tcp);
+        }
+    });
+    let mut req = request(addr, Some(TOKEN));
+    req.timeout = Duration::from_millis(200);
+    let started = Instant::now();
+    let error = connect(req, FrameLimits::default())
+        .await
+        .expect_err("must time out");
+    let elapsed = started.elapsed();
+    silent.abort();
+    assert_eq!(error, ConnectError::Timeout);
+    assert!(
+        elapsed >= Duration::from_millis(200) && elapsed < Duration::from_secs(1),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test]
+async fn bad_urls_and_headers_are_url_errors() {
+    let mut req = request("127.0.0.1:1".parse().unwrap(), None);
+    req.url = "http://127.0.0.1:1/ws".into();
+    let error = connect(req.clone(), FrameLimits::default())
+        .await
+        .expect_err("wrong scheme");
+    assert!(matches!(error, ConnectError::Url(_)), "{error:?}");
+
+    req.url = "not a url".into();
+    let error = connect(req.clone(), FrameLimits::default())
+        .await
+        .expect_err("garbage");
+    assert!(matches!(error, ConnectError::Url(_)), "{error:?}");
+
+    req.url = "ws://127.0.0.1:1/ws".into();
+    req.headers = vec![("bad header".into(), "v".into())];
+    let error = connect(req, FrameLimits::default())
+        .await
+        .expect_err("bad header");
+    assert!(matches!(error, ConnectError::Url(_)), "{error:?}");
+}
+
+#[tokio::test]
+async fn wss_to_a_plain_server_is_a_tls_error_not_a_panic() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Answers the TLS ClientHello with plain HTTP, as a ws:// server would.
+    let plain = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        if let Ok((mut tcp, _)) = listener.accept().await {
+            let mut buf = [0u8; 1024];
+            let _ = tcp.read(&mut buf).await;
+            let _ = tcp
+                .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+                .await;
+            let _ = tcp.read(&mut buf).await;
+        }
+    });
+    let mut req = request(addr, Some(TOKEN));
+    req.url = format!("wss://localhost:{}/ws", addr.port());
+    let error = connect(req, FrameLimits::default())
+        .await
+        .expect_err("not TLS");
+    plain.abort();
+    assert!(matches!(error, ConnectError::Tls(_)), "{error:?}");
+}
+
+#[test]
+fn refusal_message_is_readable() {
+    let error = ConnectError::Refused {
+        status: 401,
+        body: "bad token\n".into(),
+    };
+    assert_eq!(
+        error.to_string(),
+        "the server refused the WebSocket upgrade with HTTP 401: bad token"
+    );
+    let error = ConnectError::Refused {
+        status: 404,
+        body: String::new(),
+    };
+    assert_eq!(
+        error.to_string(),
+        "the server refused the WebSocket upgrade with HTTP 404"
+    );
+}
+
+/// Waits until no more than `target` tasks are alive on this runtime.
+async fn wait_for_tasks(target: usize) {
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let started = Instant::now();
+    while metrics.num_alive_tasks() > target {
+        assert!(
+            started.elapsed() < STEP,
+            "{} tasks still alive, expected {target}",
+            metrics.num_alive_tasks()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test]
+async fn pump_tasks_end_when_either_side_closes() {
+    let mut server = start_server(FrameLimits::default()).await;
+    let baseline = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    let connect_pair = async |server: &mut Server| {
+        let client = connect(request(server.addr, Some(TOKEN)), FrameLimits::default())
+            .await
+            .expect("connect");
+        let accepted = timeout(STEP, server.connections.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        (accepted, client)
+    };
+
+    // The client closes; both sides keep their Connection (senders included) alive meanwhile.
+    let (mut server_side, client) = connect_pair(&mut server).await;
+    // A reader and a writer on each side: the waits below are not vacuous.
+    assert!(
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+            >= baseline + 4
+    );
+    client
+        .outgoing
+        .send(Outgoing::Close(CloseInfo {
+            code: 4400,
+            reason: "mismatch".into(),
+        }))
+        .unwrap();
+    assert!(matches!(
+        next(&mut server_side).await,
+        Some(Incoming::Closed(Some(_)))
+    ));
+    wait_for_tasks(baseline).await;
+    drop((server_side, client));
+
+    // The server's whole Connection is dropped while the client holds on to its own.
+    let (server_side, mut client) = connect_pair(&mut server).await;
+    drop(server_side);
+    assert!(matches!(
+        next(&mut client).await,
+        Some(Incoming::Closed(Some(_)))
+    ));
+    wait_for_tasks(baseline).await;
+    drop(client);
+
+    // The client drops its Connection while the server never reads its incoming side.
+    let (server_side, client) = connect_pair(&mut server).await;
+    drop(client);
+    wait_for_tasks(baseline).await;
+    drop(server_side);
+}
+
+#[tokio::test]
+async fn unanswered_close_gives_up_after_the_deadline() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Completes the upgrade, then never reads again: our close frame is never answered.
+    let (accepted_tx, accepted_rx) = tokio::sync::oneshot::channel();
+    let mute = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        let _ = accepted_tx.send(());
+        std::future::pending::<()>().await;
+        drop(ws);
+    });
+    let mut client = connect(request(addr, None), FrameLimits::default())
+        .await
+        .expect("connect");
+    accepted_rx.await.unwrap();
+
+    // Virtual time from here: the 2 s deadline passes without the test waiting for it.
+    tokio::time::pause();
+    let started = Instant::now();
+    client
+        .outgoing
+        .send(Outgoing::Close(CloseInfo {
+            code: 4400,
+            reason: "mismatch".into(),
+        }))
+        .unwrap();
+    assert_eq!(next(&mut client).await, Some(Incoming::Closed(None)));
+    assert_eq!(next(&mut client).await, None);
+    assert!(started.elapsed() >= crate::transport::ws_server::CLOSE_TIMEOUT);
+    mute.abort();
+}

@@ -1,0 +1,410 @@
+//! The server side of a WebSocket link, on axum.
+//!
+//! [`accept`] turns an axum [`WebSocketUpgrade`] into a [`Connection`]. This file also holds the
+//! pump shared with [`super::ws_client`]: both sides speak the same close handshake, so the loop
+//! that moves frames between the socket and the channels is written once, over the small
+//! [`WsMessage`] trait that hides the difference between axum's and tungstenite's message types.
+//! (It lives here rather than in a module of its own because `mod.rs` is shared and fixed.)
+
+use std::convert::Infallible;
+use std::fmt::Display;
+use std::time::Duration;
+
+use axum::extract::ws::{self, WebSocketUpgrade};
+use axum::response::Response;
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_tungstenite::tungstenite;
+
+use super::{CLOSE_NORMAL, CloseInfo, Connection, FrameLimits, Incoming, Outgoing};
+
+/// How long a closing side waits for the peer's close reply (or for a slow write) before it
+/// drops the socket: long enough for any live peer on a test link, short enough that a dead
+/// one cannot hold a connection open.
+pub(super) const CLOSE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Incoming messages buffered before the reader stops reading the socket (backpressure).
+const INCOMING_CAPACITY: usize = 64;
+
+/// Close code 1005: RFC 6455's stand-in for "the close frame carried no status code".
+const CLOSE_NO_STATUS: u16 = 1005;
+
+/// Close code 1009: the message was too big to process.
+const CLOSE_TOO_BIG: u16 = 1009;
+
+/// The longest close reason a close frame can carry: 125 bytes of payload minus the 2-byte code.
+const MAX_CLOSE_REASON_BYTES: usize = 123;
+
+/// Accepts a WebSocket upgrade and hands the resulting [`Connection`] to `on_open`.
+///
+/// Messages (and single frames) larger than `limits.max_message_bytes` end the connection with
+/// [`Incoming::Closed(None)`](Incoming::Closed) on this side and a 1009 close sent to the peer.
+/// `peer` names the remote end in logs and in [`Connection::peer`]. `on_open` runs once the
+/// upgrade has completed, on the task axum spawns for the upgraded connection; if the upgrade
+/// fails it is never called (the failure is logged).
+pub fn accept(
+    upgrade: WebSocketUpgrade,
+    limits: FrameLimits,
+    peer: String,
+    on_open: impl FnOnce(Connection) + Send + 'static,
+) -> Response {
+    let failed_peer = peer.clone();
+    upgrade
+        .max_message_size(limits.max_message_bytes)
+        .max_frame_size(limits.max_message_bytes)
+        .on_failed_upgrade(move |error| {
+            tracing::warn!(peer = %failed_peer, %error, "WebSocket upgrade failed");
+        })
+        .on_upgrade(move |socket| async move {
+            tracing::debug!(peer = %peer, "WebSocket connection accepted");
+            on_open(spawn_pumps(socket, peer));
+        })
+}
+
+/// One frame as the pump sees it, whichever library produced it.
+pub(super) enum WsEvent {
+    /// A text message.
+    Text(String),
+    /// A binary message.
+    Binary(Vec<u8>),
+    /// The peer's close frame (`None` when it carried no code).
+    Close(Option<CloseInfo>),
+    /// Ping, pong or a raw frame: the library answers these itself.
+    Control,
+}
+
+/// The two operations the pump needs from a WebSocket library's message type.
+pub(super) trait WsMessage: Sized {
+    /// A text message carrying `text`.
+    fn text(text: String) -> Self;
+    /// A close frame with this code and reason (the reason already cut to fit).
+    fn close(code: u16, reason: String) -> Self;
+    /// What this received message means to the pump.
+    fn into_event(self) -> WsEvent;
+}
+
+impl WsMessage for ws::Message {
+    fn text(text: String) -> Self {
+        ws::Message::Text(text.into())
+    }
+
+    fn close(code: u16, reason: String) -> Self {
+        ws::Message::Close(Some(ws::CloseFrame {
+            code,
+            reason: reason.into(),
+        }))
+    }
+
+    fn into_event(self) -> WsEvent {
+        match self {
+            ws::Message::Text(text) => WsEvent::Text(text.as_str().to_owned()),
+            ws::Message::Binary(bytes) => WsEvent::Binary(bytes.to_vec()),
+            ws::Message::Close(frame) => WsEvent::Close(frame.map(|frame| CloseInfo {
+                code: frame.code,
+                reason: frame.reason.as_str().to_owned(),
+            })),
+            ws::Message::Ping(_) | ws::Message::Pong(_) => WsEvent::Control,
+        }
+    }
+}
+
+/// Splits a WebSocket into a reader task and a writer task and returns the [`Connection`]
+/// that feeds them.
+///
+/// The reader delivers messages to `incoming` and ends with exactly one `Closed`; the writer
+/// sends `outgoing` and turns an `Outgoing::Close` or a dropped sender into a close frame. Each
+/// tells the other when it stops, so both end when either side closes:
+/// - the writer stopping (close sent, or the socket failed) gives the reader [`CLOSE_TIMEOUT`]
+///   to see the peer's close reply and the end of the stream;
+/// - the reader stopping (close received, error, end of stream) stops the writer, which first
+///   sends a 1009 close when the reader stopped on a message over the limit.
+pub(super) fn spawn_pumps<S, M, E>(socket: S, peer: String) -> Connection
+where
+    S: Stream<Item = Result<M, E>> + Sink<M, Error = E> + Send + 'static,
+    M: WsMessage + Send + 'static,
+    E: std::error::Error + Send + 'static,
+{
+    let (sink, stream) = socket.split();
+    let (outgoing_tx, outgoing_rx) = mpsc::unbounded_channel();
+    let (incoming_tx, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
+    // Never sent on: the writer drops it when it stops, which is the signal.
+    let (writer_alive, writer_gone) = oneshot::channel::<Infallible>();
+    let (reader_done_tx, reader_done_rx) = oneshot::channel();
+
+    tokio::spawn(read_pump(
+        stream,
+        incoming_tx,
+        writer_gone,
+        reader_done_tx,
+        peer.clone(),
+    ));
+    tokio::spawn(write_pump(
+        sink,
+        outgoing_rx,
+        reader_done_rx,
+        writer_alive,
+        peer.clone(),
+    ));
+
+    Connection {
+        outgoing: outgoing_tx,
+        incoming: incoming_rx,
+        peer,
+    }
+}
+
+/// What woke the reader up.
+enum ReadStep<T> {
+    Item(Option<T>),
+    WriterGone,
+    Deadline,
+}
+
+/// Reads the socket until the stream ends, fails, or the closing deadline passes.
+///
+/// Sends `Closed` exactly once, then reports on `done` the close frame (if any) the writer
+/// should still send.
+async fn read_pump<St, M, E>(
+    mut stream: St,
+    incoming: mpsc::Sender<Incoming>,
+    mut writer_gone: oneshot::Receiver<Infallible>,
+    done: oneshot::Sender<Option<CloseInfo>>,
+    peer: String,
+) where
+    St: Stream<Item = Result<M, E>> + Unpin,
+    M: WsMessage,
+    E: std::error::Error + 'static,
+{
+    let mut writer_running = true;
+    // Set once either side has started closing: from then on the socket only has to deliver
+    // the rest of the handshake, and a peer that never finishes it must not keep us here.
+    let mut deadline: Option<Instant> = None;
+    let mut reported = false;
+    let mut close_for_writer = None;
+
+    loop {
+        let step = tokio::select! {
+            item = stream.next() => ReadStep::Item(item),
+            _ = &mut writer_gone, if writer_running => ReadStep::WriterGone,
+            () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)),
+                if deadline.is_some() => ReadStep::Deadline,
+        };
+        match step {
+            ReadStep::WriterGone => {
+                writer_running = false;
+                deadline.get_or_insert_with(|| Instant::now() + CLOSE_TIMEOUT);
+            }
+            ReadStep::Deadline => {
+                if !reported {
+                    tracing::debug!(peer = %peer, "no close reply from the peer in time");
+                }
+                break;
+            }
+            ReadStep::Item(None) => break,
+            ReadStep::Item(Some(Err(error))) => {
+                close_for_writer = log_read_error(&error, &peer);
+                break;
+            }
+            ReadStep::Item(Some(Ok(message))) => match message.into_event() {
+                WsEvent::Text(text) => deliver(&incoming, Incoming::Text(text)).await,
+                WsEvent::Binary(bytes) => deliver(&incoming, Incoming::Binary(bytes)).await,
+                WsEvent::Control => {}
+                WsEvent::Close(info) => {
+                    if !reported {
+                        reported = true;
+                        let info = info.unwrap_or(CloseInfo {
+                            code: CLOSE_NO_STATUS,
+                            reason: String::new(),
+                        });
+                        tracing::debug!(peer = %peer, code = info.code, reason = %info.reason,
+                            "peer closed the WebSocket");
+                        deliver(&incoming, Incoming::Closed(Some(info))).await;
+                    }
+                    // Keep reading: that is what flushes the library's automatic close reply
+                    // and, on the client side, waits for the server to drop the TCP stream.
+                    deadline.get_or_insert_with(|| Instant::now() + CLOSE_TIMEOUT);
+                }
+            },
+        }
+    }
+
+    if !reported {
+        deliver(&incoming, Incoming::Closed(None)).await;
+    }
+    // The writer may already be gone; then there is no one left to tell.
+    let _ = done.send(close_for_writer);
+}
+
+/// Hands one event to the local side. A local side that dropped its receiver no longer cares,
+/// but the socket is still read so that pings and the close handshake are answered.
+async fn deliver(incoming: &mpsc::Sender<Incoming>, event: Incoming) {
+    let _ = incoming.send(event).await;
+}
+
+/// Logs why reading stopped; returns the close frame to send the peer, if one is owed.
+fn log_read_error<E>(error: &E, peer: &str) -> Option<CloseInfo>
+where
+    E: std::error::Error + 'static,
+{
+    match find_tungstenite_error(error) {
+        Some(tungstenite::Error::Capacity(capacity)) => {
+            tracing::warn!(peer = %peer, %capacity, "message over the limit; closing");
+            Some(CloseInfo {
+                code: CLOSE_TOO_BIG,
+                reason: "message too big".to_owned(),
+            })
+        }
+        Some(
+            tungstenite::Error::ConnectionClosed
+            | tungstenite::Error::AlreadyClosed
+            | tungstenite::Error::Io(_)
+            | tungstenite::Error::Protocol(
+                tungstenite::error::ProtocolError::ResetWithoutClosingHandshake,
+            ),
+        ) => {
+            tracing::debug!(peer = %peer, %error, "peer went away without a close frame");
+            None
+        }
+        _ => {
+            tracing::warn!(peer = %peer, %error, "WebSocket read failed");
+            None
+        }
+    }
+}
+
+/// The tungstenite error behind `error`: axum wraps it, tokio-tungstenite returns it as is.
+fn find_tungstenite_error<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a tungstenite::Error> {
+    let mut current = Some(error);
+    while let Some(error) = current {
+        if let Some(found) = error.downcast_ref::<tungstenite::Error>() {
+            return Some(found);
+        }
+        current = error.source();
+    }
+    None
+}
+
+/// Sends `outgoing` until a close is asked for, the sender is dropped, or the reader stops.
+///
+/// `alive` is dropped on return, which tells the reader the writer is gone.
+async fn write_pump<Si, M>(
+    mut sink: Si,
+    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
+    reader_done: oneshot::Receiver<Option<CloseInfo>>,
+    alive: oneshot::Sender<Infallible>,
+    peer: String,
+) where
+    Si: Sink<M> + Unpin,
+    Si::Error: Display,
+    M: WsMessage,
+{
+    tokio::select! {
+        () = write_until_close(&mut sink, &mut outgoing, &peer) => {}
+        // A pending write to a peer that stopped reading is abandoned here too: the reader
+        // ending means the connection is over.
+        owed = reader_done => {
+            if let Ok(Some(info)) = owed {
+                send_close(&mut sink, info, &peer).await;
+            }
+        }
+    }
+    drop(alive);
+}
+
+/// The writer's normal life: text until a close request or the local side lets go.
+async fn write_until_close<Si, M>(
+    sink: &mut Si,
+    outgoing: &mut mpsc::UnboundedReceiver<Outgoing>,
+    peer: &str,
+) where
+    Si: Sink<M> + Unpin,
+    Si::Error: Display,
+    M: WsMessage,
+{
+    loop {
+        match outgoing.recv().await {
+            Some(Outgoing::Text(text)) => {
+                if let Err(error) = sink.send(M::text(text)).await {
+                    tracing::debug!(peer = %peer, %error, "WebSocket write failed; writer stops");
+                    return;
+                }
+            }
+            Some(Outgoing::Close(info)) => {
+                send_close(sink, info, peer).await;
+                return;
+            }
+            None => {
+                let info = CloseInfo {
+                    code: CLOSE_NORMAL,
+                    reason: String::new(),
+                };
+                send_close(sink, info, peer).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Sends one close frame, giving up after [`CLOSE_TIMEOUT`] so a stalled peer cannot hold the
+/// writer.
+async fn send_close<Si, M>(sink: &mut Si, info: CloseInfo, peer: &str)
+where
+    Si: Sink<M> + Unpin,
+    Si::Error: Display,
+    M: WsMessage,
+{
+    tracing::debug!(peer = %peer, code = info.code, reason = %info.reason, "closing the WebSocket");
+    let frame = M::close(info.code, fit_close_reason(info.reason));
+    match tokio::time::timeout(CLOSE_TIMEOUT, sink.send(frame)).await {
+        Ok(Ok(())) => {}
+        // Usually the peer closed first or vanished; either way there is nothing more to do.
+        Ok(Err(error)) => tracing::debug!(peer = %peer, %error, "could not send the close frame"),
+        Err(_) => tracing::debug!(peer = %peer, "timed out sending the close frame"),
+    }
+}
+
+/// Cuts a close reason to what a close frame can carry, on a character boundary, so a long
+/// reason cannot turn the close into a protocol error.
+fn fit_close_reason(mut reason: String) -> String {
+    if reason.len() > MAX_CLOSE_REASON_BYTES {
+        let mut end = MAX_CLOSE_REASON_BYTES;
+        while !reason.is_char_boundary(end) {
+            end -= 1;
+        }
+        reason.truncate(end);
+    }
+    reason
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn close_reason_is_cut_on_a_char_boundary() {
+        let reason = "é".repeat(100); // 200 bytes
+        let fitted = fit_close_reason(reason);
+        assert!(fitted.len() <= MAX_CLOSE_REASON_BYTES);
+        assert_eq!(fitted.len(), 122);
+        assert_eq!(fit_close_reason("short".into()), "short");
+    }
+
+    #[test]
+    fn axum_messages_map_to_events() {
+        assert!(matches!(
+            ws::Message::Text("hi".into()).into_event(),
+            WsEvent::Text(text) if text == "hi"
+        ));
+        assert!(matches!(
+            ws::Message::Close(None).into_event(),
+            WsEvent::Close(None)
+        ));
+        assert!(matches!(
+            ws::Message::Ping(Vec::new().into()).into_event(),
+            WsEvent::Control
+        ));
+    }
+}
