@@ -1,1 +1,163 @@
-fn main() {}
+//! The `fake-device` command: a thin shell around [`fake_device::run`].
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use fake_device::dial::{ProtocolChoice, Stopped};
+use harness::Exit;
+use harness::cli::CommonArgs;
+use harness::engine::Cell;
+use harness::rules::{Binds, Misbehaviours};
+use harness::scenario::Side;
+
+const EXAMPLE: &str = "\
+Example: check a web server's initialize for a protocol-2 device
+
+  fake-device --instance http://127.0.0.1:8000 --token \"$DEVICE_TOKEN\" \\
+      --scenario negotiate.yaml --protocol 2 --report junit:negotiate.xml
+  # exits 0 when the server passed, 1 when it broke a rule (the report names it),
+  # 2 for a usage or scenario error, 3 for an internal error. Without --scenario it stays
+  # linked as a simulated device; it exits 4 when the instance closes with 4400 and 5 when it
+  # refuses the token.";
+
+/// Plays LLeMbas CLI (the device) for a LLeMbas web server under test: reads discovery, dials
+/// the link, acts as the ACP agent, and checks the instance against the spec.
+#[derive(Debug, Parser)]
+#[command(name = "fake-device", version, after_help = EXAMPLE, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// The instance's base URL (http:// or https://).
+    #[arg(long, value_name = "URL", required_unless_present_any = ["list_scenarios"])]
+    instance: Option<String>,
+    /// The device token.
+    #[arg(
+        long,
+        value_name = "T",
+        env = "LEMBAS_DEVICE_TOKEN",
+        hide_env_values = true,
+        default_value = "lembas-test-token"
+    )]
+    token: String,
+    /// A remote root (repeatable).
+    #[arg(long = "root", value_name = "DIR")]
+    roots: Vec<String>,
+    /// The protocol to say: auto (from discovery), 1 or 2.
+    #[arg(long, value_name = "auto|1|2", default_value = "auto")]
+    protocol: String,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Plain ACP on stdin/stdout for editors.
+    Serve {
+        /// Speak on stdin/stdout.
+        #[arg(long)]
+        stdio: bool,
+        /// A root (repeatable).
+        #[arg(long = "root", value_name = "DIR")]
+        roots: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    harness::cli::init_process();
+    let cli = Cli::parse();
+    if let Some(Command::Serve { .. }) = cli.command {
+        eprintln!(
+            "error: `serve --stdio` is not built yet (see the issue on the device's surface)"
+        );
+        return Exit::Usage.into();
+    }
+    if cli.common.list_scenarios {
+        harness::cli::list_scenarios(Side::Device);
+        return Exit::Passed.into();
+    }
+    let Some(instance) = cli.instance.clone() else {
+        eprintln!("error: --instance URL is required");
+        return Exit::Usage.into();
+    };
+    let protocol = match cli.protocol.as_str() {
+        "auto" => ProtocolChoice::Auto,
+        "1" => ProtocolChoice::Fixed(1),
+        "2" => ProtocolChoice::Fixed(2),
+        other => {
+            eprintln!("error: --protocol {other}: say auto, 1 or 2");
+            return Exit::Usage.into();
+        }
+    };
+    let misbehave = match Misbehaviours::parse(&cli.common.misbehave, Binds::Device) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: --misbehave {e}");
+            return Exit::Usage.into();
+        }
+    };
+    let cell_protocol = match protocol {
+        ProtocolChoice::Fixed(p) => p,
+        ProtocolChoice::Auto => 2,
+    };
+    let cell = Cell {
+        protocol: cell_protocol,
+        spec: cli.common.spec.clone(),
+    };
+    let scenario = match &cli.common.scenario {
+        Some(arg) => match harness::cli::load_scenario(arg, Side::Device, &cell) {
+            Some(s) => Some(s),
+            None => return Exit::Usage.into(),
+        },
+        None => None,
+    };
+    let options = fake_device::Options {
+        instance,
+        token: cli.token.clone(),
+        roots: cli.roots.clone(),
+        protocol,
+        cell,
+        journal: cli.common.journal.clone(),
+        misbehave,
+        patience: std::time::Duration::from_secs(5),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return Exit::Internal.into();
+        }
+    };
+    match runtime.block_on(fake_device::run(
+        options,
+        scenario,
+        harness::cli::shutdown_signal(),
+    )) {
+        Ok(done) => match done.stopped {
+            Some(Stopped::ProtocolMismatch) => {
+                eprintln!("fake-device: {}", fake_device::PROTOCOL_MISMATCH_SENTENCE);
+                Exit::ProtocolMismatch.into()
+            }
+            Some(Stopped::Unauthorized) => {
+                eprintln!(
+                    "fake-device: the instance refused this device's token (401); log in again"
+                );
+                Exit::Unauthorized.into()
+            }
+            _ => harness::cli::finish(
+                "fake-device",
+                done.outcome.as_ref(),
+                &done.findings,
+                &done.recent,
+                &cli.common.reports,
+            )
+            .into(),
+        },
+        Err(e) => {
+            eprintln!("error: {e}");
+            Exit::Usage.into()
+        }
+    }
+}

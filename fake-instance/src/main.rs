@@ -1,1 +1,119 @@
-fn main() {}
+//! The `fake-instance` command: a thin shell around [`fake_instance::run`].
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::Parser;
+use harness::Exit;
+use harness::cli::CommonArgs;
+use harness::engine::Cell;
+use harness::rules::{Binds, Misbehaviours};
+use harness::scenario::Side;
+
+const EXAMPLE: &str = "\
+Example: check a CLI's hello and initialize against a protocol-1 instance
+
+  fake-instance --scenario negotiate.yaml --protocol 1 --spec 1.1.0 --report junit:negotiate.xml &
+  # read the line `listening http://127.0.0.1:PORT` it prints, then point the CLI at that URL
+  # with the token `lembas-test-token`; fake-instance exits 0 when the CLI passed, 1 when it broke
+  # a rule (the report names it), 2 for a usage or scenario error, 3 for an internal error.";
+
+/// Plays LLeMbas (the web server) for a LLeMbas CLI under test: serves discovery and the link,
+/// acts as the ACP client, and checks the device against the spec.
+#[derive(Debug, Parser)]
+#[command(name = "fake-instance", version, after_help = EXAMPLE)]
+struct Cli {
+    /// Where to listen.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// A device token that may link (repeatable; default lembas-test-token).
+    #[arg(long = "token", value_name = "T")]
+    tokens: Vec<String>,
+    /// The protocols discovery lists: 1 or 1,2 (default: from --protocol).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    protocols: Option<Vec<u8>>,
+    /// The link protocol of this run (the scenario cell).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
+    protocol: u8,
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+fn main() -> ExitCode {
+    harness::cli::init_process();
+    let cli = Cli::parse();
+    if cli.common.list_scenarios {
+        harness::cli::list_scenarios(Side::Instance);
+        return Exit::Passed.into();
+    }
+    let misbehave = match Misbehaviours::parse(&cli.common.misbehave, Binds::Instance) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: --misbehave {e}");
+            return Exit::Usage.into();
+        }
+    };
+    let cell = Cell {
+        protocol: cli.protocol,
+        spec: cli.common.spec.clone(),
+    };
+    let scenario = match &cli.common.scenario {
+        Some(arg) => match harness::cli::load_scenario(arg, Side::Instance, &cell) {
+            Some(s) => Some(s),
+            None => return Exit::Usage.into(),
+        },
+        None => None,
+    };
+    let options = fake_instance::Options {
+        listen: cli.listen,
+        tokens: if cli.tokens.is_empty() {
+            vec![fake_instance::DEFAULT_TOKEN.into()]
+        } else {
+            cli.tokens
+        },
+        protocols: cli.protocols,
+        cell,
+        journal: cli.common.journal.clone(),
+        misbehave,
+        ..fake_instance::Options::default()
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return Exit::Internal.into();
+        }
+    };
+    let ready = |addr: SocketAddr| {
+        let mut stdout = std::io::stdout();
+        let _ = writeln!(stdout, "listening http://{addr}");
+        let _ = stdout.flush();
+    };
+    let finished = runtime.block_on(fake_instance::run(
+        options,
+        scenario,
+        ready,
+        harness::cli::shutdown_signal(),
+    ));
+    match finished {
+        Ok(done) => harness::cli::finish(
+            "fake-instance",
+            done.outcome.as_ref(),
+            &done.findings,
+            &done.recent,
+            &cli.common.reports,
+        )
+        .into(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            match e {
+                fake_instance::StartError::Scenario(_) => Exit::Usage.into(),
+                _ => Exit::Internal.into(),
+            }
+        }
+    }
+}

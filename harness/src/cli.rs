@@ -44,3 +44,94 @@ pub fn init_process() {
         .try_init();
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
+
+/// Prints the embedded scenarios of a double with their `about` lines.
+pub fn list_scenarios(side: crate::scenario::Side) {
+    for embedded in crate::scenario::catalogue::embedded(side) {
+        match embedded.load() {
+            Ok(s) => println!("{:<28} {}", embedded.file, s.about),
+            Err(e) => println!("{:<28} (broken: {e})", embedded.file),
+        }
+    }
+}
+
+/// Loads the scenario a command line names and checks that the cell is one it applies to.
+/// Errors are printed; the caller exits with [`Exit::Usage`](crate::Exit::Usage).
+pub fn load_scenario(
+    arg: &str,
+    side: crate::scenario::Side,
+    cell: &crate::engine::Cell,
+) -> Option<crate::scenario::Scenario> {
+    let scenario = match crate::scenario::catalogue::resolve(arg, side) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return None;
+        }
+    };
+    if !scenario.matrix.protocol.contains(&cell.protocol)
+        || !scenario.matrix.spec.contains(&cell.spec)
+    {
+        eprintln!(
+            "error: scenario `{}` applies to protocols {:?} and specs {:?}, not to {cell}",
+            scenario.name, scenario.matrix.protocol, scenario.matrix.spec
+        );
+        return None;
+    }
+    Some(scenario)
+}
+
+/// Prints the human report, writes the requested ones, and says how the process exits.
+pub fn finish(
+    double: &str,
+    outcome: Option<&crate::engine::RunOutcome>,
+    findings: &[crate::finding::Finding],
+    recent: &[crate::journal::Entry],
+    reports: &[ReportTarget],
+) -> crate::Exit {
+    use crate::Exit;
+    let Some(outcome) = outcome else {
+        // A simulated run (no scenario) ends on a signal: its findings go to stderr, and the
+        // exit is 0 as the command-line contract says.
+        for finding in findings {
+            eprintln!("{double}: finding {finding}");
+        }
+        return Exit::Passed;
+    };
+    print!("{}", crate::report::human::render(double, outcome, recent));
+    if let Err(e) = crate::report::write_all(reports, double, outcome, recent) {
+        eprintln!("error: cannot write a report: {e}");
+        return Exit::Internal;
+    }
+    if outcome.scenario_error() {
+        Exit::Usage
+    } else if outcome.passed() {
+        Exit::Passed
+    } else {
+        Exit::PeerFailed
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

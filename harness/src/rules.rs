@@ -98,6 +98,47 @@ impl Catalogue {
     }
 }
 
+/// The rules a double was told to break (`--misbehave RULE`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Misbehaviours {
+    rules: std::collections::BTreeSet<String>,
+}
+
+impl Misbehaviours {
+    /// Checks each id: it must be a catalogue rule that binds `side` and has a misbehaviour.
+    pub fn parse(ids: &[String], side: Binds) -> Result<Misbehaviours, String> {
+        let mut rules = std::collections::BTreeSet::new();
+        for id in ids {
+            let known: Vec<&str> = catalogue()
+                .misbehaviours_of(side)
+                .map(|r| r.id.as_str())
+                .collect();
+            match catalogue().get(id) {
+                Some(rule) if rule.binds == side && rule.misbehaviour.is_some() => {
+                    rules.insert(id.clone());
+                }
+                _ => {
+                    return Err(format!(
+                        "`{id}` is not a misbehaviour of this double; it knows: {}",
+                        known.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(Misbehaviours { rules })
+    }
+
+    /// Whether to break this rule.
+    pub fn breaks(&self, id: &str) -> bool {
+        self.rules.contains(id)
+    }
+
+    /// The rules to break.
+    pub fn iter(&self) -> impl Iterator<Item = &String> {
+        self.rules.iter()
+    }
+}
+
 /// The shipped catalogue. It is checked by a test, so a broken file never reaches a user.
 pub fn catalogue() -> &'static Catalogue {
     static CATALOGUE: OnceLock<Catalogue> = OnceLock::new();

@@ -297,6 +297,8 @@ impl Runner {
             Step::Request(r) => self.request(r).await,
             Step::Expect(e) => self.expect(e).await,
             Step::ExpectNone(e) => self.expect_none(e).await,
+            Step::Check(c) => self.check(c),
+            Step::ExpectLink(e) => self.expect_link(e).await,
             Step::AnyOrder(group) => self.any_order(group).await,
             Step::Reply(r) => self.reply(r).await,
             Step::Send(s) => self.send(s).await,
@@ -542,6 +544,44 @@ impl Runner {
         Outcome::Passed
     }
 
+    fn check(&self, c: &CheckStep) -> Outcome {
+        let (that, wanted) = match (self.render(&c.that), self.render(&c.matches)) {
+            (Ok(that), Ok(wanted)) => (that, wanted),
+            (Err(e), _) | (_, Err(e)) => return Outcome::Error(e),
+        };
+        let pattern = match Pattern::compile(&wanted) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Error(format!("bad pattern: {e}")),
+        };
+        let outcome = pattern.matches(&that);
+        if outcome.is_match() {
+            return match self.capture(&that, &outcome, &Captures::new()) {
+                Ok(()) => Outcome::Passed,
+                Err(e) => Outcome::Error(e),
+            };
+        }
+        Outcome::Failed(Failure {
+            rule: c.rule.clone(),
+            summary: format!("{} is not what the spec says", describe_value(&c.that)),
+            awaited: None,
+            diff: Some(render_diff(&wanted, &that, &outcome)),
+            expected: Some(wanted),
+            nearest: Some(that),
+        })
+    }
+
+    async fn expect_link(&self, e: &ExpectLinkStep) -> Outcome {
+        match self.hub.wait_current(Instant::now() + e.within.0).await {
+            Some(_) => Outcome::Passed,
+            None => Outcome::Failed(Failure {
+                rule: e.rule.clone(),
+                summary: format!("the peer did not link within {}", e.within),
+                awaited: Some(format!("an open link, for {}", e.within)),
+                ..Failure::default()
+            }),
+        }
+    }
+
     async fn expect_none(&self, e: &ExpectNoneStep) -> Outcome {
         let (wanted, pattern) = match self.expect_pattern(&e.method, &e.params, &e.message) {
             Ok(p) => p,
@@ -773,6 +813,16 @@ impl Runner {
     }
 }
 
+/// How a checked value is named in a failure: the variable it came from, when it is one.
+fn describe_value(that: &Value) -> String {
+    match that.as_str() {
+        Some(text) if text.starts_with("${") => {
+            format!("`{}`", text.trim_start_matches("${").trim_end_matches('}'))
+        }
+        _ => "the value".into(),
+    }
+}
+
 fn describe(method: &Option<String>) -> String {
     match method {
         Some(m) => format!("`{m}`"),
@@ -792,6 +842,8 @@ pub fn title(step: &Step) -> String {
             e.duration
         ),
         Step::AnyOrder(g) => format!("any order of {} expects", g.len()),
+        Step::Check(c) => format!("check {}", describe_value(&c.that).trim_matches('`')),
+        Step::ExpectLink(e) => format!("expect a link within {}", e.within),
         Step::Reply(r) => format!("reply to {}", r.to),
         Step::Send(_) => "send a raw message".into(),
         Step::Wait(d) => format!("wait {d}"),

@@ -163,6 +163,7 @@ pub(crate) enum Node {
     Not(Box<Node>, String),
     Capture(String, Option<Box<Node>>),
     Len(usize),
+    Each(Box<Node>),
 }
 
 /// Whether an object key is an operator (`$x`) rather than a literal key
@@ -256,8 +257,9 @@ fn compile_string(s: &str, at: &str, pos: Position) -> Result<Node, PatternError
     })
 }
 
-const OPERATORS: [&str; 8] = [
+const OPERATORS: [&str; 9] = [
     "$regex",
+    "$each",
     "$contains",
     "$exact",
     "$one_of",
@@ -372,6 +374,9 @@ fn compile_operator(
             .and_then(|n| usize::try_from(n).ok())
             .map(Node::Len)
             .ok_or_else(|| bad_operand(op, "a non-negative integer")),
+        "$each" => {
+            compile_node(operand, &here, Position::Value).map(|node| Node::Each(Box::new(node)))
+        }
         // `$match` alone: `$capture` was handled above.
         _ => Err(err(
             at,

@@ -271,6 +271,17 @@ fn match_node(node: &Node, actual: Option<&Value>, at: &str, acc: &mut Acc) {
             }
             (None, _) => acc.fail(leaves(node), at, "any value".into(), None),
         },
+        Node::Each(inner) => match actual {
+            Some(Value::Array(values)) => {
+                if values.is_empty() {
+                    acc.pass(1);
+                }
+                for (i, value) in values.iter().enumerate() {
+                    match_node(inner, Some(value), &path::child_index(at, i), acc);
+                }
+            }
+            _ => acc.fail(1, at, "an array".into(), actual),
+        },
         Node::Len(n) => {
             let len = match actual {
                 Some(Value::Array(a)) => Some(a.len()),
@@ -633,6 +644,10 @@ mod tests {
         );
         bad(p.clone(), json!({"a": 1}));
         ok(json!({"$contains": []}), json!([]));
+        ok(json!({"$each": "$string"}), json!(["a", "b"]));
+        ok(json!({"$each": "$string"}), json!([]));
+        bad(json!({"$each": {"$one_of": ["a", "b"]}}), json!(["a", "c"]));
+        bad(json!({"$each": "$string"}), json!("a"));
         // Distinct elements: one element cannot satisfy two patterns.
         bad(json!({"$contains": ["$number", "$number"]}), json!([1]));
         // Greedy would give 1 to "$number" and fail; the assignment must backtrack.

@@ -73,6 +73,7 @@
 //! token:    { $capture: tok, $match: { $regex: "^t" } }
 //!                                            # must match, then saved as `tok`
 //! items:    { $len: 3 }                      # array elements, string characters or object keys
+//! caps:     { $each: { $one_of: [a, b] } }   # an array whose every element matches (empty passes)
 //! ```
 //!
 //! Operators cannot be combined in one object, except `$capture` with

@@ -200,6 +200,9 @@ impl Checker<'_> {
                     self.pattern(step, &format!("{path}.expect.params"), e.params.as_ref())?;
                     self.pattern(step, &format!("{path}.expect.message"), e.message.as_ref())?;
                 }
+                Step::Check(c) => {
+                    self.pattern(step, &format!("{path}.check.matches"), Some(&c.matches))?;
+                }
                 Step::ExpectNone(e) => {
                     self.pattern(
                         step,
@@ -351,5 +354,66 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>) -> Result<(), Load
             })?;
         }
     }
-    checker.steps(&scenario.steps, "steps", side)
+    checker.steps(&scenario.steps, "steps", side)?;
+    check_rules(scenario, file)
+}
+
+/// Every rule a scenario names must be in the catalogue: a typo would make a check that
+/// cites nothing, and the self-test could not pair it with its misbehaviour.
+fn check_rules(scenario: &Scenario, file: &str) -> Result<(), LoadError> {
+    let catalogue = crate::rules::catalogue();
+    let unknown = |key_path: String, id: &str, line: Option<u64>, column: Option<u64>| LoadError {
+        file: file.to_string(),
+        line,
+        column,
+        key_path: Some(key_path),
+        message: format!("`{id}` is not a rule of the catalogue (conformance/rules.yaml)"),
+        snippet: None,
+    };
+    for (i, id) in scenario.rules.iter().enumerate() {
+        if catalogue.get(id).is_none() {
+            return Err(unknown(format!("rules[{i}]"), id, None, None));
+        }
+    }
+    fn walk(steps: &[Spanned<Step>], base: &str, found: &mut Vec<(String, String, u64, u64)>) {
+        for (i, step) in steps.iter().enumerate() {
+            let path = format!("{base}[{i}]");
+            let rule = match &step.value {
+                Step::Request(s) => s.rule.as_ref(),
+                Step::Expect(s) => s.rule.as_ref(),
+                Step::ExpectNone(s) => s.rule.as_ref(),
+                Step::Check(s) => s.rule.as_ref(),
+                Step::ExpectClose(s) => s.rule.as_ref(),
+                Step::ExpectLink(s) => s.rule.as_ref(),
+                Step::ExpectReconnect(s) => s.rule.as_ref(),
+                Step::ExpectNoReconnect(s) => s.rule.as_ref(),
+                Step::Dial(s) => s.rule.as_ref(),
+                Step::AnyOrder(inner) => {
+                    walk(inner, &format!("{path}.any_order"), found);
+                    None
+                }
+                Step::When(w) => {
+                    walk(&w.steps, &format!("{path}.when.steps"), found);
+                    None
+                }
+                _ => None,
+            };
+            if let Some(id) = rule {
+                found.push((
+                    format!("{path}.rule"),
+                    id.clone(),
+                    step.referenced.line(),
+                    step.referenced.column(),
+                ));
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&scenario.steps, "steps", &mut found);
+    for (path, id, line, column) in found {
+        if catalogue.get(&id).is_none() {
+            return Err(unknown(path, &id, Some(line), Some(column)));
+        }
+    }
+    Ok(())
 }

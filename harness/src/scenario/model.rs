@@ -178,6 +178,8 @@ pub enum Step {
     Expect(ExpectStep),
     /// Expect nothing matching from the peer for a while.
     ExpectNone(ExpectNoneStep),
+    /// Check a value taken earlier (a capture) against a pattern, at once.
+    Check(CheckStep),
     /// Expect all of these, in any order (only `expect` steps inside).
     #[schemars(with = "Vec<Step>")]
     AnyOrder(Vec<Spanned<Step>>),
@@ -191,6 +193,8 @@ pub enum Step {
     Close(CloseStep),
     /// Expect the peer to close the link (with a code, if given).
     ExpectClose(ExpectCloseStep),
+    /// Expect a link from the peer (an open one, or one within a time).
+    ExpectLink(ExpectLinkStep),
     /// Expect the peer to link again within a time.
     ExpectReconnect(ExpectReconnectStep),
     /// Expect the peer not to link again for a time.
@@ -283,6 +287,30 @@ pub struct ExpectNoneStep {
     #[serde(rename = "for")]
     pub duration: Dur,
     /// The catalogue rule the peer breaks when it comes.
+    #[serde(default)]
+    pub rule: Option<String>,
+}
+
+/// Check a captured value.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckStep {
+    /// The value to check, usually one variable: `${hello.protocol}`.
+    pub that: Value,
+    /// The pattern it must match (`${...}` substituted).
+    pub matches: Value,
+    /// The catalogue rule the peer breaks when it does not.
+    #[serde(default)]
+    pub rule: Option<String>,
+}
+
+/// Expect the peer to link.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectLinkStep {
+    /// How long it may take.
+    pub within: Dur,
+    /// The catalogue rule the peer breaks otherwise.
     #[serde(default)]
     pub rule: Option<String>,
 }

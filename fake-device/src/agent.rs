@@ -1,0 +1,262 @@
+//! The device as an ACP agent on each link: hello when the link opens, then the answer to
+//! `initialize`, shaped for its harness spec. The monitors check the instance on the way.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harness::engine::{Behaviour, Hub};
+use harness::finding::Finding;
+use harness::jsonrpc::{IncomingRequest, LinkEvent, Peer};
+use harness::lembas::Spec;
+use harness::rules::Misbehaviours;
+use serde_json::{Value, json};
+
+use crate::monitor::{self, rules};
+
+/// Rules of the device this model can break on purpose.
+pub mod misbehaviour {
+    /// Sends no hello.
+    pub const HELLO_FIRST: &str = "device.hello.first";
+    /// Says the wrong protocol in hello.
+    pub const HELLO_PROTOCOL: &str = "device.hello.protocol";
+    /// Leaves `device` out of hello.
+    pub const HELLO_SHAPE: &str = "device.hello.shape";
+    /// Says the other harness spec in hello.
+    pub const HELLO_SPEC: &str = "device.hello.spec";
+    /// Leaves `agentInfo` out of the initialize result.
+    pub const INITIALIZE_RESULT: &str = "device.initialize.result";
+    /// Says another protocol in initialize than in hello.
+    pub const INITIALIZE_PROTOCOL: &str = "device.initialize.protocol";
+    /// Lists capabilities beyond its spec.
+    pub const INITIALIZE_CAPABILITIES: &str = "device.initialize.capabilities";
+}
+
+/// What the device is and allows.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The spec it implements.
+    pub spec: Spec,
+    /// `remote.roots`.
+    pub roots: Vec<String>,
+    /// Advertise only these capabilities (a scenario's reduction); `None`: all of the spec's.
+    pub capabilities: Option<Vec<String>>,
+    /// The device's name for the instance (the login's connection).
+    pub connection: String,
+    /// The rules to break.
+    pub misbehave: Misbehaviours,
+    /// How long the instance may take to send initialize.
+    pub patience: Duration,
+}
+
+#[derive(Debug, Clone, Default)]
+struct LinkState {
+    protocol: u8,
+    initialized: bool,
+}
+
+/// The agent model of fake-device.
+#[derive(Debug)]
+pub struct AgentModel {
+    config: AgentConfig,
+    links: Arc<Mutex<HashMap<u32, LinkState>>>,
+    next_protocol: Mutex<u8>,
+}
+
+impl AgentModel {
+    /// A device with this configuration.
+    pub fn new(config: AgentConfig) -> Self {
+        Self {
+            config,
+            links: Arc::new(Mutex::new(HashMap::new())),
+            next_protocol: Mutex::new(1),
+        }
+    }
+
+    /// Sets the protocol the next link says in hello (the dialer decides it from discovery).
+    pub fn set_next_protocol(&self, protocol: u8) {
+        if let Ok(mut next) = self.next_protocol.lock() {
+            *next = protocol;
+        }
+    }
+
+    fn breaks(&self, rule: &str) -> bool {
+        self.config.misbehave.breaks(rule)
+    }
+
+    /// The capabilities listed in initialize: the spec's, less the terminal ones (remote
+    /// terminals are off by default, and `shell` comes only with `terminal`), reduced by the
+    /// scenario.
+    pub fn capabilities(&self) -> Vec<String> {
+        let mut list: Vec<String> = self
+            .config
+            .spec
+            .capabilities()
+            .into_iter()
+            .filter(|c| !matches!(*c, "terminal" | "shell"))
+            .filter(|c| {
+                self.config
+                    .capabilities
+                    .as_ref()
+                    .is_none_or(|only| only.iter().any(|o| o == c))
+            })
+            .map(String::from)
+            .collect();
+        if self.breaks(misbehaviour::INITIALIZE_CAPABILITIES) {
+            list.push(
+                if self.config.spec == Spec::V1_0_0 {
+                    "rewind"
+                } else {
+                    "shell"
+                }
+                .into(),
+            );
+        }
+        list
+    }
+
+    fn limits(&self) -> Value {
+        json!({ "roots": self.config.roots, "max_mode": "edit", "require_trust": true })
+    }
+
+    /// The hello this device sends on a link of `protocol`.
+    pub fn hello(&self, protocol: u8) -> Value {
+        let protocol = if self.breaks(misbehaviour::HELLO_PROTOCOL) {
+            3 - protocol
+        } else {
+            protocol
+        };
+        let spec = if self.breaks(misbehaviour::HELLO_SPEC) {
+            other_spec(self.config.spec)
+        } else {
+            self.config.spec
+        };
+        let mut hello = json!({
+            "protocol": protocol,
+            "version": spec.cli_version(),
+            "harness_spec": spec.as_str(),
+            "device": { "host": "fake-device", "platform": std::env::consts::OS },
+            "limits": self.limits(),
+        });
+        if self.breaks(misbehaviour::HELLO_SHAPE) {
+            hello.as_object_mut().map(|o| o.remove("device"));
+        }
+        hello
+    }
+
+    /// The answer to initialize on a link whose hello said `protocol`.
+    pub fn initialize_result(&self, protocol: u8) -> Value {
+        let protocol = match (
+            self.breaks(misbehaviour::HELLO_PROTOCOL),
+            self.breaks(misbehaviour::INITIALIZE_PROTOCOL),
+        ) {
+            (true, false) | (false, true) => 3 - protocol,
+            _ => protocol,
+        };
+        let spec = self.config.spec;
+        let mut result = json!({
+            "protocolVersion": 1,
+            "agentCapabilities": {
+                "loadSession": false,
+                "promptCapabilities": { "image": true, "audio": false, "embeddedContext": true },
+                "mcpCapabilities": { "http": false, "sse": false }
+            },
+            "authMethods": [],
+            "agentInfo": { "name": "LLeMbas CLI", "version": spec.cli_version() },
+            "_meta": { "lembas": {
+                "protocol": protocol,
+                "harness_spec": spec.as_str(),
+                "limits": self.limits(),
+                "connection": self.config.connection,
+                "capabilities": self.capabilities(),
+            }}
+        });
+        if self.breaks(misbehaviour::INITIALIZE_RESULT) {
+            result.as_object_mut().map(|o| o.remove("agentInfo"));
+        }
+        result
+    }
+}
+
+fn other_spec(spec: Spec) -> Spec {
+    match spec {
+        Spec::V1_0_0 => Spec::V1_1_0,
+        Spec::V1_1_0 => Spec::V1_0_0,
+    }
+}
+
+impl Behaviour for AgentModel {
+    fn on_open(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
+        let protocol = self.next_protocol.lock().map(|p| *p).unwrap_or(1);
+        if let Ok(mut links) = self.links.lock() {
+            links.insert(
+                peer.link(),
+                LinkState {
+                    protocol,
+                    initialized: false,
+                },
+            );
+        }
+        if !self.breaks(misbehaviour::HELLO_FIRST) {
+            peer.notify("_lembas/hello", self.hello(protocol));
+        }
+        // An instance that never sends initialize leaves the device unusable: say so.
+        let (hub, watched, links, patience) = (
+            Arc::downgrade(hub),
+            peer.clone(),
+            self.links.clone(),
+            self.config.patience,
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep(patience).await;
+            let initialized = links
+                .lock()
+                .map(|l| l.get(&watched.link()).is_some_and(|s| s.initialized))
+                .unwrap_or(true);
+            if initialized || watched.is_closed() {
+                return;
+            }
+            if let Some(hub) = hub.upgrade() {
+                hub.findings().push(
+                    Finding::new(
+                        rules::INITIALIZE_AFTER_HELLO,
+                        format!("no initialize within {patience:?} of hello"),
+                    )
+                    .on_link(watched.link()),
+                );
+            }
+        });
+    }
+
+    fn observe(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, event: &LinkEvent) {
+        if let LinkEvent::Request(request) = event
+            && request.method == "initialize"
+        {
+            let protocol = {
+                let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+                let state = links.entry(peer.link()).or_default();
+                state.initialized = true;
+                state.protocol
+            };
+            for finding in monitor::check_initialize(&request.params, protocol) {
+                hub.findings().push(finding.on_link(peer.link()));
+            }
+        }
+    }
+
+    fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
+        match request.method.as_str() {
+            "initialize" => {
+                let protocol = self
+                    .links
+                    .lock()
+                    .ok()
+                    .and_then(|l| l.get(&peer.link()).map(|s| s.protocol))
+                    .unwrap_or(1);
+                peer.respond(&request.id, Ok(self.initialize_result(protocol)));
+                true
+            }
+            _ => false,
+        }
+    }
+}

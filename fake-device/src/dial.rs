@@ -1,0 +1,179 @@
+//! Dialling the instance: discovery read before every dial (the protocol to say comes from it),
+//! the link with the device token, and the redial loop with exponential backoff and jitter.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::engine::Hub;
+use harness::engine::runner::{DialRequest, DialResult, Dialer};
+use harness::jsonrpc::Peer;
+use harness::lembas::{CLOSE_PROTOCOL_MISMATCH, DISCOVERY_PATH, LINK_PATH};
+use harness::transport::FrameLimits;
+use harness::transport::ws_client::{ClientRequest, ConnectError, connect};
+use serde_json::Value;
+
+use crate::agent::AgentModel;
+use crate::monitor;
+
+/// How the device picks the protocol it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProtocolChoice {
+    /// From discovery, as the spec says.
+    Auto,
+    /// Always this one (for tests of an instance's refusal).
+    Fixed(u8),
+}
+
+/// Dials one instance for one device.
+pub struct DeviceDialer {
+    /// The instance's base URL (`http://host:port`).
+    pub instance: String,
+    /// The device token.
+    pub token: String,
+    /// How the protocol is chosen.
+    pub protocol: ProtocolChoice,
+    /// Where links go.
+    pub hub: Arc<Hub>,
+    /// The agent, told each link's protocol before the link opens.
+    pub model: Arc<AgentModel>,
+    /// HTTP for discovery.
+    pub http: reqwest::Client,
+    /// One dial at a time, so each link's protocol reaches its own hello.
+    pub dialling: tokio::sync::Mutex<()>,
+}
+
+/// Why the device stopped dialling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// The instance closed with 4400: different link protocols. Not redialled.
+    ProtocolMismatch,
+    /// The instance refused the token. Not redialled.
+    Unauthorized,
+    /// This side closed the link.
+    ByUs,
+}
+
+impl DeviceDialer {
+    async fn discovery(&self, timeout: Duration) -> Result<Value, String> {
+        let url = format!("{}{DISCOVERY_PATH}", self.instance.trim_end_matches('/'));
+        let response = self
+            .http
+            .get(&url)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(|e| format!("discovery at {url}: {e}"))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("discovery at {url} answered {status}"));
+        }
+        response
+            .json::<Value>()
+            .await
+            .map_err(|e| format!("discovery at {url} is not JSON: {e}"))
+    }
+
+    fn link_url(&self) -> String {
+        let base = self.instance.trim_end_matches('/');
+        let ws = if let Some(rest) = base.strip_prefix("https://") {
+            format!("wss://{rest}")
+        } else if let Some(rest) = base.strip_prefix("http://") {
+            format!("ws://{rest}")
+        } else {
+            base.to_string()
+        };
+        format!("{ws}{LINK_PATH}")
+    }
+
+    /// Reads discovery, then dials once.
+    pub async fn dial_once(&self, request: DialRequest) -> DialResult {
+        let _one_at_a_time = self.dialling.lock().await;
+        let discovery = match self.discovery(request.timeout).await {
+            Ok(d) => d,
+            Err(why) => return DialResult::Failed(why),
+        };
+        let (read, findings) = monitor::check_discovery(&discovery);
+        for finding in findings {
+            self.hub.findings().push(finding);
+        }
+        let allowed = read.map(|d| d.protocol_for_device()).unwrap_or(1);
+        let protocol = request.protocol.unwrap_or(match self.protocol {
+            ProtocolChoice::Auto => allowed,
+            ProtocolChoice::Fixed(p) => p,
+        });
+        if let Ok(mut vars) = self.hub.vars.lock() {
+            vars.set("link_protocol", serde_json::json!(protocol));
+        }
+        self.model.set_next_protocol(protocol);
+        let client = ClientRequest {
+            url: self.link_url(),
+            bearer_token: Some(request.token.unwrap_or_else(|| self.token.clone())),
+            headers: Vec::new(),
+            timeout: request.timeout,
+        };
+        match connect(client, FrameLimits::default()).await {
+            Ok(connection) => DialResult::Linked(self.hub.attach(connection)),
+            Err(ConnectError::Refused { status, .. }) => DialResult::Refused(status),
+            Err(e) => DialResult::Failed(e.to_string()),
+        }
+    }
+
+    /// Keeps the device linked: dials, and after a drop dials again with exponential backoff
+    /// and jitter, until a 4400, a 401, or a close of our own. `on_link` sees each new link.
+    pub async fn keep_linked(
+        &self,
+        initial: Duration,
+        cap: Duration,
+        dial_timeout: Duration,
+    ) -> Stopped {
+        let mut backoff = initial;
+        loop {
+            match self
+                .dial_once(DialRequest {
+                    token: None,
+                    protocol: None,
+                    timeout: dial_timeout,
+                })
+                .await
+            {
+                DialResult::Linked(peer) => {
+                    backoff = initial;
+                    if let Some(stopped) = self.until_closed(&peer).await {
+                        return stopped;
+                    }
+                }
+                DialResult::Refused(401) => return Stopped::Unauthorized,
+                DialResult::Refused(status) => {
+                    tracing::info!("the link was refused with {status}; dialling again")
+                }
+                DialResult::Failed(why) => tracing::info!("dial failed: {why}; dialling again"),
+            }
+            // Jitter spreads a fleet's redials after an instance restart.
+            let jitter = rand::random_range(0.5..1.0);
+            tokio::time::sleep(backoff.mul_f64(jitter)).await;
+            backoff = (backoff * 2).min(cap);
+        }
+    }
+
+    async fn until_closed(&self, peer: &Arc<Peer>) -> Option<Stopped> {
+        let close = peer.closed().await;
+        if peer.closed_by_us() {
+            return Some(Stopped::ByUs);
+        }
+        match close {
+            Some(info) if info.code == CLOSE_PROTOCOL_MISMATCH => Some(Stopped::ProtocolMismatch),
+            _ => None,
+        }
+    }
+}
+
+impl Dialer for DeviceDialer {
+    fn dial<'a>(
+        &'a self,
+        request: DialRequest,
+    ) -> Pin<Box<dyn Future<Output = DialResult> + Send + 'a>> {
+        Box::pin(self.dial_once(request))
+    }
+}

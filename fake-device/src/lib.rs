@@ -1,0 +1,181 @@
+//! fake-device: plays LLeMbas CLI, the device, for a real LLeMbas web server's tests.
+//!
+//! It reads discovery before every dial and links with its token ([`dial`]), acts as the ACP
+//! agent on the link ([`agent`]), and checks every rule that binds an instance as the instance
+//! talks ([`monitor`]). With a scenario it runs the scenario's steps over the link and ends with
+//! its verdict; without one it stays linked as a simulated device until told to stop.
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod dial;
+pub mod monitor;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::engine::{Cell, Hub, RunOutcome, Runner};
+use harness::finding::{Finding, Findings};
+use harness::journal::{Entry, Journal};
+use harness::lembas::Spec;
+use harness::pattern::Vars;
+use harness::rules::Misbehaviours;
+use harness::scenario::{Mode, Scenario};
+use serde_json::json;
+
+use crate::agent::{AgentConfig, AgentModel};
+use crate::dial::{DeviceDialer, ProtocolChoice, Stopped};
+
+/// The sentence a device says when the instance closed with 4400 (the CLI's own words).
+pub const PROTOCOL_MISMATCH_SENTENCE: &str =
+    "the instance and this CLI speak different link protocols — update one of them";
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The instance's base URL.
+    pub instance: String,
+    /// The device token.
+    pub token: String,
+    /// `remote.roots`.
+    pub roots: Vec<String>,
+    /// How the protocol is chosen.
+    pub protocol: ProtocolChoice,
+    /// The protocol and spec of this run (the protocol is the cell's, for `${protocol}`).
+    pub cell: Cell,
+    /// Where to write the journal.
+    pub journal: Option<PathBuf>,
+    /// The rules to break.
+    pub misbehave: Misbehaviours,
+    /// How long the instance may take to answer or to send initialize.
+    pub patience: Duration,
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// The scenario's verdict, when one ran.
+    pub outcome: Option<RunOutcome>,
+    /// What the monitors found.
+    pub findings: Vec<Finding>,
+    /// The last messages.
+    pub recent: Vec<Entry>,
+    /// Why a simulated device stopped dialling, when it did by itself.
+    pub stopped: Option<Stopped>,
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The journal could not be created.
+    #[error("cannot write the journal: {0}")]
+    Journal(std::io::Error),
+    /// The scenario or the options do not fit.
+    #[error("{0}")]
+    Scenario(String),
+}
+
+/// Runs fake-device until the scenario ends, or (without one) until `shutdown` or until the
+/// instance makes it stop (4400, 401).
+pub async fn run(
+    options: Options,
+    scenario: Option<Scenario>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    let spec = Spec::parse(&options.cell.spec)
+        .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
+    let settings = scenario
+        .as_ref()
+        .and_then(|s| s.device.clone())
+        .unwrap_or_default();
+    let journal = Arc::new(match &options.journal {
+        Some(path) => Journal::to_file(path).map_err(StartError::Journal)?,
+        None => Journal::in_memory(),
+    });
+    let findings = Arc::new(Findings::default());
+    let model = Arc::new(AgentModel::new(AgentConfig {
+        spec,
+        roots: options.roots.clone(),
+        capabilities: settings.capabilities.clone(),
+        connection: "lembas".into(),
+        misbehave: options.misbehave.clone(),
+        patience: options.patience,
+    }));
+    let tmp = tempfile::tempdir()
+        .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
+    let mut vars = Vars::default();
+    vars.set("protocol", json!(options.cell.protocol));
+    vars.set("spec", json!(options.cell.spec));
+    vars.set("url", json!(options.instance));
+    vars.set("token", json!(options.token));
+    vars.set("tmp", json!(tmp.path().display().to_string()));
+    let hub = Hub::for_scenario(
+        model.clone(),
+        scenario.as_ref(),
+        vars,
+        journal.clone(),
+        findings.clone(),
+    )
+    .map_err(StartError::Scenario)?;
+    let http = reqwest::Client::builder()
+        .build()
+        .map_err(|e| StartError::Scenario(format!("cannot make an HTTP client: {e}")))?;
+    let dialer = Arc::new(DeviceDialer {
+        instance: options.instance.clone(),
+        token: options.token.clone(),
+        protocol: options.protocol,
+        hub: hub.clone(),
+        model,
+        http,
+        dialling: tokio::sync::Mutex::new(()),
+    });
+    let initial = settings
+        .redial_initial
+        .map(|d| d.0)
+        .unwrap_or(Duration::from_millis(250));
+    let cap = settings
+        .redial_cap
+        .map(|d| d.0)
+        .unwrap_or(Duration::from_secs(30));
+    let patience = options.patience;
+    let linking = {
+        let dialer = dialer.clone();
+        async move { dialer.keep_linked(initial, cap, patience).await }
+    };
+    let (outcome, stopped) = match &scenario {
+        Some(scenario) => {
+            let keeper = (settings.dial == Mode::Auto).then(|| tokio::spawn(linking));
+            let runner = Runner::new(
+                hub.clone(),
+                options.cell.clone(),
+                scenario.timeout.map(|d| d.0),
+                Some(dialer.clone()),
+            );
+            let outcome = tokio::select! {
+                outcome = runner.run(scenario) => Some(outcome),
+                () = shutdown => None,
+            };
+            if let Some(keeper) = keeper {
+                keeper.abort();
+            }
+            (outcome, None)
+        }
+        None => tokio::select! {
+            stopped = linking => (None, Some(stopped)),
+            () = shutdown => (None, None),
+        },
+    };
+    for link in hub.links() {
+        if !link.peer.is_closed() {
+            link.peer
+                .close(harness::transport::CLOSE_NORMAL, "fake-device is done");
+        }
+    }
+    Ok(Finished {
+        outcome,
+        findings: findings.all(),
+        recent: journal.recent(200),
+        stopped,
+    })
+}

@@ -1,0 +1,143 @@
+//! The rules that bind an instance, checked on what a linked instance sends and serves.
+
+use harness::finding::Finding;
+use harness::lembas::Discovery;
+use serde_json::Value;
+
+/// Rule ids this monitor reports.
+pub mod rules {
+    /// Discovery's shape.
+    pub const DISCOVERY_SHAPE: &str = "instance.discovery.shape";
+    /// initialize comes after hello.
+    pub const INITIALIZE_AFTER_HELLO: &str = "instance.initialize.after_hello";
+    /// initialize says the link's protocol.
+    pub const INITIALIZE_PROTOCOL: &str = "instance.initialize.protocol";
+    /// initialize's shape.
+    pub const INITIALIZE_SHAPE: &str = "instance.initialize.shape";
+}
+
+/// Reads discovery and checks it; the findings come with whatever could be read.
+pub fn check_discovery(value: &Value) -> (Option<Discovery>, Vec<Finding>) {
+    match Discovery::from_value(value) {
+        Err(why) => (
+            None,
+            vec![
+                Finding::new(rules::DISCOVERY_SHAPE, why).with_detail(format!("received: {value}")),
+            ],
+        ),
+        Ok(discovery) => {
+            let mut found = Vec::new();
+            if discovery.protocol != 1 {
+                found.push(Finding::new(
+                    rules::DISCOVERY_SHAPE,
+                    format!("discovery says protocol {}; it stays 1 so clients comparing it still log in", discovery.protocol),
+                ));
+            }
+            if discovery
+                .protocols
+                .as_ref()
+                .is_some_and(|l| !l.contains(&1))
+            {
+                found.push(Finding::new(
+                    rules::DISCOVERY_SHAPE,
+                    "discovery's `protocols` does not list 1",
+                ));
+            }
+            (Some(discovery), found)
+        }
+    }
+}
+
+/// Checks an instance's `initialize` params on a link whose hello said `protocol`.
+pub fn check_initialize(params: &Value, protocol: u8) -> Vec<Finding> {
+    let mut found = Vec::new();
+    if params.get("protocolVersion").and_then(Value::as_u64) != Some(1)
+        || !params
+            .get("clientCapabilities")
+            .is_some_and(Value::is_object)
+    {
+        found.push(
+            Finding::new(
+                rules::INITIALIZE_SHAPE,
+                "initialize's params are not protocolVersion 1 with a clientCapabilities object",
+            )
+            .with_detail(format!("received: {params}")),
+        );
+    }
+    let said = match params.pointer("/clientCapabilities/_meta/lembas") {
+        None => None,
+        Some(Value::Bool(true)) => Some(1),
+        Some(Value::Object(lembas)) => match lembas.get("protocol") {
+            None => Some(1),
+            Some(p) => p.as_u64(),
+        },
+        Some(_) => Some(0),
+    };
+    match said {
+        Some(said) if said == u64::from(protocol) => {}
+        None => found.push(Finding::new(
+            rules::INITIALIZE_PROTOCOL,
+            "initialize has no clientCapabilities._meta.lembas: the instance does not say it is LLeMbas",
+        )),
+        Some(said) => found.push(
+            Finding::new(
+                rules::INITIALIZE_PROTOCOL,
+                format!("initialize says protocol {said}, but the device's hello said {protocol}"),
+            )
+            .with_detail(format!(
+                "expected clientCapabilities._meta.lembas {}; received: {}",
+                if protocol >= 2 { "{\"protocol\": 2}" } else { "true" },
+                params.pointer("/clientCapabilities/_meta/lembas").cloned().unwrap_or(Value::Null)
+            )),
+        ),
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rules_of(found: &[Finding]) -> Vec<&str> {
+        found.iter().map(|f| f.rule.as_str()).collect()
+    }
+
+    #[test]
+    fn initialize_must_say_the_link_protocol() {
+        let two = json!({"protocolVersion": 1, "clientCapabilities": {"_meta": {"lembas": {"protocol": 2}}}});
+        let one = json!({"protocolVersion": 1, "clientCapabilities": {"_meta": {"lembas": true}}});
+        assert!(check_initialize(&two, 2).is_empty());
+        assert!(check_initialize(&one, 1).is_empty());
+        assert_eq!(
+            rules_of(&check_initialize(&two, 1)),
+            [rules::INITIALIZE_PROTOCOL]
+        );
+        assert_eq!(
+            rules_of(&check_initialize(&one, 2)),
+            [rules::INITIALIZE_PROTOCOL]
+        );
+        let v2 = json!({"protocolVersion": 2, "clientCapabilities": {"_meta": {"lembas": true}}});
+        assert_eq!(
+            rules_of(&check_initialize(&v2, 1)),
+            [rules::INITIALIZE_SHAPE]
+        );
+    }
+
+    #[test]
+    fn discovery_keeps_protocol_1() {
+        assert!(
+            check_discovery(&json!({"protocol": 1, "protocols": [1, 2]}))
+                .1
+                .is_empty()
+        );
+        assert_eq!(
+            rules_of(&check_discovery(&json!({"protocol": 2, "protocols": [1, 2]})).1),
+            [rules::DISCOVERY_SHAPE]
+        );
+        assert_eq!(
+            rules_of(&check_discovery(&json!({"protocols": [1, 2]})).1),
+            [rules::DISCOVERY_SHAPE]
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! The instance as an ACP client on each link: it waits for the device's hello, closes with
+//! 4400 when it cannot speak the protocol hello says, and sends `initialize` saying the
+//! protocol of the link. The monitors check everything the device sends on the way.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use harness::engine::{Behaviour, Hub};
+use harness::finding::Finding;
+use harness::jsonrpc::{LinkEvent, Peer};
+use harness::lembas::{CLOSE_PROTOCOL_MISMATCH, Discovery, Spec};
+use harness::rules::Misbehaviours;
+use harness::scenario::{ClientKind, Mode};
+use serde_json::{Value, json};
+
+use crate::monitor::{self, rules};
+
+/// Rules of the instance this model can break on purpose.
+pub mod misbehaviour {
+    /// Says the wrong protocol in initialize.
+    pub const INITIALIZE_PROTOCOL: &str = "instance.initialize.protocol";
+    /// Never sends initialize.
+    pub const INITIALIZE_AFTER_HELLO: &str = "instance.initialize.after_hello";
+    /// Sends protocolVersion 2.
+    pub const INITIALIZE_SHAPE: &str = "instance.initialize.shape";
+    /// Keeps a link whose hello says a protocol it does not speak.
+    pub const CLOSE_4400: &str = "instance.link.close_4400";
+}
+
+/// How the client behaves.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The spec the device is expected to implement.
+    pub spec: Spec,
+    /// Whether the client sends initialize itself.
+    pub initialize: Mode,
+    /// LLeMbas or a plain ACP client.
+    pub client: ClientKind,
+    /// The rules to break.
+    pub misbehave: Misbehaviours,
+    /// How long a device may take to say hello, and to answer a request.
+    pub patience: Duration,
+}
+
+#[derive(Debug, Default)]
+struct LinkState {
+    spoke: bool,
+    hello_protocol: Option<u8>,
+}
+
+/// The client model of fake-instance.
+#[derive(Debug)]
+pub struct ClientModel {
+    config: ClientConfig,
+    discovery: Arc<RwLock<Discovery>>,
+    links: Arc<Mutex<HashMap<u32, LinkState>>>,
+}
+
+impl ClientModel {
+    /// A model that serves `discovery` (shared with the HTTP side, which may change it).
+    pub fn new(config: ClientConfig, discovery: Arc<RwLock<Discovery>>) -> Self {
+        Self {
+            config,
+            discovery,
+            links: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    fn discovery(&self) -> Discovery {
+        self.discovery
+            .read()
+            .map(|d| d.clone())
+            .unwrap_or_else(|_| Discovery::for_protocols(None))
+    }
+
+    /// The `clientCapabilities._meta.lembas` this client says on a link of `protocol`.
+    fn lembas_meta(&self, protocol: u8) -> Option<Value> {
+        if self.config.client == ClientKind::Plain {
+            return None;
+        }
+        let flip = self
+            .config
+            .misbehave
+            .breaks(misbehaviour::INITIALIZE_PROTOCOL);
+        Some(match (protocol >= 2) != flip {
+            true => json!({ "protocol": 2 }),
+            false => json!(true),
+        })
+    }
+
+    /// The params of the initialize this client sends on a link of `protocol`.
+    pub fn initialize_params(&self, protocol: u8) -> Value {
+        let version = if self.config.misbehave.breaks(misbehaviour::INITIALIZE_SHAPE) {
+            2
+        } else {
+            1
+        };
+        let mut capabilities = json!({});
+        if let Some(lembas) = self.lembas_meta(protocol) {
+            capabilities["_meta"] = json!({ "lembas": lembas });
+        }
+        json!({ "protocolVersion": version, "clientCapabilities": capabilities })
+    }
+
+    fn on_hello(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, params: &Value) {
+        let discovery = self.discovery();
+        let allowed = discovery.protocol_for_device();
+        for finding in monitor::check_hello(params, allowed, self.config.spec) {
+            hub.findings().push(finding.on_link(peer.link()));
+        }
+        let said = params
+            .get("protocol")
+            .and_then(Value::as_u64)
+            .and_then(|p| u8::try_from(p).ok())
+            .unwrap_or(1);
+        let twice = {
+            let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+            let state = links.entry(peer.link()).or_default();
+            let twice = state.hello_protocol.is_some();
+            state.hello_protocol.get_or_insert(said);
+            twice
+        };
+        if twice {
+            hub.findings().push(
+                Finding::new(rules::HELLO_FIRST, "hello sent twice on one link")
+                    .on_link(peer.link()),
+            );
+            return;
+        }
+        if said >= 2 && allowed < 2 && !self.config.misbehave.breaks(misbehaviour::CLOSE_4400) {
+            peer.close(
+                CLOSE_PROTOCOL_MISMATCH,
+                "this instance speaks link protocol 1 only",
+            );
+            return;
+        }
+        if self.config.initialize == Mode::Manual
+            || self
+                .config
+                .misbehave
+                .breaks(misbehaviour::INITIALIZE_AFTER_HELLO)
+        {
+            return;
+        }
+        let params = self.initialize_params(said.min(allowed));
+        let (peer, patience) = (peer.clone(), self.config.patience);
+        tokio::spawn(async move {
+            if let Err(e) = peer.request("initialize", params, patience).await {
+                tracing::info!(link = peer.link(), "initialize: {e}");
+            }
+        });
+    }
+}
+
+impl Behaviour for ClientModel {
+    fn on_open(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
+        // A device that never says hello would leave the link silent forever: say so.
+        let (hub, watched, links, patience) = (
+            Arc::downgrade(hub),
+            peer.clone(),
+            self.links.clone(),
+            self.config.patience,
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep(patience).await;
+            let said_hello = links
+                .lock()
+                .map(|l| {
+                    l.get(&watched.link())
+                        .is_some_and(|s| s.hello_protocol.is_some())
+                })
+                .unwrap_or(true);
+            if said_hello || watched.is_closed() {
+                return;
+            }
+            if let Some(hub) = hub.upgrade() {
+                hub.findings().push(
+                    Finding::new(
+                        rules::HELLO_FIRST,
+                        format!("no hello within {patience:?} of the link opening"),
+                    )
+                    .on_link(watched.link()),
+                );
+            }
+        });
+    }
+
+    fn observe(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, event: &LinkEvent) {
+        let first_from_peer = |method: &str| {
+            let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+            let state = links.entry(peer.link()).or_default();
+            let first = !state.spoke;
+            state.spoke = true;
+            if first && method != "_lembas/hello" {
+                hub.findings().push(
+                    Finding::new(
+                        rules::HELLO_FIRST,
+                        format!("the device's first message is `{method}`, not `_lembas/hello`"),
+                    )
+                    .on_link(peer.link()),
+                );
+            }
+        };
+        match event {
+            LinkEvent::Notification { method, params, .. } => {
+                first_from_peer(method);
+                if method == "_lembas/hello" {
+                    self.on_hello(hub, peer, params);
+                }
+            }
+            LinkEvent::Request(request) => first_from_peer(&request.method),
+            LinkEvent::Response {
+                method,
+                request_params,
+                outcome,
+                ..
+            } if method == "initialize" => {
+                let hello = self
+                    .links
+                    .lock()
+                    .ok()
+                    .and_then(|l| l.get(&peer.link()).and_then(|s| s.hello_protocol));
+                let lembas_client = request_params
+                    .pointer("/clientCapabilities/_meta/lembas")
+                    .is_some();
+                let outcome = outcome.clone().map_err(|e| e.to_value());
+                for finding in
+                    monitor::check_initialize(&outcome, hello, self.config.spec, lembas_client)
+                {
+                    hub.findings().push(finding.on_link(peer.link()));
+                }
+            }
+            _ => {}
+        }
+    }
+}

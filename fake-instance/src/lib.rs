@@ -1,0 +1,230 @@
+//! fake-instance: plays LLeMbas, the web server, for a real LLeMbas CLI's tests.
+//!
+//! It serves discovery and accepts device links behind their tokens ([`server`]), acts as the
+//! ACP client on each link ([`client`]), and checks every rule that binds a device as the device
+//! talks ([`monitor`]). With a scenario it runs the scenario's steps over those links and ends
+//! with its verdict; without one it stays up as a simulated instance until told to stop.
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod monitor;
+pub mod server;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use harness::engine::{Cell, Hub, RunOutcome, Runner};
+use harness::finding::{Finding, Findings};
+use harness::journal::{Entry, Journal};
+use harness::lembas::{Discovery, LINK_PATH, Spec};
+use harness::pattern::Vars;
+use harness::rules::Misbehaviours;
+use harness::scenario::{InstanceSettings, Scenario};
+use harness::transport::FrameLimits;
+use serde_json::json;
+
+use crate::client::{ClientConfig, ClientModel};
+use crate::server::ServerState;
+
+/// The token a device uses when none is configured.
+pub const DEFAULT_TOKEN: &str = "lembas-test-token";
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where to listen (port 0: any free port).
+    pub listen: SocketAddr,
+    /// The device tokens that may link.
+    pub tokens: Vec<String>,
+    /// The protocols discovery lists; `None`: derived from the cell's protocol.
+    pub protocols: Option<Vec<u8>>,
+    /// The protocol and spec of this run.
+    pub cell: Cell,
+    /// Where to write the journal.
+    pub journal: Option<PathBuf>,
+    /// The rules to break.
+    pub misbehave: Misbehaviours,
+    /// How long a device may take to say hello or answer.
+    pub patience: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tokens: vec![DEFAULT_TOKEN.into()],
+            protocols: None,
+            cell: Cell {
+                protocol: 2,
+                spec: "1.1.0".into(),
+            },
+            journal: None,
+            misbehave: Misbehaviours::default(),
+            patience: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What a run ends with.
+#[derive(Debug)]
+pub struct Finished {
+    /// The scenario's verdict, when one ran.
+    pub outcome: Option<RunOutcome>,
+    /// What the monitors found (also inside `outcome`).
+    pub findings: Vec<Finding>,
+    /// The last messages, for reports.
+    pub recent: Vec<Entry>,
+}
+
+/// Why a run could not even start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The journal file could not be created.
+    #[error("cannot write the journal: {0}")]
+    Journal(std::io::Error),
+    /// The scenario or the options do not fit together.
+    #[error("{0}")]
+    Scenario(String),
+}
+
+/// The discovery a run serves: the scenario's list, else the options', else what the cell's
+/// protocol implies (`[1, 2]` for 2, `[1]` for 1).
+fn discovery_for(options: &Options, settings: &InstanceSettings) -> Discovery {
+    if settings.omit_protocols {
+        return Discovery::for_protocols(None);
+    }
+    let list = settings
+        .protocols
+        .clone()
+        .or_else(|| options.protocols.clone())
+        .unwrap_or_else(|| {
+            if options.cell.protocol >= 2 {
+                vec![1, 2]
+            } else {
+                vec![1]
+            }
+        });
+    Discovery::for_protocols(Some(list))
+}
+
+/// Runs fake-instance: binds, calls `ready` with the address, then runs the scenario to its
+/// end (or, without one, serves until `shutdown`).
+pub async fn run(
+    options: Options,
+    scenario: Option<Scenario>,
+    ready: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    let spec = Spec::parse(&options.cell.spec)
+        .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
+    let settings = scenario
+        .as_ref()
+        .and_then(|s| s.instance.clone())
+        .unwrap_or_default();
+    let journal = Arc::new(match &options.journal {
+        Some(path) => Journal::to_file(path).map_err(StartError::Journal)?,
+        None => Journal::in_memory(),
+    });
+    let findings = Arc::new(Findings::default());
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: options.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Listen {
+        addr: options.listen,
+        source,
+    })?;
+    let discovery = Arc::new(RwLock::new(discovery_for(&options, &settings)));
+    let model = ClientModel::new(
+        ClientConfig {
+            spec,
+            initialize: settings.initialize,
+            client: settings.client,
+            misbehave: options.misbehave.clone(),
+            patience: options.patience,
+        },
+        discovery.clone(),
+    );
+    let tmp = tempfile::tempdir()
+        .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
+    let mut vars = Vars::default();
+    vars.set("protocol", json!(options.cell.protocol));
+    vars.set("spec", json!(options.cell.spec));
+    vars.set("url", json!(format!("http://{addr}")));
+    vars.set("link_url", json!(format!("ws://{addr}{LINK_PATH}")));
+    vars.set(
+        "token",
+        json!(options.tokens.first().cloned().unwrap_or_default()),
+    );
+    vars.set("tmp", json!(tmp.path().display().to_string()));
+    let hub = Hub::for_scenario(
+        Arc::new(model),
+        scenario.as_ref(),
+        vars,
+        journal.clone(),
+        findings.clone(),
+    )
+    .map_err(StartError::Scenario)?;
+    let state = ServerState {
+        hub: hub.clone(),
+        tokens: Arc::new(options.tokens.clone()),
+        discovery,
+        misbehave: options.misbehave.clone(),
+        limits: FrameLimits::default(),
+    };
+    let app = server::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        // Small JSON-RPC messages stall behind Nagle's algorithm (see the notes on crates).
+        let _ = tcp.set_nodelay(true);
+    });
+    let server = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!("the HTTP server stopped: {e}");
+        }
+    });
+    ready(addr);
+    let outcome = match &scenario {
+        Some(scenario) => {
+            let runner = Runner::new(
+                hub.clone(),
+                options.cell.clone(),
+                scenario.timeout.map(|d| d.0),
+                None,
+            );
+            tokio::select! {
+                outcome = runner.run(scenario) => Some(outcome),
+                () = shutdown => None,
+            }
+        }
+        None => {
+            shutdown.await;
+            None
+        }
+    };
+    // Links hold the server open; the run is over, so the server goes without waiting for them.
+    for link in hub.links() {
+        if !link.peer.is_closed() {
+            link.peer
+                .close(harness::transport::CLOSE_NORMAL, "fake-instance is done");
+        }
+    }
+    server.abort();
+    Ok(Finished {
+        outcome,
+        findings: findings.all(),
+        recent: journal.recent(200),
+    })
+}

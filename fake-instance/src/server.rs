@@ -1,0 +1,99 @@
+//! The HTTP side: discovery, and the link's WebSocket upgrade behind the device token.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+
+use axum::Router;
+use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use harness::engine::Hub;
+use harness::lembas::{DISCOVERY_PATH, Discovery, LINK_PATH};
+use harness::rules::Misbehaviours;
+use harness::transport::{FrameLimits, ws_server};
+use serde_json::json;
+
+/// Rules of the instance's HTTP side this server can break on purpose.
+pub mod misbehaviour {
+    /// Accepts any token.
+    pub const LINK_TOKEN: &str = "instance.link.token";
+    /// Serves discovery with `protocol` 2.
+    pub const DISCOVERY_SHAPE: &str = "instance.discovery.shape";
+}
+
+/// What the routes share.
+#[derive(Clone)]
+pub struct ServerState {
+    /// Where links go.
+    pub hub: Arc<Hub>,
+    /// The device tokens that may link (each device has its own).
+    pub tokens: Arc<Vec<String>>,
+    /// What discovery says now (a scenario may change it between dials).
+    pub discovery: Arc<RwLock<Discovery>>,
+    /// The rules to break.
+    pub misbehave: Misbehaviours,
+    /// Frame limits of each link.
+    pub limits: FrameLimits,
+}
+
+/// The instance's routes.
+pub fn router(state: ServerState) -> Router {
+    Router::new()
+        .route(DISCOVERY_PATH, get(discovery))
+        .route(LINK_PATH, get(link))
+        .with_state(state)
+}
+
+async fn discovery(State(state): State<ServerState>) -> Response {
+    let mut body = state
+        .discovery
+        .read()
+        .map(|d| d.to_value())
+        .unwrap_or_else(|_| json!({}));
+    if state.misbehave.breaks(misbehaviour::DISCOVERY_SHAPE) {
+        body["protocol"] = json!(2);
+    }
+    axum::Json(body).into_response()
+}
+
+/// The bearer token of a request, if it carries one.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+}
+
+async fn link(
+    State(state): State<ServerState>,
+    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    let token_ok = bearer(&headers).is_some_and(|t| state.tokens.iter().any(|known| known == t));
+    if !token_ok && !state.misbehave.breaks(misbehaviour::LINK_TOKEN) {
+        // The token itself is never logged: only whether one came.
+        tracing::info!(%remote, has_token = bearer(&headers).is_some(), "link refused: unknown device token");
+        return (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"detail": "unknown or missing device token"})),
+        )
+            .into_response();
+    }
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let hub = state.hub.clone();
+    ws_server::accept(
+        upgrade,
+        state.limits,
+        remote.to_string(),
+        move |connection| {
+            hub.attach(connection);
+        },
+    )
+}
