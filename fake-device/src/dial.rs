@@ -169,6 +169,26 @@ impl DeviceDialer {
     }
 }
 
+/// Reads an instance's discovery and says which protocol a correct device would speak to it,
+/// trying again until `patience` runs out (the instance under test may still be starting).
+pub async fn probe_protocol(instance: &str, patience: Duration) -> Result<u8, String> {
+    let url = format!("{}{DISCOVERY_PATH}", instance.trim_end_matches('/'));
+    let http = reqwest::Client::new();
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        let attempt = async {
+            let response = http.get(&url).timeout(Duration::from_secs(5)).send().await.map_err(|e| e.to_string())?;
+            let body: Value = response.json().await.map_err(|e| e.to_string())?;
+            harness::lembas::Discovery::from_value(&body).map(|d| d.protocol_for_device())
+        };
+        match attempt.await {
+            Ok(protocol) => return Ok(protocol),
+            Err(why) if tokio::time::Instant::now() >= deadline => return Err(format!("discovery at {url}: {why}")),
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
 impl Dialer for DeviceDialer {
     fn dial<'a>(
         &'a self,

@@ -95,14 +95,29 @@ fn main() -> ExitCode {
             return Exit::Usage.into();
         }
     };
-    let cell_protocol = match protocol {
-        ProtocolChoice::Fixed(p) => p,
-        ProtocolChoice::Auto => 2,
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the runtime: {e}");
+            return Exit::Internal.into();
+        }
     };
-    let cell = Cell {
-        protocol: cell_protocol,
-        spec: cli.common.spec.clone(),
+    // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which under
+    // `auto` is what the instance's discovery allows.
+    let cell_protocol = match (protocol, &cli.common.scenario) {
+        (ProtocolChoice::Fixed(p), _) => p,
+        (ProtocolChoice::Auto, None) => 2,
+        (ProtocolChoice::Auto, Some(_)) => {
+            match runtime.block_on(fake_device::dial::probe_protocol(&instance, std::time::Duration::from_secs(30))) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("error: cannot read the instance's discovery: {e}");
+                    return Exit::PeerFailed.into();
+                }
+            }
+        }
     };
+    let cell = Cell { protocol: cell_protocol, spec: cli.common.spec.clone() };
     let scenario = match &cli.common.scenario {
         Some(arg) => match harness::cli::load_scenario(arg, Side::Device, &cell) {
             Some(s) => Some(s),
@@ -119,16 +134,6 @@ fn main() -> ExitCode {
         journal: cli.common.journal.clone(),
         misbehave,
         patience: std::time::Duration::from_secs(5),
-    };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return Exit::Internal.into();
-        }
     };
     match runtime.block_on(fake_device::run(
         options,

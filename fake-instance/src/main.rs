@@ -33,9 +33,9 @@ struct Cli {
     /// The protocols discovery lists: 1 or 1,2 (default: from --protocol).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     protocols: Option<Vec<u8>>,
-    /// The link protocol of this run (the scenario cell).
-    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u8).range(1..=2))]
-    protocol: u8,
+    /// The link protocol of this run (the scenario cell; default: 2, or the highest of --protocols).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=2))]
+    protocol: Option<u8>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -54,10 +54,11 @@ fn main() -> ExitCode {
             return Exit::Usage.into();
         }
     };
-    let cell = Cell {
-        protocol: cli.protocol,
-        spec: cli.common.spec.clone(),
-    };
+    let protocol = cli.protocol.unwrap_or_else(|| match &cli.protocols {
+        Some(list) if !list.contains(&2) => 1,
+        _ => 2,
+    });
+    let cell = Cell { protocol, spec: cli.common.spec.clone() };
     let scenario = match &cli.common.scenario {
         Some(arg) => match harness::cli::load_scenario(arg, Side::Instance, &cell) {
             Some(s) => Some(s),

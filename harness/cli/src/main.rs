@@ -1,1 +1,124 @@
-fn main() {}
+//! `harness`: suite-wide commands.
+
+mod selftest;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use harness::Exit;
+use harness::scenario::{Side, load_file};
+
+/// Suite-wide commands of the LLeMbas test doubles.
+#[derive(Debug, Parser)]
+#[command(name = "harness", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run every embedded scenario against the other double, well-behaved and misbehaving.
+    Selftest {
+        /// Only scenarios whose name or file contains this.
+        filter: Option<String>,
+        /// How many runs at once.
+        #[arg(long, default_value_t = 8)]
+        jobs: usize,
+        /// Show every run's report, not only the failures'.
+        #[arg(long)]
+        verbose: bool,
+    },
+    /// Validate scenario files without running them (all embedded ones when none is named).
+    Check {
+        /// Scenario files.
+        files: Vec<PathBuf>,
+        /// Which double runs them (default: from the folder, instance/ or device/).
+        #[arg(long, value_parser = ["instance", "device"])]
+        side: Option<String>,
+    },
+    /// Print the JSON Schema of the scenario format (or write it to a file).
+    Schema {
+        /// Write it here instead of stdout.
+        #[arg(long, value_name = "PATH")]
+        write: Option<PathBuf>,
+    },
+    /// List the rule catalogue.
+    Rules,
+}
+
+fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
+    let side = side.map(|s| if s == "instance" { Side::Instance } else { Side::Device });
+    let mut bad = 0;
+    if files.is_empty() {
+        for side in [Side::Instance, Side::Device] {
+            for embedded in harness::scenario::catalogue::embedded(side) {
+                match embedded.load() {
+                    Ok(s) => println!("ok    {} ({})", embedded.label(), s.name),
+                    Err(e) => {
+                        bad += 1;
+                        println!("error {e}");
+                    }
+                }
+            }
+        }
+    }
+    for file in files {
+        match load_file(file, side) {
+            Ok(s) => println!("ok    {} ({})", file.display(), s.name),
+            Err(e) => {
+                bad += 1;
+                println!("error {e}");
+            }
+        }
+    }
+    if bad == 0 { Exit::Passed } else { Exit::Usage }
+}
+
+fn main() -> ExitCode {
+    harness::cli::init_process();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check { files, side } => check(&files, side.as_deref()).into(),
+        Command::Schema { write } => {
+            let schema = harness::scenario::schema::json_schema();
+            match write {
+                Some(path) => match std::fs::write(&path, schema) {
+                    Ok(()) => Exit::Passed.into(),
+                    Err(e) => {
+                        eprintln!("error: cannot write {}: {e}", path.display());
+                        Exit::Internal.into()
+                    }
+                },
+                None => {
+                    print!("{schema}");
+                    Exit::Passed.into()
+                }
+            }
+        }
+        Command::Rules => {
+            for rule in harness::rules::catalogue().iter() {
+                println!("{:<34} {:<9} {}", rule.id, format!("{:?}", rule.binds).to_lowercase(), rule.says);
+            }
+            Exit::Passed.into()
+        }
+        Command::Selftest { filter, jobs, verbose } => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: cannot start the runtime: {e}");
+                    return Exit::Internal.into();
+                }
+            };
+            match runtime.block_on(selftest::selftest(filter.as_deref(), jobs, verbose)) {
+                Ok(true) => Exit::Passed.into(),
+                Ok(false) => Exit::PeerFailed.into(),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Exit::Usage.into()
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! `harness selftest`: every embedded scenario, in every cell of its matrix, against the other
+//! double behaving well (it must pass) and misbehaving on each rule the scenario checks (it must
+//! fail, naming that rule). A check that no misbehaviour can make fail is a check that cannot
+//! fail; this is where we prove ours can.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fake_device::dial::ProtocolChoice;
+use harness::engine::{Cell, RunOutcome};
+use harness::rules::{Binds, Misbehaviours, catalogue};
+use harness::scenario::catalogue::embedded;
+use harness::scenario::{Scenario, Side};
+use tokio::sync::{Semaphore, oneshot};
+
+/// One run of the self-test.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// The double that runs the scenario.
+    pub side: Side,
+    /// The scenario's file name.
+    pub file: &'static str,
+    /// The scenario.
+    pub scenario: Arc<Scenario>,
+    /// The cell.
+    pub cell: Cell,
+    /// The rule the other double breaks, or none.
+    pub misbehave: Option<String>,
+}
+
+/// What a case came to.
+#[derive(Debug)]
+pub struct CaseResult {
+    /// The case.
+    pub case: Case,
+    /// Whether it came out as it should.
+    pub ok: bool,
+    /// One line for the table.
+    pub verdict: String,
+    /// The full report, for a case that did not come out as it should.
+    pub report: Option<String>,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+/// How long a simulated peer waits for the other side in the self-test.
+const PATIENCE: Duration = Duration::from_secs(5);
+
+/// Builds every case, and the list of misbehaviours no scenario checks.
+pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
+    let mut cases = Vec::new();
+    let mut unchecked = Vec::new();
+    for side in [Side::Instance, Side::Device] {
+        // fake-instance checks the device, so the device's rules are the ones it can catch.
+        let peer_binds = match side {
+            Side::Instance => Binds::Device,
+            Side::Device => Binds::Instance,
+        };
+        let mut checked = std::collections::BTreeSet::new();
+        for file in embedded(side) {
+            let scenario = Arc::new(file.load().map_err(|e| e.to_string())?);
+            checked.extend(scenario.rules.iter().cloned());
+            if filter.is_some_and(|f| !scenario.name.contains(f) && !file.file.contains(f)) {
+                continue;
+            }
+            for protocol in &scenario.matrix.protocol {
+                for spec in &scenario.matrix.spec {
+                    let cell = Cell { protocol: *protocol, spec: spec.clone() };
+                    cases.push(Case { side, file: file.file, scenario: scenario.clone(), cell: cell.clone(), misbehave: None });
+                    for rule in catalogue().misbehaviours_of(peer_binds) {
+                        let shows_here = rule.cells.as_ref().is_none_or(|c| c.contains(*protocol, spec));
+                        if scenario.rules.contains(&rule.id) && shows_here {
+                            cases.push(Case {
+                                side,
+                                file: file.file,
+                                scenario: scenario.clone(),
+                                cell: cell.clone(),
+                                misbehave: Some(rule.id.clone()),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if filter.is_none() {
+            unchecked.extend(catalogue().misbehaviours_of(peer_binds).filter(|r| !checked.contains(&r.id)).map(|r| r.id.clone()));
+        }
+    }
+    Ok((cases, unchecked))
+}
+
+/// Runs one case: the scenario's double with the scenario, the other double simulated.
+pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), String> {
+    let misbehave_rules: Vec<String> = case.misbehave.iter().cloned().collect();
+    match case.side {
+        Side::Instance => {
+            let misbehave = Misbehaviours::parse(&misbehave_rules, Binds::Device)?;
+            let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
+            let (stop_tx, stop_rx) = oneshot::channel::<()>();
+            let cell = case.cell.clone();
+            let device = tokio::spawn(async move {
+                let Ok(addr) = addr_rx.await else { return };
+                let options = fake_device::Options {
+                    instance: format!("http://{addr}"),
+                    token: fake_instance::DEFAULT_TOKEN.into(),
+                    roots: Vec::new(),
+                    protocol: ProtocolChoice::Auto,
+                    cell,
+                    journal: None,
+                    misbehave,
+                    patience: PATIENCE,
+                };
+                let _ = fake_device::run(options, None, async {
+                    let _ = stop_rx.await;
+                })
+                .await;
+            });
+            let options = fake_instance::Options { cell: case.cell.clone(), patience: PATIENCE, ..fake_instance::Options::default() };
+            let finished = fake_instance::run(
+                options,
+                Some((*case.scenario).clone()),
+                move |addr| {
+                    let _ = addr_tx.send(addr);
+                },
+                std::future::pending(),
+            )
+            .await;
+            let _ = stop_tx.send(());
+            let _ = device.await;
+            let finished = finished.map_err(|e| e.to_string())?;
+            let outcome = finished.outcome.ok_or("fake-instance ended without a verdict")?;
+            Ok((outcome, finished.recent))
+        }
+        Side::Device => {
+            let misbehave = Misbehaviours::parse(&misbehave_rules, Binds::Instance)?;
+            let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
+            let (stop_tx, stop_rx) = oneshot::channel::<()>();
+            let options = fake_instance::Options { cell: case.cell.clone(), misbehave, patience: PATIENCE, ..fake_instance::Options::default() };
+            let instance = tokio::spawn(async move {
+                fake_instance::run(
+                    options,
+                    None,
+                    move |addr| {
+                        let _ = addr_tx.send(addr);
+                    },
+                    async {
+                        let _ = stop_rx.await;
+                    },
+                )
+                .await
+            });
+            let addr = addr_rx.await.map_err(|_| "fake-instance did not start".to_string())?;
+            let options = fake_device::Options {
+                instance: format!("http://{addr}"),
+                token: fake_instance::DEFAULT_TOKEN.into(),
+                roots: Vec::new(),
+                protocol: ProtocolChoice::Auto,
+                cell: case.cell.clone(),
+                journal: None,
+                misbehave: Misbehaviours::default(),
+                patience: PATIENCE,
+            };
+            let finished = fake_device::run(options, Some((*case.scenario).clone()), std::future::pending()).await;
+            let _ = stop_tx.send(());
+            let _ = instance.await;
+            let finished = finished.map_err(|e| e.to_string())?;
+            let outcome = finished.outcome.ok_or("fake-device ended without a verdict")?;
+            Ok((outcome, finished.recent))
+        }
+    }
+}
+
+fn judge(case: Case, result: Result<(RunOutcome, Vec<harness::journal::Entry>), String>, elapsed: Duration) -> CaseResult {
+    let double = case.side.double();
+    let (ok, verdict, report) = match (&case.misbehave, result) {
+        (_, Err(e)) => (false, format!("ERROR {e}"), None),
+        (None, Ok((outcome, recent))) if outcome.passed() => {
+            let _ = recent;
+            (true, "passed".to_string(), None)
+        }
+        (None, Ok((outcome, recent))) => (
+            false,
+            format!("FAILED against a well-behaved peer ({})", outcome.broken_rules().join(", ")),
+            Some(harness::report::human::render(double, &outcome, &recent)),
+        ),
+        (Some(rule), Ok((outcome, recent))) => {
+            let broken = outcome.broken_rules();
+            if !outcome.passed() && broken.contains(rule) && !outcome.scenario_error() {
+                (true, format!("caught: {}", broken.join(", ")), None)
+            } else if outcome.passed() {
+                (false, "MISSED: the scenario passed".to_string(), Some(harness::report::human::render(double, &outcome, &recent)))
+            } else {
+                (
+                    false,
+                    format!("MISSED: failed on {} but not on {rule}", broken.join(", ")),
+                    Some(harness::report::human::render(double, &outcome, &recent)),
+                )
+            }
+        }
+    };
+    CaseResult { case, ok, verdict, report, elapsed }
+}
+
+/// Runs the self-test and prints its table; returns whether everything came out as it should.
+pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Result<bool, String> {
+    let started = Instant::now();
+    let (cases, unchecked) = plan(filter)?;
+    let permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let mut tasks = Vec::new();
+    for case in cases {
+        let permits = permits.clone();
+        tasks.push(tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let started = Instant::now();
+            let result = run_case(&case).await;
+            judge(case, result, started.elapsed())
+        }));
+    }
+    let mut results = Vec::new();
+    for task in tasks {
+        results.push(task.await.map_err(|e| format!("a self-test case panicked: {e}"))?);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<10} {:<18} {:<22} {:<40} {:>8}  verdict", "double", "scenario", "cell", "peer", "time");
+    for r in &results {
+        let _ = writeln!(
+            out,
+            "{:<10} {:<18} {:<22} {:<40} {:>6.0}ms  {}",
+            r.case.side.folder(),
+            r.case.file,
+            r.case.cell.to_string(),
+            r.case.misbehave.as_deref().map(|m| format!("breaks {m}")).unwrap_or_else(|| "well-behaved".into()),
+            r.elapsed.as_secs_f64() * 1000.0,
+            r.verdict
+        );
+    }
+    print!("{out}");
+    for r in results.iter().filter(|r| !r.ok || verbose) {
+        if let Some(report) = &r.report {
+            println!("\n--- {} {} [{}] {:?}\n{report}", r.case.side.double(), r.case.file, r.case.cell, r.case.misbehave);
+        }
+    }
+    for rule in &unchecked {
+        println!("UNCHECKED: the misbehaviour of {rule} is not caught by any scenario (no scenario lists the rule)");
+    }
+    let passed = results.iter().filter(|r| r.ok).count();
+    let failed = results.len() - passed + unchecked.len();
+    println!("\nselftest: {passed} passed, {failed} failed in {:.1}s", started.elapsed().as_secs_f64());
+    Ok(failed == 0)
+}
