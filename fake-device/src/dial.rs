@@ -177,13 +177,20 @@ pub async fn probe_protocol(instance: &str, patience: Duration) -> Result<u8, St
     let deadline = tokio::time::Instant::now() + patience;
     loop {
         let attempt = async {
-            let response = http.get(&url).timeout(Duration::from_secs(5)).send().await.map_err(|e| e.to_string())?;
+            let response = http
+                .get(&url)
+                .timeout(Duration::from_secs(5))
+                .send()
+                .await
+                .map_err(|e| e.to_string())?;
             let body: Value = response.json().await.map_err(|e| e.to_string())?;
             harness::lembas::Discovery::from_value(&body).map(|d| d.protocol_for_device())
         };
         match attempt.await {
             Ok(protocol) => return Ok(protocol),
-            Err(why) if tokio::time::Instant::now() >= deadline => return Err(format!("discovery at {url}: {why}")),
+            Err(why) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!("discovery at {url}: {why}"));
+            }
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     }

@@ -95,7 +95,10 @@ fn main() -> ExitCode {
             return Exit::Usage.into();
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the runtime: {e}");
@@ -108,7 +111,10 @@ fn main() -> ExitCode {
         (ProtocolChoice::Fixed(p), _) => p,
         (ProtocolChoice::Auto, None) => 2,
         (ProtocolChoice::Auto, Some(_)) => {
-            match runtime.block_on(fake_device::dial::probe_protocol(&instance, std::time::Duration::from_secs(30))) {
+            match runtime.block_on(fake_device::dial::probe_protocol(
+                &instance,
+                std::time::Duration::from_secs(30),
+            )) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("error: cannot read the instance's discovery: {e}");
@@ -117,7 +123,10 @@ fn main() -> ExitCode {
             }
         }
     };
-    let cell = Cell { protocol: cell_protocol, spec: cli.common.spec.clone() };
+    let cell = Cell {
+        protocol: cell_protocol,
+        spec: cli.common.spec.clone(),
+    };
     let scenario = match &cli.common.scenario {
         Some(arg) => match harness::cli::load_scenario(arg, Side::Device, &cell) {
             Some(s) => Some(s),

@@ -58,7 +58,10 @@ fn main() -> ExitCode {
         Some(list) if !list.contains(&2) => 1,
         _ => 2,
     });
-    let cell = Cell { protocol, spec: cli.common.spec.clone() };
+    let cell = Cell {
+        protocol,
+        spec: cli.common.spec.clone(),
+    };
     let scenario = match &cli.common.scenario {
         Some(arg) => match harness::cli::load_scenario(arg, Side::Instance, &cell) {
             Some(s) => Some(s),

@@ -1,7 +1,5 @@
 //! `harness`: suite-wide commands.
 
-mod selftest;
-
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,7 +47,13 @@ enum Command {
 }
 
 fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
-    let side = side.map(|s| if s == "instance" { Side::Instance } else { Side::Device });
+    let side = side.map(|s| {
+        if s == "instance" {
+            Side::Instance
+        } else {
+            Side::Device
+        }
+    });
     let mut bad = 0;
     if files.is_empty() {
         for side in [Side::Instance, Side::Device] {
@@ -99,19 +103,35 @@ fn main() -> ExitCode {
         }
         Command::Rules => {
             for rule in harness::rules::catalogue().iter() {
-                println!("{:<34} {:<9} {}", rule.id, format!("{:?}", rule.binds).to_lowercase(), rule.says);
+                println!(
+                    "{:<34} {:<9} {}",
+                    rule.id,
+                    format!("{:?}", rule.binds).to_lowercase(),
+                    rule.says
+                );
             }
             Exit::Passed.into()
         }
-        Command::Selftest { filter, jobs, verbose } => {
-            let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Command::Selftest {
+            filter,
+            jobs,
+            verbose,
+        } => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
                 Ok(rt) => rt,
                 Err(e) => {
                     eprintln!("error: cannot start the runtime: {e}");
                     return Exit::Internal.into();
                 }
             };
-            match runtime.block_on(selftest::selftest(filter.as_deref(), jobs, verbose)) {
+            match runtime.block_on(harness_cli::selftest::selftest(
+                filter.as_deref(),
+                jobs,
+                verbose,
+            )) {
                 Ok(true) => Exit::Passed.into(),
                 Ok(false) => Exit::PeerFailed.into(),
                 Err(e) => {

@@ -67,10 +67,22 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
             }
             for protocol in &scenario.matrix.protocol {
                 for spec in &scenario.matrix.spec {
-                    let cell = Cell { protocol: *protocol, spec: spec.clone() };
-                    cases.push(Case { side, file: file.file, scenario: scenario.clone(), cell: cell.clone(), misbehave: None });
+                    let cell = Cell {
+                        protocol: *protocol,
+                        spec: spec.clone(),
+                    };
+                    cases.push(Case {
+                        side,
+                        file: file.file,
+                        scenario: scenario.clone(),
+                        cell: cell.clone(),
+                        misbehave: None,
+                    });
                     for rule in catalogue().misbehaviours_of(peer_binds) {
-                        let shows_here = rule.cells.as_ref().is_none_or(|c| c.contains(*protocol, spec));
+                        let shows_here = rule
+                            .cells
+                            .as_ref()
+                            .is_none_or(|c| c.contains(*protocol, spec));
                         if scenario.rules.contains(&rule.id) && shows_here {
                             cases.push(Case {
                                 side,
@@ -85,7 +97,12 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
             }
         }
         if filter.is_none() {
-            unchecked.extend(catalogue().misbehaviours_of(peer_binds).filter(|r| !checked.contains(&r.id)).map(|r| r.id.clone()));
+            unchecked.extend(
+                catalogue()
+                    .misbehaviours_of(peer_binds)
+                    .filter(|r| !checked.contains(&r.id))
+                    .map(|r| r.id.clone()),
+            );
         }
     }
     Ok((cases, unchecked))
@@ -117,7 +134,11 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 })
                 .await;
             });
-            let options = fake_instance::Options { cell: case.cell.clone(), patience: PATIENCE, ..fake_instance::Options::default() };
+            let options = fake_instance::Options {
+                cell: case.cell.clone(),
+                patience: PATIENCE,
+                ..fake_instance::Options::default()
+            };
             let finished = fake_instance::run(
                 options,
                 Some((*case.scenario).clone()),
@@ -130,14 +151,21 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let _ = stop_tx.send(());
             let _ = device.await;
             let finished = finished.map_err(|e| e.to_string())?;
-            let outcome = finished.outcome.ok_or("fake-instance ended without a verdict")?;
+            let outcome = finished
+                .outcome
+                .ok_or("fake-instance ended without a verdict")?;
             Ok((outcome, finished.recent))
         }
         Side::Device => {
             let misbehave = Misbehaviours::parse(&misbehave_rules, Binds::Instance)?;
             let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
             let (stop_tx, stop_rx) = oneshot::channel::<()>();
-            let options = fake_instance::Options { cell: case.cell.clone(), misbehave, patience: PATIENCE, ..fake_instance::Options::default() };
+            let options = fake_instance::Options {
+                cell: case.cell.clone(),
+                misbehave,
+                patience: PATIENCE,
+                ..fake_instance::Options::default()
+            };
             let instance = tokio::spawn(async move {
                 fake_instance::run(
                     options,
@@ -151,7 +179,9 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 )
                 .await
             });
-            let addr = addr_rx.await.map_err(|_| "fake-instance did not start".to_string())?;
+            let addr = addr_rx
+                .await
+                .map_err(|_| "fake-instance did not start".to_string())?;
             let options = fake_device::Options {
                 instance: format!("http://{addr}"),
                 token: fake_instance::DEFAULT_TOKEN.into(),
@@ -162,17 +192,28 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 misbehave: Misbehaviours::default(),
                 patience: PATIENCE,
             };
-            let finished = fake_device::run(options, Some((*case.scenario).clone()), std::future::pending()).await;
+            let finished = fake_device::run(
+                options,
+                Some((*case.scenario).clone()),
+                std::future::pending(),
+            )
+            .await;
             let _ = stop_tx.send(());
             let _ = instance.await;
             let finished = finished.map_err(|e| e.to_string())?;
-            let outcome = finished.outcome.ok_or("fake-device ended without a verdict")?;
+            let outcome = finished
+                .outcome
+                .ok_or("fake-device ended without a verdict")?;
             Ok((outcome, finished.recent))
         }
     }
 }
 
-fn judge(case: Case, result: Result<(RunOutcome, Vec<harness::journal::Entry>), String>, elapsed: Duration) -> CaseResult {
+fn judge(
+    case: Case,
+    result: Result<(RunOutcome, Vec<harness::journal::Entry>), String>,
+    elapsed: Duration,
+) -> CaseResult {
     let double = case.side.double();
     let (ok, verdict, report) = match (&case.misbehave, result) {
         (_, Err(e)) => (false, format!("ERROR {e}"), None),
@@ -182,7 +223,10 @@ fn judge(case: Case, result: Result<(RunOutcome, Vec<harness::journal::Entry>), 
         }
         (None, Ok((outcome, recent))) => (
             false,
-            format!("FAILED against a well-behaved peer ({})", outcome.broken_rules().join(", ")),
+            format!(
+                "FAILED against a well-behaved peer ({})",
+                outcome.broken_rules().join(", ")
+            ),
             Some(harness::report::human::render(double, &outcome, &recent)),
         ),
         (Some(rule), Ok((outcome, recent))) => {
@@ -190,7 +234,11 @@ fn judge(case: Case, result: Result<(RunOutcome, Vec<harness::journal::Entry>), 
             if !outcome.passed() && broken.contains(rule) && !outcome.scenario_error() {
                 (true, format!("caught: {}", broken.join(", ")), None)
             } else if outcome.passed() {
-                (false, "MISSED: the scenario passed".to_string(), Some(harness::report::human::render(double, &outcome, &recent)))
+                (
+                    false,
+                    "MISSED: the scenario passed".to_string(),
+                    Some(harness::report::human::render(double, &outcome, &recent)),
+                )
             } else {
                 (
                     false,
@@ -200,30 +248,55 @@ fn judge(case: Case, result: Result<(RunOutcome, Vec<harness::journal::Entry>), 
             }
         }
     };
-    CaseResult { case, ok, verdict, report, elapsed }
+    CaseResult {
+        case,
+        ok,
+        verdict,
+        report,
+        elapsed,
+    }
+}
+
+/// Runs the cases, `jobs` at a time, and judges each.
+pub async fn judge_all(cases: Vec<Case>, jobs: usize) -> Vec<CaseResult> {
+    let permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let mut tasks = Vec::new();
+    for case in cases {
+        let permits = permits.clone();
+        let described = format!("{} [{}] {:?}", case.file, case.cell, case.misbehave);
+        tasks.push((
+            described,
+            tokio::spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                let started = Instant::now();
+                let result = run_case(&case).await;
+                judge(case, result, started.elapsed())
+            }),
+        ));
+    }
+    let mut results = Vec::new();
+    for (described, task) in tasks {
+        match task.await {
+            Ok(result) => results.push(result),
+            // A double that panics is a bug of ours; say which case, and keep the others.
+            Err(e) => eprintln!("selftest: the case {described} panicked: {e}"),
+        }
+    }
+    results
 }
 
 /// Runs the self-test and prints its table; returns whether everything came out as it should.
 pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Result<bool, String> {
     let started = Instant::now();
     let (cases, unchecked) = plan(filter)?;
-    let permits = Arc::new(Semaphore::new(jobs.max(1)));
-    let mut tasks = Vec::new();
-    for case in cases {
-        let permits = permits.clone();
-        tasks.push(tokio::spawn(async move {
-            let _permit = permits.acquire_owned().await;
-            let started = Instant::now();
-            let result = run_case(&case).await;
-            judge(case, result, started.elapsed())
-        }));
-    }
-    let mut results = Vec::new();
-    for task in tasks {
-        results.push(task.await.map_err(|e| format!("a self-test case panicked: {e}"))?);
-    }
+    let total = cases.len();
+    let results = judge_all(cases, jobs).await;
     let mut out = String::new();
-    let _ = writeln!(out, "{:<10} {:<18} {:<22} {:<40} {:>8}  verdict", "double", "scenario", "cell", "peer", "time");
+    let _ = writeln!(
+        out,
+        "{:<10} {:<18} {:<22} {:<40} {:>8}  verdict",
+        "double", "scenario", "cell", "peer", "time"
+    );
     for r in &results {
         let _ = writeln!(
             out,
@@ -231,7 +304,11 @@ pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Resul
             r.case.side.folder(),
             r.case.file,
             r.case.cell.to_string(),
-            r.case.misbehave.as_deref().map(|m| format!("breaks {m}")).unwrap_or_else(|| "well-behaved".into()),
+            r.case
+                .misbehave
+                .as_deref()
+                .map(|m| format!("breaks {m}"))
+                .unwrap_or_else(|| "well-behaved".into()),
             r.elapsed.as_secs_f64() * 1000.0,
             r.verdict
         );
@@ -239,14 +316,25 @@ pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Resul
     print!("{out}");
     for r in results.iter().filter(|r| !r.ok || verbose) {
         if let Some(report) = &r.report {
-            println!("\n--- {} {} [{}] {:?}\n{report}", r.case.side.double(), r.case.file, r.case.cell, r.case.misbehave);
+            println!(
+                "\n--- {} {} [{}] {:?}\n{report}",
+                r.case.side.double(),
+                r.case.file,
+                r.case.cell,
+                r.case.misbehave
+            );
         }
     }
     for rule in &unchecked {
-        println!("UNCHECKED: the misbehaviour of {rule} is not caught by any scenario (no scenario lists the rule)");
+        println!(
+            "UNCHECKED: the misbehaviour of {rule} is not caught by any scenario (no scenario lists the rule)"
+        );
     }
     let passed = results.iter().filter(|r| r.ok).count();
-    let failed = results.len() - passed + unchecked.len();
-    println!("\nselftest: {passed} passed, {failed} failed in {:.1}s", started.elapsed().as_secs_f64());
+    let failed = total - passed + unchecked.len();
+    println!(
+        "\nselftest: {passed} passed, {failed} failed in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
     Ok(failed == 0)
 }

@@ -125,8 +125,14 @@ pub struct Runner {
 /// How a step ended, before it becomes a verdict.
 enum Outcome {
     Passed,
-    Failed(Failure),
+    Failed(Box<Failure>),
     Error(String),
+}
+
+impl Outcome {
+    fn failed(failure: Failure) -> Outcome {
+        Outcome::Failed(Box::new(failure))
+    }
 }
 
 impl Runner {
@@ -197,7 +203,7 @@ impl Runner {
                 let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
                 let (status, failure) = match outcome {
                     Outcome::Passed => (StepStatus::Passed, None),
-                    Outcome::Failed(f) => (StepStatus::Failed, Some(f)),
+                    Outcome::Failed(f) => (StepStatus::Failed, Some(*f)),
                     Outcome::Error(message) => (
                         StepStatus::Error,
                         Some(Failure {
@@ -326,14 +332,14 @@ impl Runner {
                 peer.notify(&n.method, params);
                 Outcome::Passed
             }
-            Err(f) => Outcome::Failed(f),
+            Err(f) => Outcome::failed(f),
         }
     }
 
     async fn send(&self, s: &SendStep) -> Outcome {
         let peer = match self.link(Instant::now() + self.default_timeout).await {
             Ok(peer) => peer,
-            Err(f) => return Outcome::Failed(f),
+            Err(f) => return Outcome::failed(f),
         };
         match (&s.message, &s.text) {
             (Some(message), _) => match self.render(message) {
@@ -356,7 +362,7 @@ impl Runner {
         let peer = match self.link(deadline).await {
             Ok(peer) => peer,
             Err(f) => {
-                return Outcome::Failed(Failure {
+                return Outcome::failed(Failure {
                     rule: r.rule.clone(),
                     ..f
                 });
@@ -366,7 +372,7 @@ impl Runner {
         let answer = match peer.request(&r.method, params, remaining).await {
             Ok(answer) => answer,
             Err(e) => {
-                return Outcome::Failed(Failure {
+                return Outcome::failed(Failure {
                     rule: r.rule.clone(),
                     summary: e.to_string(),
                     awaited: Some(format!(
@@ -398,7 +404,7 @@ impl Runner {
         let outcome = pattern.matches(&response);
         if !outcome.is_match() {
             let kind = if answer.is_ok() { "result" } else { "error" };
-            return Outcome::Failed(Failure {
+            return Outcome::failed(Failure {
                 rule: r.rule.clone(),
                 summary: format!("the {kind} of `{}` is not what the spec says", r.method),
                 awaited: Some(format!("the answer to `{}`", r.method)),
@@ -409,7 +415,7 @@ impl Runner {
         }
         match self.capture(&response, &outcome, &r.capture) {
             Ok(()) => Outcome::Passed,
-            Err(e) => Outcome::Failed(Failure {
+            Err(e) => Outcome::failed(Failure {
                 rule: r.rule.clone(),
                 summary: e,
                 ..Failure::default()
@@ -489,13 +495,13 @@ impl Runner {
         {
             Some((entry, outcome)) => match self.capture(&entry.message, &outcome, &e.capture) {
                 Ok(()) => Outcome::Passed,
-                Err(err) => Outcome::Failed(Failure {
+                Err(err) => Outcome::failed(Failure {
                     rule: e.rule.clone(),
                     summary: err,
                     ..Failure::default()
                 }),
             },
-            None => Outcome::Failed(self.missing(&e.rule, &wanted, &pattern, &what, timeout)),
+            None => Outcome::failed(self.missing(&e.rule, &wanted, &pattern, &what, timeout)),
         }
     }
 
@@ -523,7 +529,7 @@ impl Runner {
             match self.hub.inbox.wait_take(pattern, 0, deadline).await {
                 Some((entry, outcome)) => {
                     if let Err(err) = self.capture(&entry.message, &outcome, &e.capture) {
-                        return Outcome::Failed(Failure {
+                        return Outcome::failed(Failure {
                             rule: e.rule.clone(),
                             summary: err,
                             ..Failure::default()
@@ -531,7 +537,7 @@ impl Runner {
                     }
                 }
                 None => {
-                    return Outcome::Failed(self.missing(
+                    return Outcome::failed(self.missing(
                         &e.rule,
                         wanted,
                         pattern,
@@ -560,7 +566,7 @@ impl Runner {
                 Err(e) => Outcome::Error(e),
             };
         }
-        Outcome::Failed(Failure {
+        Outcome::failed(Failure {
             rule: c.rule.clone(),
             summary: format!("{} is not what the spec says", describe_value(&c.that)),
             awaited: None,
@@ -573,7 +579,7 @@ impl Runner {
     async fn expect_link(&self, e: &ExpectLinkStep) -> Outcome {
         match self.hub.wait_current(Instant::now() + e.within.0).await {
             Some(_) => Outcome::Passed,
-            None => Outcome::Failed(Failure {
+            None => Outcome::failed(Failure {
                 rule: e.rule.clone(),
                 summary: format!("the peer did not link within {}", e.within),
                 awaited: Some(format!("an open link, for {}", e.within)),
@@ -590,7 +596,7 @@ impl Runner {
         let after = self.hub.inbox.last_seq();
         match self.hub.inbox.watch(&pattern, after, e.duration.0).await {
             None => Outcome::Passed,
-            Some(entry) => Outcome::Failed(Failure {
+            Some(entry) => Outcome::failed(Failure {
                 rule: e.rule.clone(),
                 summary: format!(
                     "{} came, though nothing like it should for {}",
@@ -655,7 +661,7 @@ impl Runner {
                 );
                 Outcome::Passed
             }
-            Err(f) => Outcome::Failed(f),
+            Err(f) => Outcome::failed(f),
         }
     }
 
@@ -665,7 +671,7 @@ impl Runner {
         let peer = match self.link(deadline).await {
             Ok(peer) => peer,
             Err(f) => {
-                return Outcome::Failed(Failure {
+                return Outcome::failed(Failure {
                     rule: e.rule.clone(),
                     ..f
                 });
@@ -677,7 +683,7 @@ impl Runner {
         };
         let closed = tokio::time::timeout_at(deadline, peer.closed()).await;
         let fail = |summary: String| {
-            Outcome::Failed(Failure {
+            Outcome::failed(Failure {
                 rule: e.rule.clone(),
                 summary,
                 awaited: Some(format!("{wanted}, for {}", Dur(timeout))),
@@ -726,7 +732,7 @@ impl Runner {
             .await;
         match found {
             Some(_) => Outcome::Passed,
-            None => Outcome::Failed(Failure {
+            None => Outcome::failed(Failure {
                 rule: e.rule.clone(),
                 summary: format!("the peer did not link again within {}", e.within),
                 awaited: Some(format!(
@@ -751,7 +757,7 @@ impl Runner {
             .await;
         match found {
             None => Outcome::Passed,
-            Some(link) => Outcome::Failed(Failure {
+            Some(link) => Outcome::failed(Failure {
                 rule: e.rule.clone(),
                 summary: format!(
                     "the peer linked again (link {link}) though it should not for {}",
@@ -787,7 +793,7 @@ impl Runner {
             })
             .await;
         let fail = |summary: String| {
-            Outcome::Failed(Failure {
+            Outcome::failed(Failure {
                 rule: d.rule.clone(),
                 summary,
                 ..Failure::default()

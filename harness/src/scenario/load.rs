@@ -53,9 +53,9 @@ pub struct LoadError {
     /// The file (or the embedded name).
     pub file: String,
     /// 1-based line, when known.
-    pub line: Option<u64>,
+    pub line: Option<u32>,
     /// 1-based column, when known.
-    pub column: Option<u64>,
+    pub column: Option<u32>,
     /// The key path at fault (`steps[2].expect.bogus`), when known.
     pub key_path: Option<String>,
     /// What is wrong.
@@ -127,8 +127,8 @@ fn parse(text: &str, file: &str) -> Result<Scenario, LoadError> {
         let (message, snippet) = split_rendered(&rendered);
         LoadError {
             file: file.to_string(),
-            line: location.map(|l| l.line()),
-            column: location.map(|l| l.column()),
+            line: location.and_then(|l| u32::try_from(l.line()).ok()),
+            column: location.and_then(|l| u32::try_from(l.column()).ok()),
             key_path: key_path.borrow().clone(),
             message,
             snippet,
@@ -159,8 +159,8 @@ impl Checker<'_> {
     fn error<T>(&self, at: &Spanned<T>, key_path: String, message: String) -> LoadError {
         LoadError {
             file: self.file.to_string(),
-            line: Some(at.referenced.line()),
-            column: Some(at.referenced.column()),
+            line: u32::try_from(at.referenced.line()).ok(),
+            column: u32::try_from(at.referenced.column()).ok(),
             key_path: Some(key_path),
             message,
             snippet: None,
@@ -226,23 +226,19 @@ impl Checker<'_> {
                     self.pattern(step, &format!("{path}.request.result"), r.result.as_ref())?;
                     self.pattern(step, &format!("{path}.request.error"), r.error.as_ref())?;
                 }
-                Step::Reply(r) => {
-                    if r.result.is_some() == r.error.is_some() {
-                        return Err(self.error(
-                            step,
-                            format!("{path}.reply"),
-                            "needs exactly one of `result` and `error`".into(),
-                        ));
-                    }
+                Step::Reply(r) if r.result.is_some() == r.error.is_some() => {
+                    return Err(self.error(
+                        step,
+                        format!("{path}.reply"),
+                        "needs exactly one of `result` and `error`".into(),
+                    ));
                 }
-                Step::Send(s) => {
-                    if s.message.is_some() == s.text.is_some() {
-                        return Err(self.error(
-                            step,
-                            format!("{path}.send"),
-                            "needs exactly one of `message` and `text`".into(),
-                        ));
-                    }
+                Step::Send(s) if s.message.is_some() == s.text.is_some() => {
+                    return Err(self.error(
+                        step,
+                        format!("{path}.send"),
+                        "needs exactly one of `message` and `text`".into(),
+                    ));
                 }
                 Step::AnyOrder(inner) => {
                     if let Some((j, bad)) = inner
@@ -362,7 +358,7 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>) -> Result<(), Load
 /// cites nothing, and the self-test could not pair it with its misbehaviour.
 fn check_rules(scenario: &Scenario, file: &str) -> Result<(), LoadError> {
     let catalogue = crate::rules::catalogue();
-    let unknown = |key_path: String, id: &str, line: Option<u64>, column: Option<u64>| LoadError {
+    let unknown = |key_path: String, id: &str, line: Option<u32>, column: Option<u32>| LoadError {
         file: file.to_string(),
         line,
         column,
@@ -412,7 +408,12 @@ fn check_rules(scenario: &Scenario, file: &str) -> Result<(), LoadError> {
     walk(&scenario.steps, "steps", &mut found);
     for (path, id, line, column) in found {
         if catalogue.get(&id).is_none() {
-            return Err(unknown(path, &id, Some(line), Some(column)));
+            return Err(unknown(
+                path,
+                &id,
+                u32::try_from(line).ok(),
+                u32::try_from(column).ok(),
+            ));
         }
     }
     Ok(())

@@ -1,0 +1,136 @@
+//! The fake-device command's contract, run as a process against fake-instance's library.
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::time::Duration;
+
+use harness::engine::Cell;
+use harness::rules::{Binds, Misbehaviours};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fake-device");
+
+/// Serves a simulated fake-instance on a thread; gives its URL and a stop switch.
+fn instance(
+    protocols: Option<Vec<u8>>,
+    misbehave: &[&str],
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
+    let misbehave = Misbehaviours::parse(
+        &misbehave.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        Binds::Instance,
+    )
+    .expect("known");
+    let handle = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let protocol = if protocols.as_ref().is_some_and(|p| !p.contains(&2)) {
+            1
+        } else {
+            2
+        };
+        let options = fake_instance::Options {
+            protocols,
+            misbehave,
+            cell: Cell {
+                protocol,
+                spec: "1.1.0".into(),
+            },
+            patience: Duration::from_secs(5),
+            ..fake_instance::Options::default()
+        };
+        let _ = runtime.block_on(fake_instance::run(
+            options,
+            None,
+            move |addr| {
+                let _ = addr_tx.send(addr);
+            },
+            async {
+                let _ = stop_rx.await;
+            },
+        ));
+    });
+    let addr = addr_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("fake-instance starts");
+    (format!("http://{addr}"), stop_tx, handle)
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn negotiate_passes_against_a_correct_instance_in_both_protocols() {
+    for protocols in [vec![1], vec![1, 2]] {
+        let (url, stop, handle) = instance(Some(protocols.clone()), &[]);
+        let (code, out, err) = run(&["--instance", &url, "--scenario", "negotiate.yaml"]);
+        let _ = stop.send(());
+        let _ = handle.join();
+        assert_eq!(code, 0, "{protocols:?}\n{out}\n{err}");
+        let expected_cell = if protocols.contains(&2) {
+            "protocol 2"
+        } else {
+            "protocol 1"
+        };
+        assert!(out.contains(expected_cell), "auto reads discovery: {out}");
+    }
+}
+
+#[test]
+fn an_instance_that_takes_any_token_fails_with_exit_1_naming_the_rule() {
+    let (url, stop, handle) = instance(None, &["instance.link.token"]);
+    let (code, out, _) = run(&["--instance", &url, "--scenario", "negotiate"]);
+    let _ = stop.send(());
+    let _ = handle.join();
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("instance.link.token"), "{out}");
+}
+
+#[test]
+fn a_4400_stops_the_device_with_the_sentence_and_exit_4() {
+    let (url, stop, handle) = instance(Some(vec![1]), &[]);
+    let (code, _, err) = run(&["--instance", &url, "--protocol", "2"]);
+    let _ = stop.send(());
+    let _ = handle.join();
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains(fake_device::PROTOCOL_MISMATCH_SENTENCE),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_refused_token_is_exit_5_without_a_retry_loop() {
+    let (url, stop, handle) = instance(None, &[]);
+    let (code, _, err) = run(&["--instance", &url, "--token", "wrong"]);
+    let _ = stop.send(());
+    let _ = handle.join();
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("401"), "{err}");
+}
+
+#[test]
+fn listing_and_usage() {
+    let (code, out, _) = run(&["--list-scenarios"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("negotiate.yaml"), "{out}");
+    let (code, _, _) = run(&["--scenario", "negotiate.yaml"]);
+    assert_eq!(code, 2, "--instance is required");
+    let (code, _, err) = run(&["--instance", "http://127.0.0.1:9", "--protocol", "7"]);
+    assert_eq!(code, 2, "{err}");
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("Example"), "{out}");
+}

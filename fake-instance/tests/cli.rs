@@ -1,0 +1,273 @@
+//! The fake-instance command's contract, run as a process: the ready line, exit codes, reports,
+//! journal, usage errors and signals. The device is fake-device's library.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fake_device::dial::ProtocolChoice;
+use harness::engine::Cell;
+use harness::rules::{Binds, Misbehaviours};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fake-instance");
+
+/// Starts fake-instance and reads its ready line.
+fn start(args: &[&str]) -> (Child, String, BufReader<std::process::ChildStdout>) {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fake-instance starts");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("a ready line");
+    let url = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("ready line is `listening URL`, got {line:?}"))
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (child, url, stdout)
+}
+
+/// Waits for the process, at most `limit`.
+fn wait(child: &mut Child, limit: Duration) -> i32 {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code().unwrap_or(-1);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("fake-instance did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Links a fake device (the library) to `url` until `stop` fires.
+fn device(
+    url: String,
+    protocol: u8,
+    spec: &str,
+    misbehave: &[&str],
+) -> (
+    std::thread::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let misbehave = Misbehaviours::parse(
+        &misbehave.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        Binds::Device,
+    )
+    .expect("known misbehaviours");
+    let spec = spec.to_string();
+    let handle = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let options = fake_device::Options {
+            instance: url,
+            token: fake_instance::DEFAULT_TOKEN.into(),
+            roots: Vec::new(),
+            protocol: ProtocolChoice::Auto,
+            cell: Cell { protocol, spec },
+            journal: None,
+            misbehave,
+            patience: Duration::from_secs(5),
+        };
+        let _ = runtime.block_on(fake_device::run(options, None, async {
+            let _ = stop_rx.await;
+        }));
+    });
+    (handle, stop_tx)
+}
+
+fn rest(mut stdout: BufReader<std::process::ChildStdout>) -> String {
+    let mut text = String::new();
+    let _ = stdout.read_to_string(&mut text);
+    text
+}
+
+#[test]
+fn negotiate_passes_and_writes_reports_and_journal() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let junit = dir.path().join("r.xml");
+    let json = dir.path().join("r.json");
+    let journal = dir.path().join("j.jsonl");
+    let (mut child, url, stdout) = start(&[
+        "--scenario",
+        "negotiate.yaml",
+        "--protocol",
+        "1",
+        "--spec",
+        "1.0.0",
+        "--report",
+        &format!("junit:{}", junit.display()),
+        "--report",
+        &format!("json:{}", json.display()),
+        "--journal",
+        &journal.to_string_lossy(),
+    ]);
+    let (device, stop) = device(url, 1, "1.0.0", &[]);
+    let code = wait(&mut child, Duration::from_secs(20));
+    let _ = stop.send(());
+    let _ = device.join();
+    let out = rest(stdout);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("PASSED"), "{out}");
+    let junit = std::fs::read_to_string(junit).expect("junit written");
+    assert!(
+        junit.contains("<testsuite") && junit.contains("negotiate"),
+        "{junit}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).expect("json written"))
+            .expect("json report parses");
+    assert_eq!(json["passed"], true);
+    let journal = std::fs::read_to_string(journal).expect("journal written");
+    let lines: Vec<serde_json::Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("journal lines are JSON"))
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["dir"] == "in" && l["msg"]["method"] == "_lembas/hello"),
+        "{journal}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["dir"] == "out" && l["msg"]["method"] == "initialize"),
+        "{journal}"
+    );
+    assert!(
+        !journal.contains(fake_instance::DEFAULT_TOKEN),
+        "tokens never reach the journal"
+    );
+}
+
+#[test]
+fn a_misbehaving_device_fails_with_exit_1_naming_the_rule() {
+    let (mut child, url, stdout) = start(&["--scenario", "negotiate", "--protocol", "2"]);
+    let (device, stop) = device(url, 2, "1.1.0", &["device.initialize.protocol"]);
+    let code = wait(&mut child, Duration::from_secs(20));
+    let _ = stop.send(());
+    let _ = device.join();
+    let out = rest(stdout);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAIL") && out.contains("device.initialize.protocol"),
+        "{out}"
+    );
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
+}
+
+#[test]
+fn usage_and_scenario_errors_exit_2_and_say_where() {
+    let (code, _, err) = run(&["--scenario", "no-such-scenario.yaml"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("no such file") && err.contains("negotiate.yaml"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let folder = dir.path().join("instance");
+    std::fs::create_dir(&folder).expect("folder");
+    let file = folder.join("broken.yaml");
+    std::fs::write(
+        &file,
+        "name: broken\nabout: x\nsteps:\n  - expect:\n      method: a\n      bogus: 1\n",
+    )
+    .expect("write");
+    let (code, _, err) = run(&["--scenario", &file.to_string_lossy()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("broken.yaml:6:7") && err.contains("bogus"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--misbehave", "no.such.rule"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("device.") || err.contains("instance."),
+        "lists the known ones: {err}"
+    );
+    let (code, _, _) = run(&["--protocol", "3"]);
+    assert_eq!(code, 2);
+    let (code, _, err) = run(&[
+        "--scenario",
+        "negotiate.yaml",
+        "--spec",
+        "1.1.0",
+        "--protocol",
+        "2",
+        "--listen",
+        "not-an-address",
+    ]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn help_has_an_example_and_version_answers() {
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("Example") && out.contains("--scenario"),
+        "{out}"
+    );
+    let (code, out, _) = run(&["--version"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("fake-instance "), "{out}");
+    let (code, out, _) = run(&["--list-scenarios"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("negotiate.yaml"), "{out}");
+}
+
+/// A plain HTTP GET over a socket, so the test needs no HTTP client installed.
+fn http_get(url: &str, path: &str) -> serde_json::Value {
+    use std::io::Write;
+    let host = url.trim_start_matches("http://");
+    let mut socket = std::net::TcpStream::connect(host).expect("connects");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    write!(
+        socket,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("writes");
+    let mut response = String::new();
+    socket.read_to_string(&mut response).expect("reads");
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {response}"))
+}
+
+#[test]
+fn without_a_scenario_it_serves_until_sigterm_and_exits_0() {
+    let (mut child, url, _stdout) = start(&[]);
+    let discovery = http_get(&url, "/.well-known/lembas.json");
+    assert_eq!(
+        discovery,
+        serde_json::json!({"protocol": 1, "protocols": [1, 2]})
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    assert_eq!(wait(&mut child, Duration::from_secs(5)), 0);
+}
