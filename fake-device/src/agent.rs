@@ -30,6 +30,10 @@ pub mod misbehaviour {
     pub const INITIALIZE_PROTOCOL: &str = "device.initialize.protocol";
     /// Lists capabilities beyond its spec.
     pub const INITIALIZE_CAPABILITIES: &str = "device.initialize.capabilities";
+    /// Never dials again after a drop.
+    pub const LINK_REDIAL: &str = "device.link.redial";
+    /// Dials again after a 4400 close.
+    pub const LINK_NO_REDIAL_4400: &str = "device.link.no_redial_4400";
 }
 
 /// What the device is and allows.
@@ -80,7 +84,8 @@ impl AgentModel {
         }
     }
 
-    fn breaks(&self, rule: &str) -> bool {
+    /// Whether this device was told to break `rule`.
+    pub fn breaks(&self, rule: &str) -> bool {
         self.config.misbehave.breaks(rule)
     }
 

@@ -14,7 +14,7 @@ use harness::transport::FrameLimits;
 use harness::transport::ws_client::{ClientRequest, ConnectError, connect};
 use serde_json::Value;
 
-use crate::agent::AgentModel;
+use crate::agent::{AgentModel, misbehaviour};
 use crate::monitor;
 
 /// How the device picks the protocol it says.
@@ -40,6 +40,8 @@ pub struct DeviceDialer {
     pub model: Arc<AgentModel>,
     /// HTTP for discovery.
     pub http: reqwest::Client,
+    /// Frame limits of each link.
+    pub limits: FrameLimits,
     /// One dial at a time, so each link's protocol reaches its own hello.
     pub dialling: tokio::sync::Mutex<()>,
 }
@@ -53,6 +55,8 @@ pub enum Stopped {
     Unauthorized,
     /// This side closed the link.
     ByUs,
+    /// It stopped dialling though it should not have (only when misbehaving).
+    GaveUp,
 }
 
 impl DeviceDialer {
@@ -113,7 +117,7 @@ impl DeviceDialer {
             headers: Vec::new(),
             timeout: request.timeout,
         };
-        match connect(client, FrameLimits::default()).await {
+        match connect(client, self.limits).await {
             Ok(connection) => DialResult::Linked(self.hub.attach(connection)),
             Err(ConnectError::Refused { status, .. }) => DialResult::Refused(status),
             Err(e) => DialResult::Failed(e.to_string()),
@@ -157,13 +161,19 @@ impl DeviceDialer {
         }
     }
 
+    /// Waits for the link to end; says whether that stops the device (`None`: dial again).
     async fn until_closed(&self, peer: &Arc<Peer>) -> Option<Stopped> {
         let close = peer.closed().await;
         if peer.closed_by_us() {
             return Some(Stopped::ByUs);
         }
-        match close {
-            Some(info) if info.code == CLOSE_PROTOCOL_MISMATCH => Some(Stopped::ProtocolMismatch),
+        let mismatch = close.is_some_and(|info| info.code == CLOSE_PROTOCOL_MISMATCH);
+        match mismatch {
+            true if !self.model.breaks(misbehaviour::LINK_NO_REDIAL_4400) => {
+                Some(Stopped::ProtocolMismatch)
+            }
+            // A device that never redials just goes quiet, as a broken CLI would.
+            _ if self.model.breaks(misbehaviour::LINK_REDIAL) => Some(Stopped::GaveUp),
             _ => None,
         }
     }

@@ -50,6 +50,8 @@ pub struct Options {
     pub misbehave: Misbehaviours,
     /// How long the instance may take to answer or to send initialize.
     pub patience: Duration,
+    /// Frame limits of each link.
+    pub limits: harness::transport::FrameLimits,
 }
 
 /// How a run ended.
@@ -128,6 +130,7 @@ pub async fn run(
         hub: hub.clone(),
         model,
         http,
+        limits: options.limits,
         dialling: tokio::sync::Mutex::new(()),
     });
     let initial = settings

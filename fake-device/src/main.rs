@@ -63,7 +63,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    harness::cli::init_process();
+    harness::cli::init_process("warn");
     let cli = Cli::parse();
     if let Some(Command::Serve { .. }) = cli.command {
         eprintln!(
@@ -143,6 +143,9 @@ fn main() -> ExitCode {
         journal: cli.common.journal.clone(),
         misbehave,
         patience: std::time::Duration::from_secs(5),
+        limits: harness::transport::FrameLimits {
+            max_message_bytes: cli.common.max_message_bytes,
+        },
     };
     match runtime.block_on(fake_device::run(
         options,

@@ -49,6 +49,8 @@ pub struct Options {
     pub misbehave: Misbehaviours,
     /// How long a device may take to say hello or answer.
     pub patience: Duration,
+    /// Frame limits of each link.
+    pub limits: FrameLimits,
 }
 
 impl Default for Options {
@@ -64,6 +66,7 @@ impl Default for Options {
             journal: None,
             misbehave: Misbehaviours::default(),
             patience: Duration::from_secs(5),
+            limits: FrameLimits::default(),
         }
     }
 }
@@ -183,7 +186,7 @@ pub async fn run(
         tokens: Arc::new(options.tokens.clone()),
         discovery,
         misbehave: options.misbehave.clone(),
-        limits: FrameLimits::default(),
+        limits: options.limits,
     };
     let app = server::router(state).into_make_service_with_connect_info::<SocketAddr>();
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {

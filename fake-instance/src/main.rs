@@ -41,7 +41,7 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    harness::cli::init_process();
+    harness::cli::init_process("warn");
     let cli = Cli::parse();
     if cli.common.list_scenarios {
         harness::cli::list_scenarios(Side::Instance);
@@ -80,6 +80,9 @@ fn main() -> ExitCode {
         cell,
         journal: cli.common.journal.clone(),
         misbehave,
+        limits: harness::transport::FrameLimits {
+            max_message_bytes: cli.common.max_message_bytes,
+        },
         ..fake_instance::Options::default()
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()

@@ -77,6 +77,7 @@ fn device(
             journal: None,
             misbehave,
             patience: Duration::from_secs(5),
+            limits: harness::transport::FrameLimits::default(),
         };
         let _ = runtime.block_on(fake_device::run(options, None, async {
             let _ = stop_rx.await;

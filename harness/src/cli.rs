@@ -19,9 +19,13 @@ pub struct CommonArgs {
     /// The harness spec to behave as: 1.0.0 or 1.1.0.
     #[arg(long, value_name = "V", default_value = "1.1.0", value_parser = ["1.0.0", "1.1.0"])]
     pub spec: String,
-    /// Keep state here across runs (default: a temporary directory).
+    /// Keep state here across runs (reserved for the session store and pending deletes, which
+    /// later protocol areas add; nothing is stored yet).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// The largest message accepted from the peer, in bytes; a larger one ends the link.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::transport::FrameLimits::default().max_message_bytes)]
+    pub max_message_bytes: usize,
     /// Write every message in and out as JSON lines to this file.
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
@@ -34,10 +38,11 @@ pub struct CommonArgs {
 }
 
 /// Sets up a process: `RUST_LOG`-driven logs on stderr (stdout is for the ready line and
-/// reports), and the rustls crypto provider, without which the first `wss://` dial would panic.
-pub fn init_process() {
+/// reports), `default_level` when `RUST_LOG` is unset, and the rustls crypto provider, without
+/// which the first `wss://` dial would panic.
+pub fn init_process(default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -81,7 +81,7 @@ fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
 }
 
 fn main() -> ExitCode {
-    harness::cli::init_process();
+    harness::cli::init_process("error");
     let cli = Cli::parse();
     match cli.command {
         Command::Check { files, side } => check(&files, side.as_deref()).into(),

@@ -128,6 +128,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     journal: None,
                     misbehave,
                     patience: PATIENCE,
+                    limits: harness::transport::FrameLimits::default(),
                 };
                 let _ = fake_device::run(options, None, async {
                     let _ = stop_rx.await;
@@ -191,6 +192,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 journal: None,
                 misbehave: Misbehaviours::default(),
                 patience: PATIENCE,
+                limits: harness::transport::FrameLimits::default(),
             };
             let finished = fake_device::run(
                 options,

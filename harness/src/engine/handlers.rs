@@ -99,3 +99,112 @@ impl HandlerSet {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The handlers of a scenario with these lines under `handlers:` (from line 4 on).
+    fn handlers(lines: &str) -> HandlerSet {
+        let text = format!("name: t\nabout: a test\nhandlers:\n{lines}steps: []\n");
+        let scenario = crate::scenario::load_str(&text, "t.yaml", None)
+            .unwrap_or_else(|e| panic!("the test scenario does not load: {e}"));
+        HandlerSet::compile(&scenario.handlers).expect("handlers compile")
+    }
+
+    fn request(method: &str, params: Value) -> IncomingRequest {
+        let raw = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        IncomingRequest {
+            id: json!(1),
+            method: method.into(),
+            params,
+            raw,
+        }
+    }
+
+    fn answer(set: &HandlerSet, method: &str, params: Value) -> Option<Answer> {
+        set.take(&request(method, params)).map(|t| t.answer)
+    }
+
+    #[test]
+    fn nothing_takes_a_request_without_handlers() {
+        assert_eq!(answer(&HandlerSet::default(), "a", json!({})), None);
+    }
+
+    #[test]
+    fn a_handler_takes_only_its_method() {
+        let set = handlers("  - { method: a, result: 1 }\n");
+        assert_eq!(answer(&set, "b", json!({})), None);
+        assert_eq!(answer(&set, "a", json!({})), Some(Answer::Result(json!(1))));
+        // Without `times`, for ever.
+        for _ in 0..10 {
+            assert_eq!(answer(&set, "a", json!({})), Some(Answer::Result(json!(1))));
+        }
+    }
+
+    #[test]
+    fn times_counts_down_to_nothing() {
+        let set = handlers("  - { method: a, result: 1, times: 2 }\n");
+        assert!(answer(&set, "a", json!({})).is_some());
+        assert!(answer(&set, "a", json!({})).is_some());
+        assert_eq!(answer(&set, "a", json!({})), None);
+        assert_eq!(answer(&set, "a", json!({})), None);
+    }
+
+    #[test]
+    fn times_zero_never_answers() {
+        let set = handlers("  - { method: a, result: 1, times: 0 }\n");
+        assert_eq!(answer(&set, "a", json!({})), None);
+    }
+
+    #[test]
+    fn a_request_the_params_pattern_refuses_is_not_taken_nor_counted() {
+        let set = handlers("  - { method: a, params: { x: $integer }, result: 1, times: 1 }\n");
+        assert_eq!(answer(&set, "a", json!({"x": "one"})), None);
+        assert_eq!(answer(&set, "a", json!({})), None);
+        assert_eq!(answer(&set, "a", Value::Null), None);
+        // Partial: extra params are fine. The refusals above did not use up `times`.
+        assert!(answer(&set, "a", json!({"x": 1, "y": 2})).is_some());
+        assert_eq!(answer(&set, "a", json!({"x": 1})), None);
+    }
+
+    #[test]
+    fn the_first_live_match_wins_in_order() {
+        let set = handlers(
+            "  - { method: a, params: { kind: special }, result: first, times: 1 }\n  - { method: a, result: second }\n  - { method: a, result: never }\n",
+        );
+        assert_eq!(
+            answer(&set, "a", json!({"kind": "plain"})),
+            Some(Answer::Result(json!("second")))
+        );
+        assert_eq!(
+            answer(&set, "a", json!({"kind": "special"})),
+            Some(Answer::Result(json!("first")))
+        );
+        // The first is spent: the next in order takes over.
+        assert_eq!(
+            answer(&set, "a", json!({"kind": "special"})),
+            Some(Answer::Result(json!("second")))
+        );
+    }
+
+    #[test]
+    fn taken_carries_answer_delay_and_line() {
+        let set = handlers(
+            "  - { method: r, result: { echo: \"${params.x}\" } }\n  - { method: e, error: { code: -32000, message: no }, delay: 250ms }\n  - { method: h, hold: true }\n",
+        );
+        let r = set.take(&request("r", json!({}))).expect("r");
+        assert_eq!(r.answer, Answer::Result(json!({"echo": "${params.x}"})));
+        assert_eq!((r.delay, r.line), (None, 4));
+        let e = set.take(&request("e", json!({}))).expect("e");
+        assert_eq!(
+            e.answer,
+            Answer::Error(json!({"code": -32000, "message": "no"}))
+        );
+        assert_eq!((e.delay, e.line), (Some(Duration::from_millis(250)), 5));
+        let h = set.take(&request("h", json!({}))).expect("h");
+        assert_eq!((h.answer, h.line), (Answer::Hold, 6));
+    }
+}

@@ -129,3 +129,148 @@ impl Inbox {
         self.entries.lock().map(|e| e.clone()).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pattern(source: Value) -> Pattern {
+        Pattern::compile(&source).expect("a valid pattern")
+    }
+
+    fn seqs(entries: &[Entry]) -> Vec<u64> {
+        entries.iter().map(|e| e.seq).collect()
+    }
+
+    #[test]
+    fn take_consumes_the_oldest_match_once() {
+        let inbox = Inbox::default();
+        assert_eq!(inbox.last_seq(), 0);
+        inbox.push(1, json!({"method": "a", "n": 1}));
+        inbox.push(1, json!({"method": "b"}));
+        inbox.push(2, json!({"method": "a", "n": 2}));
+        assert_eq!(inbox.last_seq(), 3);
+
+        let a = pattern(json!({"method": "a"}));
+        let (first, outcome) = inbox.take(&a, 0).expect("the first a");
+        assert!(outcome.is_match());
+        assert_eq!((first.seq, first.link), (1, 1));
+        assert!(first.consumed);
+        let (second, _) = inbox.take(&a, 0).expect("the second a");
+        assert_eq!((second.seq, second.link), (3, 2));
+        assert!(inbox.take(&a, 0).is_none(), "each message is taken once");
+
+        assert_eq!(seqs(&inbox.unconsumed()), [2]);
+        // Consumed messages are kept, marked.
+        let all = inbox.all();
+        assert_eq!(seqs(&all), [1, 2, 3]);
+        assert_eq!(
+            all.iter().map(|e| e.consumed).collect::<Vec<_>>(),
+            [true, false, true]
+        );
+    }
+
+    #[test]
+    fn take_gives_the_captures_of_the_match() {
+        let inbox = Inbox::default();
+        inbox.push(1, json!({"method": "a", "params": {"id": "s1"}}));
+        let p = pattern(json!({"params": {"id": {"$capture": "sid"}}}));
+        let (_, outcome) = inbox.take(&p, 0).expect("a match");
+        assert_eq!(outcome.captures.get("sid"), Some(&json!("s1")));
+    }
+
+    #[test]
+    fn take_only_looks_after_the_given_seq() {
+        let inbox = Inbox::default();
+        inbox.push(1, json!({"method": "a"}));
+        inbox.push(1, json!({"method": "a"}));
+        let a = pattern(json!({"method": "a"}));
+        assert_eq!(inbox.take(&a, 1).map(|(e, _)| e.seq), Some(2));
+        assert!(inbox.take(&a, 1).is_none(), "seq 1 is not after 1");
+        assert!(inbox.take(&a, 2).is_none());
+        assert_eq!(inbox.take(&a, 0).map(|(e, _)| e.seq), Some(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn watch_does_not_consume() {
+        let inbox = Inbox::default();
+        inbox.push(1, json!({"method": "a"}));
+        let a = pattern(json!({"method": "a"}));
+
+        let started = Instant::now();
+        let seen = inbox.watch(&a, 0, Duration::from_secs(1)).await;
+        assert_eq!(seen.map(|e| e.seq), Some(1));
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "an earlier match is seen at once"
+        );
+        assert_eq!(seqs(&inbox.unconsumed()), [1]);
+        assert!(inbox.take(&a, 0).is_some(), "still there to take");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn watch_ignores_what_came_before_and_waits_its_whole_duration() {
+        let inbox = Inbox::default();
+        inbox.push(1, json!({"method": "a"}));
+        inbox.push(1, json!({"method": "b"}));
+        let a = pattern(json!({"method": "a"}));
+        let started = Instant::now();
+        let seen = inbox
+            .watch(&a, inbox.last_seq(), Duration::from_millis(750))
+            .await;
+        assert!(seen.is_none());
+        assert_eq!(started.elapsed(), Duration::from_millis(750));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_take_wakes_on_an_arrival_and_gives_up_at_the_deadline() {
+        let inbox = std::sync::Arc::new(Inbox::default());
+        let a = pattern(json!({"method": "a"}));
+        let pusher = inbox.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            pusher.push(1, json!({"method": "b"}));
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            pusher.push(1, json!({"method": "a"}));
+        });
+        let started = Instant::now();
+        let found = inbox
+            .wait_take(&a, 0, started + Duration::from_secs(1))
+            .await;
+        assert_eq!(found.map(|(e, _)| e.seq), Some(2));
+        assert_eq!(started.elapsed(), Duration::from_millis(300));
+
+        let started = Instant::now();
+        let found = inbox
+            .wait_take(&a, 0, started + Duration::from_millis(400))
+            .await;
+        assert!(found.is_none());
+        assert_eq!(started.elapsed(), Duration::from_millis(400));
+    }
+
+    #[test]
+    fn capacity_is_bounded_and_the_oldest_go_first() {
+        let inbox = Inbox::default();
+        let extra = 5;
+        let total = u64::try_from(CAPACITY + extra).expect("fits");
+        for n in 0..total {
+            inbox.push(1, json!({"n": n}));
+        }
+        let all = inbox.all();
+        assert_eq!(all.len(), CAPACITY);
+        assert_eq!(all.first().map(|e| e.seq), Some(6));
+        assert_eq!(all.last().map(|e| e.seq), Some(total));
+        assert_eq!(inbox.last_seq(), total);
+        // The dropped ones cannot be taken; the oldest kept one can.
+        for n in 0..5 {
+            assert!(inbox.take(&pattern(json!({"n": n})), 0).is_none(), "{n}");
+        }
+        assert_eq!(
+            inbox.take(&pattern(json!({"n": 5})), 0).map(|(e, _)| e.seq),
+            Some(6)
+        );
+    }
+}

@@ -707,13 +707,14 @@ impl Runner {
         }
     }
 
-    /// The link a reconnect is measured from: the newest one that has closed, else the newest.
+    /// The link a reconnect is measured from: the newest one that has ended or that we have
+    /// asked to close (its close handshake may still be in flight), else the newest.
     fn reconnect_baseline(&self) -> u32 {
         let links = self.hub.links();
         links
             .iter()
             .rev()
-            .find(|l| l.closed.is_some())
+            .find(|l| l.closed.is_some() || l.peer.closed_by_us())
             .or(links.last())
             .map(|l| l.peer.link())
             .unwrap_or(0)

@@ -1,0 +1,759 @@
+//! The engine over an in-memory link: this test plays the remote peer, pushing text into the
+//! hub's connection and reading what the double sends back. Every test that waits runs on
+//! tokio's paused clock, so deadlines are exact and the suite stays fast.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::engine::{Behaviour, Cell, Hub, RunOutcome, Runner, StepStatus};
+use harness::finding::Findings;
+use harness::journal::Journal;
+use harness::pattern::Vars;
+use harness::scenario::{Scenario, load_str};
+use harness::transport::{CloseInfo, Connection, Incoming, Outgoing};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+/// A behaviour that does nothing: every request no handler takes gets `-32601`.
+struct Quiet;
+impl Behaviour for Quiet {}
+
+/// The far end of the in-memory link.
+struct Remote {
+    to_hub: mpsc::Sender<Incoming>,
+    from_hub: mpsc::UnboundedReceiver<Outgoing>,
+}
+
+impl Remote {
+    fn text(&self, text: &str) {
+        self.to_hub
+            .try_send(Incoming::Text(text.to_string()))
+            .expect("the link's channel has room");
+    }
+
+    fn send(&self, message: Value) {
+        self.text(&message.to_string());
+    }
+
+    fn close(&self, code: u16, reason: &str) {
+        self.to_hub
+            .try_send(Incoming::Closed(Some(CloseInfo {
+                code,
+                reason: reason.into(),
+            })))
+            .expect("the link's channel has room");
+    }
+
+    /// Everything the hub sent so far (text messages parsed as JSON).
+    fn sent(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Ok(message) = self.from_hub.try_recv() {
+            if let Outgoing::Text(text) = message {
+                out.push(serde_json::from_str(&text).unwrap_or(Value::String(text)));
+            }
+        }
+        out
+    }
+
+    /// The next text message the hub sends.
+    async fn next(&mut self) -> Value {
+        loop {
+            match self.from_hub.recv().await {
+                Some(Outgoing::Text(text)) => return serde_json::from_str(&text).unwrap(),
+                Some(Outgoing::Close(_)) => continue,
+                None => panic!("the hub dropped the link"),
+            }
+        }
+    }
+}
+
+struct Setup {
+    hub: Arc<Hub>,
+    remote: Remote,
+    scenario: Scenario,
+    findings: Arc<Findings>,
+}
+
+const HEAD: &str = "name: t\nabout: a test\n";
+
+fn setup(body: &str) -> Setup {
+    let scenario = load_str(&format!("{HEAD}{body}"), "t.yaml", None)
+        .unwrap_or_else(|e| panic!("the test scenario does not load: {e}"));
+    let findings = Arc::new(Findings::default());
+    let hub = Hub::for_scenario(
+        Arc::new(Quiet),
+        Some(&scenario),
+        Vars::default(),
+        Arc::new(Journal::in_memory()),
+        findings.clone(),
+    )
+    .expect("hub");
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let (in_tx, in_rx) = mpsc::channel(64);
+    hub.attach(Connection {
+        outgoing: out_tx,
+        incoming: in_rx,
+        peer: "test".into(),
+    });
+    Setup {
+        hub,
+        remote: Remote {
+            to_hub: in_tx,
+            from_hub: out_rx,
+        },
+        scenario,
+        findings,
+    }
+}
+
+fn runner(hub: &Arc<Hub>, scenario: &Scenario) -> Runner {
+    Runner::new(
+        hub.clone(),
+        Cell {
+            protocol: 2,
+            spec: "1.1.0".into(),
+        },
+        scenario.timeout.map(|d| d.0),
+        None,
+    )
+}
+
+/// Runs the scenario to its end, giving the outcome and the virtual time it took.
+async fn run(s: &Setup) -> (RunOutcome, Duration) {
+    let started = Instant::now();
+    let outcome = runner(&s.hub, &s.scenario).run(&s.scenario).await;
+    (outcome, started.elapsed())
+}
+
+/// Runs the scenario in a task of its own, so the test can act as the remote meanwhile.
+fn spawn_run(s: &Setup) -> tokio::task::JoinHandle<(RunOutcome, Duration)> {
+    let hub = s.hub.clone();
+    let scenario = s.scenario.clone();
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let outcome = runner(&hub, &scenario).run(&scenario).await;
+        (outcome, started.elapsed())
+    })
+}
+
+fn statuses(outcome: &RunOutcome) -> Vec<StepStatus> {
+    outcome.steps.iter().map(|s| s.status).collect()
+}
+
+#[track_caller]
+fn assert_elapsed(elapsed: Duration, expected: Duration) {
+    let slack = Duration::from_millis(1);
+    assert!(
+        elapsed >= expected && elapsed <= expected + slack,
+        "took {elapsed:?}, expected {expected:?}"
+    );
+}
+
+fn notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+fn request(id: Value, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn responses_to<'a>(sent: &'a [Value], id: &Value) -> Vec<&'a Value> {
+    sent.iter()
+        .filter(|m| m.get("id") == Some(id) && m.get("method").is_none())
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deadlines
+
+#[tokio::test(start_paused = true)]
+async fn an_expect_that_never_comes_fails_at_its_deadline_with_the_nearest_message() {
+    let s = setup(
+        "timeout: 2s\nsteps:\n  - expect:\n      method: _lembas/hello\n      params: { protocol: 2 }\n      rule: device.hello.first\n",
+    );
+    s.remote
+        .send(notification("something/else", json!({"x": 1})));
+    let near = notification("_lembas/hello", json!({"protocol": 1, "version": "1.3.0"}));
+    s.remote.send(near.clone());
+
+    let (outcome, elapsed) = run(&s).await;
+
+    assert_elapsed(elapsed, Duration::from_secs(2));
+    assert_eq!(statuses(&outcome), [StepStatus::Failed]);
+    assert!(!outcome.passed());
+    assert_eq!(outcome.broken_rules(), ["device.hello.first"]);
+    let step = &outcome.steps[0];
+    assert_eq!(step.line, 5);
+    assert!(
+        (step.elapsed_ms - 2000.0).abs() <= 1.0,
+        "{}",
+        step.elapsed_ms
+    );
+    let failure = step.failure.as_ref().expect("a failure");
+    assert_eq!(failure.rule.as_deref(), Some("device.hello.first"));
+    assert_eq!(failure.summary, "`_lembas/hello` did not come within 2s");
+    assert_eq!(failure.awaited.as_deref(), Some("`_lembas/hello`, for 2s"));
+    assert_eq!(
+        failure.expected,
+        Some(json!({"method": "_lembas/hello", "params": {"protocol": 2}}))
+    );
+    assert_eq!(failure.nearest.as_ref(), Some(&near));
+    let diff = failure.diff.as_deref().expect("a diff");
+    assert!(diff.contains("params.protocol"), "{diff}");
+    assert!(diff.contains("expected 2, got 1"), "{diff}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_timeout_overrides_the_scenario_timeout() {
+    let s = setup(
+        "timeout: 10s\nsteps:\n  - expect: { method: never, timeout: 300ms, rule: device.hello.first }\n",
+    );
+    let (outcome, elapsed) = run(&s).await;
+    assert_elapsed(elapsed, Duration::from_millis(300));
+    let failure = outcome.steps[0].failure.as_ref().unwrap();
+    assert_eq!(failure.awaited.as_deref(), Some("`never`, for 300ms"));
+
+    // Without its own, a step takes the scenario's.
+    let s = setup("timeout: 700ms\nsteps:\n  - expect: { method: never }\n");
+    let (outcome, elapsed) = run(&s).await;
+    assert_elapsed(elapsed, Duration::from_millis(700));
+    assert_eq!(statuses(&outcome), [StepStatus::Failed]);
+    // No rule named: the failure names none.
+    assert_eq!(outcome.steps[0].failure.as_ref().unwrap().rule, None);
+    assert!(outcome.broken_rules().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_any_timeout_a_step_waits_five_seconds() {
+    let s = setup("steps:\n  - expect: { method: never }\n");
+    let (_, elapsed) = run(&s).await;
+    assert_elapsed(elapsed, Duration::from_secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_request_fails_at_its_deadline_naming_the_method() {
+    let mut s = setup(
+        "timeout: 10s\nsteps:\n  - request: { method: session/new, params: { cwd: /tmp }, timeout: 1500ms, rule: device.initialize.result }\n",
+    );
+    let (outcome, elapsed) = run(&s).await;
+
+    assert_elapsed(elapsed, Duration::from_millis(1500));
+    assert_eq!(statuses(&outcome), [StepStatus::Failed]);
+    let failure = outcome.steps[0].failure.as_ref().unwrap();
+    assert_eq!(failure.rule.as_deref(), Some("device.initialize.result"));
+    assert_eq!(
+        failure.awaited.as_deref(),
+        Some("the answer to `session/new`, for 1s 500ms")
+    );
+    assert!(
+        failure.summary.contains("`session/new`"),
+        "{}",
+        failure.summary
+    );
+    // The request did go out, with its params.
+    let sent = s.remote.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["method"], "session/new");
+    assert_eq!(sent[0]["params"], json!({"cwd": "/tmp"}));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answered_request_passes_and_its_capture_feeds_a_later_check() {
+    let mut s = setup(
+        r#"steps:
+  - request:
+      method: initialize
+      params: { protocolVersion: 1 }
+      result: { protocolVersion: 1, agentInfo: { name: $string } }
+      capture: { init: result }
+  - check: { that: "${init.agentInfo.name}", matches: lembas }
+  - check: { that: "${init.protocolVersion}", matches: 2, rule: device.initialize.protocol }
+"#,
+    );
+    let run = spawn_run(&s);
+    let asked = s.remote.next().await;
+    assert_eq!(asked["method"], "initialize");
+    assert_eq!(asked["params"], json!({"protocolVersion": 1}));
+    s.remote.send(json!({
+        "jsonrpc": "2.0",
+        "id": asked["id"],
+        "result": {"protocolVersion": 1, "agentInfo": {"name": "lembas", "version": "1.3.0"}}
+    }));
+    let (outcome, _) = run.await.unwrap();
+
+    assert_eq!(
+        statuses(&outcome),
+        [StepStatus::Passed, StepStatus::Passed, StepStatus::Failed]
+    );
+    // The third check fails on the captured value, naming the variable and the rule.
+    let failure = outcome.steps[2].failure.as_ref().unwrap();
+    assert_eq!(failure.rule.as_deref(), Some("device.initialize.protocol"));
+    assert_eq!(
+        failure.summary,
+        "`init.protocolVersion` is not what the spec says"
+    );
+    assert_eq!(failure.nearest, Some(json!(1)));
+    assert_eq!(failure.expected, Some(json!(2)));
+    assert!(s.findings.all().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_answered_with_the_wrong_result_fails_with_a_diff() {
+    let mut s = setup(
+        "steps:\n  - request: { method: initialize, result: { protocolVersion: 1 }, rule: device.initialize.result }\n",
+    );
+    let run = spawn_run(&s);
+    let asked = s.remote.next().await;
+    s.remote
+        .send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"protocolVersion": 2}}));
+    let (outcome, elapsed) = run.await.unwrap();
+
+    assert_eq!(elapsed, Duration::ZERO, "an answer ends the wait at once");
+    let failure = outcome.steps[0].failure.as_ref().unwrap();
+    assert_eq!(failure.rule.as_deref(), Some("device.initialize.result"));
+    assert_eq!(
+        failure.summary,
+        "the result of `initialize` is not what the spec says"
+    );
+    let diff = failure.diff.as_deref().unwrap();
+    assert!(diff.contains("result.protocolVersion"), "{diff}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expect, the inbox, any_order, expect_none
+
+#[tokio::test(start_paused = true)]
+async fn expect_consumes_what_it_matches() {
+    let s = setup(
+        "steps:\n  - expect: { method: tick }\n  - expect: { method: tick }\n  - expect: { method: tick, timeout: 400ms }\n",
+    );
+    s.remote.send(notification("tick", json!({"n": 1})));
+    s.remote.send(notification("tick", json!({"n": 1})));
+
+    let (outcome, elapsed) = run(&s).await;
+
+    assert_eq!(
+        statuses(&outcome),
+        [StepStatus::Passed, StepStatus::Passed, StepStatus::Failed]
+    );
+    assert_elapsed(elapsed, Duration::from_millis(400));
+    // Both were consumed: nothing is left to be "nearest".
+    assert_eq!(outcome.steps[2].failure.as_ref().unwrap().nearest, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_that_arrives_before_its_expect_is_found() {
+    let s = setup(
+        "steps:\n  - wait: 1s\n  - expect: { method: early, params: { n: 1 }, capture: { early: params.n } }\n  - check: { that: \"${early}\", matches: 1 }\n",
+    );
+    // Sent at once, a whole second before the expect step starts.
+    s.remote.send(notification("early", json!({"n": 1})));
+
+    let (outcome, elapsed) = run(&s).await;
+
+    assert_eq!(
+        statuses(&outcome),
+        [StepStatus::Passed, StepStatus::Passed, StepStatus::Passed]
+    );
+    assert!(outcome.passed());
+    // The expect did not wait: the whole run is the `wait`.
+    assert_elapsed(elapsed, Duration::from_secs(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_message_that_arrives_during_an_expect_ends_its_wait() {
+    let s = setup("steps:\n  - expect: { method: late }\n");
+    let run = spawn_run(&s);
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    s.remote.send(notification("late", json!({})));
+    let (outcome, elapsed) = run.await.unwrap();
+    assert!(outcome.passed(), "{outcome:?}");
+    assert_elapsed(elapsed, Duration::from_millis(250));
+}
+
+#[tokio::test(start_paused = true)]
+async fn any_order_passes_whatever_the_order_of_arrival() {
+    let s = setup(
+        r#"steps:
+  - any_order:
+      - expect: { method: first, capture: { a: params.v } }
+      - expect: { method: second, capture: { b: params.v } }
+  - check: { that: ["${a}", "${b}"], matches: [1, 2] }
+"#,
+    );
+    s.remote.send(notification("second", json!({"v": 2})));
+    s.remote.send(notification("first", json!({"v": 1})));
+
+    let (outcome, elapsed) = run(&s).await;
+
+    assert_eq!(statuses(&outcome), [StepStatus::Passed, StepStatus::Passed]);
+    assert_eq!(elapsed, Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn any_order_fails_naming_the_one_that_did_not_come() {
+    let s = setup(
+        r#"steps:
+  - any_order:
+      - expect: { method: first }
+      - expect: { method: second, rule: device.hello.first, timeout: 600ms }
+"#,
+    );
+    s.remote.send(notification("first", json!({})));
+    let (outcome, elapsed) = run(&s).await;
+    assert_elapsed(elapsed, Duration::from_millis(600));
+    let failure = outcome.steps[0].failure.as_ref().unwrap();
+    assert_eq!(failure.rule.as_deref(), Some("device.hello.first"));
+    assert_eq!(failure.awaited.as_deref(), Some("`second`, for 600ms"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn expect_none_fails_when_a_match_arrives_within_its_window() {
+    let s = setup(
+        "steps:\n  - expect_none: { method: bad, params: { n: $integer }, for: 1s, rule: device.hello.first }\n",
+    );
+    let run = spawn_run(&s);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.remote
+        .send(notification("bad", json!({"n": "not a number"})));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let culprit = notification("bad", json!({"n": 3}));
+    s.remote.send(culprit.clone());
+    let (outcome, elapsed) = run.await.unwrap();
+
+    assert_eq!(statuses(&outcome), [StepStatus::Failed]);
+    // It fails as soon as the match comes, not at the end of the window.
+    assert_elapsed(elapsed, Duration::from_millis(200));
+    let failure = outcome.steps[0].failure.as_ref().unwrap();
+    assert_eq!(failure.rule.as_deref(), Some("device.hello.first"));
+    assert_eq!(failure.nearest.as_ref(), Some(&culprit));
+    assert_eq!(failure.awaited.as_deref(), Some("silence for 1s"));
+    assert!(
+        failure.summary.contains("`bad` came"),
+        "{}",
+        failure.summary
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn expect_none_passes_when_nothing_matching_arrives() {
+    let s = setup(
+        "steps:\n  - wait: 10ms\n  - expect_none: { method: bad, for: 1s }\n  - expect: { method: bad }\n",
+    );
+    // Before the window: not counted (and still there for a later expect).
+    s.remote.send(notification("bad", json!({})));
+    let run = spawn_run(&s);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    s.remote.send(notification("good", json!({})));
+    let (outcome, elapsed) = run.await.unwrap();
+
+    assert_eq!(
+        statuses(&outcome),
+        [StepStatus::Passed, StepStatus::Passed, StepStatus::Passed]
+    );
+    assert_elapsed(elapsed, Duration::from_millis(1010));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests from the remote: the default, handlers, hold and reply
+
+#[tokio::test(start_paused = true)]
+async fn a_request_no_handler_takes_gets_method_not_found() {
+    let mut s = setup("steps:\n  - expect: { method: nobody/home }\n");
+    s.remote.send(request(json!(7), "nobody/home", json!({})));
+    let (outcome, _) = run(&s).await;
+
+    // The request still reaches the inbox.
+    assert!(outcome.passed(), "{outcome:?}");
+    let sent = s.remote.sent();
+    let answers = responses_to(&sent, &json!(7));
+    assert_eq!(answers.len(), 1, "{sent:?}");
+    assert_eq!(answers[0]["error"]["code"], -32601);
+    assert!(answers[0].get("result").is_none());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_with_times_answers_that_many_then_lets_requests_through() {
+    let mut s = setup(
+        r#"handlers:
+  - { method: fs/read, result: { echo: "${params.x}", text: "got ${params.x}" }, times: 1 }
+steps:
+  - expect: { method: fs/read, params: { x: 5 } }
+  - expect: { method: fs/read, params: { x: 6 } }
+"#,
+    );
+    s.remote.send(request(json!(1), "fs/read", json!({"x": 5})));
+    s.remote.send(request(json!(2), "fs/read", json!({"x": 6})));
+    let (outcome, _) = run(&s).await;
+    assert!(outcome.passed(), "{outcome:?}");
+
+    let sent = s.remote.sent();
+    let first = responses_to(&sent, &json!(1));
+    assert_eq!(first.len(), 1, "{sent:?}");
+    assert_eq!(first[0]["result"], json!({"echo": 5, "text": "got 5"}));
+    let second = responses_to(&sent, &json!(2));
+    assert_eq!(second.len(), 1, "{sent:?}");
+    assert_eq!(second[0]["error"]["code"], -32601);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_handler_with_a_delay_answers_after_it() {
+    let mut s =
+        setup("handlers:\n  - { method: slow, result: ok, delay: 300ms }\nsteps:\n  - wait: 1s\n");
+    let run = spawn_run(&s);
+    s.remote.send(request(json!("a"), "slow", json!({})));
+    tokio::time::sleep(Duration::from_millis(299)).await;
+    assert!(s.remote.sent().is_empty(), "answered before its delay");
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    let sent = s.remote.sent();
+    assert_eq!(responses_to(&sent, &json!("a"))[0]["result"], "ok");
+    run.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_held_request_is_answered_by_a_reply_step() {
+    let mut s = setup(
+        r#"handlers:
+  - { method: session/request_permission, hold: true }
+steps:
+  - expect: { method: session/request_permission, capture: { ask: $ } }
+  - wait: 1s
+  - reply: { to: ask, result: { outcome: "${params.options[0]}" } }
+"#,
+    );
+    s.remote.send(request(
+        json!("p-1"),
+        "session/request_permission",
+        json!({"options": ["allow", "deny"]}),
+    ));
+    let run = spawn_run(&s);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(s.remote.sent().is_empty(), "a held request is not answered");
+    let (outcome, _) = run.await.unwrap();
+
+    assert!(outcome.passed(), "{outcome:?}");
+    let sent = s.remote.sent();
+    let answers = responses_to(&sent, &json!("p-1"));
+    assert_eq!(answers.len(), 1, "{sent:?}");
+    assert_eq!(answers[0]["result"], json!({"outcome": "allow"}));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_to_a_request_already_answered_is_a_scenario_error() {
+    let mut s = setup(
+        r#"steps:
+  - expect: { method: x/y, capture: { req: $ } }
+  - reply: { to: req, result: {} }
+  - wait: 1s
+"#,
+    );
+    s.remote.send(request(json!(3), "x/y", json!({})));
+    let (outcome, _) = run(&s).await;
+
+    assert_eq!(
+        statuses(&outcome),
+        [StepStatus::Passed, StepStatus::Error, StepStatus::Skipped]
+    );
+    assert!(outcome.scenario_error());
+    assert!(!outcome.passed());
+    // Not the peer's fault: no rule broken, no finding.
+    assert!(outcome.broken_rules().is_empty());
+    assert!(outcome.findings.is_empty());
+    let failure = outcome.steps[1].failure.as_ref().unwrap();
+    assert_eq!(failure.rule, None);
+    assert!(
+        failure.summary.contains("was not held"),
+        "{}",
+        failure.summary
+    );
+    // The default's `-32601` is the only answer the remote got.
+    let sent = s.remote.sent();
+    let answers = responses_to(&sent, &json!(3));
+    assert_eq!(answers.len(), 1, "{sent:?}");
+    assert_eq!(answers[0]["error"]["code"], -32601);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_to_an_unknown_variable_is_a_scenario_error() {
+    let s = setup("steps:\n  - reply: { to: nothing, result: {} }\n");
+    let (outcome, _) = run(&s).await;
+    assert_eq!(statuses(&outcome), [StepStatus::Error]);
+    let summary = &outcome.steps[0].failure.as_ref().unwrap().summary;
+    assert!(summary.contains("no variable `nothing`"), "{summary}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cells, malformed input, close, failing runs
+
+#[tokio::test(start_paused = true)]
+async fn when_steps_of_another_cell_are_skipped() {
+    let s = setup(
+        r#"steps:
+  - when:
+      protocol: 1
+      steps:
+        - expect: { method: never }
+        - wait: 1s
+  - when:
+      protocol: 2
+      steps:
+        - wait: 10ms
+  - when:
+      spec: "1.0.0"
+      steps:
+        - wait: 1s
+"#,
+    );
+    let (outcome, elapsed) = run(&s).await;
+    let indices: Vec<&str> = outcome.steps.iter().map(|v| v.index.as_str()).collect();
+    assert_eq!(indices, ["1.1", "1.2", "2.1", "3.1"]);
+    assert_eq!(
+        statuses(&outcome),
+        [
+            StepStatus::Skipped,
+            StepStatus::Skipped,
+            StepStatus::Passed,
+            StepStatus::Skipped
+        ]
+    );
+    assert!(outcome.passed());
+    assert_elapsed(elapsed, Duration::from_millis(10));
+}
+
+#[tokio::test(start_paused = true)]
+async fn malformed_input_becomes_findings_and_the_run_goes_on() {
+    let mut s = setup("steps:\n  - expect: { method: after }\n");
+    s.remote.text("this is not json");
+    s.remote
+        .text(r#"{"jsonrpc": "1.0", "id": 9, "method": "x"}"#);
+    s.remote
+        .send(json!({"jsonrpc": "2.0", "id": 99, "result": {}}));
+    s.remote.send(notification("after", json!({})));
+
+    let (outcome, elapsed) = run(&s).await;
+
+    assert_eq!(statuses(&outcome), [StepStatus::Passed]);
+    assert_eq!(elapsed, Duration::ZERO);
+    let rules: Vec<String> = outcome.findings.iter().map(|f| f.rule.clone()).collect();
+    assert_eq!(
+        rules,
+        ["jsonrpc.json", "jsonrpc.envelope", "jsonrpc.response.id"]
+    );
+    assert!(outcome.findings.iter().all(|f| f.link == Some(1)));
+    assert!(!outcome.passed(), "findings fail the run");
+    assert_eq!(
+        outcome.broken_rules(),
+        ["jsonrpc.envelope", "jsonrpc.json", "jsonrpc.response.id"]
+    );
+
+    let sent = s.remote.sent();
+    // Not JSON: no id could be read, so the parse error answers `null`.
+    let parse = responses_to(&sent, &Value::Null);
+    assert_eq!(parse.len(), 1, "{sent:?}");
+    assert_eq!(parse[0]["error"]["code"], -32700);
+    // JSON with a readable id: the invalid-request error answers that id.
+    let invalid = responses_to(&sent, &json!(9));
+    assert_eq!(invalid.len(), 1, "{sent:?}");
+    assert_eq!(invalid[0]["error"]["code"], -32600);
+    // The stray response is not answered.
+    assert!(responses_to(&sent, &json!(99)).is_empty(), "{sent:?}");
+    assert_eq!(sent.len(), 2, "{sent:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn expect_close_passes_on_the_code_it_wants() {
+    let s = setup(
+        "steps:\n  - expect_close: { code: 4400, rule: instance.link.close_4400, timeout: 1s }\n",
+    );
+    let run = spawn_run(&s);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.remote.close(4400, "protocol 2 is not allowed");
+    let (outcome, elapsed) = run.await.unwrap();
+    assert!(outcome.passed(), "{outcome:?}");
+    assert_elapsed(elapsed, Duration::from_millis(100));
+}
+
+#[tokio::test(start_paused = true)]
+async fn expect_close_fails_on_another_code_naming_the_rule() {
+    let s = setup(
+        "steps:\n  - expect_close: { code: 4400, rule: instance.link.close_4400, timeout: 1s }\n",
+    );
+    let run = spawn_run(&s);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    s.remote.close(1000, "bye");
+    let (outcome, _) = run.await.unwrap();
+    assert_eq!(statuses(&outcome), [StepStatus::Failed]);
+    assert_eq!(outcome.broken_rules(), ["instance.link.close_4400"]);
+    let failure = outcome.steps[0].failure.as_ref().unwrap();
+    assert!(
+        failure.summary.contains("closed with 1000"),
+        "{}",
+        failure.summary
+    );
+    assert!(failure.summary.contains("not 4400"), "{}", failure.summary);
+    assert_eq!(
+        failure.awaited.as_deref(),
+        Some("the peer to close link 1 with code 4400, for 1s")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn expect_close_fails_at_its_deadline_when_the_link_stays_open() {
+    let s = setup(
+        "steps:\n  - expect_close: { code: 4400, rule: instance.link.close_4400, timeout: 800ms }\n",
+    );
+    let (outcome, elapsed) = run(&s).await;
+    assert_elapsed(elapsed, Duration::from_millis(800));
+    let failure = outcome.steps[0].failure.as_ref().unwrap();
+    assert_eq!(failure.summary, "link 1 stayed open");
+    assert_eq!(failure.rule.as_deref(), Some("instance.link.close_4400"));
+}
+
+#[tokio::test(start_paused = true)]
+#[ignore = "bug: runner.rs expect_close looks for the current (open) link first, so a close that \
+            arrives before the step starts is never seen: the step waits its whole timeout and \
+            fails with `no link from the peer`"]
+async fn expect_close_sees_a_close_that_came_before_the_step() {
+    let s = setup(
+        "steps:\n  - wait: 10ms\n  - expect_close: { code: 4400, rule: instance.link.close_4400, timeout: 1s }\n",
+    );
+    s.remote.close(4400, "protocol 2 is not allowed");
+    let (outcome, elapsed) = run(&s).await;
+    assert!(outcome.passed(), "{:?}", outcome.steps[1].failure);
+    assert_elapsed(elapsed, Duration::from_millis(10));
+}
+
+#[tokio::test(start_paused = true)]
+async fn after_the_first_failure_the_remaining_steps_are_skipped() {
+    let mut s = setup(
+        r#"steps:
+  - expect: { method: never, timeout: 100ms }
+  - wait: 1s
+  - notify: { method: not/sent }
+  - when:
+      protocol: 2
+      steps:
+        - wait: 1s
+  - any_order:
+      - expect: { method: a }
+"#,
+    );
+    let (outcome, elapsed) = run(&s).await;
+    assert_eq!(
+        statuses(&outcome),
+        [
+            StepStatus::Failed,
+            StepStatus::Skipped,
+            StepStatus::Skipped,
+            StepStatus::Skipped,
+            StepStatus::Skipped
+        ]
+    );
+    assert!(outcome.steps[1..].iter().all(|v| v.failure.is_none()));
+    assert_elapsed(elapsed, Duration::from_millis(100));
+    assert!(
+        s.remote.sent().is_empty(),
+        "a skipped notify sent something"
+    );
+}
