@@ -89,6 +89,17 @@ fn setup(body: &str) -> Setup {
         findings.clone(),
     )
     .expect("hub");
+    let remote = link(&hub);
+    Setup {
+        hub,
+        remote,
+        scenario,
+        findings,
+    }
+}
+
+/// Opens a new in-memory link to the hub (the newest becomes the current one).
+fn link(hub: &Arc<Hub>) -> Remote {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
     let (in_tx, in_rx) = mpsc::channel(64);
     hub.attach(Connection {
@@ -96,14 +107,9 @@ fn setup(body: &str) -> Setup {
         incoming: in_rx,
         peer: "test".into(),
     });
-    Setup {
-        hub,
-        remote: Remote {
-            to_hub: in_tx,
-            from_hub: out_rx,
-        },
-        scenario,
-        findings,
+    Remote {
+        to_hub: in_tx,
+        from_hub: out_rx,
     }
 }
 
@@ -540,6 +546,60 @@ steps:
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_reply_goes_to_the_link_its_request_came_on() {
+    let mut s = setup(
+        r#"handlers:
+  - { method: ask, hold: true }
+steps:
+  - expect: { method: ask, params: { link: 2 }, capture: { ask: $ } }
+  - reply: { to: ask, result: { answer: 2 } }
+"#,
+    );
+    // The first link asks; the second asks too. Distinct ids: no ambiguity.
+    s.remote.send(request(json!(1), "ask", json!({"link": 1})));
+    let mut second = link(&s.hub);
+    second.send(request(json!(2), "ask", json!({"link": 2})));
+    let (outcome, _) = run(&s).await;
+
+    assert!(outcome.passed(), "{outcome:?}");
+    assert!(s.remote.sent().is_empty(), "link 1's request stays held");
+    let sent = second.sent();
+    assert_eq!(
+        responses_to(&sent, &json!(2))[0]["result"],
+        json!({"answer": 2})
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reply_goes_to_the_right_link_when_ids_repeat_across_links() {
+    let mut s = setup(
+        r#"handlers:
+  - { method: ask, hold: true }
+steps:
+  - expect: { method: ask, params: { link: 2 }, capture: { ask: $ } }
+  - reply: { to: ask, result: { answer: 2 } }
+"#,
+    );
+    // The peer asks on link 1, then redials and asks again with the same id on link 2.
+    s.remote.send(request(json!(1), "ask", json!({"link": 1})));
+    s.remote.close(1001, "going away");
+    let mut second = link(&s.hub);
+    second.send(request(json!(1), "ask", json!({"link": 2})));
+    let (outcome, _) = run(&s).await;
+
+    assert!(outcome.passed(), "{outcome:?}");
+    let on_first = s.remote.sent();
+    assert!(
+        on_first.is_empty(),
+        "the reply went to link 1: {on_first:?}"
+    );
+    let sent = second.sent();
+    let answers = responses_to(&sent, &json!(1));
+    assert_eq!(answers.len(), 1, "link 2 got no answer: {sent:?}");
+    assert_eq!(answers[0]["result"], json!({"answer": 2}));
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_reply_to_a_request_already_answered_is_a_scenario_error() {
     let mut s = setup(
         r#"steps:
@@ -711,9 +771,6 @@ async fn expect_close_fails_at_its_deadline_when_the_link_stays_open() {
 }
 
 #[tokio::test(start_paused = true)]
-#[ignore = "bug: runner.rs expect_close looks for the current (open) link first, so a close that \
-            arrives before the step starts is never seen: the step waits its whole timeout and \
-            fails with `no link from the peer`"]
 async fn expect_close_sees_a_close_that_came_before_the_step() {
     let s = setup(
         "steps:\n  - wait: 10ms\n  - expect_close: { code: 4400, rule: instance.link.close_4400, timeout: 1s }\n",

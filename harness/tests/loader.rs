@@ -66,7 +66,6 @@ fn unknown_top_level_key_names_it_and_lists_the_expected_ones() {
 
 #[test]
 fn unknown_key_inside_a_step_names_the_step_index_and_the_key() {
-    // serde_path_to_error sees the `Spanned` wrapper of each step, hence `.value.`.
     let e = load_err(
         "steps:\n  - expect: { method: a }\n  - expect: { method: x, bogus: 1 }\n",
         None,
@@ -75,7 +74,7 @@ fn unknown_key_inside_a_step_names_the_step_index_and_the_key() {
         &e,
         Some(5),
         Some(26),
-        "steps[1].value.expect.bogus",
+        "steps[1].expect.bogus",
         "unknown field `bogus`",
     );
     assert!(
@@ -86,9 +85,6 @@ fn unknown_key_inside_a_step_names_the_step_index_and_the_key() {
 }
 
 #[test]
-#[ignore = "bug: key paths of parse errors inside steps carry the `Spanned` wrapper's `.value` \
-            (`steps[0].value.expect.bogus`), unlike the documented `steps[0].expect.bogus` and \
-            the checker's own paths"]
 fn unknown_key_inside_a_step_has_the_documented_key_path() {
     let e = load_err("steps:\n  - expect: { method: x, bogus: 1 }\n", None);
     assert_eq!(e.key_path.as_deref(), Some("steps[0].expect.bogus"));
@@ -104,7 +100,7 @@ fn unknown_key_in_a_block_mapping_points_at_the_key() {
         &e,
         Some(6),
         Some(7),
-        "steps[0].value.expect.bogus",
+        "steps[0].expect.bogus",
         "unknown field `bogus`",
     );
 }
@@ -112,13 +108,7 @@ fn unknown_key_in_a_block_mapping_points_at_the_key() {
 #[test]
 fn unknown_step_kind_points_at_its_line_and_lists_the_kinds() {
     let e = load_err("steps:\n  - wait: 1s\n  - expekt: {}\n", None);
-    assert_at(
-        &e,
-        Some(5),
-        Some(5),
-        "steps[1].value",
-        "unknown variant `expekt`",
-    );
+    assert_at(&e, Some(5), Some(5), "steps[1]", "unknown variant `expekt`");
     for kind in ["expect", "expect_none", "any_order", "reply", "when"] {
         assert!(
             e.message.contains(kind),
@@ -157,7 +147,7 @@ fn a_bad_step_timeout_names_the_step() {
         &e,
         Some(4),
         Some(35),
-        "steps[0].value.expect.timeout",
+        "steps[0].expect.timeout",
         "is not a duration like 500ms or 5s",
     );
 }
@@ -179,11 +169,11 @@ fn display_starts_with_file_line_column_and_key_path() {
 }
 
 #[test]
-fn display_without_a_line_still_names_file_and_key_path() {
+fn a_top_level_error_names_the_line_of_its_section() {
     let e = load_err("matrix: { protocol: [3] }\nsteps: []\n", None);
     assert_eq!(
         e.to_string(),
-        "t.yaml: at `matrix.protocol`: 3 is not a link protocol (1 or 2)"
+        "t.yaml:3:1: at `matrix.protocol`: 3 is not a link protocol (1 or 2)"
     );
 }
 
@@ -412,11 +402,11 @@ fn expect_reconnect_in_a_scenario_fake_device_runs() {
 fn instance_section_in_a_device_scenario() {
     let body = "instance: { initialize: manual }\nsteps: []\n";
     let e = load_err(body, Some(Side::Device));
-    // Top-level sections are not spanned: the loader gives no line here.
+    // A top-level section's error points at the section's line.
     assert_at(
         &e,
-        None,
-        None,
+        Some(3),
+        Some(1),
         "instance",
         "configures fake-instance, but fake-device runs this scenario",
     );
@@ -433,8 +423,8 @@ fn device_section_in_an_instance_scenario() {
     );
     assert_at(
         &e,
-        None,
-        None,
+        Some(3),
+        Some(1),
         "device",
         "configures fake-device, but fake-instance runs this scenario",
     );
@@ -445,8 +435,8 @@ fn matrix_protocol_outside_1_and_2() {
     let e = load_err("matrix: { protocol: [2, 3] }\nsteps: []\n", None);
     assert_at(
         &e,
-        None,
-        None,
+        Some(3),
+        Some(1),
         "matrix.protocol",
         "3 is not a link protocol (1 or 2)",
     );
@@ -457,8 +447,8 @@ fn matrix_spec_that_does_not_exist() {
     let e = load_err("matrix: { spec: [\"2.0.0\"] }\nsteps: []\n", None);
     assert_at(
         &e,
-        None,
-        None,
+        Some(3),
+        Some(1),
         "matrix.spec",
         "`2.0.0` is not a harness spec version",
     );
@@ -472,8 +462,8 @@ fn unknown_rule_in_rules() {
     );
     assert_at(
         &e,
-        None,
-        None,
+        Some(3),
+        Some(1),
         "rules[1]",
         "`device.hello.frist` is not a rule of the catalogue",
     );
@@ -515,8 +505,6 @@ fn unknown_rule_nested_in_any_order_and_when() {
 }
 
 #[test]
-#[ignore = "bug: load.rs check_rules::walk builds a step rule's key path as `{path}.rule` \
-            (`steps[0].rule`), leaving out the step kind: the key is `steps[0].expect.rule`"]
 fn unknown_rule_on_a_step_has_the_key_path_of_the_rule_key() {
     let e = load_err("steps:\n  - expect: { method: m, rule: nope.rule }\n", None);
     assert_eq!(e.key_path.as_deref(), Some("steps[0].expect.rule"));

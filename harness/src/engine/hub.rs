@@ -222,10 +222,13 @@ impl Hub {
         .await
     }
 
-    /// Where a held request (by id) came from, removing it from the held list.
-    pub fn take_held(&self, id: &Value) -> Option<u32> {
+    /// Where a held request came from, removing it from the held list. `link`: the link the
+    /// request is known to have come on, when known (ids repeat across links).
+    pub fn take_held(&self, id: &Value, link: Option<u32>) -> Option<u32> {
         let mut held = self.held.lock().ok()?;
-        let at = held.iter().position(|(_, held_id)| held_id == id)?;
+        let at = held.iter().rposition(|(held_link, held_id)| {
+            held_id == id && link.is_none_or(|l| l == *held_link)
+        })?;
         Some(held.remove(at).0)
     }
 

@@ -43,7 +43,9 @@ impl Inbox {
             + 1;
         if let Ok(mut entries) = self.entries.lock() {
             if entries.len() >= CAPACITY {
-                entries.remove(0);
+                // Consumed messages go first: they only serve "nearest message" in reports.
+                let oldest = entries.iter().position(|e| e.consumed).unwrap_or(0);
+                entries.remove(oldest);
             }
             entries.push(Entry {
                 seq,

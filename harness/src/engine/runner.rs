@@ -120,6 +120,9 @@ pub struct Runner {
     dialer: Option<Arc<dyn Dialer>>,
     verdicts: Vec<StepVerdict>,
     failed: bool,
+    /// The link each captured message came on, by variable: a `reply` answers on that link
+    /// (a redialled peer starts its ids again, so an id alone does not say which request).
+    origins: std::sync::Mutex<std::collections::HashMap<String, u32>>,
 }
 
 /// How a step ended, before it becomes a verdict.
@@ -150,6 +153,7 @@ impl Runner {
             dialer,
             verdicts: Vec::new(),
             failed: false,
+            origins: Default::default(),
         }
     }
 
@@ -261,7 +265,13 @@ impl Runner {
         message: &Value,
         outcome: &MatchOutcome,
         paths: &Captures,
+        link: Option<u32>,
     ) -> Result<(), String> {
+        if let (Some(link), Ok(mut origins)) = (link, self.origins.lock()) {
+            for name in outcome.captures.keys().chain(paths.keys()) {
+                origins.insert(name.clone(), link);
+            }
+        }
         let mut scope = Vars::default();
         scope.set("$", message.clone());
         if let Value::Object(fields) = message {
@@ -413,7 +423,7 @@ impl Runner {
                 nearest: Some(response),
             });
         }
-        match self.capture(&response, &outcome, &r.capture) {
+        match self.capture(&response, &outcome, &r.capture, None) {
             Ok(()) => Outcome::Passed,
             Err(e) => Outcome::failed(Failure {
                 rule: r.rule.clone(),
@@ -493,14 +503,16 @@ impl Runner {
             .wait_take(&pattern, 0, Instant::now() + timeout)
             .await
         {
-            Some((entry, outcome)) => match self.capture(&entry.message, &outcome, &e.capture) {
-                Ok(()) => Outcome::Passed,
-                Err(err) => Outcome::failed(Failure {
-                    rule: e.rule.clone(),
-                    summary: err,
-                    ..Failure::default()
-                }),
-            },
+            Some((entry, outcome)) => {
+                match self.capture(&entry.message, &outcome, &e.capture, Some(entry.link)) {
+                    Ok(()) => Outcome::Passed,
+                    Err(err) => Outcome::failed(Failure {
+                        rule: e.rule.clone(),
+                        summary: err,
+                        ..Failure::default()
+                    }),
+                }
+            }
             None => Outcome::failed(self.missing(&e.rule, &wanted, &pattern, &what, timeout)),
         }
     }
@@ -528,7 +540,9 @@ impl Runner {
         for (e, wanted, pattern) in &expects {
             match self.hub.inbox.wait_take(pattern, 0, deadline).await {
                 Some((entry, outcome)) => {
-                    if let Err(err) = self.capture(&entry.message, &outcome, &e.capture) {
+                    if let Err(err) =
+                        self.capture(&entry.message, &outcome, &e.capture, Some(entry.link))
+                    {
                         return Outcome::failed(Failure {
                             rule: e.rule.clone(),
                             summary: err,
@@ -561,7 +575,7 @@ impl Runner {
         };
         let outcome = pattern.matches(&that);
         if outcome.is_match() {
-            return match self.capture(&that, &outcome, &Captures::new()) {
+            return match self.capture(&that, &outcome, &Captures::new(), None) {
                 Ok(()) => Outcome::Passed,
                 Err(e) => Outcome::Error(e),
             };
@@ -624,7 +638,8 @@ impl Runner {
                 r.to
             ));
         };
-        let Some(link) = self.hub.take_held(&id) else {
+        let origin = self.origins.lock().ok().and_then(|o| o.get(&r.to).copied());
+        let Some(link) = self.hub.take_held(&id, origin) else {
             return Outcome::Error(format!(
                 "request {id} was not held: add a handler with `hold: true` for its method, or the default behaviour answers it first"
             ));
@@ -668,14 +683,20 @@ impl Runner {
     async fn expect_close(&self, e: &ExpectCloseStep) -> Outcome {
         let timeout = self.timeout(e.timeout);
         let deadline = Instant::now() + timeout;
-        let peer = match self.link(deadline).await {
-            Ok(peer) => peer,
-            Err(f) => {
-                return Outcome::failed(Failure {
-                    rule: e.rule.clone(),
-                    ..f
-                });
-            }
+        // The newest link, open or not: a peer may close it (say with 4400 right after a
+        // `dial`) before this step starts, and that close is what the step is about.
+        let newest = self.hub.links().last().map(|l| l.peer.clone());
+        let peer = match newest {
+            Some(peer) => peer,
+            None => match self.link(deadline).await {
+                Ok(peer) => peer,
+                Err(f) => {
+                    return Outcome::failed(Failure {
+                        rule: e.rule.clone(),
+                        ..f
+                    });
+                }
+            },
         };
         let wanted = match e.code {
             Some(code) => format!("the peer to close link {} with code {code}", peer.link()),

@@ -103,7 +103,7 @@ pub fn load_file(path: &Path, side: Option<Side>) -> Result<Scenario, LoadError>
 /// Parses and checks a scenario from text; `file` names it in errors.
 pub fn load_str(text: &str, file: &str, side: Option<Side>) -> Result<Scenario, LoadError> {
     let scenario = parse(text, file)?;
-    check(&scenario, file, side)?;
+    check(&scenario, file, side, text)?;
     Ok(scenario)
 }
 
@@ -114,7 +114,7 @@ fn parse(text: &str, file: &str) -> Result<Scenario, LoadError> {
     let key_path: RefCell<Option<String>> = RefCell::new(None);
     let parsed = serde_saphyr::with_deserializer_from_str_with_options(text, options, |de| {
         serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
+            let path = without_span_segments(&e.path().to_string());
             if path != "." && !path.is_empty() {
                 *key_path.borrow_mut() = Some(path);
             }
@@ -134,6 +134,16 @@ fn parse(text: &str, file: &str) -> Result<Scenario, LoadError> {
             snippet,
         }
     })
+}
+
+/// Steps and handlers are wrapped in serde-saphyr's `Spanned` (for their line numbers), which
+/// serde_path_to_error sees as a field `value`; the author never wrote it, so it leaves the path.
+fn without_span_segments(path: &str) -> String {
+    let mut out = path.replace("].value.", "].");
+    if let Some(stripped) = out.strip_suffix("].value") {
+        out = format!("{stripped}]");
+    }
+    out
 }
 
 /// serde-saphyr renders `error: line L column C: MESSAGE` and then a snippet; we keep the
@@ -288,14 +298,47 @@ impl Checker<'_> {
     }
 }
 
-fn check(scenario: &Scenario, file: &str, side: Option<Side>) -> Result<(), LoadError> {
-    let top = |key: &str, message: String| LoadError {
-        file: file.to_string(),
-        line: None,
-        column: None,
-        key_path: Some(key.to_string()),
-        message,
-        snippet: None,
+/// The line of a top-level key (`matrix:`), for errors about a whole section.
+fn top_key_line(text: &str, key: &str) -> Option<u32> {
+    let prefix = format!("{key}:");
+    let index = text.lines().position(|line| line.starts_with(&prefix))?;
+    u32::try_from(index + 1).ok()
+}
+
+/// The YAML key a step is written with.
+pub fn step_key(step: &Step) -> &'static str {
+    match step {
+        Step::Notify(_) => "notify",
+        Step::Request(_) => "request",
+        Step::Expect(_) => "expect",
+        Step::ExpectNone(_) => "expect_none",
+        Step::Check(_) => "check",
+        Step::AnyOrder(_) => "any_order",
+        Step::Reply(_) => "reply",
+        Step::Send(_) => "send",
+        Step::Wait(_) => "wait",
+        Step::Close(_) => "close",
+        Step::ExpectClose(_) => "expect_close",
+        Step::ExpectLink(_) => "expect_link",
+        Step::ExpectReconnect(_) => "expect_reconnect",
+        Step::ExpectNoReconnect(_) => "expect_no_reconnect",
+        Step::Dial(_) => "dial",
+        Step::When(_) => "when",
+    }
+}
+
+fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Result<(), LoadError> {
+    let top = |key: &str, message: String| {
+        let section = key.split(['.', '[']).next().unwrap_or(key);
+        let line = top_key_line(text, section);
+        LoadError {
+            file: file.to_string(),
+            line,
+            column: line.map(|_| 1),
+            key_path: Some(key.to_string()),
+            message,
+            snippet: None,
+        }
     };
     match side {
         Some(Side::Instance) if scenario.device.is_some() => {
@@ -351,12 +394,12 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>) -> Result<(), Load
         }
     }
     checker.steps(&scenario.steps, "steps", side)?;
-    check_rules(scenario, file)
+    check_rules(scenario, file, text)
 }
 
 /// Every rule a scenario names must be in the catalogue: a typo would make a check that
 /// cites nothing, and the self-test could not pair it with its misbehaviour.
-fn check_rules(scenario: &Scenario, file: &str) -> Result<(), LoadError> {
+fn check_rules(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadError> {
     let catalogue = crate::rules::catalogue();
     let unknown = |key_path: String, id: &str, line: Option<u32>, column: Option<u32>| LoadError {
         file: file.to_string(),
@@ -368,7 +411,8 @@ fn check_rules(scenario: &Scenario, file: &str) -> Result<(), LoadError> {
     };
     for (i, id) in scenario.rules.iter().enumerate() {
         if catalogue.get(id).is_none() {
-            return Err(unknown(format!("rules[{i}]"), id, None, None));
+            let line = top_key_line(text, "rules");
+            return Err(unknown(format!("rules[{i}]"), id, line, line.map(|_| 1)));
         }
     }
     fn walk(steps: &[Spanned<Step>], base: &str, found: &mut Vec<(String, String, u64, u64)>) {
@@ -396,7 +440,7 @@ fn check_rules(scenario: &Scenario, file: &str) -> Result<(), LoadError> {
             };
             if let Some(id) = rule {
                 found.push((
-                    format!("{path}.rule"),
+                    format!("{path}.{}.rule", step_key(&step.value)),
                     id.clone(),
                     step.referenced.line(),
                     step.referenced.column(),
