@@ -1,6 +1,7 @@
 //! What both doubles' command lines share: running a scenario, reports, journal, misbehaviours,
 //! and the process set-up (logs on stderr, the TLS provider).
 
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -54,8 +55,12 @@ pub fn init_process(default_level: &str) {
 pub fn list_scenarios(side: crate::scenario::Side) {
     for embedded in crate::scenario::catalogue::embedded(side) {
         match embedded.load() {
-            Ok(s) => println!("{:<28} {}", embedded.file, s.about),
-            Err(e) => println!("{:<28} (broken: {e})", embedded.file),
+            Ok(s) => {
+                let _ = writeln!(std::io::stdout(), "{:<28} {}", embedded.file, s.about);
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stdout(), "{:<28} (broken: {e})", embedded.file);
+            }
         }
     }
 }
@@ -103,7 +108,11 @@ pub fn finish(
         }
         return Exit::Passed;
     };
-    print!("{}", crate::report::human::render(double, outcome, recent));
+    let _ = write!(
+        std::io::stdout(),
+        "{}",
+        crate::report::human::render(double, outcome, recent)
+    );
     if let Err(e) = crate::report::write_all(reports, double, outcome, recent) {
         eprintln!("error: cannot write a report: {e}");
         return Exit::Internal;

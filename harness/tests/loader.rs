@@ -392,7 +392,7 @@ fn expect_reconnect_in_a_scenario_fake_device_runs() {
         &e,
         Some(4),
         Some(5),
-        "steps[0]",
+        "steps[0].expect_reconnect",
         "only fake-instance can see a peer link again",
     );
     load_ok(body, Some(Side::Instance));

@@ -1,5 +1,6 @@
 //! `harness`: suite-wide commands.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -59,10 +60,13 @@ fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
         for side in [Side::Instance, Side::Device] {
             for embedded in harness::scenario::catalogue::embedded(side) {
                 match embedded.load() {
-                    Ok(s) => println!("ok    {} ({})", embedded.label(), s.name),
+                    Ok(s) => {
+                        let _ =
+                            writeln!(std::io::stdout(), "ok    {} ({})", embedded.label(), s.name);
+                    }
                     Err(e) => {
                         bad += 1;
-                        println!("error {e}");
+                        let _ = writeln!(std::io::stdout(), "error {e}");
                     }
                 }
             }
@@ -70,10 +74,12 @@ fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
     }
     for file in files {
         match load_file(file, side) {
-            Ok(s) => println!("ok    {} ({})", file.display(), s.name),
+            Ok(s) => {
+                let _ = writeln!(std::io::stdout(), "ok    {} ({})", file.display(), s.name);
+            }
             Err(e) => {
                 bad += 1;
-                println!("error {e}");
+                let _ = writeln!(std::io::stdout(), "error {e}");
             }
         }
     }
@@ -96,14 +102,15 @@ fn main() -> ExitCode {
                     }
                 },
                 None => {
-                    print!("{schema}");
+                    let _ = write!(std::io::stdout(), "{schema}");
                     Exit::Passed.into()
                 }
             }
         }
         Command::Rules => {
             for rule in harness::rules::catalogue().iter() {
-                println!(
+                let _ = writeln!(
+                    std::io::stdout(),
                     "{:<34} {:<9} {}",
                     rule.id,
                     format!("{:?}", rule.binds).to_lowercase(),

@@ -4,6 +4,7 @@
 //! fail; this is where we prove ours can.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -315,10 +316,11 @@ pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Resul
             r.verdict
         );
     }
-    print!("{out}");
+    let _ = write!(std::io::stdout(), "{out}");
     for r in results.iter().filter(|r| !r.ok || verbose) {
         if let Some(report) = &r.report {
-            println!(
+            let _ = writeln!(
+                std::io::stdout(),
                 "\n--- {} {} [{}] {:?}\n{report}",
                 r.case.side.double(),
                 r.case.file,
@@ -328,13 +330,15 @@ pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Resul
         }
     }
     for rule in &unchecked {
-        println!(
+        let _ = writeln!(
+            std::io::stdout(),
             "UNCHECKED: the misbehaviour of {rule} is not caught by any scenario (no scenario lists the rule)"
         );
     }
     let passed = results.iter().filter(|r| r.ok).count();
     let failed = total - passed + unchecked.len();
-    println!(
+    let _ = writeln!(
+        std::io::stdout(),
         "\nselftest: {passed} passed, {failed} failed in {:.1}s",
         started.elapsed().as_secs_f64()
     );

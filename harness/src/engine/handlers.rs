@@ -8,7 +8,7 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use crate::jsonrpc::IncomingRequest;
-use crate::pattern::{Pattern, PatternError};
+use crate::pattern::{Pattern, Vars, substitute};
 use crate::scenario::Handler;
 
 /// What a handler does with a request it takes.
@@ -55,8 +55,9 @@ impl std::fmt::Debug for HandlerSet {
 }
 
 impl HandlerSet {
-    /// Compiles a scenario's handlers (the loader has checked them already).
-    pub fn compile(handlers: &[Spanned<Handler>]) -> Result<HandlerSet, PatternError> {
+    /// Compiles a scenario's handlers (the loader has checked them already); `${...}` in their
+    /// params patterns is substituted from `vars`, the variables known at the start.
+    pub fn compile(handlers: &[Spanned<Handler>], vars: &Vars) -> Result<HandlerSet, String> {
         let mut live = Vec::with_capacity(handlers.len());
         for spanned in handlers {
             let h = &spanned.value;
@@ -67,7 +68,17 @@ impl HandlerSet {
             };
             live.push(Live {
                 method: h.method.clone(),
-                params: h.params.as_ref().map(Pattern::compile).transpose()?,
+                params: match &h.params {
+                    Some(params) => {
+                        let params = substitute(params, vars)
+                            .map_err(|e| format!("line {}: {e}", spanned.referenced.line()))?;
+                        Some(
+                            Pattern::compile(&params)
+                                .map_err(|e| format!("line {}: {e}", spanned.referenced.line()))?,
+                        )
+                    }
+                    None => None,
+                },
                 answer,
                 delay: h.delay.map(|d| d.0),
                 remaining: h.times,
@@ -111,7 +122,7 @@ mod tests {
         let text = format!("name: t\nabout: a test\nhandlers:\n{lines}steps: []\n");
         let scenario = crate::scenario::load_str(&text, "t.yaml", None)
             .unwrap_or_else(|e| panic!("the test scenario does not load: {e}"));
-        HandlerSet::compile(&scenario.handlers).expect("handlers compile")
+        HandlerSet::compile(&scenario.handlers, &Vars::default()).expect("handlers compile")
     }
 
     fn request(method: &str, params: Value) -> IncomingRequest {

@@ -125,7 +125,7 @@ impl Hub {
                         substitute(value, &vars).map_err(|e| format!("vars.{name}: {e}"))?;
                     vars.set(name.clone(), value);
                 }
-                HandlerSet::compile(&s.handlers).map_err(|e| format!("handlers: {e}"))?
+                HandlerSet::compile(&s.handlers, &vars).map_err(|e| format!("handlers: {e}"))?
             }
             None => HandlerSet::default(),
         };

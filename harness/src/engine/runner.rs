@@ -439,24 +439,23 @@ impl Runner {
         params: &Option<Value>,
         message: &Option<Value>,
     ) -> Result<(Value, Pattern), String> {
-        let mut wanted = match message {
-            Some(Value::Object(m)) => m.clone(),
-            Some(other) => {
-                let mut m = Map::new();
-                m.insert("$whole".into(), other.clone());
-                m
+        // `method` and `params` are merged into `message` when it is a mapping; a `message` that
+        // is not one (`$any`) stands alone, and the loader refuses it beside `method`/`params`.
+        let wanted = match message {
+            Some(whole) if !whole.is_object() => whole.clone(),
+            _ => {
+                let mut wanted = match message {
+                    Some(Value::Object(m)) => m.clone(),
+                    _ => Map::new(),
+                };
+                if let Some(method) = method {
+                    wanted.insert("method".into(), json!(method));
+                }
+                if let Some(params) = params {
+                    wanted.insert("params".into(), params.clone());
+                }
+                Value::Object(wanted)
             }
-            None => Map::new(),
-        };
-        if let Some(method) = method {
-            wanted.insert("method".into(), json!(method));
-        }
-        if let Some(params) = params {
-            wanted.insert("params".into(), params.clone());
-        }
-        let wanted = match wanted.remove("$whole") {
-            Some(whole) => whole,
-            None => Value::Object(wanted),
         };
         let wanted = self.render(&wanted)?;
         let pattern = Pattern::compile(&wanted).map_err(|e| format!("bad pattern: {e}"))?;

@@ -82,7 +82,7 @@ impl fmt::Display for PatternErrorKind {
             ),
             Self::UnknownOperator(op) => write!(
                 f,
-                "unknown operator {op:?} (known: $regex, $contains, $exact, $one_of, \
+                "unknown operator {op:?} (known: $regex, $contains, $each, $exact, $one_of, \
                  $not, $capture, $match, $len; write \"$$key\" for a literal key)"
             ),
             Self::MixedKeys => f.write_str(

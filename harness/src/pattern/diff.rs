@@ -30,6 +30,14 @@ pub fn render_diff(pattern_source: &Value, actual: &Value, outcome: &MatchOutcom
     for m in &outcome.mismatches {
         let _ = writeln!(out, "  {m}");
     }
+    // Two plain values: the mismatch line says all there is; a diff would only repeat it.
+    if !pattern_source.is_object()
+        && !pattern_source.is_array()
+        && !actual.is_object()
+        && !actual.is_array()
+    {
+        return out;
+    }
     let bad: Vec<&str> = outcome.mismatches.iter().map(|m| m.path.as_str()).collect();
     let (expected, received) = focus(pattern_source, Some(actual), "", &bad);
     let expected_text = pretty(expected.as_ref());
@@ -219,8 +227,10 @@ mod tests {
         let diff_part = text.split("+ received").nth(1).unwrap_or_default();
         assert!(!diff_part.contains("\"z\""), "{text}");
 
+        // Two plain values: the mismatch line alone, no diff repeating it.
         let text = report(json!("x"), json!(5));
-        assert!(text.contains("-\"x\"\n+5\n"), "{text}");
+        assert!(text.contains("$: expected \"x\", got 5"), "{text}");
+        assert!(!text.contains("+ received"), "{text}");
     }
 
     #[test]

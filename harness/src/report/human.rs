@@ -75,6 +75,17 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
         "PASSED".to_string()
     } else if outcome.scenario_error() {
         "SCENARIO ERROR".to_string()
+    } else if outcome.broken_rules().is_empty() {
+        // A failed step that names no rule: its summary is the best account of what went wrong.
+        let first = outcome
+            .steps
+            .iter()
+            .find_map(|s| s.failure.as_ref())
+            .map(|f| f.summary.clone());
+        format!(
+            "FAILED: {}",
+            first.unwrap_or_else(|| "a step failed".into())
+        )
     } else {
         format!(
             "FAILED: the peer broke {}",

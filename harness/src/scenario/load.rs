@@ -199,6 +199,12 @@ impl Checker<'_> {
         for (i, step) in steps.iter().enumerate() {
             let path = format!("{base}[{i}]");
             match &step.value {
+                Step::Expect(e)
+                    if e.message.as_ref().is_some_and(|m| !m.is_object())
+                        && (e.method.is_some() || e.params.is_some()) =>
+                {
+                    return Err(self.error(step, format!("{path}.expect.message"), "must be a mapping when `method` or `params` is given (they are merged into it)".into()));
+                }
                 Step::Expect(e) => {
                     if e.method.is_none() && e.params.is_none() && e.message.is_none() {
                         return Err(self.error(
@@ -286,7 +292,7 @@ impl Checker<'_> {
                 {
                     return Err(self.error(
                         step,
-                        path,
+                        format!("{path}.{}", step_key(&step.value)),
                         "only fake-instance can see a peer link again; the instance never dials"
                             .into(),
                     ));

@@ -30,7 +30,9 @@ pub struct Scenario {
     /// The default deadline of every step that waits (default 5s).
     #[serde(default)]
     pub timeout: Option<Dur>,
-    /// Variables available as `${name}` from the start (beside `protocol`, `spec`, `url`, `tmp`).
+    /// Variables available as `${name}` from the start, beside the built-ins: `protocol`,
+    /// `spec`, `url`, `token`, `tmp`, and `link_url` (fake-instance) or `link_protocol`
+    /// (fake-device, after each dial).
     #[serde(default)]
     pub vars: BTreeMap<String, Value>,
     /// How fake-instance behaves by default in this scenario (only in scenarios it runs).
@@ -146,7 +148,8 @@ pub struct DeviceSettings {
 pub struct Handler {
     /// The request method it answers.
     pub method: String,
-    /// A pattern the params must match (partial; see the matching reference).
+    /// A pattern the params must match (partial; see the matching reference). `${...}` in it
+    /// sees the variables known when the run starts (built-ins and `vars:`), not later captures.
     #[serde(default)]
     pub params: Option<Value>,
     /// Answer with this result (`${...}` substituted; `${params.x}` is the request's params).
@@ -256,7 +259,8 @@ pub struct ExpectStep {
     /// A pattern its params must match.
     #[serde(default)]
     pub params: Option<Value>,
-    /// A pattern the whole message must match (for anything `method`/`params` cannot say).
+    /// A pattern the whole message must match (for anything `method`/`params` cannot say): a
+    /// mapping, merged with `method` and `params`.
     #[serde(default)]
     pub message: Option<Value>,
     /// Variables to take from the message (paths like `params.sessionId`; `$` for all of it).
