@@ -10,31 +10,10 @@ use harness::finding::Finding;
 use harness::jsonrpc::{IncomingRequest, LinkEvent, Peer};
 use harness::lembas::Spec;
 use harness::rules::Misbehaviours;
+use harness::rules::ids;
 use serde_json::{Value, json};
 
-use crate::monitor::{self, rules};
-
-/// Rules of the device this model can break on purpose.
-pub mod misbehaviour {
-    /// Sends no hello.
-    pub const HELLO_FIRST: &str = "device.hello.first";
-    /// Says the wrong protocol in hello.
-    pub const HELLO_PROTOCOL: &str = "device.hello.protocol";
-    /// Leaves `device` out of hello.
-    pub const HELLO_SHAPE: &str = "device.hello.shape";
-    /// Says the other harness spec in hello.
-    pub const HELLO_SPEC: &str = "device.hello.spec";
-    /// Leaves `agentInfo` out of the initialize result.
-    pub const INITIALIZE_RESULT: &str = "device.initialize.result";
-    /// Says another protocol in initialize than in hello.
-    pub const INITIALIZE_PROTOCOL: &str = "device.initialize.protocol";
-    /// Lists capabilities beyond its spec.
-    pub const INITIALIZE_CAPABILITIES: &str = "device.initialize.capabilities";
-    /// Never dials again after a drop.
-    pub const LINK_REDIAL: &str = "device.link.redial";
-    /// Dials again after a 4400 close.
-    pub const LINK_NO_REDIAL_4400: &str = "device.link.no_redial_4400";
-}
+use crate::monitor;
 
 /// What the device is and allows.
 #[derive(Debug, Clone)]
@@ -107,7 +86,7 @@ impl AgentModel {
             })
             .map(String::from)
             .collect();
-        if self.breaks(misbehaviour::INITIALIZE_CAPABILITIES) {
+        if self.breaks(ids::DEVICE_INITIALIZE_CAPABILITIES) {
             list.push(
                 if self.config.spec == Spec::V1_0_0 {
                     "rewind"
@@ -126,12 +105,12 @@ impl AgentModel {
 
     /// The hello this device sends on a link of `protocol`.
     pub fn hello(&self, protocol: u8) -> Value {
-        let protocol = if self.breaks(misbehaviour::HELLO_PROTOCOL) {
+        let protocol = if self.breaks(ids::DEVICE_HELLO_PROTOCOL) {
             3 - protocol
         } else {
             protocol
         };
-        let spec = if self.breaks(misbehaviour::HELLO_SPEC) {
+        let spec = if self.breaks(ids::DEVICE_HELLO_SPEC) {
             other_spec(self.config.spec)
         } else {
             self.config.spec
@@ -143,7 +122,7 @@ impl AgentModel {
             "device": { "host": "fake-device", "platform": std::env::consts::OS },
             "limits": self.limits(),
         });
-        if self.breaks(misbehaviour::HELLO_SHAPE) {
+        if self.breaks(ids::DEVICE_HELLO_SHAPE) {
             hello.as_object_mut().map(|o| o.remove("device"));
         }
         hello
@@ -152,8 +131,8 @@ impl AgentModel {
     /// The answer to initialize on a link whose hello said `protocol`.
     pub fn initialize_result(&self, protocol: u8) -> Value {
         let protocol = match (
-            self.breaks(misbehaviour::HELLO_PROTOCOL),
-            self.breaks(misbehaviour::INITIALIZE_PROTOCOL),
+            self.breaks(ids::DEVICE_HELLO_PROTOCOL),
+            self.breaks(ids::DEVICE_INITIALIZE_PROTOCOL),
         ) {
             (true, false) | (false, true) => 3 - protocol,
             _ => protocol,
@@ -176,7 +155,7 @@ impl AgentModel {
                 "capabilities": self.capabilities(),
             }}
         });
-        if self.breaks(misbehaviour::INITIALIZE_RESULT) {
+        if self.breaks(ids::DEVICE_INITIALIZE_RESULT) {
             result.as_object_mut().map(|o| o.remove("agentInfo"));
         }
         result
@@ -202,34 +181,20 @@ impl Behaviour for AgentModel {
                 },
             );
         }
-        if !self.breaks(misbehaviour::HELLO_FIRST) {
+        if !self.breaks(ids::DEVICE_HELLO_FIRST) {
             peer.notify("_lembas/hello", self.hello(protocol));
         }
         // An instance that never sends initialize leaves the device unusable: say so.
-        let (hub, watched, links, patience) = (
-            Arc::downgrade(hub),
-            peer.clone(),
-            self.links.clone(),
-            self.config.patience,
+        let (links, link, patience) = (self.links.clone(), peer.link(), self.config.patience);
+        let finding = Finding::new(
+            ids::INSTANCE_INITIALIZE_AFTER_HELLO,
+            format!("no initialize within {patience:?} of hello"),
         );
-        tokio::spawn(async move {
-            tokio::time::sleep(patience).await;
-            let initialized = links
+        hub.watchdog(peer, patience, finding, move || {
+            links
                 .lock()
-                .map(|l| l.get(&watched.link()).is_some_and(|s| s.initialized))
-                .unwrap_or(true);
-            if initialized || watched.is_closed() {
-                return;
-            }
-            if let Some(hub) = hub.upgrade() {
-                hub.findings().push(
-                    Finding::new(
-                        rules::INITIALIZE_AFTER_HELLO,
-                        format!("no initialize within {patience:?} of hello"),
-                    )
-                    .on_link(watched.link()),
-                );
-            }
+                .map(|l| l.get(&link).is_some_and(|s| s.initialized))
+                .unwrap_or(true)
         });
     }
 

@@ -10,11 +10,12 @@ use harness::engine::Hub;
 use harness::engine::runner::{DialRequest, DialResult, Dialer};
 use harness::jsonrpc::Peer;
 use harness::lembas::{CLOSE_PROTOCOL_MISMATCH, DISCOVERY_PATH, LINK_PATH};
+use harness::rules::ids;
 use harness::transport::FrameLimits;
 use harness::transport::ws_client::{ClientRequest, ConnectError, connect};
 use serde_json::Value;
 
-use crate::agent::{AgentModel, misbehaviour};
+use crate::agent::AgentModel;
 use crate::monitor;
 
 /// How the device picks the protocol it says.
@@ -169,11 +170,11 @@ impl DeviceDialer {
         }
         let mismatch = close.is_some_and(|info| info.code == CLOSE_PROTOCOL_MISMATCH);
         match mismatch {
-            true if !self.model.breaks(misbehaviour::LINK_NO_REDIAL_4400) => {
+            true if !self.model.breaks(ids::DEVICE_LINK_NO_REDIAL_4400) => {
                 Some(Stopped::ProtocolMismatch)
             }
             // A device that never redials just goes quiet, as a broken CLI would.
-            _ if self.model.breaks(misbehaviour::LINK_REDIAL) => Some(Stopped::GaveUp),
+            _ if self.model.breaks(ids::DEVICE_LINK_REDIAL) => Some(Stopped::GaveUp),
             _ => None,
         }
     }

@@ -19,10 +19,8 @@ use harness::engine::{Cell, Hub, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::Spec;
-use harness::pattern::Vars;
 use harness::rules::Misbehaviours;
 use harness::scenario::{Mode, Scenario};
-use serde_json::json;
 
 use crate::agent::{AgentConfig, AgentModel};
 use crate::dial::{DeviceDialer, ProtocolChoice, Stopped};
@@ -91,10 +89,7 @@ pub async fn run(
         .as_ref()
         .and_then(|s| s.device.clone())
         .unwrap_or_default();
-    let journal = Arc::new(match &options.journal {
-        Some(path) => Journal::to_file(path).map_err(StartError::Journal)?,
-        None => Journal::in_memory(),
-    });
+    let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
     let findings = Arc::new(Findings::default());
     let model = Arc::new(AgentModel::new(AgentConfig {
         spec,
@@ -106,12 +101,9 @@ pub async fn run(
     }));
     let tmp = tempfile::tempdir()
         .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
-    let mut vars = Vars::default();
-    vars.set("protocol", json!(options.cell.protocol));
-    vars.set("spec", json!(options.cell.spec));
-    vars.set("url", json!(options.instance));
-    vars.set("token", json!(options.token));
-    vars.set("tmp", json!(tmp.path().display().to_string()));
+    let vars = options
+        .cell
+        .builtin_vars(&options.instance, &options.token, tmp.path());
     let hub = Hub::for_scenario(
         model.clone(),
         scenario.as_ref(),

@@ -7,7 +7,7 @@ use fake_device::dial::{ProtocolChoice, Stopped};
 use harness::Exit;
 use harness::cli::CommonArgs;
 use harness::engine::Cell;
-use harness::rules::{Binds, Misbehaviours};
+use harness::rules::Binds;
 use harness::scenario::Side;
 
 const EXAMPLE: &str = "\
@@ -88,22 +88,13 @@ fn main() -> ExitCode {
             return Exit::Usage.into();
         }
     };
-    let misbehave = match Misbehaviours::parse(&cli.common.misbehave, Binds::Device) {
+    let misbehave = match harness::cli::misbehaviours(&cli.common.misbehave, Binds::Device) {
         Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: --misbehave {e}");
-            return Exit::Usage.into();
-        }
+        Err(exit) => return exit.into(),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match harness::cli::runtime(false) {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return Exit::Internal.into();
-        }
+        Err(exit) => return exit.into(),
     };
     // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which under
     // `auto` is what the instance's discovery allows.

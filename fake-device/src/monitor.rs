@@ -2,19 +2,8 @@
 
 use harness::finding::Finding;
 use harness::lembas::Discovery;
+use harness::rules::ids;
 use serde_json::Value;
-
-/// Rule ids this monitor reports.
-pub mod rules {
-    /// Discovery's shape.
-    pub const DISCOVERY_SHAPE: &str = "instance.discovery.shape";
-    /// initialize comes after hello.
-    pub const INITIALIZE_AFTER_HELLO: &str = "instance.initialize.after_hello";
-    /// initialize says the link's protocol.
-    pub const INITIALIZE_PROTOCOL: &str = "instance.initialize.protocol";
-    /// initialize's shape.
-    pub const INITIALIZE_SHAPE: &str = "instance.initialize.shape";
-}
 
 /// Reads discovery and checks it; the findings come with whatever could be read.
 pub fn check_discovery(value: &Value) -> (Option<Discovery>, Vec<Finding>) {
@@ -22,14 +11,15 @@ pub fn check_discovery(value: &Value) -> (Option<Discovery>, Vec<Finding>) {
         Err(why) => (
             None,
             vec![
-                Finding::new(rules::DISCOVERY_SHAPE, why).with_detail(format!("received: {value}")),
+                Finding::new(ids::INSTANCE_DISCOVERY_SHAPE, why)
+                    .with_detail(format!("received: {value}")),
             ],
         ),
         Ok(discovery) => {
             let mut found = Vec::new();
             if discovery.protocol != 1 {
                 found.push(Finding::new(
-                    rules::DISCOVERY_SHAPE,
+                    ids::INSTANCE_DISCOVERY_SHAPE,
                     format!("discovery says protocol {}; it stays 1 so clients comparing it still log in", discovery.protocol),
                 ));
             }
@@ -39,7 +29,7 @@ pub fn check_discovery(value: &Value) -> (Option<Discovery>, Vec<Finding>) {
                 .is_some_and(|l| !l.contains(&1))
             {
                 found.push(Finding::new(
-                    rules::DISCOVERY_SHAPE,
+                    ids::INSTANCE_DISCOVERY_SHAPE,
                     "discovery's `protocols` does not list 1",
                 ));
             }
@@ -58,7 +48,7 @@ pub fn check_initialize(params: &Value, protocol: u8) -> Vec<Finding> {
     {
         found.push(
             Finding::new(
-                rules::INITIALIZE_SHAPE,
+                ids::INSTANCE_INITIALIZE_SHAPE,
                 "initialize's params are not protocolVersion 1 with a clientCapabilities object",
             )
             .with_detail(format!("received: {params}")),
@@ -76,12 +66,12 @@ pub fn check_initialize(params: &Value, protocol: u8) -> Vec<Finding> {
     match said {
         Some(said) if said == u64::from(protocol) => {}
         None => found.push(Finding::new(
-            rules::INITIALIZE_PROTOCOL,
+            ids::INSTANCE_INITIALIZE_PROTOCOL,
             "initialize has no clientCapabilities._meta.lembas: the instance does not say it is LLeMbas",
         )),
         Some(said) => found.push(
             Finding::new(
-                rules::INITIALIZE_PROTOCOL,
+                ids::INSTANCE_INITIALIZE_PROTOCOL,
                 format!("initialize says protocol {said}, but the device's hello said {protocol}"),
             )
             .with_detail(format!(
@@ -111,16 +101,16 @@ mod tests {
         assert!(check_initialize(&one, 1).is_empty());
         assert_eq!(
             rules_of(&check_initialize(&two, 1)),
-            [rules::INITIALIZE_PROTOCOL]
+            [ids::INSTANCE_INITIALIZE_PROTOCOL]
         );
         assert_eq!(
             rules_of(&check_initialize(&one, 2)),
-            [rules::INITIALIZE_PROTOCOL]
+            [ids::INSTANCE_INITIALIZE_PROTOCOL]
         );
         let v2 = json!({"protocolVersion": 2, "clientCapabilities": {"_meta": {"lembas": true}}});
         assert_eq!(
             rules_of(&check_initialize(&v2, 1)),
-            [rules::INITIALIZE_SHAPE]
+            [ids::INSTANCE_INITIALIZE_SHAPE]
         );
     }
 
@@ -133,11 +123,11 @@ mod tests {
         );
         assert_eq!(
             rules_of(&check_discovery(&json!({"protocol": 2, "protocols": [1, 2]})).1),
-            [rules::DISCOVERY_SHAPE]
+            [ids::INSTANCE_DISCOVERY_SHAPE]
         );
         assert_eq!(
             rules_of(&check_discovery(&json!({"protocols": [1, 2]})).1),
-            [rules::DISCOVERY_SHAPE]
+            [ids::INSTANCE_DISCOVERY_SHAPE]
         );
     }
 }

@@ -11,22 +11,11 @@ use harness::finding::Finding;
 use harness::jsonrpc::{LinkEvent, Peer};
 use harness::lembas::{CLOSE_PROTOCOL_MISMATCH, Discovery, Spec};
 use harness::rules::Misbehaviours;
+use harness::rules::ids;
 use harness::scenario::{ClientKind, Mode};
 use serde_json::{Value, json};
 
-use crate::monitor::{self, rules};
-
-/// Rules of the instance this model can break on purpose.
-pub mod misbehaviour {
-    /// Says the wrong protocol in initialize.
-    pub const INITIALIZE_PROTOCOL: &str = "instance.initialize.protocol";
-    /// Never sends initialize.
-    pub const INITIALIZE_AFTER_HELLO: &str = "instance.initialize.after_hello";
-    /// Sends protocolVersion 2.
-    pub const INITIALIZE_SHAPE: &str = "instance.initialize.shape";
-    /// Keeps a link whose hello says a protocol it does not speak.
-    pub const CLOSE_4400: &str = "instance.link.close_4400";
-}
+use crate::monitor;
 
 /// How the client behaves.
 #[derive(Debug, Clone)]
@@ -82,7 +71,7 @@ impl ClientModel {
         let flip = self
             .config
             .misbehave
-            .breaks(misbehaviour::INITIALIZE_PROTOCOL);
+            .breaks(ids::INSTANCE_INITIALIZE_PROTOCOL);
         Some(match (protocol >= 2) != flip {
             true => json!({ "protocol": 2 }),
             false => json!(true),
@@ -91,7 +80,7 @@ impl ClientModel {
 
     /// The params of the initialize this client sends on a link of `protocol`.
     pub fn initialize_params(&self, protocol: u8) -> Value {
-        let version = if self.config.misbehave.breaks(misbehaviour::INITIALIZE_SHAPE) {
+        let version = if self.config.misbehave.breaks(ids::INSTANCE_INITIALIZE_SHAPE) {
             2
         } else {
             1
@@ -123,12 +112,13 @@ impl ClientModel {
         };
         if twice {
             hub.findings().push(
-                Finding::new(rules::HELLO_FIRST, "hello sent twice on one link")
+                Finding::new(ids::DEVICE_HELLO_FIRST, "hello sent twice on one link")
                     .on_link(peer.link()),
             );
             return;
         }
-        if said >= 2 && allowed < 2 && !self.config.misbehave.breaks(misbehaviour::CLOSE_4400) {
+        if said >= 2 && allowed < 2 && !self.config.misbehave.breaks(ids::INSTANCE_LINK_CLOSE_4400)
+        {
             peer.close(
                 CLOSE_PROTOCOL_MISMATCH,
                 "this instance speaks link protocol 1 only",
@@ -139,7 +129,7 @@ impl ClientModel {
             || self
                 .config
                 .misbehave
-                .breaks(misbehaviour::INITIALIZE_AFTER_HELLO)
+                .breaks(ids::INSTANCE_INITIALIZE_AFTER_HELLO)
         {
             return;
         }
@@ -156,33 +146,16 @@ impl ClientModel {
 impl Behaviour for ClientModel {
     fn on_open(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
         // A device that never says hello would leave the link silent forever: say so.
-        let (hub, watched, links, patience) = (
-            Arc::downgrade(hub),
-            peer.clone(),
-            self.links.clone(),
-            self.config.patience,
+        let (links, link, patience) = (self.links.clone(), peer.link(), self.config.patience);
+        let finding = Finding::new(
+            ids::DEVICE_HELLO_FIRST,
+            format!("no hello within {patience:?} of the link opening"),
         );
-        tokio::spawn(async move {
-            tokio::time::sleep(patience).await;
-            let said_hello = links
+        hub.watchdog(peer, patience, finding, move || {
+            links
                 .lock()
-                .map(|l| {
-                    l.get(&watched.link())
-                        .is_some_and(|s| s.hello_protocol.is_some())
-                })
-                .unwrap_or(true);
-            if said_hello || watched.is_closed() {
-                return;
-            }
-            if let Some(hub) = hub.upgrade() {
-                hub.findings().push(
-                    Finding::new(
-                        rules::HELLO_FIRST,
-                        format!("no hello within {patience:?} of the link opening"),
-                    )
-                    .on_link(watched.link()),
-                );
-            }
+                .map(|l| l.get(&link).is_some_and(|s| s.hello_protocol.is_some()))
+                .unwrap_or(true)
         });
     }
 
@@ -195,7 +168,7 @@ impl Behaviour for ClientModel {
             if first && method != "_lembas/hello" {
                 hub.findings().push(
                     Finding::new(
-                        rules::HELLO_FIRST,
+                        ids::DEVICE_HELLO_FIRST,
                         format!("the device's first message is `{method}`, not `_lembas/hello`"),
                     )
                     .on_link(peer.link()),

@@ -20,7 +20,6 @@ use harness::engine::{Cell, Hub, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::{Discovery, LINK_PATH, Spec};
-use harness::pattern::Vars;
 use harness::rules::Misbehaviours;
 use harness::scenario::{InstanceSettings, Scenario};
 use harness::transport::FrameLimits;
@@ -135,10 +134,7 @@ pub async fn run(
         .as_ref()
         .and_then(|s| s.instance.clone())
         .unwrap_or_default();
-    let journal = Arc::new(match &options.journal {
-        Some(path) => Journal::to_file(path).map_err(StartError::Journal)?,
-        None => Journal::in_memory(),
-    });
+    let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
     let findings = Arc::new(Findings::default());
     let listener = tokio::net::TcpListener::bind(options.listen)
         .await
@@ -163,16 +159,11 @@ pub async fn run(
     );
     let tmp = tempfile::tempdir()
         .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
-    let mut vars = Vars::default();
-    vars.set("protocol", json!(options.cell.protocol));
-    vars.set("spec", json!(options.cell.spec));
-    vars.set("url", json!(format!("http://{addr}")));
+    let token = options.tokens.first().cloned().unwrap_or_default();
+    let mut vars = options
+        .cell
+        .builtin_vars(&format!("http://{addr}"), &token, tmp.path());
     vars.set("link_url", json!(format!("ws://{addr}{LINK_PATH}")));
-    vars.set(
-        "token",
-        json!(options.tokens.first().cloned().unwrap_or_default()),
-    );
-    vars.set("tmp", json!(tmp.path().display().to_string()));
     let hub = Hub::for_scenario(
         Arc::new(model),
         scenario.as_ref(),

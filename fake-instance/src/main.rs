@@ -8,7 +8,7 @@ use clap::Parser;
 use harness::Exit;
 use harness::cli::CommonArgs;
 use harness::engine::Cell;
-use harness::rules::{Binds, Misbehaviours};
+use harness::rules::Binds;
 use harness::scenario::Side;
 
 const EXAMPLE: &str = "\
@@ -47,12 +47,9 @@ fn main() -> ExitCode {
         harness::cli::list_scenarios(Side::Instance);
         return Exit::Passed.into();
     }
-    let misbehave = match Misbehaviours::parse(&cli.common.misbehave, Binds::Instance) {
+    let misbehave = match harness::cli::misbehaviours(&cli.common.misbehave, Binds::Instance) {
         Ok(m) => m,
-        Err(e) => {
-            eprintln!("error: --misbehave {e}");
-            return Exit::Usage.into();
-        }
+        Err(exit) => return exit.into(),
     };
     let protocol = cli.protocol.unwrap_or_else(|| match &cli.protocols {
         Some(list) if !list.contains(&2) => 1,
@@ -85,15 +82,9 @@ fn main() -> ExitCode {
         },
         ..fake_instance::Options::default()
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match harness::cli::runtime(false) {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the runtime: {e}");
-            return Exit::Internal.into();
-        }
+        Err(exit) => return exit.into(),
     };
     let ready = |addr: SocketAddr| {
         let mut stdout = std::io::stdout();

@@ -4,25 +4,8 @@
 use harness::finding::Finding;
 use harness::lembas::Spec;
 use harness::pattern::Pattern;
+use harness::rules::ids;
 use serde_json::{Value, json};
-
-/// Rule ids this monitor reports.
-pub mod rules {
-    /// Hello comes first, once.
-    pub const HELLO_FIRST: &str = "device.hello.first";
-    /// Hello's protocol follows discovery.
-    pub const HELLO_PROTOCOL: &str = "device.hello.protocol";
-    /// Hello's shape.
-    pub const HELLO_SHAPE: &str = "device.hello.shape";
-    /// Hello's spec and version.
-    pub const HELLO_SPEC: &str = "device.hello.spec";
-    /// The initialize result's shape.
-    pub const INITIALIZE_RESULT: &str = "device.initialize.result";
-    /// The initialize result's protocol matches hello.
-    pub const INITIALIZE_PROTOCOL: &str = "device.initialize.protocol";
-    /// The capability list fits the spec.
-    pub const INITIALIZE_CAPABILITIES: &str = "device.initialize.capabilities";
-}
 
 /// Checks `value` against a shape pattern; a mismatch becomes one finding with every
 /// difference in its detail.
@@ -55,7 +38,7 @@ fn shape(rule: &str, what: &str, pattern: Value, value: &Value) -> Option<Findin
 pub fn check_hello(params: &Value, allowed_protocol: u8, spec: Spec) -> Vec<Finding> {
     let mut found = Vec::new();
     found.extend(shape(
-        rules::HELLO_SHAPE,
+        ids::DEVICE_HELLO_SHAPE,
         "`_lembas/hello`",
         json!({
             "protocol": "$integer",
@@ -70,7 +53,7 @@ pub fn check_hello(params: &Value, allowed_protocol: u8, spec: Spec) -> Vec<Find
         Some(said) if said == u64::from(allowed_protocol) => {}
         Some(said) => found.push(
             Finding::new(
-                rules::HELLO_PROTOCOL,
+                ids::DEVICE_HELLO_PROTOCOL,
                 format!(
                     "hello says protocol {said}, but the discovery served allows {allowed_protocol}"
                 ),
@@ -87,7 +70,7 @@ pub fn check_hello(params: &Value, allowed_protocol: u8, spec: Spec) -> Vec<Find
         || version_said.is_some_and(|v| v != spec.cli_version())
     {
         found.push(Finding::new(
-            rules::HELLO_SPEC,
+            ids::DEVICE_HELLO_SPEC,
             format!(
                 "hello says harness_spec {} and version {}, but a device of spec {} says {} and {}",
                 spec_said.unwrap_or("?"),
@@ -114,7 +97,7 @@ pub fn check_initialize(
         Err(error) => {
             return vec![
                 Finding::new(
-                    rules::INITIALIZE_RESULT,
+                    ids::DEVICE_INITIALIZE_RESULT,
                     "the device answered initialize with an error",
                 )
                 .with_detail(error.to_string()),
@@ -142,7 +125,7 @@ pub fn check_initialize(
         }});
     }
     found.extend(shape(
-        rules::INITIALIZE_RESULT,
+        ids::DEVICE_INITIALIZE_RESULT,
         "the initialize result",
         pattern,
         result,
@@ -156,7 +139,7 @@ pub fn check_initialize(
     ) && said != u64::from(hello)
     {
         found.push(Finding::new(
-            rules::INITIALIZE_PROTOCOL,
+            ids::DEVICE_INITIALIZE_PROTOCOL,
             format!("initialize says protocol {said}, but the device's hello said {hello}"),
         ));
     }
@@ -168,7 +151,7 @@ pub fn check_initialize(
         let beyond: Vec<&str> = names.iter().copied().filter(|c| !spec.defines(c)).collect();
         if !beyond.is_empty() {
             found.push(Finding::new(
-                rules::INITIALIZE_CAPABILITIES,
+                ids::DEVICE_INITIALIZE_CAPABILITIES,
                 format!(
                     "lists capabilities harness spec {spec} does not have: {}",
                     beyond.join(", ")
@@ -177,13 +160,13 @@ pub fn check_initialize(
         }
         if names.contains(&"shell") && !names.contains(&"terminal") {
             found.push(Finding::new(
-                rules::INITIALIZE_CAPABILITIES,
+                ids::DEVICE_INITIALIZE_CAPABILITIES,
                 "lists `shell` without `terminal`",
             ));
         }
         if names.len() != list.len() {
             found.push(Finding::new(
-                rules::INITIALIZE_CAPABILITIES,
+                ids::DEVICE_INITIALIZE_CAPABILITIES,
                 "the capability list holds something that is not a string",
             ));
         }
@@ -210,17 +193,17 @@ mod tests {
         assert!(check_hello(&hello(2), 2, Spec::V1_1_0).is_empty());
         assert_eq!(
             rules_of(&check_hello(&hello(2), 1, Spec::V1_1_0)),
-            [rules::HELLO_PROTOCOL]
+            [ids::DEVICE_HELLO_PROTOCOL]
         );
         assert_eq!(
             rules_of(&check_hello(&hello(1), 1, Spec::V1_0_0)),
-            [rules::HELLO_SPEC]
+            [ids::DEVICE_HELLO_SPEC]
         );
         let mut no_device = hello(1);
         no_device.as_object_mut().map(|o| o.remove("device"));
         assert_eq!(
             rules_of(&check_hello(&no_device, 1, Spec::V1_1_0)),
-            [rules::HELLO_SHAPE]
+            [ids::DEVICE_HELLO_SHAPE]
         );
     }
 
@@ -246,7 +229,7 @@ mod tests {
                 Spec::V1_0_0,
                 true
             )),
-            [rules::INITIALIZE_PROTOCOL]
+            [ids::DEVICE_INITIALIZE_PROTOCOL]
         );
         assert_eq!(
             rules_of(&check_initialize(
@@ -255,7 +238,7 @@ mod tests {
                 Spec::V1_0_0,
                 true
             )),
-            [rules::INITIALIZE_CAPABILITIES]
+            [ids::DEVICE_INITIALIZE_CAPABILITIES]
         );
         assert_eq!(
             rules_of(&check_initialize(
@@ -264,7 +247,7 @@ mod tests {
                 Spec::V1_0_0,
                 true
             )),
-            [rules::INITIALIZE_CAPABILITIES]
+            [ids::DEVICE_INITIALIZE_CAPABILITIES]
         );
         assert_eq!(
             rules_of(&check_initialize(
@@ -273,13 +256,13 @@ mod tests {
                 Spec::V1_0_0,
                 true
             )),
-            [rules::INITIALIZE_RESULT]
+            [ids::DEVICE_INITIALIZE_RESULT]
         );
         let mut no_info = result(2, &[]);
         no_info.as_object_mut().map(|o| o.remove("agentInfo"));
         assert_eq!(
             rules_of(&check_initialize(&Ok(no_info), Some(2), Spec::V1_0_0, true)),
-            [rules::INITIALIZE_RESULT]
+            [ids::DEVICE_INITIALIZE_RESULT]
         );
     }
 }

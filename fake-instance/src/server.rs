@@ -12,16 +12,9 @@ use axum::routing::get;
 use harness::engine::Hub;
 use harness::lembas::{DISCOVERY_PATH, Discovery, LINK_PATH};
 use harness::rules::Misbehaviours;
+use harness::rules::ids;
 use harness::transport::{FrameLimits, ws_server};
 use serde_json::json;
-
-/// Rules of the instance's HTTP side this server can break on purpose.
-pub mod misbehaviour {
-    /// Accepts any token.
-    pub const LINK_TOKEN: &str = "instance.link.token";
-    /// Serves discovery with `protocol` 2.
-    pub const DISCOVERY_SHAPE: &str = "instance.discovery.shape";
-}
 
 /// What the routes share.
 #[derive(Clone)]
@@ -52,7 +45,7 @@ async fn discovery(State(state): State<ServerState>) -> Response {
         .read()
         .map(|d| d.to_value())
         .unwrap_or_else(|_| json!({}));
-    if state.misbehave.breaks(misbehaviour::DISCOVERY_SHAPE) {
+    if state.misbehave.breaks(ids::INSTANCE_DISCOVERY_SHAPE) {
         body["protocol"] = json!(2);
     }
     axum::Json(body).into_response()
@@ -74,7 +67,7 @@ async fn link(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     let token_ok = bearer(&headers).is_some_and(|t| state.tokens.iter().any(|known| known == t));
-    if !token_ok && !state.misbehave.breaks(misbehaviour::LINK_TOKEN) {
+    if !token_ok && !state.misbehave.breaks(ids::INSTANCE_LINK_TOKEN) {
         // The token itself is never logged: only whether one came.
         tracing::info!(%remote, has_token = bearer(&headers).is_some(), "link refused: unknown device token");
         return (

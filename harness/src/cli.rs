@@ -149,3 +149,32 @@ pub async fn shutdown_signal() {
         let _ = interrupt.await;
     }
 }
+
+/// The runtime of a command; a failure to make one is printed and is [`Exit::Internal`].
+///
+/// [`Exit::Internal`]: crate::Exit::Internal
+pub fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, crate::Exit> {
+    // A double is one process talking to one peer: a current-thread runtime is the fastest
+    // there (see the notes on crates); the self-test runs many pairs and wants both cores.
+    let mut builder = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    builder.enable_all().build().map_err(|e| {
+        eprintln!("error: cannot start the runtime: {e}");
+        crate::Exit::Internal
+    })
+}
+
+/// The `--misbehave` rules of a double of `side`; an unknown one is printed and is
+/// [`Exit::Usage`](crate::Exit::Usage).
+pub fn misbehaviours(
+    ids: &[String],
+    side: crate::rules::Binds,
+) -> Result<crate::rules::Misbehaviours, crate::Exit> {
+    crate::rules::Misbehaviours::parse(ids, side).map_err(|e| {
+        eprintln!("error: --misbehave {e}");
+        crate::Exit::Usage
+    })
+}

@@ -68,6 +68,14 @@ impl Journal {
         })
     }
 
+    /// The journal a run asked for: written to `path` when given, else kept in memory only.
+    pub fn open(path: Option<&Path>) -> std::io::Result<Self> {
+        match path {
+            Some(path) => Self::to_file(path),
+            None => Ok(Self::in_memory()),
+        }
+    }
+
     /// Milliseconds since the run started.
     pub fn elapsed_ms(&self) -> f64 {
         self.start.elapsed().as_secs_f64() * 1000.0

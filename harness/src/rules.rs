@@ -98,6 +98,41 @@ impl Catalogue {
     }
 }
 
+/// Declares rule-id constants and the list of them all.
+macro_rules! rule_ids {
+    ($($name:ident = $id:literal,)*) => {
+        $(
+            #[doc = concat!("`", $id, "`")]
+            pub const $name: &str = $id;
+        )*
+        /// Every id declared here; a test checks each is in the catalogue.
+        pub const ALL: &[&str] = &[$($id),*];
+    };
+}
+
+/// The ids of the rules the doubles check and break, as constants: a typo is a compile error,
+/// and the catalogue test checks each is a rule. (The JSON-RPC layer keeps its own, in
+/// [`crate::jsonrpc::peer::rules`], being below the protocol.)
+pub mod ids {
+    rule_ids! {
+    DEVICE_HELLO_FIRST = "device.hello.first",
+    DEVICE_HELLO_PROTOCOL = "device.hello.protocol",
+    DEVICE_HELLO_SHAPE = "device.hello.shape",
+    DEVICE_HELLO_SPEC = "device.hello.spec",
+    DEVICE_INITIALIZE_RESULT = "device.initialize.result",
+    DEVICE_INITIALIZE_PROTOCOL = "device.initialize.protocol",
+    DEVICE_INITIALIZE_CAPABILITIES = "device.initialize.capabilities",
+    DEVICE_LINK_REDIAL = "device.link.redial",
+    DEVICE_LINK_NO_REDIAL_4400 = "device.link.no_redial_4400",
+    INSTANCE_DISCOVERY_SHAPE = "instance.discovery.shape",
+    INSTANCE_LINK_TOKEN = "instance.link.token",
+    INSTANCE_LINK_CLOSE_4400 = "instance.link.close_4400",
+    INSTANCE_INITIALIZE_AFTER_HELLO = "instance.initialize.after_hello",
+    INSTANCE_INITIALIZE_PROTOCOL = "instance.initialize.protocol",
+    INSTANCE_INITIALIZE_SHAPE = "instance.initialize.shape",
+    }
+}
+
 /// The rules a double was told to break (`--misbehave RULE`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Misbehaviours {
@@ -162,6 +197,22 @@ mod tests {
         assert!(c.get("device.hello.protocol").is_some());
         assert!(c.misbehaviours_of(Binds::Device).count() >= 2);
         assert!(c.misbehaviours_of(Binds::Instance).count() >= 2);
+    }
+
+    #[test]
+    fn every_id_constant_is_a_catalogue_rule() {
+        let c = Catalogue::parse(CATALOGUE_YAML).expect("catalogue parses");
+        for id in ids::ALL.iter().chain(
+            [
+                crate::jsonrpc::peer::rules::NOT_JSON,
+                crate::jsonrpc::peer::rules::ENVELOPE,
+                crate::jsonrpc::peer::rules::UNKNOWN_RESPONSE,
+                crate::jsonrpc::peer::rules::BINARY,
+            ]
+            .iter(),
+        ) {
+            assert!(c.get(id).is_some(), "{id} is not in conformance/rules.yaml");
+        }
     }
 
     #[test]

@@ -124,15 +124,9 @@ fn main() -> ExitCode {
             jobs,
             verbose,
         } => {
-            let runtime = match tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-            {
+            let runtime = match harness::cli::runtime(true) {
                 Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("error: cannot start the runtime: {e}");
-                    return Exit::Internal.into();
-                }
+                Err(exit) => return exit.into(),
             };
             match runtime.block_on(harness_cli::selftest::selftest(
                 filter.as_deref(),

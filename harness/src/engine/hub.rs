@@ -176,6 +176,25 @@ impl Hub {
         peer
     }
 
+    /// Reports `finding` on `peer`'s link when `done` still says no after `patience` and the link
+    /// is still open: a peer that never sends what it owes would otherwise leave the double
+    /// waiting in silence.
+    pub fn watchdog(
+        &self,
+        peer: &Arc<Peer>,
+        patience: std::time::Duration,
+        finding: crate::finding::Finding,
+        done: impl Fn() -> bool + Send + 'static,
+    ) {
+        let (findings, watched) = (self.findings.clone(), peer.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(patience).await;
+            if !done() && !watched.is_closed() {
+                findings.push(finding.on_link(watched.link()));
+            }
+        });
+    }
+
     /// Every link so far, oldest first.
     pub fn links(&self) -> Vec<LinkRecord> {
         self.links.lock().map(|l| l.clone()).unwrap_or_default()
