@@ -7,23 +7,23 @@ use std::time::Duration;
 
 use harness::engine::{Behaviour, Hub};
 use harness::finding::Finding;
-use harness::jsonrpc::{IncomingRequest, LinkEvent, Peer};
+use harness::jsonrpc::{IncomingRequest, LinkEvent, METHOD_NOT_FOUND, Peer, RpcError};
 use harness::lembas::Spec;
 use harness::rules::Misbehaviours;
 use harness::rules::ids;
 use serde_json::{Value, json};
 
+use crate::events::Client;
 use crate::monitor;
+use crate::sessions::Sessions;
 
 /// What the device is and allows.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     /// The spec it implements.
     pub spec: Spec,
-    /// `remote.roots`.
-    pub roots: Vec<String>,
     /// Advertise only these capabilities (a scenario's reduction); `None`: all of the spec's.
-    pub capabilities: Option<Vec<String>>,
+    pub only: Option<Vec<String>>,
     /// The device's name for the instance (the login's connection).
     pub connection: String,
     /// The rules to break.
@@ -36,21 +36,56 @@ pub struct AgentConfig {
 struct LinkState {
     protocol: u8,
     initialized: bool,
+    /// Whether the client said `_meta.lembas`, once initialize came.
+    lembas: bool,
+}
+
+impl AgentConfig {
+    /// The capabilities listed in initialize: the spec's, less the terminal ones (remote
+    /// terminals are off by default, and `shell` comes only with `terminal`), reduced by the
+    /// scenario.
+    pub fn capabilities(&self) -> Vec<String> {
+        let mut list: Vec<String> = self
+            .spec
+            .capabilities()
+            .into_iter()
+            .filter(|c| !matches!(*c, "terminal" | "shell"))
+            .filter(|c| {
+                self.only
+                    .as_ref()
+                    .is_none_or(|only| only.iter().any(|o| o == c))
+            })
+            .map(String::from)
+            .collect();
+        if self.misbehave.breaks(ids::DEVICE_INITIALIZE_CAPABILITIES) {
+            list.push(
+                if self.spec == Spec::V1_0_0 {
+                    "rewind"
+                } else {
+                    "shell"
+                }
+                .into(),
+            );
+        }
+        list
+    }
 }
 
 /// The agent model of fake-device.
 #[derive(Debug)]
 pub struct AgentModel {
     config: AgentConfig,
+    sessions: Arc<Sessions>,
     links: Arc<Mutex<HashMap<u32, LinkState>>>,
     next_protocol: Mutex<u8>,
 }
 
 impl AgentModel {
-    /// A device with this configuration.
-    pub fn new(config: AgentConfig) -> Self {
+    /// A device with this configuration, over its sessions.
+    pub fn new(config: AgentConfig, sessions: Arc<Sessions>) -> Self {
         Self {
             config,
+            sessions,
             links: Arc::new(Mutex::new(HashMap::new())),
             next_protocol: Mutex::new(1),
         }
@@ -68,39 +103,32 @@ impl AgentModel {
         self.config.misbehave.breaks(rule)
     }
 
-    /// The capabilities listed in initialize: the spec's, less the terminal ones (remote
-    /// terminals are off by default, and `shell` comes only with `terminal`), reduced by the
-    /// scenario.
+    /// The capabilities listed in initialize.
     pub fn capabilities(&self) -> Vec<String> {
-        let mut list: Vec<String> = self
-            .config
-            .spec
-            .capabilities()
-            .into_iter()
-            .filter(|c| !matches!(*c, "terminal" | "shell"))
-            .filter(|c| {
-                self.config
-                    .capabilities
-                    .as_ref()
-                    .is_none_or(|only| only.iter().any(|o| o == c))
-            })
-            .map(String::from)
-            .collect();
-        if self.breaks(ids::DEVICE_INITIALIZE_CAPABILITIES) {
-            list.push(
-                if self.config.spec == Spec::V1_0_0 {
-                    "rewind"
-                } else {
-                    "shell"
-                }
-                .into(),
-            );
+        self.config.capabilities()
+    }
+
+    /// The client on a link, as its initialize described it.
+    fn client(&self, peer: &Arc<Peer>) -> Client {
+        let state = self
+            .links
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&peer.link()).cloned())
+            .unwrap_or_default();
+        Client {
+            peer: peer.clone(),
+            lembas: state.lembas,
+            protocol: state.protocol.max(1),
         }
-        list
     }
 
     fn limits(&self) -> Value {
-        json!({ "roots": self.config.roots, "max_mode": "edit", "require_trust": true })
+        self.sessions
+            .limits
+            .read()
+            .map(|l| l.to_value())
+            .unwrap_or(Value::Null)
     }
 
     /// The hello this device sends on a link of `protocol`.
@@ -177,7 +205,7 @@ impl Behaviour for AgentModel {
                 peer.link(),
                 LinkState {
                     protocol,
-                    initialized: false,
+                    ..LinkState::default()
                 },
             );
         }
@@ -206,11 +234,21 @@ impl Behaviour for AgentModel {
                 let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
                 let state = links.entry(peer.link()).or_default();
                 state.initialized = true;
+                state.lembas = request
+                    .params
+                    .pointer("/clientCapabilities/_meta/lembas")
+                    .is_some();
                 state.protocol
             };
             for finding in monitor::check_initialize(&request.params, protocol) {
                 hub.findings().push(finding.on_link(peer.link()));
             }
+        }
+        if let LinkEvent::Notification { method, params, .. } = event
+            && method == "session/cancel"
+        {
+            let (sessions, params) = (self.sessions.clone(), params.clone());
+            tokio::spawn(async move { sessions.cancel(&params).await });
         }
     }
 
@@ -226,7 +264,33 @@ impl Behaviour for AgentModel {
                 peer.respond(&request.id, Ok(self.initialize_result(protocol)));
                 true
             }
-            _ => false,
+            method => {
+                let client = self.client(peer);
+                let (sessions, method, params, id) = (
+                    self.sessions.clone(),
+                    method.to_string(),
+                    request.params.clone(),
+                    request.id.clone(),
+                );
+                tokio::spawn(async move {
+                    match sessions.handle(&method, &params, &client).await {
+                        Some(answer) => {
+                            client.peer.respond(&id, answer.clone());
+                            sessions.after(&method, &answer, &client);
+                        }
+                        None => {
+                            client.peer.respond(
+                                &id,
+                                Err(RpcError::new(
+                                    METHOD_NOT_FOUND,
+                                    format!("method not found: {method}"),
+                                )),
+                            );
+                        }
+                    }
+                });
+                true
+            }
         }
     }
 }

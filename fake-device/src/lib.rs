@@ -8,7 +8,12 @@
 
 pub mod agent;
 pub mod dial;
+pub mod events;
+pub mod limits;
 pub mod monitor;
+pub mod sessions;
+pub mod store;
+pub mod turns;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -24,6 +29,9 @@ use harness::scenario::{Mode, Scenario};
 
 use crate::agent::{AgentConfig, AgentModel};
 use crate::dial::{DeviceDialer, ProtocolChoice, Stopped};
+use crate::limits::Limits;
+use crate::sessions::{Sessions, SessionsConfig};
+use crate::store::Store;
 
 /// The sentence a device says when the instance closed with 4400 (the CLI's own words).
 pub const PROTOCOL_MISMATCH_SENTENCE: &str =
@@ -50,6 +58,8 @@ pub struct Options {
     pub patience: Duration,
     /// Frame limits of each link.
     pub limits: harness::transport::FrameLimits,
+    /// Where the store lives (`--state-dir`); `None`: a temporary directory of the run's own.
+    pub state_dir: Option<PathBuf>,
 }
 
 /// How a run ended.
@@ -91,16 +101,42 @@ pub async fn run(
         .unwrap_or_default();
     let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
     let findings = Arc::new(Findings::default());
-    let model = Arc::new(AgentModel::new(AgentConfig {
+    let tmp = tempfile::tempdir()
+        .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
+    // The store lives in --state-dir, so a restart finds its sessions; else in this run's own
+    // temporary directory.
+    let state_dir = options
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| tmp.path().join("state"));
+    let store = Store::open(&state_dir).map_err(|e| {
+        StartError::Scenario(format!(
+            "cannot open the state directory {}: {e}",
+            state_dir.display()
+        ))
+    })?;
+    let agent = AgentConfig {
         spec,
-        roots: options.roots.clone(),
-        capabilities: settings.capabilities.clone(),
+        only: settings.capabilities.clone(),
         connection: "lembas".into(),
         misbehave: options.misbehave.clone(),
         patience: options.patience,
-    }));
-    let tmp = tempfile::tempdir()
-        .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
+    };
+    let sessions = Sessions::new(
+        store,
+        Limits::new(&options.roots),
+        SessionsConfig {
+            spec,
+            capabilities: agent.capabilities(),
+            misbehave: options.misbehave.clone(),
+            step_delay: settings
+                .step_delay
+                .map(|d| d.0)
+                .unwrap_or(Duration::from_millis(20)),
+            connection: agent.connection.clone(),
+        },
+    );
+    let model = Arc::new(AgentModel::new(agent, sessions));
     let vars = options
         .cell
         .builtin_vars(&options.instance, &options.token, tmp.path());

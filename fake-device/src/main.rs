@@ -137,6 +137,7 @@ fn main() -> ExitCode {
         limits: harness::transport::FrameLimits {
             max_message_bytes: cli.common.max_message_bytes,
         },
+        state_dir: cli.common.state_dir.clone(),
     };
     match runtime.block_on(fake_device::run(
         options,

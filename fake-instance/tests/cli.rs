@@ -78,6 +78,7 @@ fn device(
             misbehave,
             patience: Duration::from_secs(5),
             limits: harness::transport::FrameLimits::default(),
+            state_dir: None,
         };
         let _ = runtime.block_on(fake_device::run(options, None, async {
             let _ = stop_rx.await;

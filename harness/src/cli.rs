@@ -20,8 +20,8 @@ pub struct CommonArgs {
     /// The harness spec to behave as: 1.0.0 or 1.1.0.
     #[arg(long, value_name = "V", default_value = "1.1.0", value_parser = ["1.0.0", "1.1.0"])]
     pub spec: String,
-    /// Keep state here across runs (reserved for the session store and pending deletes, which
-    /// later protocol areas add; nothing is stored yet).
+    /// Keep state here across runs (fake-device: its sessions, turn logs and pending deletes;
+    /// default: a temporary directory of the run's own).
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
     /// The largest message accepted from the peer, in bytes; a larger one ends the link.

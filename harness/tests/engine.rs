@@ -444,21 +444,31 @@ async fn expect_none_fails_when_a_match_arrives_within_its_window() {
 
 #[tokio::test(start_paused = true)]
 async fn expect_none_passes_when_nothing_matching_arrives() {
-    let s = setup(
-        "steps:\n  - wait: 10ms\n  - expect_none: { method: bad, for: 1s }\n  - expect: { method: bad }\n",
-    );
-    // Before the window: not counted (and still there for a later expect).
+    let s =
+        setup("steps:\n  - expect: { method: bad }\n  - expect_none: { method: bad, for: 1s }\n");
+    // Consumed by the expect before the window: not counted.
     s.remote.send(notification("bad", json!({})));
     let run = spawn_run(&s);
     tokio::time::sleep(Duration::from_millis(500)).await;
     s.remote.send(notification("good", json!({})));
     let (outcome, elapsed) = run.await.unwrap();
 
-    assert_eq!(
-        statuses(&outcome),
-        [StepStatus::Passed, StepStatus::Passed, StepStatus::Passed]
+    assert_eq!(statuses(&outcome), [StepStatus::Passed, StepStatus::Passed]);
+    assert_elapsed(elapsed, Duration::from_millis(1000));
+}
+
+#[tokio::test(start_paused = true)]
+async fn expect_none_counts_what_came_before_and_no_step_consumed() {
+    let s = setup(
+        "steps:\n  - wait: 10ms\n  - expect_none: { method: bad, for: 1s, rule: device.hello.first }\n",
     );
-    assert_elapsed(elapsed, Duration::from_millis(1010));
+    // A repeated event that came during an earlier step is as unwanted as one in the window.
+    s.remote.send(notification("bad", json!({})));
+    let (outcome, elapsed) = spawn_run(&s).await.unwrap();
+
+    assert_eq!(statuses(&outcome), [StepStatus::Passed, StepStatus::Failed]);
+    assert_eq!(outcome.broken_rules(), ["device.hello.first"]);
+    assert_elapsed(elapsed, Duration::from_millis(10));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -118,18 +118,23 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
             let (stop_tx, stop_rx) = oneshot::channel::<()>();
             let cell = case.cell.clone();
+            // The device works in one remote root (trusted), as a CLI under test would be set up:
+            // instance scenarios read it from hello's limits.
+            let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
+            let root_path = root.path().display().to_string();
             let device = tokio::spawn(async move {
                 let Ok(addr) = addr_rx.await else { return };
                 let options = fake_device::Options {
                     instance: format!("http://{addr}"),
                     token: fake_instance::DEFAULT_TOKEN.into(),
-                    roots: Vec::new(),
+                    roots: vec![root_path],
                     protocol: ProtocolChoice::Auto,
                     cell,
                     journal: None,
                     misbehave,
                     patience: PATIENCE,
                     limits: harness::transport::FrameLimits::default(),
+                    state_dir: None,
                 };
                 let _ = fake_device::run(options, None, async {
                     let _ = stop_rx.await;
@@ -194,6 +199,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 misbehave: Misbehaviours::default(),
                 patience: PATIENCE,
                 limits: harness::transport::FrameLimits::default(),
+                state_dir: None,
             };
             let finished = fake_device::run(
                 options,

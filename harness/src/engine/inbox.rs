@@ -97,8 +97,8 @@ impl Inbox {
         }
     }
 
-    /// Watches for `duration`: the first message matching `pattern` that arrives after `after`,
-    /// if any (not consumed: expecting nothing takes nothing).
+    /// Watches for `duration`: the first message matching `pattern` that no step consumed and
+    /// that arrived after `after`, if any (not consumed: expecting nothing takes nothing).
     pub async fn watch(&self, pattern: &Pattern, after: u64, duration: Duration) -> Option<Entry> {
         let deadline = Instant::now() + duration;
         loop {
@@ -106,9 +106,9 @@ impl Inbox {
             tokio::pin!(arrived);
             arrived.as_mut().enable();
             if let Ok(entries) = self.entries.lock()
-                && let Some(hit) = entries
-                    .iter()
-                    .find(|e| e.seq > after && pattern.matches(&e.message).is_match())
+                && let Some(hit) = entries.iter().find(|e| {
+                    e.seq > after && !e.consumed && pattern.matches(&e.message).is_match()
+                })
             {
                 return Some(hit.clone());
             }

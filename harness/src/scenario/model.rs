@@ -132,6 +132,10 @@ pub struct DeviceSettings {
     /// Advertise only these capabilities (to test that an instance respects the list).
     #[serde(default)]
     pub capabilities: Option<Vec<String>>,
+    /// The pause between the pieces of the default (echo) agent's answer (default 20ms): a turn
+    /// runs at least three of these, which is when cancel and steer can reach it.
+    #[serde(default)]
+    pub step_delay: Option<Dur>,
     /// Redial backoff after a dropped link: first wait.
     #[serde(default)]
     pub redial_initial: Option<Dur>,

@@ -1,0 +1,150 @@
+//! The device's `remote:` limits: which folders a client may work in, whether they must be
+//! trusted, whether remote work is on at all, and the most permissive mode allowed.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+/// The modes, least to most permissive: `plan` reads, `manual` asks before each change, `edit`
+/// changes files.
+pub const MODES: [&str; 3] = ["plan", "manual", "edit"];
+
+/// The device's limits.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// `remote.roots`, absolute and with symlinks resolved.
+    pub roots: Vec<PathBuf>,
+    /// Folders trusted as projects (inside the roots).
+    pub trusted: Vec<PathBuf>,
+    /// Whether remote work is on.
+    pub remote: bool,
+    /// `remote.require_trust` (on by default).
+    pub require_trust: bool,
+    /// `remote.max_mode`.
+    pub max_mode: String,
+}
+
+fn resolve(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+impl Limits {
+    /// Limits over these roots, all trusted, remote work on, `edit` at most.
+    pub fn new(roots: &[String]) -> Self {
+        let roots: Vec<PathBuf> = roots.iter().map(|r| resolve(Path::new(r))).collect();
+        Self {
+            trusted: roots.clone(),
+            roots,
+            remote: true,
+            require_trust: true,
+            max_mode: "edit".into(),
+        }
+    }
+
+    /// The roots as hello and initialize say them: none when remote work is off.
+    pub fn said_roots(&self) -> Vec<String> {
+        if !self.remote {
+            return Vec::new();
+        }
+        self.roots.iter().map(|r| r.display().to_string()).collect()
+    }
+
+    /// `limits` in hello and initialize.
+    pub fn to_value(&self) -> Value {
+        json!({ "roots": self.said_roots(), "max_mode": self.max_mode, "require_trust": self.require_trust })
+    }
+
+    /// Whether a path (resolved) is inside a root.
+    pub fn inside_roots(&self, path: &Path) -> bool {
+        self.remote && self.roots.iter().any(|root| path.starts_with(root))
+    }
+
+    /// Checks a `cwd` as `session/new` must: absolute, an existing directory inside the roots,
+    /// trusted when trust is required. The error is the reason, for the -32602.
+    pub fn check_cwd(&self, cwd: &str) -> Result<PathBuf, String> {
+        if !self.remote {
+            return Err("remote work is off on this device".into());
+        }
+        if self.roots.is_empty() {
+            return Err("this device allows no folder yet (no remote roots)".into());
+        }
+        let path = Path::new(cwd);
+        if !path.is_absolute() {
+            return Err(format!("cwd `{cwd}` is not an absolute path"));
+        }
+        let resolved = std::fs::canonicalize(path)
+            .map_err(|_| format!("cwd `{cwd}` is not a directory here"))?;
+        if !resolved.is_dir() {
+            return Err(format!("cwd `{cwd}` is not a directory"));
+        }
+        if !self.inside_roots(&resolved) {
+            return Err(format!("cwd `{cwd}` is outside the device's remote roots"));
+        }
+        if self.require_trust && !self.trusted.iter().any(|t| resolved.starts_with(t)) {
+            return Err(format!("cwd `{cwd}` is not in a trusted project"));
+        }
+        Ok(resolved)
+    }
+
+    /// Lowers a mode to `max_mode`; `None` for a mode that does not exist.
+    pub fn lower_mode(&self, mode: &str) -> Option<String> {
+        let rank = MODES.iter().position(|m| *m == mode)?;
+        let max = MODES
+            .iter()
+            .position(|m| *m == self.max_mode)
+            .unwrap_or(MODES.len() - 1);
+        Some(MODES[rank.min(max)].to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cwd_must_be_absolute_inside_a_root_and_trusted() {
+        let root = tempfile::tempdir().expect("tmp");
+        let inside = root.path().join("project");
+        std::fs::create_dir(&inside).expect("dir");
+        let limits = Limits::new(&[root.path().display().to_string()]);
+        assert!(limits.check_cwd(&inside.display().to_string()).is_ok());
+        assert!(
+            limits
+                .check_cwd("relative/path")
+                .unwrap_err()
+                .contains("absolute")
+        );
+        assert!(limits.check_cwd("/").unwrap_err().contains("outside"));
+        let mut untrusted = limits.clone();
+        untrusted.trusted.clear();
+        assert!(
+            untrusted
+                .check_cwd(&inside.display().to_string())
+                .unwrap_err()
+                .contains("trusted")
+        );
+        let mut off = limits.clone();
+        off.remote = false;
+        assert!(
+            off.check_cwd(&inside.display().to_string())
+                .unwrap_err()
+                .contains("off")
+        );
+        assert!(off.said_roots().is_empty());
+        assert!(
+            Limits::new(&[])
+                .check_cwd("/tmp")
+                .unwrap_err()
+                .contains("no folder")
+        );
+    }
+
+    #[test]
+    fn modes_are_lowered_to_the_max() {
+        let mut limits = Limits::new(&[]);
+        limits.max_mode = "manual".into();
+        assert_eq!(limits.lower_mode("edit").as_deref(), Some("manual"));
+        assert_eq!(limits.lower_mode("plan").as_deref(), Some("plan"));
+        assert_eq!(limits.lower_mode("yolo"), None);
+    }
+}

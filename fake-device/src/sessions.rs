@@ -1,0 +1,505 @@
+//! The device's sessions: those of the store, opened in memory when named, and the session
+//! methods of the spec (`session/new`, `set_mode`, `_lembas/configure`, `_lembas/session/*`).
+//! Turns — prompts, their queue, cancel and steer — are in [`crate::turns`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use harness::jsonrpc::{INVALID_PARAMS, RpcError};
+use harness::lembas::Spec;
+use harness::rules::{Misbehaviours, ids};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::events::Client;
+use crate::limits::{Limits, MODES};
+use crate::store::{Store, StoredSession, TurnLog};
+use crate::turns::{Job, Running};
+
+/// The longest title a session keeps (spec, `_lembas/session/title`).
+pub const TITLE_MAX: usize = 200;
+
+/// A session method's answer.
+pub type Answer = Result<Value, RpcError>;
+
+/// `-32602` with a reason: the spec's answer to a request the device refuses.
+pub fn refuse(reason: impl Into<String>) -> RpcError {
+    RpcError::new(INVALID_PARAMS, reason)
+}
+
+/// How the sessions behave.
+#[derive(Debug, Clone)]
+pub struct SessionsConfig {
+    /// The spec the device implements.
+    pub spec: Spec,
+    /// The capabilities it listed in initialize.
+    pub capabilities: Vec<String>,
+    /// The rules to break.
+    pub misbehave: Misbehaviours,
+    /// The pause between the pieces of the default (echo) answer: a turn stays "running" that
+    /// long, so cancel and steer can reach it.
+    pub step_delay: Duration,
+    /// The device's name for the instance (`<connection>/<model>` refs).
+    pub connection: String,
+}
+
+/// A session's state in memory.
+#[derive(Debug)]
+pub struct State {
+    /// What the store keeps.
+    pub stored: StoredSession,
+    /// The turn log.
+    pub turns: TurnLog,
+    /// The turn running now.
+    pub running: Option<Running>,
+    /// The turns waiting, in order.
+    pub queued: Vec<String>,
+    /// Who waits for each turn's answer.
+    pub waiters: HashMap<String, Vec<oneshot::Sender<Value>>>,
+    /// The client the session reports to (the last that named it).
+    pub client: Option<Client>,
+}
+
+/// A session open in memory, with its turn worker.
+#[derive(Debug)]
+pub struct Live {
+    /// Its state.
+    pub state: tokio::sync::Mutex<State>,
+    /// Its turn queue.
+    pub jobs: mpsc::UnboundedSender<Job>,
+}
+
+/// Every session of the device.
+#[derive(Debug)]
+pub struct Sessions {
+    /// The store.
+    pub store: Store,
+    /// The limits, as they are now.
+    pub limits: RwLock<Limits>,
+    /// How they behave.
+    pub config: SessionsConfig,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+}
+
+fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
+    params
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| refuse(format!("`{key}` must be a string")))
+}
+
+/// A fresh id with a prefix (`ses_`, `turn_`).
+pub fn fresh_id(prefix: &str) -> String {
+    let n: u64 = rand::random();
+    format!("{prefix}{n:016x}")
+}
+
+impl Sessions {
+    /// Sessions over a store.
+    pub fn new(store: Store, limits: Limits, config: SessionsConfig) -> Arc<Sessions> {
+        Arc::new(Sessions {
+            store,
+            limits: RwLock::new(limits),
+            config,
+            live: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Whether the device listed this capability.
+    pub fn has(&self, capability: &str) -> bool {
+        self.config.capabilities.iter().any(|c| c == capability)
+    }
+
+    pub(crate) fn breaks(&self, rule: &str) -> bool {
+        self.config.misbehave.breaks(rule)
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits
+            .read()
+            .map(|l| l.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Answers a session method; `None` when `method` is none of them (or its capability was not
+    /// listed), so the caller answers method-not-found.
+    pub async fn handle(
+        self: &Arc<Self>,
+        method: &str,
+        params: &Value,
+        client: &Client,
+    ) -> Option<Answer> {
+        let answer = match method {
+            "session/new" => self.new_session(params, client).await,
+            "session/prompt" => self.prompt(params, client).await,
+            "session/set_mode" => self.set_mode(params, client).await,
+            "_lembas/configure" if self.has("configure") => self.configure(params, client).await,
+            "_lembas/steer" if self.has("steer") => self.steer(params).await,
+            "_lembas/session/status" if self.has("status") => self.status(params).await,
+            "_lembas/session/history" if self.has("sessions") => self.history(params).await,
+            "_lembas/session/delete" if self.has("delete") => self.delete(params).await,
+            "_lembas/session/rewind" if self.has("rewind") => self.rewind(params).await,
+            "_lembas/session/compact" if self.has("compact") => self.compact(params, client).await,
+            "_lembas/session/title" if self.has("title") => self.title(params, client).await,
+            _ => return None,
+        };
+        Some(answer)
+    }
+
+    /// What follows an answer on the wire: after `session/new`, the command list (capability
+    /// `commands`) and the plan, when the session has one.
+    pub fn after(&self, method: &str, answer: &Answer, client: &Client) {
+        if method != "session/new" {
+            return;
+        }
+        let Some(id) = answer
+            .as_ref()
+            .ok()
+            .and_then(|a| a.get("sessionId"))
+            .and_then(Value::as_str)
+        else {
+            return;
+        };
+        if self.has("commands") {
+            client.update(id, json!({ "sessionUpdate": "available_commands_update", "availableCommands": builtin_commands() }));
+        }
+    }
+
+    /// The live session `id`, opened from the store when it is not in memory.
+    pub async fn open(self: &Arc<Self>, id: &str) -> Option<Arc<Live>> {
+        if let Some(live) = self.live.lock().ok().and_then(|l| l.get(id).cloned()) {
+            return Some(live);
+        }
+        let stored = self.store.load_session(id).ok().flatten()?;
+        let turns = self.store.load_turns(id).unwrap_or_default();
+        Some(self.spawn_live(stored, turns))
+    }
+
+    fn spawn_live(self: &Arc<Self>, stored: StoredSession, turns: TurnLog) -> Arc<Live> {
+        let (jobs, queue) = mpsc::unbounded_channel();
+        let id = stored.id.clone();
+        let live = Arc::new(Live {
+            state: tokio::sync::Mutex::new(State {
+                stored,
+                turns,
+                running: None,
+                queued: Vec::new(),
+                waiters: HashMap::new(),
+                client: None,
+            }),
+            jobs,
+        });
+        if let Ok(mut map) = self.live.lock() {
+            map.insert(id, live.clone());
+        }
+        tokio::spawn(crate::turns::worker(
+            Arc::downgrade(self),
+            Arc::downgrade(&live),
+            queue,
+        ));
+        live
+    }
+
+    /// Saves a session and its turn log; a store that cannot be written is logged, not fatal.
+    pub fn save(&self, state: &State) {
+        if let Err(e) = self
+            .store
+            .save_session(&state.stored)
+            .and_then(|_| self.store.save_turns(&state.stored.id, &state.turns))
+        {
+            tracing::error!("cannot save session {}: {e}", state.stored.id);
+        }
+    }
+
+    /// Reads the client's `Context` fields from `_meta.lembas`, each only when its capability
+    /// is listed, into the session (newer replaces older).
+    pub fn read_context(&self, meta: Option<&Value>, state: &mut State) {
+        let Some(lembas) = meta
+            .and_then(|m| m.get("lembas"))
+            .and_then(Value::as_object)
+        else {
+            return;
+        };
+        let mut context = state
+            .stored
+            .context
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        for (field, capability) in [
+            ("system_prompt", "context"),
+            ("personalization", "context"),
+            ("library", "library"),
+            ("prototypes", "prototypes"),
+        ] {
+            if let Some(value) = lembas.get(field)
+                && self.has(capability)
+            {
+                context.insert(field.into(), value.clone());
+            }
+        }
+        state.stored.context = Value::Object(context);
+    }
+
+    async fn new_session(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
+        let cwd = param_str(params, "cwd")?;
+        let limits = self.limits();
+        let cwd = match limits.check_cwd(cwd) {
+            Ok(path) => path,
+            Err(_) if self.breaks(ids::DEVICE_SESSION_NEW_ROOTS) => cwd.into(),
+            Err(reason) => return Err(refuse(reason)),
+        };
+        let meta = params.get("_meta");
+        let asked = meta
+            .and_then(|m| m.get("mode"))
+            .and_then(Value::as_str)
+            .unwrap_or("edit");
+        let mode = limits
+            .lower_mode(asked)
+            .ok_or_else(|| refuse(format!("no mode `{asked}`")))?;
+        let model = meta
+            .and_then(|m| m.get("lembas_model"))
+            .and_then(Value::as_str)
+            .map(|name| format!("{}/{name}", self.config.connection))
+            .or_else(|| {
+                meta.and_then(|m| m.get("model"))
+                    .and_then(Value::as_str)
+                    .map(String::from)
+            });
+        let effort = meta
+            .and_then(|m| m.get("effort"))
+            .and_then(Value::as_str)
+            .unwrap_or("off")
+            .to_string();
+        let stored = StoredSession {
+            id: fresh_id("ses_"),
+            cwd,
+            title: String::new(),
+            mode: mode.clone(),
+            model: model.clone(),
+            effort: effort.clone(),
+            context: Value::Null,
+            plan: None,
+            messages: Vec::new(),
+            given: true,
+        };
+        let live = self.spawn_live(stored, TurnLog::default());
+        let mut state = live.state.lock().await;
+        self.read_context(meta, &mut state);
+        state.client = Some(client.clone());
+        self.save(&state);
+        let mut modes = json!({
+            "currentModeId": mode,
+            "availableModes": MODES.iter().map(|m| json!({ "id": m, "name": m })).collect::<Vec<_>>(),
+        });
+        if self.breaks(ids::DEVICE_SESSION_NEW_RESULT) {
+            modes = Value::Null;
+        }
+        let mut result = json!({
+            "sessionId": state.stored.id,
+            "_meta": { "lembas": { "model": model, "mode": mode, "effort": effort } },
+        });
+        if !modes.is_null() {
+            result["modes"] = modes;
+        }
+        Ok(result)
+    }
+
+    async fn session(self: &Arc<Self>, params: &Value) -> Result<Arc<Live>, RpcError> {
+        let id = param_str(params, "sessionId")?;
+        self.open(id)
+            .await
+            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))
+    }
+
+    async fn set_mode(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
+        let live = self.session(params).await?;
+        let asked = param_str(params, "modeId")?;
+        let mode = self
+            .limits()
+            .lower_mode(asked)
+            .ok_or_else(|| refuse(format!("no mode `{asked}`")))?;
+        let mut state = live.state.lock().await;
+        state.stored.mode = mode.clone();
+        state.client = Some(client.clone());
+        self.save(&state);
+        let id = state.stored.id.clone();
+        client.update(
+            &id,
+            json!({ "sessionUpdate": "current_mode_update", "currentModeId": mode }),
+        );
+        client.event(&id, json!({ "type": "mode", "mode": mode }));
+        Ok(json!({}))
+    }
+
+    async fn configure(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
+        let live = self.session(params).await?;
+        let mut state = live.state.lock().await;
+        if state.running.is_some() {
+            return Err(refuse(
+                "the session is working: configure it between prompts",
+            ));
+        }
+        let before = (state.stored.model.clone(), state.stored.effort.clone());
+        if let Some(name) = params.get("model").and_then(Value::as_str) {
+            state.stored.model = Some(format!("{}/{name}", self.config.connection));
+        }
+        if let Some(effort) = params.get("effort").and_then(Value::as_str) {
+            state.stored.effort = effort.to_string();
+        }
+        self.save(&state);
+        let (model, effort) = (state.stored.model.clone(), state.stored.effort.clone());
+        if (model.clone(), effort.clone()) != before && self.has("model") {
+            client.event(
+                &state.stored.id,
+                json!({ "type": "model", "ref": model, "effort": effort, "connection": self.config.connection, "instance": true }),
+            );
+        }
+        Ok(json!({ "model": model, "effort": effort }))
+    }
+
+    async fn status(self: &Arc<Self>, params: &Value) -> Answer {
+        let id = param_str(params, "sessionId")?;
+        let in_memory = self.live.lock().ok().and_then(|l| l.get(id).cloned());
+        let live = match in_memory {
+            Some(live) => Some((live, "here")),
+            None => self.open(id).await.map(|live| (live, "none")),
+        };
+        let Some((live, held)) = live else {
+            return Ok(
+                json!({ "sessionId": id, "exists": false, "held": "none", "busy": false, "title": "", "queued": [] }),
+            );
+        };
+        let state = live.state.lock().await;
+        let mut result = json!({
+            "sessionId": id,
+            "exists": true,
+            "held": held,
+            "busy": state.running.is_some(),
+            "title": state.stored.title,
+            "queued": [],
+        });
+        if self.has("turns") {
+            result["queued"] = json!(state.queued);
+            if let Some(running) = &state.running {
+                result["turnId"] = json!(running.turn_id);
+            }
+            if let Some(last) = state.turns.last_done()
+                && !self.breaks(ids::DEVICE_STATUS_TURNS)
+            {
+                result["lastTurnId"] = json!(last.turn_id);
+            }
+        }
+        if self.has("plan_state") {
+            result["plan"] = state.stored.plan.clone().unwrap_or(Value::Null);
+        }
+        Ok(result)
+    }
+
+    async fn history(self: &Arc<Self>, params: &Value) -> Answer {
+        let live = self.session(params).await?;
+        let state = live.state.lock().await;
+        let turns: Vec<Value> = state
+            .stored
+            .messages
+            .iter()
+            .filter(|m| !m.reverted)
+            .map(|m| match m.role.as_str() {
+                "user" => json!({ "role": "user", "text": m.text, "turnId": m.turn_id }),
+                _ => json!({ "role": "assistant", "text": m.text, "reasoning": m.reasoning, "tools": [] }),
+            })
+            .collect();
+        Ok(json!({
+            "sessionId": state.stored.id,
+            "title": state.stored.title,
+            "root": state.stored.cwd.display().to_string(),
+            "turns": turns,
+        }))
+    }
+
+    async fn delete(self: &Arc<Self>, params: &Value) -> Answer {
+        let id = param_str(params, "sessionId")?;
+        let Some(live) = self.open(id).await else {
+            let deleted = self.breaks(ids::DEVICE_DELETE_RESULT);
+            return Ok(json!({ "deleted": deleted }));
+        };
+        {
+            let mut state = live.state.lock().await;
+            // Which sessions a client may delete: one it was given, else one under the roots
+            // of a device whose remote work is on. Trust is not asked: deleting runs nothing.
+            let limits = self.limits();
+            if !state.stored.given && !limits.inside_roots(&state.stored.cwd) {
+                return Err(refuse(
+                    "this session was never the client's and is outside the device's roots",
+                ));
+            }
+            if let Some(running) = &state.running {
+                running.cancel();
+            }
+            state.waiters.clear();
+        }
+        if let Ok(mut map) = self.live.lock() {
+            map.remove(id);
+        }
+        let removed = self
+            .store
+            .delete_session(id)
+            .map_err(|e| RpcError::new(harness::jsonrpc::INTERNAL_ERROR, e.to_string()))?;
+        Ok(json!({ "deleted": removed }))
+    }
+
+    async fn title(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
+        let live = self.session(params).await?;
+        let asked = param_str(params, "title")?;
+        // The spec bounds a title at 200 characters and answers with the title kept; a longer
+        // one is cut rather than refused, the way the CLI's own titles are.
+        let title: String = if self.breaks(ids::DEVICE_TITLE_LIMIT) {
+            asked.to_string()
+        } else {
+            asked.chars().take(TITLE_MAX).collect()
+        };
+        let mut state = live.state.lock().await;
+        state.stored.title = title.clone();
+        self.save(&state);
+        client.event(
+            &state.stored.id,
+            json!({ "type": "title", "id": state.stored.id, "title": title }),
+        );
+        Ok(json!({ "title": title }))
+    }
+
+    /// Forgets a live session without touching the store (used when it was deleted).
+    pub fn forget(&self, id: &str) {
+        if let Ok(mut map) = self.live.lock() {
+            map.remove(id);
+        }
+    }
+
+    /// The sessions in memory, for a worker that lost its session.
+    pub fn weak(self: &Arc<Self>) -> Weak<Sessions> {
+        Arc::downgrade(self)
+    }
+}
+
+/// The built-in commands, in the spec's order.
+pub fn builtin_commands() -> Vec<Value> {
+    [
+        ("compact", "Fold the conversation into a summary", None),
+        ("plan", "Plan before changing anything", Some("task")),
+        ("undo", "Undo the last turn's changes", None),
+        ("review", "Review the changes", Some("head | <branch>")),
+        ("changelog", "Write a changelog entry", None),
+        ("init", "Write the project's agent file", None),
+        ("continue", "Continue where the last turn stopped", None),
+    ]
+    .into_iter()
+    .map(|(name, description, hint)| {
+        let mut command = json!({ "name": name, "description": description, "_meta": { "lembas": { "kind": "builtin" } } });
+        if let Some(hint) = hint {
+            command["input"] = json!({ "hint": hint });
+        }
+        command
+    })
+    .collect()
+}

@@ -1,0 +1,376 @@
+//! Turns: a prompt runs once per turn id, one at a time per session, in arrival order; a
+//! repeated turn id gets the first run's answer; `session/cancel` stops the running turn and
+//! `_lembas/steer` hands it a message at its next step. The default agent echoes the prompt back
+//! in a few pieces.
+
+use std::sync::{Arc, Weak};
+
+use harness::jsonrpc::RpcError;
+use harness::rules::ids;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::events::Client;
+use crate::sessions::{Answer, Live, Sessions, fresh_id, refuse};
+use crate::store::{StoredMessage, TurnState};
+
+/// A turn waiting in a session's queue.
+#[derive(Debug)]
+pub struct Job {
+    /// Its id.
+    pub turn_id: String,
+    /// The prompt's text.
+    pub text: String,
+}
+
+/// The turn running in a session.
+#[derive(Debug)]
+pub struct Running {
+    /// Its id.
+    pub turn_id: String,
+    cancel: watch::Sender<bool>,
+    /// Steer messages not yet taken in: (text, messageId).
+    pub steers: Vec<(String, Option<String>)>,
+}
+
+impl Running {
+    /// Stops it at its next step.
+    pub fn cancel(&self) {
+        self.cancel.send_replace(true);
+    }
+}
+
+/// The prompt's text: text blocks joined by a blank line, links as `(see <uri>)`.
+fn prompt_text(prompt: &Value) -> Result<String, RpcError> {
+    let blocks = prompt
+        .as_array()
+        .ok_or_else(|| refuse("`prompt` must be a list of content blocks"))?;
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => parts.push(
+                block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            Some("resource_link") => parts.push(format!(
+                "(see {})",
+                block.get("uri").and_then(Value::as_str).unwrap_or_default()
+            )),
+            Some(other) => {
+                tracing::info!("a `{other}` block is not read yet; left out of the prompt")
+            }
+            None => return Err(refuse("a content block has no `type`")),
+        }
+    }
+    Ok(parts.join("\n\n"))
+}
+
+/// The pieces the echo agent answers in: up to three, split at spaces.
+fn pieces(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text.split_inclusive(' ').collect();
+    if words.is_empty() {
+        return vec![String::new()];
+    }
+    let per = words.len().div_ceil(3);
+    words.chunks(per).map(|c| c.concat()).collect()
+}
+
+impl Sessions {
+    pub(crate) async fn prompt(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
+        let id = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| refuse("`sessionId` must be a string"))?;
+        let live = self
+            .open(id)
+            .await
+            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
+        let text = prompt_text(params.get("prompt").unwrap_or(&Value::Null))?;
+        let meta = params.get("_meta");
+        let given = meta
+            .and_then(|m| m.pointer("/lembas/turnId"))
+            .and_then(Value::as_str)
+            .filter(|_| self.has("turns"));
+        let turn_id = given.map(String::from).unwrap_or_else(|| fresh_id("turn_"));
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = live.state.lock().await;
+            self.read_context(meta, &mut state);
+            state.client = Some(client.clone());
+            state.stored.given = true;
+            let known = state
+                .turns
+                .get(&turn_id)
+                .cloned()
+                .filter(|_| !self.breaks(ids::DEVICE_TURNS_DEDUP));
+            match known {
+                Some(turn) if turn.state == TurnState::Done => {
+                    // A known turn does not run again: it gets the first run's answer.
+                    return turn.answer.ok_or_else(|| {
+                        refuse(format!("turn `{turn_id}` finished without an answer"))
+                    });
+                }
+                Some(_) => state.waiters.entry(turn_id.clone()).or_default().push(tx),
+                None => {
+                    state.turns.set(&turn_id, TurnState::Queued, None);
+                    state.queued.push(turn_id.clone());
+                    state.waiters.entry(turn_id.clone()).or_default().push(tx);
+                    self.save(&state);
+                    if live
+                        .jobs
+                        .send(Job {
+                            turn_id: turn_id.clone(),
+                            text,
+                        })
+                        .is_err()
+                    {
+                        return Err(refuse("the session is closing"));
+                    }
+                }
+            }
+        }
+        rx.await.map_err(|_| {
+            refuse(format!(
+                "turn `{turn_id}` was dropped: its session was deleted"
+            ))
+        })
+    }
+
+    pub(crate) async fn steer(self: &Arc<Self>, params: &Value) -> Answer {
+        let id = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| refuse("`sessionId` must be a string"))?;
+        let text = params
+            .get("text")
+            .and_then(Value::as_str)
+            .ok_or_else(|| refuse("`text` must be a string"))?;
+        let live = self
+            .open(id)
+            .await
+            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
+        let mut state = live.state.lock().await;
+        let message_id = params
+            .get("messageId")
+            .and_then(Value::as_str)
+            .map(String::from);
+        match state.running.as_mut() {
+            Some(running) => {
+                running.steers.push((text.to_string(), message_id));
+                Ok(json!({ "queued": running.steers.len() }))
+            }
+            None if self.breaks(ids::DEVICE_STEER_IDLE) => Ok(json!({ "queued": 0 })),
+            None => Err(refuse("nothing runs in this session: send it as a prompt")),
+        }
+    }
+
+    /// `session/cancel`: stops the running turn (a notification: nothing to answer).
+    pub async fn cancel(self: &Arc<Self>, params: &Value) {
+        let Some(id) = params.get("sessionId").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(live) = self.open(id).await else {
+            return;
+        };
+        let state = live.state.lock().await;
+        if let Some(running) = &state.running {
+            running.cancel();
+        }
+    }
+
+    pub(crate) async fn rewind(self: &Arc<Self>, params: &Value) -> Answer {
+        let id = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| refuse("`sessionId` must be a string"))?;
+        let turn_id = params
+            .get("turnId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| refuse("`turnId` must be a string"))?;
+        let live = self
+            .open(id)
+            .await
+            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
+        let mut state = live.state.lock().await;
+        if state.running.is_some() {
+            return Err(refuse("the session is working: rewind it between turns"));
+        }
+        let Some(first) = state
+            .stored
+            .messages
+            .iter()
+            .position(|m| m.turn_id == turn_id && !m.reverted)
+        else {
+            if self.breaks(ids::DEVICE_REWIND_UNKNOWN) {
+                return Ok(json!({ "reverted": 0 }));
+            }
+            return Err(refuse(format!("this session has no turn `{turn_id}`")));
+        };
+        // That turn and every later one leave the conversation; files are not touched.
+        let mut reverted: Vec<String> = Vec::new();
+        for message in state
+            .stored
+            .messages
+            .iter_mut()
+            .skip(first)
+            .filter(|m| !m.reverted)
+        {
+            message.reverted = true;
+            if !reverted.contains(&message.turn_id) {
+                reverted.push(message.turn_id.clone());
+            }
+        }
+        self.save(&state);
+        Ok(json!({ "reverted": reverted.len() }))
+    }
+
+    pub(crate) async fn compact(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
+        let id = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| refuse("`sessionId` must be a string"))?;
+        let live = self
+            .open(id)
+            .await
+            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
+        let state = live.state.lock().await;
+        if state.running.is_some() {
+            return Err(refuse("the session is working: compact it between turns"));
+        }
+        let turns = state
+            .stored
+            .messages
+            .iter()
+            .filter(|m| m.role == "user" && !m.reverted)
+            .count();
+        let summary = format!(
+            "A conversation of {turns} turn(s) in {}.",
+            state.stored.cwd.display()
+        );
+        client.event(id, json!({ "type": "compacted", "summary": summary }));
+        Ok(json!({ "summary": summary }))
+    }
+
+    /// Runs one turn of the echo agent, reporting to the session's client.
+    async fn run(&self, live: &Live, job: Job) {
+        let (cancel_tx, mut cancelled) = watch::channel(false);
+        let (client, session_id) = {
+            let mut state = live.state.lock().await;
+            state.queued.retain(|t| *t != job.turn_id);
+            state.turns.set(&job.turn_id, TurnState::Running, None);
+            state.running = Some(Running {
+                turn_id: job.turn_id.clone(),
+                cancel: cancel_tx,
+                steers: Vec::new(),
+            });
+            self.save(&state);
+            (state.client.clone(), state.stored.id.clone())
+        };
+        let say = |event: Value| {
+            if let Some(client) = &client {
+                client.event(&session_id, event);
+            }
+        };
+        say(json!({ "type": "prompt", "text": job.text, "turnId": job.turn_id }));
+        say(json!({ "type": "task", "state": "start", "turnId": job.turn_id }));
+        let mut reply = String::new();
+        let mut stop = "end_turn";
+        for piece in pieces(&job.text) {
+            tokio::select! {
+                () = tokio::time::sleep(self.config.step_delay) => {}
+                _ = cancelled.wait_for(|c| *c) => { stop = "cancelled"; break; }
+            }
+            // Steer messages are taken in at a step.
+            let taken = {
+                let mut state = live.state.lock().await;
+                state
+                    .running
+                    .as_mut()
+                    .map(|r| std::mem::take(&mut r.steers))
+                    .unwrap_or_default()
+            };
+            if !taken.is_empty() {
+                let texts: Vec<&str> = taken.iter().map(|(t, _)| t.as_str()).collect();
+                let ids: Vec<&str> = taken.iter().filter_map(|(_, id)| id.as_deref()).collect();
+                say(json!({ "type": "steered", "texts": texts, "ids": ids }));
+            }
+            if let Some(client) = &client {
+                client.text(&session_id, &piece);
+            }
+            reply.push_str(&piece);
+        }
+        say(json!({ "type": "task", "state": "end", "turnId": job.turn_id }));
+        say(json!({ "type": "done", "stopReason": stop }));
+        let mut state = live.state.lock().await;
+        let unsent: Vec<String> = state
+            .running
+            .take()
+            .map(|r| r.steers.into_iter().map(|(t, _)| t).collect())
+            .unwrap_or_default();
+        let mut lembas = json!({ "turnId": job.turn_id });
+        if self.breaks(ids::DEVICE_PROMPT_TURN_ID) {
+            lembas = json!({});
+        }
+        if !unsent.is_empty() && self.has("steer") {
+            lembas["unsent"] = json!(unsent);
+        }
+        let answer = json!({ "stopReason": stop, "_meta": { "lembas": lembas } });
+        for (role, text) in [("user", job.text.clone()), ("assistant", reply)] {
+            state.stored.messages.push(StoredMessage {
+                role: role.into(),
+                text,
+                turn_id: job.turn_id.clone(),
+                reasoning: String::new(),
+                reverted: false,
+            });
+        }
+        state
+            .turns
+            .set(&job.turn_id, TurnState::Done, Some(answer.clone()));
+        self.save(&state);
+        for waiter in state.waiters.remove(&job.turn_id).unwrap_or_default() {
+            let _ = waiter.send(answer.clone());
+        }
+    }
+}
+
+/// A session's turn worker: one turn at a time, in order, until the session goes.
+pub async fn worker(
+    sessions: Weak<Sessions>,
+    live: Weak<Live>,
+    mut queue: mpsc::UnboundedReceiver<Job>,
+) {
+    while let Some(job) = queue.recv().await {
+        let (Some(sessions), Some(live)) = (sessions.upgrade(), live.upgrade()) else {
+            return;
+        };
+        sessions.run(&live, job).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompt_text_joins_blocks_and_names_links() {
+        let prompt =
+            json!([{"type": "text", "text": "a"}, {"type": "resource_link", "uri": "file:///x"}]);
+        assert_eq!(prompt_text(&prompt).expect("reads"), "a\n\n(see file:///x)");
+        assert!(prompt_text(&json!("text")).is_err());
+        assert!(prompt_text(&json!([{"text": "no type"}])).is_err());
+    }
+
+    #[test]
+    fn the_echo_comes_back_in_at_most_three_pieces() {
+        assert_eq!(
+            pieces("one two three four five").concat(),
+            "one two three four five"
+        );
+        assert!(pieces("one two three four five").len() <= 3);
+        assert_eq!(pieces(""), vec![String::new()]);
+    }
+}
