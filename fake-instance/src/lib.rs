@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod client;
+pub mod http;
 pub mod monitor;
 pub mod server;
 
@@ -50,6 +51,8 @@ pub struct Options {
     pub patience: Duration,
     /// Frame limits of each link.
     pub limits: FrameLimits,
+    /// What the HTTP API the CLI uses serves (models, chat, usage, personalization, instance).
+    pub http: http::HttpConfig,
 }
 
 impl Default for Options {
@@ -66,6 +69,7 @@ impl Default for Options {
             misbehave: Misbehaviours::default(),
             patience: Duration::from_secs(5),
             limits: FrameLimits::default(),
+            http: http::HttpConfig::default(),
         }
     }
 }
@@ -172,10 +176,13 @@ pub async fn run(
         findings.clone(),
     )
     .map_err(StartError::Scenario)?;
+    let tokens = Arc::new(options.tokens.clone());
+    let http = http::HttpState::new(options.http.clone(), tokens.clone(), discovery.clone());
     let state = ServerState {
         hub: hub.clone(),
-        tokens: Arc::new(options.tokens.clone()),
+        tokens,
         discovery,
+        http,
         misbehave: options.misbehave.clone(),
         limits: options.limits,
     };

@@ -1,4 +1,5 @@
-//! The HTTP side: discovery, and the link's WebSocket upgrade behind the device token.
+//! The HTTP side: discovery, the link's WebSocket upgrade behind the device token, and the API
+//! the CLI uses ([`crate::http`]).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -16,6 +17,8 @@ use harness::rules::ids;
 use harness::transport::{FrameLimits, ws_server};
 use serde_json::json;
 
+use crate::http::{self, HttpState};
+
 /// What the routes share.
 #[derive(Clone)]
 pub struct ServerState {
@@ -29,6 +32,8 @@ pub struct ServerState {
     pub misbehave: Misbehaviours,
     /// Frame limits of each link.
     pub limits: FrameLimits,
+    /// The HTTP API the CLI uses, beside the link.
+    pub http: HttpState,
 }
 
 /// The instance's routes.
@@ -36,7 +41,8 @@ pub fn router(state: ServerState) -> Router {
     Router::new()
         .route(DISCOVERY_PATH, get(discovery))
         .route(LINK_PATH, get(link))
-        .with_state(state)
+        .with_state(state.clone())
+        .merge(http::router(state.http))
 }
 
 async fn discovery(State(state): State<ServerState>) -> Response {
@@ -52,7 +58,7 @@ async fn discovery(State(state): State<ServerState>) -> Response {
 }
 
 /// The bearer token of a request, if it carries one.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)?
         .to_str()

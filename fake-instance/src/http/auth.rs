@@ -1,0 +1,79 @@
+//! Device tokens on the HTTP API: every route needs `Authorization: Bearer <token>` with one of
+//! the instance's device tokens (the CLI calls the API as the device token's own user), and a
+//! path may need a scope of that token.
+
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::{HttpState, detail};
+use crate::server::bearer;
+
+/// Who is calling: what the token may do. Handlers read it from the request's extensions; the
+/// token itself is not kept, so it cannot leak into a body or a log.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The token's scopes; `None`: every scope (a token the configuration gives no list).
+    pub scopes: Option<Vec<String>>,
+}
+
+impl Caller {
+    /// Whether the token has this scope.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes
+            .as_ref()
+            .is_none_or(|scopes| scopes.iter().any(|s| s == scope))
+    }
+}
+
+/// Lets a request through only with a known device token, and with the scope its path needs.
+pub async fn require_token(
+    State(state): State<HttpState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let token = bearer(request.headers()).filter(|t| state.tokens.iter().any(|known| known == t));
+    let Some(token) = token else {
+        // Only whether a token came is logged, never the token.
+        tracing::info!(
+            path = request.uri().path(),
+            has_token = bearer(request.headers()).is_some(),
+            "HTTP request refused: unknown device token"
+        );
+        let mut refused = detail(StatusCode::UNAUTHORIZED, "unknown or missing device token");
+        refused
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        return refused;
+    };
+    let caller = Caller {
+        scopes: state.config.token_scopes.get(token).cloned(),
+    };
+    if let Some(scope) = state.config.route_scopes.get(request.uri().path())
+        && !caller.has_scope(scope)
+    {
+        return detail(
+            StatusCode::FORBIDDEN,
+            format!("this token lacks the `{scope}` scope"),
+        );
+    }
+    request.extensions_mut().insert(caller);
+    next.run(request).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_without_a_list_has_every_scope() {
+        let all = Caller { scopes: None };
+        assert!(all.has_scope("library"));
+        let some = Caller {
+            scopes: Some(vec!["chat".into()]),
+        };
+        assert!(some.has_scope("chat"));
+        assert!(!some.has_scope("library"));
+    }
+}

@@ -1,0 +1,201 @@
+//! The HTTP API a LLeMbas CLI uses on its instance, besides the link (the spec's section on the
+//! HTTP API the CLI uses): the models it lists, an OpenAI-compatible scripted chat model, usage,
+//! the account's personalization and the instance's description. Every route sits behind a device
+//! token ([`auth`]); each endpoint is a module of its own, and [`HttpConfig`] gathers what a run
+//! (later: a scenario section) may set for each.
+
+pub mod auth;
+pub mod chat;
+pub mod instance_info;
+pub mod models;
+pub mod personalization;
+pub mod usage;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use axum::Router;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use harness::lembas::Discovery;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+pub use chat::{ChatLog, ChatScript, LoggedRequest};
+pub use models::{ModelEntry, ProviderField};
+pub use personalization::{Personalization, PersonalizationConfig, PersonalizationWrite};
+pub use usage::UsageConfig;
+
+/// What the HTTP API serves. Every field has a default, so `{}` is a working instance; unknown
+/// keys are refused so a typo in a scenario is an error, not a silently ignored setting.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// The models `GET /v1/models` lists. Default: chat model `echo` and embedding model `embed`,
+    /// both from provider `fake`.
+    pub models: Vec<ModelEntry>,
+    /// When a model entry carries its `provider` field.
+    pub provider_field: ProviderField,
+    /// Answer chat completions for any `model`; by default only a chat model `/v1/models` serves,
+    /// under the id it serves it with, is answered (others get 404), which catches a CLI that
+    /// sends its own ref instead of the served id.
+    pub accept_any_model: bool,
+    /// The chat model's script: the first that matches a request answers it; none: echo.
+    pub scripts: Vec<ChatScript>,
+    /// What `GET /v1/usage` says.
+    pub usage: UsageConfig,
+    /// The account's personalization and who may write it.
+    pub personalization: PersonalizationConfig,
+    /// What `GET /api/v1/instance` says, as is. Default: a name and this crate's version.
+    pub instance: Value,
+    /// Each token's scopes; a token without an entry has every scope.
+    pub token_scopes: BTreeMap<String, Vec<String>>,
+    /// Paths that need a scope (path → scope), e.g. `/v1/usage: usage`. Default: none.
+    pub route_scopes: BTreeMap<String, String>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        Self {
+            models: models::default_models(),
+            provider_field: ProviderField::default(),
+            accept_any_model: false,
+            scripts: Vec::new(),
+            usage: UsageConfig::default(),
+            personalization: PersonalizationConfig::default(),
+            instance: instance_info::default_instance(),
+            token_scopes: BTreeMap::new(),
+            route_scopes: BTreeMap::new(),
+        }
+    }
+}
+
+/// What the HTTP routes share: the configuration, the device tokens, discovery (which says
+/// whether the instance speaks protocol 2), and the run's memory (journals, saved settings).
+/// Cheap to clone; clones share the memory.
+#[derive(Clone)]
+pub struct HttpState {
+    config: Arc<HttpConfig>,
+    tokens: Arc<Vec<String>>,
+    discovery: Arc<RwLock<Discovery>>,
+    started: Instant,
+    chat: chat::ChatMemory,
+    personalization: personalization::Store,
+}
+
+impl HttpState {
+    /// The state of a run's HTTP API, for these device tokens and this (live) discovery.
+    pub fn new(
+        config: HttpConfig,
+        tokens: Arc<Vec<String>>,
+        discovery: Arc<RwLock<Discovery>>,
+    ) -> Self {
+        let chat = chat::ChatMemory::new(config.scripts.len());
+        let personalization = personalization::Store::new(&config.personalization);
+        Self {
+            config: Arc::new(config),
+            tokens,
+            discovery,
+            started: Instant::now(),
+            chat,
+            personalization,
+        }
+    }
+
+    /// Every chat completion request asked so far, in order (for steps that check what the
+    /// model was asked, and how often).
+    pub fn chat_log(&self) -> &ChatLog {
+        &self.chat.log
+    }
+
+    /// Every `PUT /v1/me/personalization` so far, in order, with its answer's status.
+    pub fn personalization_writes(&self) -> Vec<PersonalizationWrite> {
+        self.personalization.writes()
+    }
+
+    /// The personalization as saved now.
+    pub fn personalization(&self) -> Personalization {
+        self.personalization.current()
+    }
+
+    /// Milliseconds since the run's HTTP API started: the time journals carry.
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Whether the instance speaks link protocol 2 now: its discovery lists 2 (the spec's
+    /// section on versions and discovery). A scenario may change discovery between dials, so
+    /// this is read per request.
+    fn speaks_protocol_2(&self) -> bool {
+        self.discovery
+            .read()
+            .map(|d| d.protocol_for_device() >= 2)
+            .unwrap_or(false)
+    }
+}
+
+/// The API's routes, each behind a device token.
+pub fn router(state: HttpState) -> Router {
+    Router::new()
+        .route("/v1/models", get(models::list))
+        .route("/v1/chat/completions", axum::routing::post(chat::complete))
+        .route("/v1/usage", get(usage::show))
+        .route(
+            "/v1/me/personalization",
+            get(personalization::show).put(personalization::update),
+        )
+        .route("/api/v1/instance", get(instance_info::show))
+        // `route_layer`: an unknown path stays a 404 rather than becoming a 401.
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+        .with_state(state)
+}
+
+/// An error answer in LLeMbas's shape: a JSON body whose `detail` says what went wrong.
+pub(crate) fn detail(status: StatusCode, detail: impl Into<String>) -> Response {
+    (status, axum::Json(json!({ "detail": detail.into() }))).into_response()
+}
+
+/// A request body as JSON, or why it is not. Bodies are the peer's: one that is not JSON is a
+/// 400 saying why, never a panic.
+pub(crate) fn json_body(bytes: &[u8]) -> Result<Value, String> {
+    serde_json::from_slice(bytes).map_err(|e| format!("the request body is not JSON: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_section_is_the_default_and_a_typo_is_an_error() {
+        let config: HttpConfig = serde_json::from_value(json!({})).expect("{} is valid");
+        assert!(config.scripts.is_empty());
+        let typo = serde_json::from_value::<HttpConfig>(json!({"modles": []}));
+        assert!(typo.is_err());
+    }
+
+    #[test]
+    fn a_whole_section_reads() {
+        let config: HttpConfig = serde_json::from_value(json!({
+            "models": [{"id": "m", "provider": "p", "kind": "chat"}],
+            "provider_field": "always",
+            "scripts": [{
+                "when": {"last_user": "^hi"},
+                "times": 1,
+                "reply": {"text": "hello", "fault": {"rate_limited": {"retry_after_s": 2}}}
+            }],
+            "usage": {"absent": true},
+            "personalization": {"available": false},
+            "instance": {"name": "x"},
+            "token_scopes": {"t": ["library"]},
+            "route_scopes": {"/v1/usage": "usage"}
+        }))
+        .expect("valid");
+        assert_eq!(config.models[0].id, "m");
+        assert!(config.usage.absent);
+    }
+}

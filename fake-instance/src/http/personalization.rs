@@ -1,0 +1,254 @@
+//! `GET` and `PUT /v1/me/personalization`: the account's personality and instructions, which a
+//! CLI logged in to one instance uses in place of its own.
+//!
+//! The spec's section on the HTTP API asks an instance to take a partial `PUT` (the CLI sends
+//! only the field it changed, with `enabled: true`), to refuse with 403 and a `detail` naming the
+//! reason, and with 422 a wrongly typed field. The run keeps what was saved, and a journal of
+//! every write so a step can check what the CLI sent.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::{HttpState, detail, json_body};
+
+/// The 403 `detail` when personalization is not available.
+pub const NOT_AVAILABLE: &str = "personalization is not available on this instance";
+/// The 403 `detail` when the token is not a device's token.
+pub const NOT_A_DEVICE: &str = "personalization can only be written with a device's token";
+
+/// The personalization a run starts with, and who may write it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PersonalizationConfig {
+    /// Whether the account can use personalization at all; `false`: writes get 403.
+    pub available: bool,
+    /// Whether the caller's token counts as a device's token; `false`: writes get 403.
+    pub device_token: bool,
+    /// Whether the account's personalization is on.
+    pub enabled: bool,
+    /// The personality preset.
+    pub personality: String,
+    /// The account's own personality text.
+    pub personality_custom: String,
+    /// The account's instructions.
+    pub instructions: String,
+}
+
+impl Default for PersonalizationConfig {
+    fn default() -> Self {
+        Self {
+            available: true,
+            device_token: true,
+            enabled: true,
+            personality: String::new(),
+            personality_custom: String::new(),
+            instructions: String::new(),
+        }
+    }
+}
+
+/// The personalization as served.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Personalization {
+    /// Whether it is on.
+    pub enabled: bool,
+    /// Whether the account can use it.
+    pub available: bool,
+    /// The personality preset.
+    pub personality: String,
+    /// The account's own personality text.
+    pub personality_custom: String,
+    /// The account's instructions.
+    pub instructions: String,
+}
+
+/// One `PUT`, as it came, with the status it was answered with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PersonalizationWrite {
+    /// Milliseconds since the run's HTTP API started.
+    pub at_ms: u64,
+    /// The body; `None`: it was not JSON.
+    pub body: Option<Value>,
+    /// The answer's status code.
+    pub status: u16,
+}
+
+/// A write the body asks for, once every field in it has the right type.
+#[derive(Debug, Default, PartialEq)]
+struct Change {
+    enabled: Option<bool>,
+    personality: Option<String>,
+    personality_custom: Option<String>,
+    instructions: Option<String>,
+}
+
+impl Change {
+    /// Reads a body. Only the spec's fields are read: others (`available` included, which is
+    /// the instance's to say) are ignored, as an instance that grows fields would.
+    fn read(body: &Value) -> Result<Change, String> {
+        let Some(fields) = body.as_object() else {
+            return Err("the body must be a JSON object".into());
+        };
+        let enabled = match fields.get("enabled") {
+            None => None,
+            Some(Value::Bool(b)) => Some(*b),
+            Some(_) => return Err("`enabled` must be a boolean".into()),
+        };
+        Ok(Change {
+            enabled,
+            personality: text(fields, "personality")?,
+            personality_custom: text(fields, "personality_custom")?,
+            instructions: text(fields, "instructions")?,
+        })
+    }
+
+    /// Merges the fields present; the others keep what was saved.
+    fn apply(self, to: &mut Personalization) {
+        if let Some(enabled) = self.enabled {
+            to.enabled = enabled;
+        }
+        if let Some(text) = self.personality {
+            to.personality = text;
+        }
+        if let Some(text) = self.personality_custom {
+            to.personality_custom = text;
+        }
+        if let Some(text) = self.instructions {
+            to.instructions = text;
+        }
+    }
+}
+
+/// A text field of the body, if present; present but not a string (`null` included) is an error.
+fn text(fields: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+    match fields.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(format!("`{key}` must be a string")),
+    }
+}
+
+/// What a run keeps: the saved personalization and the journal of writes.
+#[derive(Clone)]
+pub(super) struct Store {
+    device_token: bool,
+    inner: Arc<Mutex<Saved>>,
+}
+
+struct Saved {
+    now: Personalization,
+    writes: Vec<PersonalizationWrite>,
+}
+
+impl Store {
+    pub(super) fn new(config: &PersonalizationConfig) -> Self {
+        Self {
+            device_token: config.device_token,
+            inner: Arc::new(Mutex::new(Saved {
+                now: Personalization {
+                    enabled: config.enabled,
+                    available: config.available,
+                    personality: config.personality.clone(),
+                    personality_custom: config.personality_custom.clone(),
+                    instructions: config.instructions.clone(),
+                },
+                writes: Vec::new(),
+            })),
+        }
+    }
+
+    /// The lock; a panic elsewhere while holding it leaves plain data behind, still usable.
+    fn lock(&self) -> MutexGuard<'_, Saved> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(super) fn current(&self) -> Personalization {
+        self.lock().now.clone()
+    }
+
+    pub(super) fn writes(&self) -> Vec<PersonalizationWrite> {
+        self.lock().writes.clone()
+    }
+
+    /// Answers one `PUT` body and journals it; the check and the merge happen under one lock so
+    /// two writes cannot interleave.
+    fn write(&self, at_ms: u64, body: Result<Value, String>) -> Response {
+        let mut saved = self.lock();
+        let (journaled, response) = match body {
+            Err(not_json) => (None, detail(StatusCode::BAD_REQUEST, not_json)),
+            Ok(body) => {
+                let response = if !self.device_token {
+                    detail(StatusCode::FORBIDDEN, NOT_A_DEVICE)
+                } else if !saved.now.available {
+                    detail(StatusCode::FORBIDDEN, NOT_AVAILABLE)
+                } else {
+                    match Change::read(&body) {
+                        Err(why) => detail(StatusCode::UNPROCESSABLE_ENTITY, why),
+                        Ok(change) => {
+                            change.apply(&mut saved.now);
+                            axum::Json(saved.now.clone()).into_response()
+                        }
+                    }
+                };
+                (Some(body), response)
+            }
+        };
+        saved.writes.push(PersonalizationWrite {
+            at_ms,
+            body: journaled,
+            status: response.status().as_u16(),
+        });
+        response
+    }
+}
+
+/// `GET /v1/me/personalization`: what is saved (also when not available, which it says).
+pub async fn show(State(state): State<HttpState>) -> Response {
+    axum::Json(state.personalization.current()).into_response()
+}
+
+/// `PUT /v1/me/personalization`: merges the fields the body has.
+pub async fn update(State(state): State<HttpState>, body: Bytes) -> Response {
+    let at_ms = state.now_ms();
+    state.personalization.write(at_ms, json_body(&body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_change_reads_only_its_fields_and_checks_their_types() {
+        assert_eq!(
+            Change::read(&json!({"instructions": "x", "enabled": true, "available": false})),
+            Ok(Change {
+                enabled: Some(true),
+                instructions: Some("x".into()),
+                ..Change::default()
+            })
+        );
+        assert!(Change::read(&json!({"enabled": "yes"})).is_err());
+        assert!(Change::read(&json!({"personality": null})).is_err());
+        assert!(Change::read(&json!({"personality_custom": 3})).is_err());
+        assert!(Change::read(&json!([])).is_err());
+    }
+
+    #[test]
+    fn a_refused_write_changes_nothing() {
+        let store = Store::new(&PersonalizationConfig {
+            instructions: "keep".into(),
+            ..PersonalizationConfig::default()
+        });
+        let refused = store.write(0, Ok(json!({"instructions": "new", "enabled": 1})));
+        assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(store.current().instructions, "keep");
+        assert_eq!(store.writes().len(), 1);
+    }
+}
