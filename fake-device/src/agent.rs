@@ -120,6 +120,7 @@ impl AgentModel {
             peer: peer.clone(),
             lembas: state.lembas,
             protocol: state.protocol.max(1),
+            events_to_all: self.breaks(ids::DEVICE_EVENT_LEMBAS_ONLY),
         }
     }
 

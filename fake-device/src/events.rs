@@ -15,6 +15,8 @@ pub struct Client {
     pub lembas: bool,
     /// The link protocol it speaks (1 or 2).
     pub protocol: u8,
+    /// Send `_lembas/event` even to a plain client (only when misbehaving on purpose).
+    pub events_to_all: bool,
 }
 
 impl Client {
@@ -28,7 +30,7 @@ impl Client {
 
     /// Sends a `_lembas/event`, when this client may have it.
     pub fn event(&self, session_id: &str, event: Value) {
-        if self.lembas {
+        if self.lembas || self.events_to_all {
             self.peer.notify(
                 "_lembas/event",
                 json!({ "sessionId": session_id, "event": event }),

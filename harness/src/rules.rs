@@ -133,6 +133,7 @@ pub mod ids {
     DEVICE_DELETE_RESULT = "device.delete.result",
     DEVICE_REWIND_UNKNOWN = "device.rewind.unknown",
     DEVICE_TITLE_LIMIT = "device.title.limit",
+    DEVICE_EVENT_LEMBAS_ONLY = "device.event.lembas_only",
     INSTANCE_DISCOVERY_SHAPE = "instance.discovery.shape",
     INSTANCE_LINK_TOKEN = "instance.link.token",
     INSTANCE_LINK_CLOSE_4400 = "instance.link.close_4400",

@@ -1,0 +1,134 @@
+//! A restart of the device on the same state directory keeps its sessions and its turns'
+//! answers: a repeated turn id gets the first run's answer and does not run again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use fake_device::events::Client;
+use fake_device::limits::Limits;
+use fake_device::sessions::{Sessions, SessionsConfig};
+use fake_device::store::Store;
+use harness::finding::Findings;
+use harness::journal::Journal;
+use harness::jsonrpc::{Dispatch, LinkEvent, Peer, PeerConfig};
+use harness::lembas::Spec;
+use harness::transport::{Connection, Outgoing};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+struct Quiet;
+
+impl Dispatch for Quiet {
+    fn on_event(&self, _: &Arc<Peer>, _: LinkEvent) {}
+}
+
+/// A client whose messages land in a channel we read; the sender keeps its link open.
+fn client() -> (
+    Client,
+    mpsc::UnboundedReceiver<Outgoing>,
+    mpsc::Sender<harness::transport::Incoming>,
+) {
+    let (outgoing, sent) = mpsc::unbounded_channel();
+    let (keep_open, incoming) = mpsc::channel(16);
+    let peer = Peer::start(
+        Connection {
+            outgoing,
+            incoming,
+            peer: "test".into(),
+        },
+        PeerConfig { link: 1 },
+        Arc::new(Journal::in_memory()),
+        Arc::new(Findings::default()),
+        Arc::new(Quiet),
+    );
+    (
+        Client {
+            peer,
+            lembas: true,
+            protocol: 2,
+            events_to_all: false,
+        },
+        sent,
+        keep_open,
+    )
+}
+
+fn sessions(state: &std::path::Path, root: &std::path::Path) -> Arc<Sessions> {
+    let spec = Spec::V1_1_0;
+    Sessions::new(
+        Store::open(state).expect("store opens"),
+        Limits::new(&[root.display().to_string()]),
+        SessionsConfig {
+            spec,
+            capabilities: spec.capabilities().into_iter().map(String::from).collect(),
+            misbehave: Default::default(),
+            step_delay: Duration::from_millis(1),
+            connection: "lembas".into(),
+        },
+    )
+}
+
+/// How many turns started, by the `task` start events sent so far.
+fn starts(sent: &mut mpsc::UnboundedReceiver<Outgoing>, turn: &str) -> usize {
+    let mut n = 0;
+    while let Ok(Outgoing::Text(text)) = sent.try_recv() {
+        let message: Value = serde_json::from_str(&text).unwrap_or_default();
+        if message["method"] == "_lembas/event"
+            && message["params"]["event"]
+                == json!({"type": "task", "state": "start", "turnId": turn})
+        {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[tokio::test]
+async fn sessions_and_turn_answers_survive_a_restart() {
+    let state = tempfile::tempdir().expect("state dir");
+    let root = tempfile::tempdir().expect("root");
+    let prompt = |sid: &str| json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}], "_meta": {"lembas": {"turnId": "t1"}}});
+
+    let (first_client, mut first_sent, _first_link) = client();
+    let before = sessions(state.path(), root.path());
+    let created = before
+        .handle("session/new", &json!({"cwd": root.path()}), &first_client)
+        .await
+        .expect("a session method")
+        .expect("created");
+    let sid = created["sessionId"].as_str().expect("an id").to_string();
+    let answer = before
+        .handle("session/prompt", &prompt(&sid), &first_client)
+        .await
+        .expect("a session method")
+        .expect("answered");
+    assert_eq!(answer["_meta"]["lembas"]["turnId"], "t1");
+    assert_eq!(starts(&mut first_sent, "t1"), 1);
+    drop(before);
+
+    let (second_client, mut second_sent, _second_link) = client();
+    let after = sessions(state.path(), root.path());
+    let again = after
+        .handle("session/prompt", &prompt(&sid), &second_client)
+        .await
+        .expect("a session method")
+        .expect("answered");
+    assert_eq!(again, answer, "the first run's answer");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(
+        starts(&mut second_sent, "t1"),
+        0,
+        "the turn did not run again"
+    );
+    let status = after
+        .handle(
+            "_lembas/session/status",
+            &json!({"sessionId": sid}),
+            &second_client,
+        )
+        .await
+        .expect("a session method")
+        .expect("status");
+    assert_eq!(status["exists"], true);
+    assert_eq!(status["lastTurnId"], "t1");
+}
