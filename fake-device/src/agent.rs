@@ -12,10 +12,11 @@ use harness::lembas::Spec;
 use harness::rules::Misbehaviours;
 use harness::rules::ids;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use crate::events::Client;
 use crate::monitor;
-use crate::sessions::Sessions;
+use crate::sessions::{Reply, Sessions};
 
 /// What the device is and allows.
 #[derive(Debug, Clone)]
@@ -38,6 +39,59 @@ struct LinkState {
     initialized: bool,
     /// Whether the client said `_meta.lembas`, once initialize came.
     lembas: bool,
+    /// The link's session work, taken in arrival order.
+    work: Option<mpsc::UnboundedSender<Work>>,
+}
+
+/// Session work from a link, in the order it arrived.
+#[derive(Debug)]
+enum Work {
+    /// A request for the sessions.
+    Request {
+        method: String,
+        params: Value,
+        id: Value,
+        client: Client,
+    },
+    /// `session/cancel`.
+    Cancel(Value),
+}
+
+/// Serves one link's session work in arrival order (a prompt is queued before the next message
+/// is read, as a device does); answers that wait for a turn are sent from tasks of their own,
+/// so a long turn never holds up a `status` or a `steer`.
+async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<Work>) {
+    while let Some(item) = work.recv().await {
+        match item {
+            Work::Cancel(params) => sessions.cancel(&params).await,
+            Work::Request {
+                method,
+                params,
+                id,
+                client,
+            } => match sessions.handle(&method, &params, &client).await {
+                None => {
+                    client.peer.respond(
+                        &id,
+                        Err(RpcError::new(
+                            METHOD_NOT_FOUND,
+                            format!("method not found: {method}"),
+                        )),
+                    );
+                }
+                Some(Reply::Now(answer)) => {
+                    client.peer.respond(&id, answer.clone());
+                    sessions.after(&method, &answer, &client);
+                }
+                Some(later) => {
+                    tokio::spawn(async move {
+                        let answer = later.wait().await;
+                        client.peer.respond(&id, answer);
+                    });
+                }
+            },
+        }
+    }
 }
 
 impl AgentConfig {
@@ -106,6 +160,18 @@ impl AgentModel {
     /// The capabilities listed in initialize.
     pub fn capabilities(&self) -> Vec<String> {
         self.config.capabilities()
+    }
+
+    /// Hands work to the link's queue (started with the link).
+    fn enqueue(&self, peer: &Arc<Peer>, item: Work) {
+        let queue = self
+            .links
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&peer.link()).and_then(|s| s.work.clone()));
+        if let Some(queue) = queue {
+            let _ = queue.send(item);
+        }
     }
 
     /// The client on a link, as its initialize described it.
@@ -201,11 +267,14 @@ fn other_spec(spec: Spec) -> Spec {
 impl Behaviour for AgentModel {
     fn on_open(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
         let protocol = self.next_protocol.lock().map(|p| *p).unwrap_or(1);
+        let (work, queue) = mpsc::unbounded_channel();
+        tokio::spawn(serve_link(self.sessions.clone(), queue));
         if let Ok(mut links) = self.links.lock() {
             links.insert(
                 peer.link(),
                 LinkState {
                     protocol,
+                    work: Some(work),
                     ..LinkState::default()
                 },
             );
@@ -248,8 +317,7 @@ impl Behaviour for AgentModel {
         if let LinkEvent::Notification { method, params, .. } = event
             && method == "session/cancel"
         {
-            let (sessions, params) = (self.sessions.clone(), params.clone());
-            tokio::spawn(async move { sessions.cancel(&params).await });
+            self.enqueue(peer, Work::Cancel(params.clone()));
         }
     }
 
@@ -267,29 +335,15 @@ impl Behaviour for AgentModel {
             }
             method => {
                 let client = self.client(peer);
-                let (sessions, method, params, id) = (
-                    self.sessions.clone(),
-                    method.to_string(),
-                    request.params.clone(),
-                    request.id.clone(),
+                self.enqueue(
+                    peer,
+                    Work::Request {
+                        method: method.to_string(),
+                        params: request.params.clone(),
+                        id: request.id.clone(),
+                        client,
+                    },
                 );
-                tokio::spawn(async move {
-                    match sessions.handle(&method, &params, &client).await {
-                        Some(answer) => {
-                            client.peer.respond(&id, answer.clone());
-                            sessions.after(&method, &answer, &client);
-                        }
-                        None => {
-                            client.peer.respond(
-                                &id,
-                                Err(RpcError::new(
-                                    METHOD_NOT_FOUND,
-                                    format!("method not found: {method}"),
-                                )),
-                            );
-                        }
-                    }
-                });
                 true
             }
         }

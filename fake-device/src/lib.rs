@@ -132,7 +132,7 @@ pub async fn run(
             step_delay: settings
                 .step_delay
                 .map(|d| d.0)
-                .unwrap_or(Duration::from_millis(20)),
+                .unwrap_or(Duration::from_millis(50)),
             connection: agent.connection.clone(),
         },
     );

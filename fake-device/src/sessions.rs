@@ -23,6 +23,35 @@ pub const TITLE_MAX: usize = 200;
 /// A session method's answer.
 pub type Answer = Result<Value, RpcError>;
 
+/// A session method's reply: now, or when a turn ends (a prompt's answer waits for its turn,
+/// and the link must not wait with it).
+#[derive(Debug)]
+pub enum Reply {
+    /// The answer, at once.
+    Now(Answer),
+    /// The answer of turn `turn_id`, when it ends.
+    Later {
+        /// The turn.
+        turn_id: String,
+        /// Where its answer comes.
+        answer: oneshot::Receiver<Value>,
+    },
+}
+
+impl Reply {
+    /// Waits for the answer.
+    pub async fn wait(self) -> Answer {
+        match self {
+            Reply::Now(answer) => answer,
+            Reply::Later { turn_id, answer } => answer.await.map_err(|_| {
+                refuse(format!(
+                    "turn `{turn_id}` was dropped: its session was deleted"
+                ))
+            }),
+        }
+    }
+}
+
 /// `-32602` with a reason: the spec's answer to a request the device refuses.
 pub fn refuse(reason: impl Into<String>) -> RpcError {
     RpcError::new(INVALID_PARAMS, reason)
@@ -59,6 +88,8 @@ pub struct State {
     pub waiters: HashMap<String, Vec<oneshot::Sender<Value>>>,
     /// The client the session reports to (the last that named it).
     pub client: Option<Client>,
+    /// Deleted: nothing of it is written again (a turn still ending must not bring it back).
+    pub deleted: bool,
 }
 
 /// A session open in memory, with its turn worker.
@@ -129,10 +160,16 @@ impl Sessions {
         method: &str,
         params: &Value,
         client: &Client,
-    ) -> Option<Answer> {
+    ) -> Option<Reply> {
         let answer = match method {
             "session/new" => self.new_session(params, client).await,
-            "session/prompt" => self.prompt(params, client).await,
+            "session/prompt" => {
+                return Some(
+                    self.prompt(params, client)
+                        .await
+                        .unwrap_or_else(|e| Reply::Now(Err(e))),
+                );
+            }
             "session/set_mode" => self.set_mode(params, client).await,
             "_lembas/configure" if self.has("configure") => self.configure(params, client).await,
             "_lembas/steer" if self.has("steer") => self.steer(params).await,
@@ -144,7 +181,7 @@ impl Sessions {
             "_lembas/session/title" if self.has("title") => self.title(params, client).await,
             _ => return None,
         };
-        Some(answer)
+        Some(Reply::Now(answer))
     }
 
     /// What follows an answer on the wire: after `session/new`, the command list (capability
@@ -187,6 +224,7 @@ impl Sessions {
                 queued: Vec::new(),
                 waiters: HashMap::new(),
                 client: None,
+                deleted: false,
             }),
             jobs,
         });
@@ -203,12 +241,23 @@ impl Sessions {
 
     /// Saves a session and its turn log; a store that cannot be written is logged, not fatal.
     pub fn save(&self, state: &State) {
+        if state.deleted {
+            return;
+        }
         if let Err(e) = self
             .store
             .save_session(&state.stored)
             .and_then(|_| self.store.save_turns(&state.stored.id, &state.turns))
         {
-            tracing::error!("cannot save session {}: {e}", state.stored.id);
+            // A run's own temporary state directory goes with the run while a turn may still end.
+            if e.kind() == std::io::ErrorKind::NotFound {
+                tracing::debug!(
+                    "session {} not saved: its state directory is gone",
+                    state.stored.id
+                );
+            } else {
+                tracing::error!("cannot save session {}: {e}", state.stored.id);
+            }
         }
     }
 
@@ -438,6 +487,7 @@ impl Sessions {
                 running.cancel();
             }
             state.waiters.clear();
+            state.deleted = true;
         }
         if let Ok(mut map) = self.live.lock() {
             map.remove(id);

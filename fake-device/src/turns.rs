@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::events::Client;
-use crate::sessions::{Answer, Live, Sessions, fresh_id, refuse};
+use crate::sessions::{Answer, Live, Reply, Sessions, State, fresh_id, refuse};
 use crate::store::{StoredMessage, TurnState};
 
 /// A turn waiting in a session's queue.
@@ -38,6 +38,17 @@ impl Running {
     pub fn cancel(&self) {
         self.cancel.send_replace(true);
     }
+}
+
+/// Marks a turn as the running one (out of the queue, `running` in the log).
+fn mark_running(state: &mut State, turn_id: &str) {
+    state.queued.retain(|t| t != turn_id);
+    state.turns.set(turn_id, TurnState::Running, None);
+    state.running = Some(Running {
+        turn_id: turn_id.to_string(),
+        cancel: watch::channel(false).0,
+        steers: Vec::new(),
+    });
 }
 
 /// The prompt's text: text blocks joined by a blank line, links as `(see <uri>)`.
@@ -79,7 +90,13 @@ fn pieces(text: &str) -> Vec<String> {
 }
 
 impl Sessions {
-    pub(crate) async fn prompt(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
+    /// Takes a prompt in: the order-sensitive part (the turn queued, or found) happens now, in
+    /// the link's order; the answer comes when the turn ends.
+    pub(crate) async fn prompt(
+        self: &Arc<Self>,
+        params: &Value,
+        client: &Client,
+    ) -> Result<Reply, RpcError> {
         let id = params
             .get("sessionId")
             .and_then(Value::as_str)
@@ -109,14 +126,19 @@ impl Sessions {
             match known {
                 Some(turn) if turn.state == TurnState::Done => {
                     // A known turn does not run again: it gets the first run's answer.
-                    return turn.answer.ok_or_else(|| {
+                    return turn.answer.map(|a| Reply::Now(Ok(a))).ok_or_else(|| {
                         refuse(format!("turn `{turn_id}` finished without an answer"))
                     });
                 }
                 Some(_) => state.waiters.entry(turn_id.clone()).or_default().push(tx),
                 None => {
+                    // A prompt to an idle session runs at once; otherwise it waits its turn.
                     state.turns.set(&turn_id, TurnState::Queued, None);
-                    state.queued.push(turn_id.clone());
+                    if state.running.is_none() && state.queued.is_empty() {
+                        mark_running(&mut state, &turn_id);
+                    } else {
+                        state.queued.push(turn_id.clone());
+                    }
                     state.waiters.entry(turn_id.clone()).or_default().push(tx);
                     self.save(&state);
                     if live
@@ -132,10 +154,9 @@ impl Sessions {
                 }
             }
         }
-        rx.await.map_err(|_| {
-            refuse(format!(
-                "turn `{turn_id}` was dropped: its session was deleted"
-            ))
+        Ok(Reply::Later {
+            turn_id,
+            answer: rx,
         })
     }
 
@@ -256,18 +277,21 @@ impl Sessions {
 
     /// Runs one turn of the echo agent, reporting to the session's client.
     async fn run(&self, live: &Live, job: Job) {
-        let (cancel_tx, mut cancelled) = watch::channel(false);
-        let (client, session_id) = {
+        let (mut cancelled, client, session_id) = {
             let mut state = live.state.lock().await;
-            state.queued.retain(|t| *t != job.turn_id);
-            state.turns.set(&job.turn_id, TurnState::Running, None);
-            state.running = Some(Running {
-                turn_id: job.turn_id.clone(),
-                cancel: cancel_tx,
-                steers: Vec::new(),
-            });
+            if state
+                .running
+                .as_ref()
+                .is_none_or(|r| r.turn_id != job.turn_id)
+            {
+                mark_running(&mut state, &job.turn_id);
+            }
+            let cancelled = state.running.as_ref().map(|r| r.cancel.subscribe());
             self.save(&state);
-            (state.client.clone(), state.stored.id.clone())
+            (cancelled, state.client.clone(), state.stored.id.clone())
+        };
+        let Some(mut cancelled) = cancelled.take() else {
+            return;
         };
         let say = |event: Value| {
             if let Some(client) = &client {
@@ -305,9 +329,13 @@ impl Sessions {
         say(json!({ "type": "task", "state": "end", "turnId": job.turn_id }));
         say(json!({ "type": "done", "stopReason": stop }));
         let mut state = live.state.lock().await;
-        let unsent: Vec<String> = state
-            .running
-            .take()
+        let finished = state.running.take();
+        // The next turn is running from the moment this one ends, so a status in between
+        // never sees an idle session with turns waiting.
+        if let Some(next) = state.queued.first().cloned() {
+            mark_running(&mut state, &next);
+        }
+        let unsent: Vec<String> = finished
             .map(|r| r.steers.into_iter().map(|(t, _)| t).collect())
             .unwrap_or_default();
         let mut lembas = json!({ "turnId": job.turn_id });

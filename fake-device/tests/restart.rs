@@ -68,6 +68,18 @@ fn sessions(state: &std::path::Path, root: &std::path::Path) -> Arc<Sessions> {
     )
 }
 
+/// Calls a session method and waits for its answer, which must be a success.
+async fn call(sessions: &Arc<Sessions>, method: &str, params: &Value, client: &Client) -> Value {
+    let reply = sessions
+        .handle(method, params, client)
+        .await
+        .unwrap_or_else(|| panic!("{method} is a session method"));
+    reply
+        .wait()
+        .await
+        .unwrap_or_else(|e| panic!("{method} failed: {e}"))
+}
+
 /// How many turns started, by the `task` start events sent so far.
 fn starts(sent: &mut mpsc::UnboundedReceiver<Outgoing>, turn: &str) -> usize {
     let mut n = 0;
@@ -91,28 +103,22 @@ async fn sessions_and_turn_answers_survive_a_restart() {
 
     let (first_client, mut first_sent, _first_link) = client();
     let before = sessions(state.path(), root.path());
-    let created = before
-        .handle("session/new", &json!({"cwd": root.path()}), &first_client)
-        .await
-        .expect("a session method")
-        .expect("created");
+    let created = call(
+        &before,
+        "session/new",
+        &json!({"cwd": root.path()}),
+        &first_client,
+    )
+    .await;
     let sid = created["sessionId"].as_str().expect("an id").to_string();
-    let answer = before
-        .handle("session/prompt", &prompt(&sid), &first_client)
-        .await
-        .expect("a session method")
-        .expect("answered");
+    let answer = call(&before, "session/prompt", &prompt(&sid), &first_client).await;
     assert_eq!(answer["_meta"]["lembas"]["turnId"], "t1");
     assert_eq!(starts(&mut first_sent, "t1"), 1);
     drop(before);
 
     let (second_client, mut second_sent, _second_link) = client();
     let after = sessions(state.path(), root.path());
-    let again = after
-        .handle("session/prompt", &prompt(&sid), &second_client)
-        .await
-        .expect("a session method")
-        .expect("answered");
+    let again = call(&after, "session/prompt", &prompt(&sid), &second_client).await;
     assert_eq!(again, answer, "the first run's answer");
     tokio::time::sleep(Duration::from_millis(20)).await;
     assert_eq!(
@@ -120,15 +126,13 @@ async fn sessions_and_turn_answers_survive_a_restart() {
         0,
         "the turn did not run again"
     );
-    let status = after
-        .handle(
-            "_lembas/session/status",
-            &json!({"sessionId": sid}),
-            &second_client,
-        )
-        .await
-        .expect("a session method")
-        .expect("status");
+    let status = call(
+        &after,
+        "_lembas/session/status",
+        &json!({"sessionId": sid}),
+        &second_client,
+    )
+    .await;
     assert_eq!(status["exists"], true);
     assert_eq!(status["lastTurnId"], "t1");
 }

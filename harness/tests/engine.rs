@@ -824,3 +824,64 @@ async fn after_the_first_failure_the_remaining_steps_are_skipped() {
         "a skipped notify sent something"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// start and await
+
+#[tokio::test(start_paused = true)]
+async fn started_requests_go_out_in_step_order_and_each_await_gets_its_own_answer() {
+    let mut s = setup(
+        r#"steps:
+  - start: { method: slow, params: { n: 1 }, as: one }
+  - start: { method: quick, params: { n: 2 }, as: two }
+  - request: { method: status, result: { ok: true } }
+  - await: { request: two, result: { n: 2 } }
+  - await: { request: one, result: { n: 1 }, rule: device.turns.dedup }
+"#,
+    );
+    let run = spawn_run(&s);
+    // All three are on the wire, in step order, before anything is answered.
+    let (one, two, status) = (
+        s.remote.next().await,
+        s.remote.next().await,
+        s.remote.next().await,
+    );
+    assert_eq!(
+        [&one["method"], &two["method"], &status["method"]],
+        ["slow", "quick", "status"]
+    );
+    s.remote
+        .send(json!({"jsonrpc": "2.0", "id": status["id"], "result": {"ok": true}}));
+    s.remote
+        .send(json!({"jsonrpc": "2.0", "id": two["id"], "result": {"n": 2}}));
+    // The slow one answers wrongly: its await fails under its rule.
+    s.remote
+        .send(json!({"jsonrpc": "2.0", "id": one["id"], "result": {"n": 9}}));
+    let (outcome, _) = run.await.unwrap();
+    assert_eq!(
+        statuses(&outcome),
+        [
+            StepStatus::Passed,
+            StepStatus::Passed,
+            StepStatus::Passed,
+            StepStatus::Passed,
+            StepStatus::Failed
+        ]
+    );
+    assert_eq!(outcome.broken_rules(), ["device.turns.dedup"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_await_gives_up_at_its_deadline() {
+    let s = setup(
+        "steps:\n  - start: { method: never, as: n, timeout: 2s }\n  - await: { request: n }\n",
+    );
+    let (outcome, elapsed) = spawn_run(&s).await.unwrap();
+    assert_eq!(statuses(&outcome), [StepStatus::Passed, StepStatus::Failed]);
+    let failure = outcome.steps[1].failure.as_ref().unwrap();
+    assert!(
+        failure.summary.contains("no answer to `never`"),
+        "{failure:?}"
+    );
+    assert_elapsed(elapsed, Duration::from_secs(2));
+}

@@ -593,3 +593,17 @@ fn every_shipped_scenario_loads() {
     }
     assert!(count >= 2);
 }
+
+#[test]
+fn an_await_must_name_an_earlier_start() {
+    let e = load_err(
+        "steps:\n  - await: { request: nope }\n  - start: { method: m, as: nope }\n",
+        None,
+    );
+    assert_eq!(e.key_path.as_deref(), Some("steps[0].await.request"), "{e}");
+    assert!(e.message.contains("as: nope"), "{e}");
+    load_ok(
+        "steps:\n  - start: { method: m, as: a }\n  - await: { request: a }\n",
+        None,
+    );
+}

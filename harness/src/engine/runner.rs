@@ -137,7 +137,16 @@ pub struct Runner {
     /// The link each captured message came on, by variable: a `reply` answers on that link
     /// (a redialled peer starts its ids again, so an id alone does not say which request).
     origins: std::sync::Mutex<std::collections::HashMap<String, u32>>,
+    /// Requests sent by `start`, by name: their method, deadline and answer to come.
+    started: std::sync::Mutex<std::collections::HashMap<String, Started>>,
 }
+
+/// A request sent by `start`: its method, its deadline, and the task that waits for its answer.
+type Started = (
+    String,
+    Duration,
+    tokio::task::JoinHandle<Result<Result<Value, RpcError>, crate::jsonrpc::RequestError>>,
+);
 
 /// How a step ended, before it becomes a verdict.
 enum Outcome {
@@ -168,6 +177,7 @@ impl Runner {
             verdicts: Vec::new(),
             failed: false,
             origins: Default::default(),
+            started: Default::default(),
         }
     }
 
@@ -325,6 +335,8 @@ impl Runner {
         match step {
             Step::Notify(n) => self.notify(n).await,
             Step::Request(r) => self.request(r).await,
+            Step::Start(st) => self.start(st).await,
+            Step::Await(a) => self.await_answer(a).await,
             Step::Expect(e) => self.expect(e).await,
             Step::ExpectNone(e) => self.expect_none(e).await,
             Step::Check(c) => self.check(c),
@@ -408,11 +420,24 @@ impl Runner {
                 });
             }
         };
+        self.judge_answer(&r.method, answer, &r.result, &r.error, &r.capture, &r.rule)
+    }
+
+    /// Judges a request's answer against the step's `result` or `error` pattern, and captures.
+    fn judge_answer(
+        &self,
+        method: &str,
+        answer: Result<Value, RpcError>,
+        result: &Option<Value>,
+        error: &Option<Value>,
+        capture: &Captures,
+        rule: &Option<String>,
+    ) -> Outcome {
         let response = match &answer {
             Ok(result) => json!({ "result": result }),
             Err(error) => json!({ "error": error.to_value() }),
         };
-        let wanted = match (&r.result, &r.error) {
+        let wanted = match (result, error) {
             (_, Some(error)) => json!({ "error": error }),
             (Some(result), None) => json!({ "result": result }),
             (None, None) => json!({ "result": "$any" }),
@@ -429,21 +454,81 @@ impl Runner {
         if !outcome.is_match() {
             let kind = if answer.is_ok() { "result" } else { "error" };
             return Outcome::failed(Failure {
-                rule: r.rule.clone(),
-                summary: format!("the {kind} of `{}` is not what the spec says", r.method),
-                awaited: Some(format!("the answer to `{}`", r.method)),
+                rule: rule.clone(),
+                summary: format!("the {kind} of `{}` is not what the spec says", method),
+                awaited: Some(format!("the answer to `{}`", method)),
                 diff: Some(render_diff(&wanted, &response, &outcome)),
                 expected: Some(wanted),
                 nearest: Some(response),
             });
         }
-        match self.capture(&response, &outcome, &r.capture, None) {
+        match self.capture(&response, &outcome, capture, None) {
             Ok(()) => Outcome::Passed,
             Err(e) => Outcome::failed(Failure {
-                rule: r.rule.clone(),
+                rule: rule.clone(),
                 summary: e,
                 ..Failure::default()
             }),
+        }
+    }
+
+    async fn start(&self, st: &StartStep) -> Outcome {
+        let params = match self.render(st.params.as_ref().unwrap_or(&json!({}))) {
+            Ok(p) => p,
+            Err(e) => return Outcome::Error(e),
+        };
+        let peer = match self.link(Instant::now() + self.default_timeout).await {
+            Ok(peer) => peer,
+            Err(f) => return Outcome::failed(f),
+        };
+        let (method, timeout) = (st.method.clone(), self.timeout(st.timeout));
+        // Sent now, in step order; only the wait for the answer runs on its own.
+        let answer = tokio::spawn(peer.begin_request(&method, params, timeout));
+        match self.started.lock() {
+            Ok(mut started) => {
+                started.insert(st.name.clone(), (st.method.clone(), timeout, answer));
+                Outcome::Passed
+            }
+            Err(_) => Outcome::Error("started requests are unavailable".into()),
+        }
+    }
+
+    async fn await_answer(&self, a: &AwaitStep) -> Outcome {
+        let Some((method, timeout, answer)) = self
+            .started
+            .lock()
+            .ok()
+            .and_then(|mut s| s.remove(&a.request))
+        else {
+            return Outcome::Error(format!(
+                "`await.request`: no request started `as: {}` before this step",
+                a.request
+            ));
+        };
+        // The request carries its own deadline from `start`; this step may shorten it.
+        let wait = a.timeout.map(|d| d.0).unwrap_or(timeout);
+        let awaited = Some(format!(
+            "the answer to `{method}` (started as `{}`), for {}",
+            a.request,
+            Dur(wait)
+        ));
+        match tokio::time::timeout(wait, answer).await {
+            Err(_) => Outcome::failed(Failure {
+                rule: a.rule.clone(),
+                summary: format!("no answer to `{method}` within {}", Dur(wait)),
+                awaited,
+                ..Failure::default()
+            }),
+            Ok(Err(e)) => Outcome::Error(format!("the request task failed: {e}")),
+            Ok(Ok(Err(e))) => Outcome::failed(Failure {
+                rule: a.rule.clone(),
+                summary: e.to_string(),
+                awaited,
+                ..Failure::default()
+            }),
+            Ok(Ok(Ok(answer))) => {
+                self.judge_answer(&method, answer, &a.result, &a.error, &a.capture, &a.rule)
+            }
         }
     }
 
@@ -877,6 +962,8 @@ pub fn title(step: &Step) -> String {
     match step {
         Step::Notify(n) => format!("notify {}", n.method),
         Step::Request(r) => format!("request {}", r.method),
+        Step::Start(st) => format!("start {} as {}", st.method, st.name),
+        Step::Await(a) => format!("await {}", a.request),
         Step::Expect(e) => format!("expect {}", e.method.as_deref().unwrap_or("message")),
         Step::ExpectNone(e) => format!(
             "expect no {} for {}",

@@ -244,6 +244,18 @@ impl Peer {
         params: Value,
         timeout: Duration,
     ) -> Result<Result<Value, RpcError>, RequestError> {
+        self.begin_request(method, params, timeout).await
+    }
+
+    /// Sends a request now, and gives the wait for its answer (at most `timeout`) to run
+    /// later: a scenario that sends requests in a row gets them on the wire in that order.
+    pub fn begin_request(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<Result<Value, RpcError>, RequestError>> + Send + 'static
+    {
         let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         if let Ok(mut pending) = self.pending.lock() {
@@ -262,20 +274,20 @@ impl Peer {
             params: Some(params),
         };
         self.send_value(msg.to_value());
-        let answer = tokio::time::timeout(timeout, rx).await;
-        match answer {
-            Ok(Ok(outcome)) => Ok(outcome),
-            Ok(Err(_)) => Err(RequestError::Closed {
-                method: method.into(),
-            }),
-            Err(_) => {
-                if let Ok(mut pending) = self.pending.lock() {
-                    pending.remove(&id_key(&id));
+        let (peer, method) = (Arc::clone(self), method.to_string());
+        async move {
+            match tokio::time::timeout(timeout, rx).await {
+                Ok(Ok(outcome)) => Ok(outcome),
+                Ok(Err(_)) => Err(RequestError::Closed { method }),
+                Err(_) => {
+                    if let Ok(mut pending) = peer.pending.lock() {
+                        pending.remove(&id_key(&id));
+                    }
+                    Err(RequestError::Timeout {
+                        method,
+                        after: timeout,
+                    })
                 }
-                Err(RequestError::Timeout {
-                    method: method.into(),
-                    after: timeout,
-                })
             }
         }
     }

@@ -166,6 +166,41 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
+    /// Every `await` names a request a `start` step sent before it (in file order).
+    fn started(
+        &self,
+        steps: &[Spanned<Step>],
+        base: &str,
+        names: &mut Vec<String>,
+    ) -> Result<(), LoadError> {
+        for (i, step) in steps.iter().enumerate() {
+            let path = format!("{base}[{i}]");
+            match &step.value {
+                Step::Start(st) => names.push(st.name.clone()),
+                Step::Await(a) if !names.contains(&a.request) => {
+                    return Err(self.error(
+                        step,
+                        format!("{path}.await.request"),
+                        format!(
+                            "no `start` step before this one sends a request `as: {}`",
+                            a.request
+                        ),
+                    ));
+                }
+                Step::Await(a) if a.result.is_some() && a.error.is_some() => {
+                    return Err(self.error(
+                        step,
+                        format!("{path}.await"),
+                        "has both `result` and `error`: a response has one".into(),
+                    ));
+                }
+                Step::When(w) => self.started(&w.steps, &format!("{path}.when.steps"), names)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     fn error<T>(&self, at: &Spanned<T>, key_path: String, message: String) -> LoadError {
         LoadError {
             file: self.file.to_string(),
@@ -316,6 +351,8 @@ pub fn step_key(step: &Step) -> &'static str {
     match step {
         Step::Notify(_) => "notify",
         Step::Request(_) => "request",
+        Step::Start(_) => "start",
+        Step::Await(_) => "await",
         Step::Expect(_) => "expect",
         Step::ExpectNone(_) => "expect_none",
         Step::Check(_) => "check",
@@ -400,6 +437,7 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Res
         }
     }
     checker.steps(&scenario.steps, "steps", side)?;
+    checker.started(&scenario.steps, "steps", &mut Vec::new())?;
     check_rules(scenario, file, text)
 }
 
@@ -426,6 +464,7 @@ fn check_rules(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadEr
             let path = format!("{base}[{i}]");
             let rule = match &step.value {
                 Step::Request(s) => s.rule.as_ref(),
+                Step::Await(s) => s.rule.as_ref(),
                 Step::Expect(s) => s.rule.as_ref(),
                 Step::ExpectNone(s) => s.rule.as_ref(),
                 Step::Check(s) => s.rule.as_ref(),

@@ -132,7 +132,7 @@ pub struct DeviceSettings {
     /// Advertise only these capabilities (to test that an instance respects the list).
     #[serde(default)]
     pub capabilities: Option<Vec<String>>,
-    /// The pause between the pieces of the default (echo) agent's answer (default 20ms): a turn
+    /// The pause between the pieces of the default (echo) agent's answer (default 50ms): a turn
     /// runs at least three of these, which is when cancel and steer can reach it.
     #[serde(default)]
     pub step_delay: Option<Dur>,
@@ -181,6 +181,10 @@ pub enum Step {
     Notify(NotifyStep),
     /// Send a request and expect its result or error.
     Request(RequestStep),
+    /// Send a request and go on without its answer; an `await` step takes the answer later.
+    Start(StartStep),
+    /// Wait for the answer of a request sent by `start`, and check it like `request` does.
+    Await(AwaitStep),
     /// Expect a request or notification from the peer (consumed from the inbox).
     Expect(ExpectStep),
     /// Expect nothing matching from the peer for a while.
@@ -249,6 +253,46 @@ pub struct RequestStep {
     #[serde(default)]
     pub rule: Option<String>,
     /// This step's deadline.
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+/// Send a request without waiting for its answer.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartStep {
+    /// The method.
+    pub method: String,
+    /// The params (`${...}` substituted).
+    #[serde(default)]
+    pub params: Option<Value>,
+    /// The name an `await` step uses for it.
+    #[serde(rename = "as")]
+    pub name: String,
+    /// How long its answer may take in all (default: the scenario's timeout).
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+/// Wait for a started request's answer.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AwaitStep {
+    /// The `as` name of the `start` step.
+    pub request: String,
+    /// A pattern the result must match. Without `result` or `error`, any result passes.
+    #[serde(default)]
+    pub result: Option<Value>,
+    /// A pattern the error must match.
+    #[serde(default)]
+    pub error: Option<Value>,
+    /// Variables to take from the response.
+    #[serde(default)]
+    pub capture: Captures,
+    /// The catalogue rule a wrong answer breaks.
+    #[serde(default)]
+    pub rule: Option<String>,
+    /// How long to wait here (default: what is left of the `start` step's timeout).
     #[serde(default)]
     pub timeout: Option<Dur>,
 }
