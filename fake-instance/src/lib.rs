@@ -138,6 +138,17 @@ pub async fn run(
         .as_ref()
         .and_then(|s| s.instance.clone())
         .unwrap_or_default();
+    let http_config = match &settings.http {
+        Some(value) => serde_path_to_error::deserialize::<_, http::HttpConfig>(value.clone())
+            .map_err(|e| {
+                StartError::Scenario(format!(
+                    "the scenario's `instance.http.{}`: {}",
+                    e.path(),
+                    e.inner()
+                ))
+            })?,
+        None => options.http.clone(),
+    };
     let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
     let findings = Arc::new(Findings::default());
     let listener = tokio::net::TcpListener::bind(options.listen)
@@ -177,7 +188,7 @@ pub async fn run(
     )
     .map_err(StartError::Scenario)?;
     let tokens = Arc::new(options.tokens.clone());
-    let http = http::HttpState::new(options.http.clone(), tokens.clone(), discovery.clone());
+    let http = http::HttpState::new(http_config, tokens.clone(), discovery.clone());
     let state = ServerState {
         hub: hub.clone(),
         tokens,

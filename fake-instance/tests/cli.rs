@@ -273,3 +273,22 @@ fn without_a_scenario_it_serves_until_sigterm_and_exits_0() {
     assert!(killed.success());
     assert_eq!(wait(&mut child, Duration::from_secs(5)), 0);
 }
+
+#[test]
+fn a_scenario_http_section_is_checked_and_names_the_key_at_fault() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let folder = dir.path().join("instance");
+    std::fs::create_dir(&folder).expect("folder");
+    let file = folder.join("http.yaml");
+    std::fs::write(
+        &file,
+        "name: http\nabout: x\ninstance:\n  http:\n    scripts:\n      - when: { last_user: slow }\n        reply: { text: ok, chunk_delay_ms: 100, colour: red }\nsteps: []\n",
+    )
+    .expect("write");
+    let (code, _, err) = run(&["--scenario", &file.to_string_lossy()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("instance.http.scripts[0].reply") && err.contains("colour"),
+        "{err}"
+    );
+}

@@ -109,6 +109,11 @@ pub struct InstanceSettings {
     /// `lembas` (default): say `_meta.lembas` in initialize; `plain`: act as a plain ACP client.
     #[serde(default)]
     pub client: ClientKind,
+    /// The HTTP API the CLI uses: models, the scripted chat model, usage, personalization and
+    /// the instance's description (see "The HTTP API fake-instance serves" in the format
+    /// reference). Checked when the run starts.
+    #[serde(default)]
+    pub http: Option<Value>,
 }
 
 /// What kind of ACP client fake-instance claims to be.
