@@ -43,7 +43,7 @@ enum Command {
         #[arg(long, value_name = "PATH")]
         write: Option<PathBuf>,
     },
-    /// List the rule catalogue.
+    /// List the rule catalogue, with the scenarios that check each rule and its misbehaviour.
     Rules,
 }
 
@@ -86,6 +86,44 @@ fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
     if bad == 0 { Exit::Passed } else { Exit::Usage }
 }
 
+/// The catalogue: each rule, the side it binds, what it says, the scenarios that check it and
+/// the misbehaviour that proves they can fail.
+fn print_rules() {
+    let mut checked_by: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for side in [Side::Instance, Side::Device] {
+        for embedded in harness::scenario::catalogue::embedded(side) {
+            if let Ok(scenario) = embedded.load() {
+                for rule in scenario.rules {
+                    checked_by.entry(rule).or_default().push(format!(
+                        "{}/{}",
+                        side.folder(),
+                        embedded.file
+                    ));
+                }
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    for rule in harness::rules::catalogue().iter() {
+        let _ = writeln!(
+            out,
+            "{}  ({}; spec: {})",
+            rule.id,
+            format!("{:?}", rule.binds).to_lowercase(),
+            rule.section
+        );
+        let _ = writeln!(out, "    {}", rule.says);
+        let scenarios = checked_by
+            .get(&rule.id)
+            .map(|s| s.join(", "))
+            .unwrap_or_else(|| "none (monitors only)".into());
+        let _ = writeln!(out, "    checked by: {scenarios}");
+        if let Some(misbehaviour) = &rule.misbehaviour {
+            let _ = writeln!(out, "    --misbehave {}: {misbehaviour}", rule.id);
+        }
+    }
+}
+
 fn main() -> ExitCode {
     harness::cli::init_process("error");
     let cli = Cli::parse();
@@ -108,15 +146,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Rules => {
-            for rule in harness::rules::catalogue().iter() {
-                let _ = writeln!(
-                    std::io::stdout(),
-                    "{:<34} {:<9} {}",
-                    rule.id,
-                    format!("{:?}", rule.binds).to_lowercase(),
-                    rule.says
-                );
-            }
+            print_rules();
             Exit::Passed.into()
         }
         Command::Selftest {
