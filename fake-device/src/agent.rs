@@ -33,7 +33,7 @@ pub struct AgentConfig {
     pub patience: Duration,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct LinkState {
     protocol: u8,
     initialized: bool,
@@ -41,6 +41,20 @@ struct LinkState {
     lembas: bool,
     /// The link's session work, taken in arrival order.
     work: Option<mpsc::UnboundedSender<Work>>,
+    /// Whether questions and plans may still be sent on this link.
+    asks: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Default for LinkState {
+    fn default() -> Self {
+        Self {
+            protocol: 1,
+            initialized: false,
+            lembas: false,
+            work: None,
+            asks: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+        }
+    }
 }
 
 /// Session work from a link, in the order it arrived.
@@ -187,6 +201,7 @@ impl AgentModel {
             lembas: state.lembas,
             protocol: state.protocol.max(1),
             events_to_all: self.breaks(ids::DEVICE_EVENT_LEMBAS_ONLY),
+            asks: state.asks.clone(),
         }
     }
 

@@ -2,6 +2,7 @@
 //! `_lembas/event` only to a client that said `_meta.lembas` (spec, "Versions and discovery").
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use harness::jsonrpc::Peer;
 use serde_json::{Value, json};
@@ -17,6 +18,9 @@ pub struct Client {
     pub protocol: u8,
     /// Send `_lembas/event` even to a plain client (only when misbehaving on purpose).
     pub events_to_all: bool,
+    /// Whether questions and plans may still be sent on this link (shared by every `Client` of
+    /// the link: a method-not-found answer turns it off for the rest of the link).
+    pub asks: Arc<AtomicBool>,
 }
 
 impl Client {

@@ -7,9 +7,11 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod cards;
 pub mod dial;
 pub mod events;
 pub mod limits;
+pub mod model;
 pub mod monitor;
 pub mod sessions;
 pub mod store;
@@ -25,11 +27,12 @@ use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::Spec;
 use harness::rules::Misbehaviours;
-use harness::scenario::{Mode, Scenario};
+use harness::scenario::{AgentKind, Mode, Scenario};
 
 use crate::agent::{AgentConfig, AgentModel};
 use crate::dial::{DeviceDialer, ProtocolChoice, Stopped};
 use crate::limits::Limits;
+use crate::model::ModelClient;
 use crate::sessions::{Sessions, SessionsConfig};
 use crate::store::Store;
 
@@ -60,6 +63,8 @@ pub struct Options {
     pub limits: harness::transport::FrameLimits,
     /// Where the store lives (`--state-dir`); `None`: a temporary directory of the run's own.
     pub state_dir: Option<PathBuf>,
+    /// What drives turns (a scenario's `device.agent` overrides it).
+    pub agent: AgentKind,
 }
 
 /// How a run ended.
@@ -122,6 +127,9 @@ pub async fn run(
         misbehave: options.misbehave.clone(),
         patience: options.patience,
     };
+    let http = reqwest::Client::builder()
+        .build()
+        .map_err(|e| StartError::Scenario(format!("cannot make an HTTP client: {e}")))?;
     let sessions = Sessions::new(
         store,
         Limits::new(&options.roots),
@@ -134,6 +142,17 @@ pub async fn run(
                 .map(|d| d.0)
                 .unwrap_or(Duration::from_millis(50)),
             connection: agent.connection.clone(),
+            model: (settings.agent.unwrap_or(options.agent) == AgentKind::Model).then(|| {
+                ModelClient {
+                    base: options.instance.clone(),
+                    token: options.token.clone(),
+                    http: http.clone(),
+                }
+            }),
+            approval_timeout: settings
+                .approval_timeout
+                .map(|d| d.0)
+                .unwrap_or(Duration::from_secs(30)),
         },
     );
     let model = Arc::new(AgentModel::new(agent, sessions));
@@ -148,9 +167,6 @@ pub async fn run(
         findings.clone(),
     )
     .map_err(StartError::Scenario)?;
-    let http = reqwest::Client::builder()
-        .build()
-        .map_err(|e| StartError::Scenario(format!("cannot make an HTTP client: {e}")))?;
     let dialer = Arc::new(DeviceDialer {
         instance: options.instance.clone(),
         token: options.token.clone(),

@@ -42,11 +42,33 @@ struct Cli {
     /// A remote root (repeatable).
     #[arg(long = "root", value_name = "DIR")]
     roots: Vec<String>,
+    /// What drives turns: echo (the prompt back) or model (the instance's model, with its tool
+    /// calls and cards, as the CLI does).
+    #[arg(long, value_enum, default_value = "echo")]
+    agent: AgentArg,
     /// The protocol to say: auto (from discovery), 1 or 2.
     #[arg(long, value_name = "auto|1|2", default_value = "auto")]
     protocol: String,
     #[command(flatten)]
     common: CommonArgs,
+}
+
+/// `--agent` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum AgentArg {
+    /// Echo each prompt back.
+    Echo,
+    /// Ask the instance's model.
+    Model,
+}
+
+impl From<AgentArg> for harness::scenario::AgentKind {
+    fn from(arg: AgentArg) -> Self {
+        match arg {
+            AgentArg::Echo => Self::Echo,
+            AgentArg::Model => Self::Model,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -138,6 +160,7 @@ fn main() -> ExitCode {
             max_message_bytes: cli.common.max_message_bytes,
         },
         state_dir: cli.common.state_dir.clone(),
+        agent: cli.agent.into(),
     };
     match runtime.block_on(fake_device::run(
         options,

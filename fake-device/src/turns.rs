@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::events::Client;
+use crate::model::ModelClient;
 use crate::sessions::{Answer, Live, Reply, Sessions, State, fresh_id, refuse};
 use crate::store::{StoredMessage, TurnState};
 
@@ -300,32 +301,38 @@ impl Sessions {
         };
         say(json!({ "type": "prompt", "text": job.text, "turnId": job.turn_id }));
         say(json!({ "type": "task", "state": "start", "turnId": job.turn_id }));
-        let mut reply = String::new();
-        let mut stop = "end_turn";
-        for piece in pieces(&job.text) {
-            tokio::select! {
-                () = tokio::time::sleep(self.config.step_delay) => {}
-                _ = cancelled.wait_for(|c| *c) => { stop = "cancelled"; break; }
+        let (reply, stop) = match &self.config.model {
+            Some(model) => {
+                self.model_turn(
+                    live,
+                    model,
+                    &job,
+                    client.as_ref(),
+                    &session_id,
+                    &mut cancelled,
+                )
+                .await
             }
-            // Steer messages are taken in at a step.
-            let taken = {
-                let mut state = live.state.lock().await;
-                state
-                    .running
-                    .as_mut()
-                    .map(|r| std::mem::take(&mut r.steers))
-                    .unwrap_or_default()
-            };
-            if !taken.is_empty() {
-                let texts: Vec<&str> = taken.iter().map(|(t, _)| t.as_str()).collect();
-                let ids: Vec<&str> = taken.iter().filter_map(|(_, id)| id.as_deref()).collect();
-                say(json!({ "type": "steered", "texts": texts, "ids": ids }));
+            None => {
+                let (reply, was_cancelled) = self
+                    .speak(
+                        live,
+                        client.as_ref(),
+                        &session_id,
+                        &job.text,
+                        &mut cancelled,
+                    )
+                    .await;
+                (
+                    reply,
+                    if was_cancelled {
+                        "cancelled"
+                    } else {
+                        "end_turn"
+                    },
+                )
             }
-            if let Some(client) = &client {
-                client.text(&session_id, &piece);
-            }
-            reply.push_str(&piece);
-        }
+        };
         say(json!({ "type": "task", "state": "end", "turnId": job.turn_id }));
         say(json!({ "type": "done", "stopReason": stop }));
         let mut state = live.state.lock().await;
@@ -364,6 +371,171 @@ impl Sessions {
         }
     }
 }
+
+impl Sessions {
+    /// Says `text` in up to three pieces, a step apart, taking in steer messages at each step.
+    /// Gives what was said, and whether the turn was cancelled before the end.
+    async fn speak(
+        &self,
+        live: &Live,
+        client: Option<&Client>,
+        session_id: &str,
+        text: &str,
+        cancelled: &mut watch::Receiver<bool>,
+    ) -> (String, bool) {
+        let mut said = String::new();
+        for piece in pieces(text) {
+            tokio::select! {
+                () = tokio::time::sleep(self.config.step_delay) => {}
+                _ = cancelled.wait_for(|c| *c) => return (said, true),
+            }
+            // Steer messages are taken in at a step.
+            let taken = {
+                let mut state = live.state.lock().await;
+                state
+                    .running
+                    .as_mut()
+                    .map(|r| std::mem::take(&mut r.steers))
+                    .unwrap_or_default()
+            };
+            if let Some(client) = client {
+                if !taken.is_empty() {
+                    let texts: Vec<&str> = taken.iter().map(|(t, _)| t.as_str()).collect();
+                    let ids: Vec<&str> = taken.iter().filter_map(|(_, id)| id.as_deref()).collect();
+                    client.event(
+                        session_id,
+                        json!({ "type": "steered", "texts": texts, "ids": ids }),
+                    );
+                }
+                client.text(session_id, &piece);
+            }
+            said.push_str(&piece);
+        }
+        (said, false)
+    }
+
+    /// A turn the instance's model drives: each step asks the model, says its text, and runs its
+    /// tool calls with the cards they need, until it calls no tool (at most [`MAX_STEPS`]).
+    async fn model_turn(
+        &self,
+        live: &Live,
+        model: &ModelClient,
+        job: &Job,
+        client: Option<&Client>,
+        session_id: &str,
+        cancelled: &mut watch::Receiver<bool>,
+    ) -> (String, &'static str) {
+        let (model_id, mut messages) = {
+            let state = live.state.lock().await;
+            let prefix = format!("{}/", self.config.connection);
+            let model_id = state
+                .stored
+                .model
+                .as_deref()
+                .map(|m| m.strip_prefix(&prefix).unwrap_or(m).to_string());
+            let mut messages = Vec::new();
+            if let Some(system) = state
+                .stored
+                .context
+                .get("system_prompt")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+            {
+                messages.push(json!({ "role": "system", "content": system }));
+            }
+            for m in state.stored.messages.iter().filter(|m| !m.reverted) {
+                messages.push(json!({ "role": m.role, "content": m.text }));
+            }
+            (model_id, messages)
+        };
+        messages.push(json!({ "role": "user", "content": job.text }));
+        let model_id = match model_id {
+            Some(id) => id,
+            None => match model.first_chat_model().await {
+                Ok(id) => id,
+                Err(e) => return self.model_failed(client, session_id, &e),
+            },
+        };
+        let mut reply = String::new();
+        for _ in 0..MAX_STEPS {
+            let completion = match model
+                .complete(&model_id, &messages, &crate::model::tools())
+                .await
+            {
+                Ok(c) => c,
+                Err(e) => return self.model_failed(client, session_id, &e),
+            };
+            if let (Some(reasoning), Some(client)) = (&completion.reasoning, client) {
+                client.update(session_id, json!({ "sessionUpdate": "agent_thought_chunk", "content": { "type": "text", "text": reasoning } }));
+                client.event(
+                    session_id,
+                    json!({ "type": "reasoning", "text": reasoning }),
+                );
+            }
+            let (said, was_cancelled) = self
+                .speak(live, client, session_id, &completion.text, cancelled)
+                .await;
+            reply.push_str(&said);
+            if was_cancelled {
+                return (reply, "cancelled");
+            }
+            if completion.tool_calls.is_empty() {
+                return (reply, "end_turn");
+            }
+            let calls: Vec<Value> = completion
+                .tool_calls
+                .iter()
+                .map(|c| json!({ "id": c.id, "type": "function", "function": { "name": c.name, "arguments": c.arguments.to_string() } }))
+                .collect();
+            messages.push(
+                json!({ "role": "assistant", "content": completion.text, "tool_calls": calls }),
+            );
+            for call in &completion.tool_calls {
+                let outcome = match client {
+                    Some(client) => {
+                        client.update(session_id, json!({ "sessionUpdate": "tool_call", "toolCallId": call.id, "title": call.name, "kind": "execute", "status": "pending", "rawInput": call.arguments }));
+                        client.event(session_id, json!({ "type": "tool_start", "id": call.id, "name": call.name, "args": call.arguments }));
+                        let outcome = self.run_tool(client, session_id, call).await;
+                        let status = if outcome.ran { "completed" } else { "failed" };
+                        client.update(session_id, json!({ "sessionUpdate": "tool_call_update", "toolCallId": call.id, "status": status, "content": [{ "type": "content", "content": { "type": "text", "text": outcome.text } }] }));
+                        let kind = if outcome.ran {
+                            "tool_end"
+                        } else {
+                            "tool_denied"
+                        };
+                        client.event(session_id, json!({ "type": kind, "id": call.id, "name": call.name, "output": outcome.text }));
+                        outcome
+                    }
+                    None => crate::cards::ToolOutcome {
+                        text: "Nobody is there to approve it.".into(),
+                        ran: false,
+                    },
+                };
+                messages.push(
+                    json!({ "role": "tool", "tool_call_id": call.id, "content": outcome.text }),
+                );
+            }
+        }
+        (reply, "max_turn_requests")
+    }
+
+    fn model_failed(
+        &self,
+        client: Option<&Client>,
+        session_id: &str,
+        why: &str,
+    ) -> (String, &'static str) {
+        tracing::warn!("the model failed: {why}");
+        if let Some(client) = client {
+            client.event(session_id, json!({ "type": "error", "message": why }));
+        }
+        (String::new(), "end_turn")
+    }
+}
+
+/// The most model calls one turn makes: a model that keeps calling tools is stopped there, and
+/// the turn ends with `max_turn_requests`.
+pub const MAX_STEPS: usize = 8;
 
 /// A session's turn worker: one turn at a time, in order, until the session goes.
 pub async fn worker(

@@ -47,6 +47,7 @@ fn client() -> (
             lembas: true,
             protocol: 2,
             events_to_all: false,
+            asks: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         },
         sent,
         keep_open,
@@ -64,6 +65,8 @@ fn sessions(state: &std::path::Path, root: &std::path::Path) -> Arc<Sessions> {
             misbehave: Default::default(),
             step_delay: Duration::from_millis(1),
             connection: "lembas".into(),
+            model: None,
+            approval_timeout: Duration::from_secs(5),
         },
     )
 }

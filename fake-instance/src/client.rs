@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use harness::engine::{Behaviour, Hub};
 use harness::finding::Finding;
-use harness::jsonrpc::{LinkEvent, Peer};
+use harness::jsonrpc::{IncomingRequest, LinkEvent, Peer};
 use harness::lembas::{CLOSE_PROTOCOL_MISMATCH, Discovery, Spec};
 use harness::rules::Misbehaviours;
 use harness::rules::ids;
 use harness::scenario::{ClientKind, Mode};
 use serde_json::{Value, json};
 
+use crate::cards;
 use crate::monitor;
 
 /// How the client behaves.
@@ -205,6 +206,16 @@ impl Behaviour for ClientModel {
                 }
             }
             _ => {}
+        }
+    }
+
+    fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
+        match cards::answer(&request.method, &request.params) {
+            Some(answer) => {
+                peer.respond(&request.id, Ok(answer));
+                true
+            }
+            None => false,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! with its verdict; without one it stays up as a simulated instance until told to stop.
 #![warn(missing_docs)]
 
+pub mod cards;
 pub mod client;
 pub mod http;
 pub mod monitor;

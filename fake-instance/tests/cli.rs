@@ -79,6 +79,7 @@ fn device(
             patience: Duration::from_secs(5),
             limits: harness::transport::FrameLimits::default(),
             state_dir: None,
+            agent: harness::scenario::AgentKind::Echo,
         };
         let _ = runtime.block_on(fake_device::run(options, None, async {
             let _ = stop_rx.await;

@@ -135,6 +135,8 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     patience: PATIENCE,
                     limits: harness::transport::FrameLimits::default(),
                     state_dir: None,
+                    // The instance scenarios script the model; the device follows it, as a CLI does.
+                    agent: harness::scenario::AgentKind::Model,
                 };
                 let _ = fake_device::run(options, None, async {
                     let _ = stop_rx.await;
@@ -200,6 +202,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 patience: PATIENCE,
                 limits: harness::transport::FrameLimits::default(),
                 state_dir: None,
+                agent: harness::scenario::AgentKind::Echo,
             };
             let finished = fake_device::run(
                 options,

@@ -137,6 +137,13 @@ pub struct DeviceSettings {
     /// Advertise only these capabilities (to test that an instance respects the list).
     #[serde(default)]
     pub capabilities: Option<Vec<String>>,
+    /// `echo` (default): the agent echoes each prompt; `model`: it asks the instance's model
+    /// (`/v1/chat/completions`) and follows its tool calls with the cards they need.
+    #[serde(default)]
+    pub agent: Option<AgentKind>,
+    /// How long a card (approval, question, plan) waits for an answer (default 30s).
+    #[serde(default)]
+    pub approval_timeout: Option<Dur>,
     /// The pause between the pieces of the default (echo) agent's answer (default 50ms): a turn
     /// runs at least three of these, which is when cancel and steer can reach it.
     #[serde(default)]
@@ -147,6 +154,17 @@ pub struct DeviceSettings {
     /// Redial backoff after a dropped link: longest wait.
     #[serde(default)]
     pub redial_cap: Option<Dur>,
+}
+
+/// What drives fake-device's turns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentKind {
+    /// Echo the prompt back in three pieces.
+    #[default]
+    Echo,
+    /// Ask the instance's model, as the CLI does, and follow its tool calls.
+    Model,
 }
 
 /// A handler: answers the peer's matching requests, for the whole run or `times` times.

@@ -1,0 +1,357 @@
+//! Cards: what the device asks the person through the client when its model calls a tool — an
+//! approval before a command runs (`session/request_permission`), questions (`_lembas/question`)
+//! and a plan (`_lembas/plan`). Questions and plans go only to a client that said LLeMbas at
+//! protocol 2 or later; one that answers them with method-not-found is not asked again on that
+//! link. A card not answered within the approval timeout is a denial (or a dismissal), and the
+//! client is told to take it down (`_lembas/permission/settled`).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use harness::jsonrpc::{METHOD_NOT_FOUND, RequestError};
+use harness::rules::ids;
+use serde_json::{Value, json};
+
+use crate::events::Client;
+use crate::model::ToolCall;
+use crate::sessions::Sessions;
+
+/// At most this many questions on one card, of at most this many options (spec, `_lembas/question`).
+pub const MAX_QUESTIONS: usize = 4;
+/// See [`MAX_QUESTIONS`].
+pub const MAX_OPTIONS: usize = 6;
+/// The longest option label a card shows.
+pub const MAX_LABEL: usize = 240;
+
+/// What a tool call came to: the text the model is given, and whether it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// Given to the model as the tool's result.
+    pub text: String,
+    /// Whether the tool ran (false: denied, dismissed, nobody to ask).
+    pub ran: bool,
+}
+
+/// Shapes the model's questions for a card: at most four of at most six options, the
+/// recommended option first, labels cut to 240 characters.
+pub fn card_questions(arguments: &Value) -> Vec<Value> {
+    let questions = arguments
+        .get("questions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    questions
+        .into_iter()
+        .take(MAX_QUESTIONS)
+        .map(|q| {
+            let mut options: Vec<Value> = q
+                .get("options")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            options.sort_by_key(|o| {
+                !o.get("recommended")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false)
+            });
+            let options: Vec<Value> = options
+                .into_iter()
+                .take(MAX_OPTIONS)
+                .map(|mut o| {
+                    if let Some(label) = o.get("label").and_then(Value::as_str) {
+                        let cut: String = label.chars().take(MAX_LABEL).collect();
+                        o["label"] = json!(cut);
+                    }
+                    o
+                })
+                .collect();
+            json!({
+                "header": q.get("header").cloned().unwrap_or(json!("")),
+                "question": q.get("question").cloned().unwrap_or(json!("")),
+                "multiple": q.get("multiple").and_then(Value::as_bool).unwrap_or(false),
+                "options": options,
+            })
+        })
+        .collect()
+}
+
+/// Reads a question card's answer for the model; anything the spec does not define is a dismissal.
+fn read_answers(answer: &Value) -> String {
+    match answer.get("outcome").and_then(Value::as_str) {
+        Some("answered") => {
+            let answers = answer
+                .get("answers")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let said: Vec<String> = answers
+                .iter()
+                .map(|a| match a.get("kind").and_then(Value::as_str) {
+                    Some("options") => {
+                        format!("chose {}", a.get("labels").cloned().unwrap_or(json!([])))
+                    }
+                    Some("custom") => {
+                        format!("wrote {}", a.get("text").cloned().unwrap_or(json!("")))
+                    }
+                    Some("back") => {
+                        format!("asked back {}", a.get("text").cloned().unwrap_or(json!("")))
+                    }
+                    Some("skipped") => "left it blank (no answer)".into(),
+                    _ => "gave something unreadable (no answer)".into(),
+                })
+                .collect();
+            format!("The person answered: {}", said.join("; "))
+        }
+        _ => "The person dismissed the questions.".into(),
+    }
+}
+
+impl Sessions {
+    /// Whether this client may be asked questions and plans now.
+    fn may_ask(&self, client: &Client, capability: &str) -> bool {
+        let asks_all = self.breaks(ids::DEVICE_QUESTION_PROTOCOL);
+        self.has(capability)
+            && (asks_all
+                || (client.lembas && client.protocol >= 2 && client.asks.load(Ordering::Relaxed)))
+    }
+
+    /// Asks the client, waiting at most the approval timeout. `None`: no answer in time, and
+    /// the card has been settled.
+    async fn ask(
+        &self,
+        client: &Client,
+        session_id: &str,
+        call_id: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Option<Value>, i64> {
+        let wait: Duration = self.config.approval_timeout;
+        match client.peer.request(method, params, wait).await {
+            Ok(Ok(answer)) => Ok(Some(answer)),
+            Ok(Err(error)) => Err(error.code),
+            Err(RequestError::Timeout { .. }) => {
+                client.peer.notify(
+                    "_lembas/permission/settled",
+                    json!({ "sessionId": session_id, "toolCallId": call_id }),
+                );
+                Ok(None)
+            }
+            Err(RequestError::Closed { .. }) => Ok(None),
+        }
+    }
+
+    /// Runs one tool call of the model, with the card it needs.
+    pub(crate) async fn run_tool(
+        &self,
+        client: &Client,
+        session_id: &str,
+        call: &ToolCall,
+    ) -> ToolOutcome {
+        match call.name.as_str() {
+            "ask_user" => self.question(client, session_id, call).await,
+            "plan_submit" => self.plan(client, session_id, call).await,
+            _ => self.approve_and_run(client, session_id, call).await,
+        }
+    }
+
+    async fn question(&self, client: &Client, session_id: &str, call: &ToolCall) -> ToolOutcome {
+        if !self.may_ask(client, "ask") {
+            return ToolOutcome {
+                text: "Nobody can be asked here: go on with what you know.".into(),
+                ran: false,
+            };
+        }
+        let mut params = json!({
+            "sessionId": session_id,
+            "toolCallId": call.id,
+            "questions": if self.breaks(ids::DEVICE_QUESTION_SHAPE) {
+                call.arguments.get("questions").cloned().unwrap_or(json!([]))
+            } else {
+                json!(card_questions(&call.arguments))
+            },
+            "_meta": { "lembas": { "patient": false } },
+        });
+        if let Some(why) = call.arguments.get("why") {
+            params["why"] = why.clone();
+        }
+        match self
+            .ask(client, session_id, &call.id, "_lembas/question", params)
+            .await
+        {
+            Ok(Some(answer)) => ToolOutcome {
+                text: read_answers(&answer),
+                ran: true,
+            },
+            Ok(None) => ToolOutcome {
+                text: "The person did not answer in time (dismissed).".into(),
+                ran: false,
+            },
+            Err(METHOD_NOT_FOUND) => {
+                // A client that does not know questions is treated as protocol 1 from now on.
+                client.asks.store(false, Ordering::Relaxed);
+                ToolOutcome {
+                    text: "Nobody can be asked here: go on with what you know.".into(),
+                    ran: false,
+                }
+            }
+            Err(_) => ToolOutcome {
+                text: "The question could not be asked (dismissed).".into(),
+                ran: false,
+            },
+        }
+    }
+
+    async fn plan(&self, client: &Client, session_id: &str, call: &ToolCall) -> ToolOutcome {
+        let text = call
+            .arguments
+            .get("text")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !self.may_ask(client, "plan") {
+            return ToolOutcome {
+                text: "The plan is saved; nobody can approve it here, so stop now.".into(),
+                ran: false,
+            };
+        }
+        let params = json!({
+            "sessionId": session_id,
+            "toolCallId": call.id,
+            "path": call.arguments.get("path").cloned().unwrap_or(json!("PLAN.md")),
+            "text": text,
+            "_meta": { "lembas": { "patient": false } },
+        });
+        match self
+            .ask(client, session_id, &call.id, "_lembas/plan", params)
+            .await
+        {
+            Ok(Some(answer)) => match answer.get("outcome").and_then(Value::as_str) {
+                Some("approve") => {
+                    let asked = answer
+                        .get("mode")
+                        .and_then(Value::as_str)
+                        .unwrap_or("manual");
+                    let mode = self
+                        .limits
+                        .read()
+                        .ok()
+                        .and_then(|l| l.lower_mode(asked))
+                        .unwrap_or_else(|| "plan".into());
+                    ToolOutcome {
+                        text: format!("The plan is approved; go on in {mode} mode."),
+                        ran: true,
+                    }
+                }
+                Some("revise") => ToolOutcome {
+                    text: format!(
+                        "Revise the plan: {}",
+                        answer
+                            .get("feedback")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                    ),
+                    ran: true,
+                },
+                _ => ToolOutcome {
+                    text: "The plan was dismissed.".into(),
+                    ran: false,
+                },
+            },
+            Err(METHOD_NOT_FOUND) => {
+                client.asks.store(false, Ordering::Relaxed);
+                ToolOutcome {
+                    text: "The plan is saved; nobody can approve it here, so stop now.".into(),
+                    ran: false,
+                }
+            }
+            _ => ToolOutcome {
+                text: "The plan was dismissed.".into(),
+                ran: false,
+            },
+        }
+    }
+
+    async fn approve_and_run(
+        &self,
+        client: &Client,
+        session_id: &str,
+        call: &ToolCall,
+    ) -> ToolOutcome {
+        let title = match call.arguments.get("command").and_then(Value::as_str) {
+            Some(command) => format!("Run `{command}`"),
+            None => format!("Use {}", call.name),
+        };
+        let mut options = vec![
+            json!({ "optionId": "once", "name": "Allow once", "kind": "allow_once" }),
+            json!({ "optionId": "session", "name": "Allow for this session", "kind": "allow_always" }),
+            json!({ "optionId": "deny", "name": "Deny", "kind": "reject_once" }),
+        ];
+        if self.breaks(ids::DEVICE_PERMISSION_SHAPE) {
+            options.pop();
+        }
+        let params = json!({
+            "sessionId": session_id,
+            "toolCall": { "toolCallId": call.id, "title": title, "kind": "execute", "status": "pending", "rawInput": call.arguments },
+            "options": options,
+            "_meta": { "lembas": { "reason": "it runs a command in your project", "patient": false } },
+        });
+        let answer = self
+            .ask(
+                client,
+                session_id,
+                &call.id,
+                "session/request_permission",
+                params,
+            )
+            .await;
+        let chosen = answer.ok().flatten().and_then(|a| {
+            a.pointer("/outcome/optionId")
+                .and_then(Value::as_str)
+                .map(String::from)
+        });
+        match chosen.as_deref() {
+            Some("once") | Some("session") => ToolOutcome {
+                text: format!("{title}: done (exit 0)."),
+                ran: true,
+            },
+            // Denied, cancelled, unanswered in time, or anything else: a denial.
+            _ => ToolOutcome {
+                text: format!("{title}: denied by the person."),
+                ran: false,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cards_hold_at_most_four_questions_of_six_options_recommended_first_and_cut_labels() {
+        let long = "x".repeat(300);
+        let options: Vec<Value> = (0..8).map(|i| json!({"label": if i == 0 { long.clone() } else { format!("o{i}") }, "recommended": i == 5})).collect();
+        let questions: Vec<Value> = (0..6)
+            .map(|i| json!({"question": format!("q{i}"), "options": options}))
+            .collect();
+        let card = card_questions(&json!({"questions": questions}));
+        assert_eq!(card.len(), MAX_QUESTIONS);
+        let first = card[0]["options"].as_array().expect("options");
+        assert_eq!(first.len(), MAX_OPTIONS);
+        assert_eq!(first[0]["label"], "o5", "the recommended one first");
+        assert_eq!(
+            first[1]["label"].as_str().map(|l| l.chars().count()),
+            Some(MAX_LABEL)
+        );
+    }
+
+    #[test]
+    fn answers_the_spec_does_not_define_read_as_dismissed() {
+        assert!(read_answers(&json!({"outcome": "answered", "answers": [{"kind": "options", "labels": ["SQLite"]}]})).contains("SQLite"));
+        assert!(read_answers(&json!({"outcome": "whatever"})).contains("dismissed"));
+        assert!(
+            read_answers(&json!({"outcome": "answered", "answers": [{"kind": "nonsense"}]}))
+                .contains("no answer")
+        );
+    }
+}

@@ -1,0 +1,187 @@
+//! The instance's model, as the device uses it: `/v1/models` to find a chat model, and
+//! `/v1/chat/completions` (OpenAI-compatible) for each step of a turn.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// One answer of the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    /// The text.
+    pub text: String,
+    /// The reasoning, when the model gave one.
+    pub reasoning: Option<String>,
+    /// The tools it calls.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// A tool the model calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Its id.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments (the JSON the model wrote, parsed; `{}` when it did not parse).
+    pub arguments: Value,
+}
+
+/// The instance's `/v1`, with the device's token.
+#[derive(Debug, Clone)]
+pub struct ModelClient {
+    /// The instance's base URL.
+    pub base: String,
+    /// The device token.
+    pub token: String,
+    /// HTTP.
+    pub http: reqwest::Client,
+}
+
+/// How long one model call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl ModelClient {
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base.trim_end_matches('/'))
+    }
+
+    /// The first chat model the instance serves (a model without `kind` counts as chat).
+    pub async fn first_chat_model(&self) -> Result<String, String> {
+        let response = self
+            .http
+            .get(self.url("/v1/models"))
+            .bearer_auth(&self.token)
+            .timeout(CALL_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| format!("/v1/models: {e}"))?;
+        let body: Value = response
+            .json()
+            .await
+            .map_err(|e| format!("/v1/models is not JSON: {e}"))?;
+        body.get("data")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|m| m.get("kind").is_none_or(|k| k == "chat"))
+            .and_then(|m| m.get("id").and_then(Value::as_str))
+            .map(String::from)
+            .ok_or_else(|| "the instance serves no chat model".into())
+    }
+
+    /// One step: the conversation so far, the tools on offer.
+    pub async fn complete(
+        &self,
+        model: &str,
+        messages: &[Value],
+        tools: &[Value],
+    ) -> Result<Completion, String> {
+        let mut request = json!({ "model": model, "messages": messages, "stream": false });
+        if !tools.is_empty() {
+            request["tools"] = json!(tools);
+        }
+        let response = self
+            .http
+            .post(self.url("/v1/chat/completions"))
+            .bearer_auth(&self.token)
+            .json(&request)
+            .timeout(CALL_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| format!("chat completions: {e}"))?;
+        let status = response.status();
+        let body: Value = response
+            .json()
+            .await
+            .map_err(|e| format!("chat completions answered {status}, not JSON: {e}"))?;
+        if !status.is_success() {
+            return Err(format!("chat completions answered {status}: {body}"));
+        }
+        Ok(parse_completion(&body))
+    }
+}
+
+/// Reads an OpenAI `chat.completion` (untrusted: whatever is missing is empty).
+pub fn parse_completion(body: &Value) -> Completion {
+    let message = body
+        .pointer("/choices/0/message")
+        .cloned()
+        .unwrap_or_default();
+    let tool_calls = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|call| ToolCall {
+            id: call
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("call")
+                .to_string(),
+            name: call
+                .pointer("/function/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            arguments: call
+                .pointer("/function/arguments")
+                .and_then(Value::as_str)
+                .and_then(|a| serde_json::from_str(a).ok())
+                .unwrap_or_else(|| json!({})),
+        })
+        .collect();
+    Completion {
+        text: message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        reasoning: message
+            .get("reasoning_content")
+            .and_then(Value::as_str)
+            .map(String::from),
+        tool_calls,
+    }
+}
+
+/// The tools the device offers its model: a shell command (it asks before running), a question
+/// for the person (`ask_user`), and a plan for approval (`plan_submit`).
+pub fn tools() -> Vec<Value> {
+    let tool = |name: &str, description: &str, parameters: Value| json!({ "type": "function", "function": { "name": name, "description": description, "parameters": parameters } });
+    vec![
+        tool(
+            "bash",
+            "Run a shell command in the project",
+            json!({ "type": "object", "properties": { "command": { "type": "string" } }, "required": ["command"] }),
+        ),
+        tool(
+            "ask_user",
+            "Ask the person questions",
+            json!({ "type": "object", "properties": { "questions": { "type": "array" }, "why": { "type": "string" } }, "required": ["questions"] }),
+        ),
+        tool(
+            "plan_submit",
+            "Submit a plan for approval",
+            json!({ "type": "object", "properties": { "text": { "type": "string" }, "path": { "type": "string" } }, "required": ["text"] }),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_completion_with_text_reasoning_and_tools_is_read() {
+        let body = json!({"choices": [{"message": {"role": "assistant", "content": "hi", "reasoning_content": "hmm",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}},
+                           {"id": "c2", "type": "function", "function": {"name": "ask_user", "arguments": "not json"}}]}}]});
+        let c = parse_completion(&body);
+        assert_eq!(c.text, "hi");
+        assert_eq!(c.reasoning.as_deref(), Some("hmm"));
+        assert_eq!(c.tool_calls[0].arguments, json!({"command": "ls"}));
+        assert_eq!(c.tool_calls[1].arguments, json!({}));
+        assert_eq!(parse_completion(&json!("garbage")), Completion::default());
+    }
+}
