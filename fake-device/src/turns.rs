@@ -179,7 +179,11 @@ impl Sessions {
             .get("messageId")
             .and_then(Value::as_str)
             .map(String::from);
-        match state.running.as_mut() {
+        match state
+            .running
+            .as_mut()
+            .filter(|_| !self.breaks(ids::DEVICE_STEER_RUNNING))
+        {
             Some(running) => {
                 running.steers.push((text.to_string(), message_id));
                 Ok(json!({ "queued": running.steers.len() }))
@@ -217,7 +221,7 @@ impl Sessions {
             .await
             .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
         let mut state = live.state.lock().await;
-        if state.running.is_some() {
+        if state.running.is_some() && !self.breaks(ids::DEVICE_REWIND_WORKING) {
             return Err(refuse("the session is working: rewind it between turns"));
         }
         let Some(first) = state
@@ -320,6 +324,7 @@ impl Sessions {
                         client.as_ref(),
                         &session_id,
                         &job.text,
+                        true,
                         &mut cancelled,
                     )
                     .await;
@@ -373,14 +378,17 @@ impl Sessions {
 }
 
 impl Sessions {
-    /// Says `text` in up to three pieces, a step apart, taking in steer messages at each step.
-    /// Gives what was said, and whether the turn was cancelled before the end.
+    /// Says `text` in up to three pieces, a step delay apart. The echo agent's pieces are its
+    /// steps, so it takes in steer messages at each (`take_steers`); a model's turn takes them in
+    /// before its next model call instead. Gives what was said, and whether the turn was
+    /// cancelled before the end.
     async fn speak(
         &self,
         live: &Live,
         client: Option<&Client>,
         session_id: &str,
         text: &str,
+        take_steers: bool,
         cancelled: &mut watch::Receiver<bool>,
     ) -> (String, bool) {
         let mut said = String::new();
@@ -389,29 +397,42 @@ impl Sessions {
                 () = tokio::time::sleep(self.config.step_delay) => {}
                 _ = cancelled.wait_for(|c| *c) => return (said, true),
             }
-            // Steer messages are taken in at a step.
-            let taken = {
-                let mut state = live.state.lock().await;
-                state
-                    .running
-                    .as_mut()
-                    .map(|r| std::mem::take(&mut r.steers))
-                    .unwrap_or_default()
-            };
+            if take_steers {
+                self.take_steers(live, client, session_id).await;
+            }
             if let Some(client) = client {
-                if !taken.is_empty() {
-                    let texts: Vec<&str> = taken.iter().map(|(t, _)| t.as_str()).collect();
-                    let ids: Vec<&str> = taken.iter().filter_map(|(_, id)| id.as_deref()).collect();
-                    client.event(
-                        session_id,
-                        json!({ "type": "steered", "texts": texts, "ids": ids }),
-                    );
-                }
                 client.text(session_id, &piece);
             }
             said.push_str(&piece);
         }
         (said, false)
+    }
+
+    /// Takes in the steer messages waiting for the running turn, with a `steered` event; gives
+    /// their texts.
+    async fn take_steers(
+        &self,
+        live: &Live,
+        client: Option<&Client>,
+        session_id: &str,
+    ) -> Vec<String> {
+        let taken = {
+            let mut state = live.state.lock().await;
+            state
+                .running
+                .as_mut()
+                .map(|r| std::mem::take(&mut r.steers))
+                .unwrap_or_default()
+        };
+        if let (Some(client), false) = (client, taken.is_empty()) {
+            let texts: Vec<&str> = taken.iter().map(|(t, _)| t.as_str()).collect();
+            let ids: Vec<&str> = taken.iter().filter_map(|(_, id)| id.as_deref()).collect();
+            client.event(
+                session_id,
+                json!({ "type": "steered", "texts": texts, "ids": ids }),
+            );
+        }
+        taken.into_iter().map(|(text, _)| text).collect()
     }
 
     /// A turn the instance's model drives: each step asks the model, says its text, and runs its
@@ -457,7 +478,13 @@ impl Sessions {
             },
         };
         let mut reply = String::new();
-        for _ in 0..MAX_STEPS {
+        for step in 0..MAX_STEPS {
+            // Steer messages reach the model at its next step (spec, `_lembas/steer`).
+            if step > 0 {
+                for text in self.take_steers(live, client, session_id).await {
+                    messages.push(json!({ "role": "user", "content": text }));
+                }
+            }
             let completion = match model
                 .complete(&model_id, &messages, &crate::model::tools())
                 .await
@@ -473,7 +500,7 @@ impl Sessions {
                 );
             }
             let (said, was_cancelled) = self
-                .speak(live, client, session_id, &completion.text, cancelled)
+                .speak(live, client, session_id, &completion.text, false, cancelled)
                 .await;
             reply.push_str(&said);
             if was_cancelled {

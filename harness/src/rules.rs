@@ -137,6 +137,8 @@ pub mod ids {
     DEVICE_PERMISSION_SHAPE = "device.permission.shape",
     DEVICE_QUESTION_PROTOCOL = "device.question.protocol",
     DEVICE_QUESTION_SHAPE = "device.question.shape",
+    DEVICE_STEER_RUNNING = "device.steer.running",
+    DEVICE_REWIND_WORKING = "device.rewind.working",
     INSTANCE_DISCOVERY_SHAPE = "instance.discovery.shape",
     INSTANCE_LINK_TOKEN = "instance.link.token",
     INSTANCE_LINK_CLOSE_4400 = "instance.link.close_4400",
