@@ -206,11 +206,18 @@ impl AgentModel {
     }
 
     fn limits(&self) -> Value {
-        self.sessions
+        let mut limits = self
+            .sessions
             .limits
             .read()
             .map(|l| l.to_value())
-            .unwrap_or(Value::Null)
+            .unwrap_or(Value::Null);
+        if self.breaks(ids::DEVICE_LIMITS_NO_ROOTS)
+            && limits["roots"].as_array().is_some_and(Vec::is_empty)
+        {
+            limits["roots"] = json!([std::env::temp_dir().display().to_string()]);
+        }
+        limits
     }
 
     /// The hello this device sends on a link of `protocol`.

@@ -122,12 +122,17 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             // instance scenarios read it from hello's limits.
             let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
             let root_path = root.path().display().to_string();
+            let with_root = case.scenario.peer.roots;
             let device = tokio::spawn(async move {
                 let Ok(addr) = addr_rx.await else { return };
                 let options = fake_device::Options {
                     instance: format!("http://{addr}"),
                     token: fake_instance::DEFAULT_TOKEN.into(),
-                    roots: vec![root_path],
+                    roots: if with_root {
+                        vec![root_path]
+                    } else {
+                        Vec::new()
+                    },
                     protocol: ProtocolChoice::Auto,
                     cell,
                     journal: None,

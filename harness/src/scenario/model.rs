@@ -41,6 +41,10 @@ pub struct Scenario {
     /// How fake-device behaves by default in this scenario (only in scenarios it runs).
     #[serde(default)]
     pub device: Option<DeviceSettings>,
+    /// How `harness selftest` sets up the other double for this scenario. A real peer under
+    /// test must be set up alike (say how in the scenario's comments).
+    #[serde(default)]
+    pub peer: PeerSetup,
     /// Rules that answer the peer's matching requests instead of the default behaviour.
     #[serde(default)]
     #[schemars(with = "Vec<Handler>")]
@@ -78,6 +82,28 @@ impl Default for Matrix {
             protocol: Self::all_protocols(),
             spec: Self::all_specs(),
         }
+    }
+}
+
+/// How the self-test sets up the other double.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PeerSetup {
+    /// fake-device (for scenarios in `instance/`): one trusted remote root (`true`, the default)
+    /// or none at all (`false`).
+    #[serde(default = "PeerSetup::yes")]
+    pub roots: bool,
+}
+
+impl PeerSetup {
+    fn yes() -> bool {
+        true
+    }
+}
+
+impl Default for PeerSetup {
+    fn default() -> Self {
+        Self { roots: true }
     }
 }
 
