@@ -202,6 +202,9 @@ impl Sessions {
         else {
             return;
         };
+        if self.breaks(ids::DEVICE_UPDATE_SESSION) {
+            client.update("ses_ghost", json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "boo" } }));
+        }
         if self.has("commands") {
             client.update(id, json!({ "sessionUpdate": "available_commands_update", "availableCommands": builtin_commands() }));
         }

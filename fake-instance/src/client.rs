@@ -37,6 +37,7 @@ pub struct ClientConfig {
 struct LinkState {
     spoke: bool,
     hello_protocol: Option<u8>,
+    watch: monitor::LinkWatch,
 }
 
 /// The client model of fake-instance.
@@ -144,6 +145,35 @@ impl ClientModel {
     }
 }
 
+impl ClientModel {
+    /// The link-wide monitors ([`monitor::LinkWatch`]): every message of the device's, checked
+    /// against what the link has said so far.
+    fn watch(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, event: &LinkEvent) {
+        let found = {
+            let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+            let watch = &mut links.entry(peer.link()).or_default().watch;
+            match event {
+                LinkEvent::Notification { method, params, .. } => watch.incoming(method, params),
+                LinkEvent::Request(request) => watch.incoming(&request.method, &request.params),
+                LinkEvent::Response {
+                    method,
+                    request_params,
+                    outcome,
+                    ..
+                } => watch.response(
+                    method,
+                    request_params,
+                    &outcome.clone().map_err(|e| e.to_value()),
+                ),
+                LinkEvent::Closed(_) => Vec::new(),
+            }
+        };
+        for finding in found {
+            hub.findings().push(finding.on_link(peer.link()));
+        }
+    }
+}
+
 impl Behaviour for ClientModel {
     fn on_open(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
         // A device that never says hello would leave the link silent forever: say so.
@@ -184,6 +214,11 @@ impl Behaviour for ClientModel {
                 }
             }
             LinkEvent::Request(request) => first_from_peer(&request.method),
+            LinkEvent::Response { .. } => {}
+            LinkEvent::Closed(_) => {}
+        }
+        self.watch(hub, peer, event);
+        match event {
             LinkEvent::Response {
                 method,
                 request_params,
@@ -206,6 +241,12 @@ impl Behaviour for ClientModel {
                 }
             }
             _ => {}
+        }
+    }
+
+    fn observe_sent(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, message: &Value) {
+        if let Ok(mut links) = self.links.lock() {
+            links.entry(peer.link()).or_default().watch.sent(message);
         }
     }
 

@@ -266,3 +266,212 @@ mod tests {
         );
     }
 }
+
+/// What one link has said so far, for the rules that depend on it: what the client said in
+/// initialize, what the device listed, and the sessions the client knows (made, named, announced).
+#[derive(Debug, Default)]
+pub struct LinkWatch {
+    /// Whether our initialize said `_meta.lembas`, and at which protocol (`None`: not yet).
+    client: Option<(bool, u8)>,
+    /// The device's capabilities.
+    capabilities: Vec<String>,
+    /// The sessions the client knows.
+    sessions: std::collections::HashSet<String>,
+}
+
+/// Methods a device sends about one session.
+const ABOUT_A_SESSION: [&str; 5] = [
+    "session/update",
+    "_lembas/event",
+    "session/request_permission",
+    "_lembas/question",
+    "_lembas/plan",
+];
+
+impl LinkWatch {
+    /// Learns from a message this side sent: initialize's protocol, the sessions it names.
+    pub fn sent(&mut self, message: &Value) {
+        let params = message.get("params");
+        if message.get("method").and_then(Value::as_str) == Some("initialize") {
+            let lembas = params.and_then(|p| p.pointer("/clientCapabilities/_meta/lembas"));
+            let protocol = match lembas {
+                Some(Value::Object(o)) => o.get("protocol").and_then(Value::as_u64).unwrap_or(1),
+                _ => 1,
+            };
+            self.client = Some((lembas.is_some(), u8::try_from(protocol).unwrap_or(1)));
+        }
+        if let Some(id) = params
+            .and_then(|p| p.get("sessionId"))
+            .and_then(Value::as_str)
+        {
+            self.sessions.insert(id.to_string());
+        }
+    }
+
+    /// Checks an answer of the device's, and learns from it (capabilities, new sessions).
+    pub fn response(
+        &mut self,
+        method: &str,
+        request_params: &Value,
+        outcome: &Result<Value, Value>,
+    ) -> Vec<Finding> {
+        let Ok(result) = outcome else {
+            return Vec::new();
+        };
+        match method {
+            "initialize" => {
+                self.capabilities = result
+                    .pointer("/_meta/lembas/capabilities")
+                    .and_then(Value::as_array)
+                    .map(|l| {
+                        l.iter()
+                            .filter_map(Value::as_str)
+                            .map(String::from)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Vec::new()
+            }
+            "session/new" => {
+                if let Some(id) = result.get("sessionId").and_then(Value::as_str) {
+                    self.sessions.insert(id.to_string());
+                }
+                Vec::new()
+            }
+            "session/prompt" => {
+                let sent = request_params
+                    .pointer("/_meta/lembas/turnId")
+                    .and_then(Value::as_str);
+                let echoed = result
+                    .pointer("/_meta/lembas/turnId")
+                    .and_then(Value::as_str);
+                match sent {
+                    Some(sent)
+                        if self.capabilities.iter().any(|c| c == "turns")
+                            && echoed != Some(sent) =>
+                    {
+                        vec![Finding::new(
+                            ids::DEVICE_PROMPT_TURN_ID,
+                            format!(
+                                "the answer to the prompt of turn `{sent}` says turnId {echoed:?}"
+                            ),
+                        )]
+                    }
+                    _ => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Checks a request or notification from the device.
+    pub fn incoming(&mut self, method: &str, params: &Value) -> Vec<Finding> {
+        let mut found = Vec::new();
+        let session = params.get("sessionId").and_then(Value::as_str);
+        if method == "_lembas/session/announce"
+            && let Some(id) = session
+        {
+            self.sessions.insert(id.to_string());
+        }
+        if ABOUT_A_SESSION.contains(&method)
+            && let Some(id) = session
+            && !self.sessions.contains(id)
+        {
+            found.push(Finding::new(
+                ids::DEVICE_UPDATE_SESSION,
+                format!("`{method}` names session `{id}`, which this client never made, named or was announced"),
+            ));
+        }
+        if let Some((lembas, protocol)) = self.client {
+            if method == "_lembas/event" && !lembas {
+                found.push(Finding::new(
+                    ids::DEVICE_EVENT_LEMBAS_ONLY,
+                    "a `_lembas/event` to a client that did not say `_meta.lembas`",
+                ));
+            }
+            if matches!(method, "_lembas/question" | "_lembas/plan") && (!lembas || protocol < 2) {
+                found.push(Finding::new(
+                    ids::DEVICE_QUESTION_PROTOCOL,
+                    format!(
+                        "`{method}` to a client that said {}",
+                        if lembas {
+                            "protocol 1"
+                        } else {
+                            "no `_meta.lembas`"
+                        }
+                    ),
+                ));
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod watch_tests {
+    use super::*;
+
+    fn rules_of(found: &[Finding]) -> Vec<&str> {
+        found.iter().map(|f| f.rule.as_str()).collect()
+    }
+
+    #[test]
+    fn updates_for_unknown_sessions_and_cards_to_old_clients_are_found() {
+        let mut watch = LinkWatch::default();
+        watch.sent(&json!({"method": "initialize", "params": {"clientCapabilities": {"_meta": {"lembas": true}}}}));
+        watch.response(
+            "initialize",
+            &json!({}),
+            &Ok(json!({"_meta": {"lembas": {"capabilities": ["turns"]}}})),
+        );
+        watch.response(
+            "session/new",
+            &json!({}),
+            &Ok(json!({"sessionId": "ses_a"})),
+        );
+        assert!(
+            watch
+                .incoming("session/update", &json!({"sessionId": "ses_a"}))
+                .is_empty()
+        );
+        assert_eq!(
+            rules_of(&watch.incoming("session/update", &json!({"sessionId": "ses_ghost"}))),
+            [ids::DEVICE_UPDATE_SESSION]
+        );
+        watch.incoming("_lembas/session/announce", &json!({"sessionId": "ses_t"}));
+        assert!(
+            watch
+                .incoming("_lembas/event", &json!({"sessionId": "ses_t"}))
+                .is_empty()
+        );
+        assert_eq!(
+            rules_of(&watch.incoming("_lembas/question", &json!({"sessionId": "ses_a"}))),
+            [ids::DEVICE_QUESTION_PROTOCOL]
+        );
+        let prompt = json!({"_meta": {"lembas": {"turnId": "t1"}}});
+        assert!(
+            watch
+                .response(
+                    "session/prompt",
+                    &prompt,
+                    &Ok(json!({"_meta": {"lembas": {"turnId": "t1"}}}))
+                )
+                .is_empty()
+        );
+        assert_eq!(
+            rules_of(&watch.response("session/prompt", &prompt, &Ok(json!({})))),
+            [ids::DEVICE_PROMPT_TURN_ID]
+        );
+    }
+
+    #[test]
+    fn events_to_a_plain_client_are_found() {
+        let mut watch = LinkWatch::default();
+        watch.sent(&json!({"method": "initialize", "params": {"clientCapabilities": {}}}));
+        watch.sent(&json!({"method": "session/prompt", "params": {"sessionId": "ses_a"}}));
+        assert_eq!(
+            rules_of(&watch.incoming("_lembas/event", &json!({"sessionId": "ses_a"}))),
+            [ids::DEVICE_EVENT_LEMBAS_ONLY]
+        );
+    }
+}

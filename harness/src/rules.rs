@@ -140,6 +140,7 @@ pub mod ids {
     DEVICE_STEER_RUNNING = "device.steer.running",
     DEVICE_REWIND_WORKING = "device.rewind.working",
     DEVICE_LIMITS_NO_ROOTS = "device.limits.no_roots",
+    DEVICE_UPDATE_SESSION = "device.update.session",
     INSTANCE_DISCOVERY_SHAPE = "instance.discovery.shape",
     INSTANCE_LINK_TOKEN = "instance.link.token",
     INSTANCE_LINK_CLOSE_4400 = "instance.link.close_4400",
