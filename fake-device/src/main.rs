@@ -180,6 +180,7 @@ fn main() -> ExitCode {
             }
             _ => harness::cli::finish(
                 "fake-device",
+                cli.common.scenario.as_deref(),
                 done.outcome.as_ref(),
                 &done.findings,
                 &done.recent,

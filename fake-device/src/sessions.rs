@@ -3,7 +3,7 @@
 //! Turns — prompts, their queue, cancel and steer — are in [`crate::turns`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use harness::jsonrpc::{INVALID_PARAMS, RpcError};
@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::events::Client;
 use crate::limits::{Limits, MODES};
-use crate::store::{Store, StoredSession, TurnLog};
+use crate::store::{Store, StoredSession, TurnLog, TurnState};
 use crate::turns::{Job, Running};
 
 /// The longest title a session keeps (spec, `_lembas/session/title`).
@@ -212,29 +212,54 @@ impl Sessions {
 
     /// The live session `id`, opened from the store when it is not in memory.
     pub async fn open(self: &Arc<Self>, id: &str) -> Option<Arc<Live>> {
-        if let Some(live) = self.live.lock().ok().and_then(|l| l.get(id).cloned()) {
-            return Some(live);
+        // Looked up, loaded and put in memory under one lock: two requests naming a stored
+        // session at once must share one copy of it.
+        let mut map = self.live.lock().ok()?;
+        if let Some(live) = map.get(id) {
+            return Some(live.clone());
         }
         let stored = self.store.load_session(id).ok().flatten()?;
-        let turns = self.store.load_turns(id).unwrap_or_default();
-        Some(self.spawn_live(stored, turns))
+        let mut turns = self.store.load_turns(id).unwrap_or_default();
+        // A turn left queued or running when the device stopped did not finish: it is unknown
+        // now, and a client that sends its prompt again gets it run (spec, reattaching).
+        turns.turns.retain(|t| t.state == TurnState::Done);
+        let (live, queue) = Self::make_live(stored, turns);
+        map.insert(id.to_string(), live.clone());
+        drop(map);
+        tokio::spawn(crate::turns::worker(
+            Arc::downgrade(self),
+            Arc::downgrade(&live),
+            queue,
+        ));
+        Some(live)
+    }
+
+    fn make_live(
+        stored: StoredSession,
+        turns: TurnLog,
+    ) -> (Arc<Live>, mpsc::UnboundedReceiver<Job>) {
+        let (jobs, queue) = mpsc::unbounded_channel();
+        let state = State {
+            stored,
+            turns,
+            running: None,
+            queued: Vec::new(),
+            waiters: HashMap::new(),
+            client: None,
+            deleted: false,
+        };
+        (
+            Arc::new(Live {
+                state: tokio::sync::Mutex::new(state),
+                jobs,
+            }),
+            queue,
+        )
     }
 
     fn spawn_live(self: &Arc<Self>, stored: StoredSession, turns: TurnLog) -> Arc<Live> {
-        let (jobs, queue) = mpsc::unbounded_channel();
         let id = stored.id.clone();
-        let live = Arc::new(Live {
-            state: tokio::sync::Mutex::new(State {
-                stored,
-                turns,
-                running: None,
-                queued: Vec::new(),
-                waiters: HashMap::new(),
-                client: None,
-                deleted: false,
-            }),
-            jobs,
-        });
+        let (live, queue) = Self::make_live(stored, turns);
         if let Ok(mut map) = self.live.lock() {
             map.insert(id, live.clone());
         }
@@ -418,39 +443,54 @@ impl Sessions {
     async fn status(self: &Arc<Self>, params: &Value) -> Answer {
         let id = param_str(params, "sessionId")?;
         let in_memory = self.live.lock().ok().and_then(|l| l.get(id).cloned());
-        let live = match in_memory {
-            Some(live) => Some((live, "here")),
-            None => self.open(id).await.map(|live| (live, "none")),
-        };
-        let Some((live, held)) = live else {
-            return Ok(
+        if let Some(live) = in_memory {
+            let state = live.state.lock().await;
+            let running = state.running.as_ref().map(|r| r.turn_id.as_str());
+            return Ok(self.status_of(&state.stored, &state.turns, running, &state.queued, "here"));
+        }
+        // Not open: read from the store without opening it, so a status changes nothing.
+        match self.store.load_session(id).ok().flatten() {
+            Some(stored) => {
+                let turns = self.store.load_turns(id).unwrap_or_default();
+                Ok(self.status_of(&stored, &turns, None, &[], "none"))
+            }
+            None => Ok(
                 json!({ "sessionId": id, "exists": false, "held": "none", "busy": false, "title": "", "queued": [] }),
-            );
-        };
-        let state = live.state.lock().await;
+            ),
+        }
+    }
+
+    fn status_of(
+        &self,
+        stored: &StoredSession,
+        turns: &TurnLog,
+        running: Option<&str>,
+        queued: &[String],
+        held: &str,
+    ) -> Value {
         let mut result = json!({
-            "sessionId": id,
+            "sessionId": stored.id,
             "exists": true,
             "held": held,
-            "busy": state.running.is_some(),
-            "title": state.stored.title,
+            "busy": running.is_some(),
+            "title": stored.title,
             "queued": [],
         });
         if self.has("turns") {
-            result["queued"] = json!(state.queued);
-            if let Some(running) = &state.running {
-                result["turnId"] = json!(running.turn_id);
+            result["queued"] = json!(queued);
+            if let Some(turn) = running {
+                result["turnId"] = json!(turn);
             }
-            if let Some(last) = state.turns.last_done()
+            if let Some(last) = turns.last_done()
                 && !self.breaks(ids::DEVICE_STATUS_TURNS)
             {
                 result["lastTurnId"] = json!(last.turn_id);
             }
         }
         if self.has("plan_state") {
-            result["plan"] = state.stored.plan.clone().unwrap_or(Value::Null);
+            result["plan"] = stored.plan.clone().unwrap_or(Value::Null);
         }
-        Ok(result)
+        result
     }
 
     async fn history(self: &Arc<Self>, params: &Value) -> Answer {
@@ -524,18 +564,6 @@ impl Sessions {
             json!({ "type": "title", "id": state.stored.id, "title": title }),
         );
         Ok(json!({ "title": title }))
-    }
-
-    /// Forgets a live session without touching the store (used when it was deleted).
-    pub fn forget(&self, id: &str) {
-        if let Ok(mut map) = self.live.lock() {
-            map.remove(id);
-        }
-    }
-
-    /// The sessions in memory, for a worker that lost its session.
-    pub fn weak(self: &Arc<Self>) -> Weak<Sessions> {
-        Arc::downgrade(self)
     }
 }
 

@@ -141,7 +141,10 @@ pub fn is_store_id(id: &str) -> bool {
 
 fn write_atomically(path: &Path, value: &impl Serialize) -> io::Result<()> {
     let text = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    // A name of its own per write: two writers of one file never share a temporary.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("tmp-{}-{n}", std::process::id()));
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
 }

@@ -100,6 +100,7 @@ fn main() -> ExitCode {
     match finished {
         Ok(done) => harness::cli::finish(
             "fake-instance",
+            cli.common.scenario.as_deref(),
             done.outcome.as_ref(),
             &done.findings,
             &done.recent,

@@ -293,3 +293,14 @@ fn a_scenario_http_section_is_checked_and_names_the_key_at_fault() {
         "{err}"
     );
 }
+
+#[test]
+fn a_scenario_run_stopped_by_a_signal_is_never_a_pass() {
+    let (mut child, _url, _stdout) = start(&["--scenario", "negotiate.yaml"]);
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    assert_eq!(wait(&mut child, Duration::from_secs(5)), 6);
+}

@@ -94,6 +94,7 @@ pub fn load_scenario(
 /// Prints the human report, writes the requested ones, and says how the process exits.
 pub fn finish(
     double: &str,
+    scenario: Option<&str>,
     outcome: Option<&crate::engine::RunOutcome>,
     findings: &[crate::finding::Finding],
     recent: &[crate::journal::Entry],
@@ -101,6 +102,11 @@ pub fn finish(
 ) -> crate::Exit {
     use crate::Exit;
     let Some(outcome) = outcome else {
+        if let Some(name) = scenario {
+            // A CI timeout or a kill must not read as a pass.
+            eprintln!("{double}: interrupted before scenario `{name}` reached a verdict");
+            return Exit::Interrupted;
+        }
         // A simulated run (no scenario) ends on a signal: its findings go to stderr, and the
         // exit is 0 as the command-line contract says.
         for finding in findings {

@@ -16,6 +16,8 @@ pub enum Exit {
     ProtocolMismatch = 4,
     /// fake-device only: the instance refused the device's token (401).
     Unauthorized = 5,
+    /// A scenario run was stopped (SIGINT, SIGTERM) before it reached a verdict: never a pass.
+    Interrupted = 6,
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -885,3 +885,31 @@ async fn an_await_gives_up_at_its_deadline() {
     );
     assert_elapsed(elapsed, Duration::from_secs(2));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The peer's edges: a closed link, late answers, broken responses
+
+#[tokio::test(start_paused = true)]
+async fn a_late_answer_is_no_finding_and_a_broken_response_gets_no_reply() {
+    let mut s = setup("steps:\n  - request: { method: slow, timeout: 1s }\n");
+    let run = spawn_run(&s);
+    let asked = s.remote.next().await;
+    let (outcome, _) = run.await.unwrap();
+    assert_eq!(statuses(&outcome), [StepStatus::Failed]);
+    // The answer comes after we stopped waiting: allowed by JSON-RPC, so no finding.
+    s.remote
+        .send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {}}));
+    // A broken response: a finding, but no answer of ours (it could settle a request of theirs).
+    s.remote
+        .send(json!({"jsonrpc": "2.0", "id": 5, "error": "boom"}));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let rules: Vec<String> = s.findings.all().iter().map(|f| f.rule.clone()).collect();
+    assert_eq!(rules, ["jsonrpc.envelope"]);
+    assert!(
+        s.remote
+            .sent()
+            .iter()
+            .all(|m| m.get("id") != Some(&json!(5))),
+        "no reply to a broken response"
+    );
+}

@@ -110,14 +110,28 @@ struct Pending {
     reply: oneshot::Sender<Result<Value, RpcError>>,
 }
 
+/// How many timed-out request ids are remembered, so a late answer is not taken for a stray one.
+const EXPIRED_KEPT: usize = 1024;
+
+/// Our requests waiting for answers, and what the table knows besides.
+#[derive(Default)]
+struct PendingTable {
+    waiting: HashMap<String, Pending>,
+    /// Ids we stopped waiting for (timed out), newest last.
+    expired: std::collections::VecDeque<String>,
+    /// The link ended: nothing will be answered any more.
+    closed: bool,
+}
+
 /// One JSON-RPC peer on one link.
 pub struct Peer {
     link: u32,
     remote: String,
     out: mpsc::UnboundedSender<Outgoing>,
     next_id: AtomicI64,
-    pending: Mutex<HashMap<String, Pending>>,
-    answered: Mutex<HashSet<String>>,
+    pending: Mutex<PendingTable>,
+    /// The peer's requests not yet answered (an id may come again once answered).
+    unanswered: Mutex<HashSet<String>>,
     journal: Arc<Journal>,
     findings: Arc<Findings>,
     dispatch: Arc<dyn Dispatch>,
@@ -159,8 +173,8 @@ impl Peer {
             remote,
             out: outgoing,
             next_id: AtomicI64::new(1),
-            pending: Mutex::new(HashMap::new()),
-            answered: Mutex::new(HashSet::new()),
+            pending: Mutex::new(PendingTable::default()),
+            unanswered: Mutex::new(HashSet::new()),
             journal,
             findings,
             dispatch,
@@ -258,15 +272,20 @@ impl Peer {
     {
         let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.insert(
-                id_key(&id),
-                Pending {
-                    method: method.into(),
-                    params: params.clone(),
-                    reply: tx,
-                },
-            );
+        match self.pending.lock() {
+            Ok(mut pending) if !pending.closed => {
+                pending.waiting.insert(
+                    id_key(&id),
+                    Pending {
+                        method: method.into(),
+                        params: params.clone(),
+                        reply: tx,
+                    },
+                );
+            }
+            // On a link that has ended the answer can never come: `tx` is dropped when this
+            // returns, so the wait below ends at once with `Closed`, not at the deadline.
+            _ => {}
         }
         let msg = Message::Request {
             id: id.clone(),
@@ -281,7 +300,11 @@ impl Peer {
                 Ok(Err(_)) => Err(RequestError::Closed { method }),
                 Err(_) => {
                     if let Ok(mut pending) = peer.pending.lock() {
-                        pending.remove(&id_key(&id));
+                        pending.waiting.remove(&id_key(&id));
+                        pending.expired.push_back(id_key(&id));
+                        if pending.expired.len() > EXPIRED_KEPT {
+                            pending.expired.pop_front();
+                        }
                     }
                     Err(RequestError::Timeout {
                         method,
@@ -292,15 +315,16 @@ impl Peer {
         }
     }
 
-    /// Answers a request of the peer's. Returns false (and sends nothing) when it was answered
-    /// already, so a scenario that replies to a request the default behaviour took can say so.
+    /// Answers a request of the peer's. Returns false (and sends nothing) when no request with
+    /// this id is waiting (answered already, or never asked), so a scenario that replies to a
+    /// request the default behaviour took can say so.
     pub fn respond(self: &Arc<Self>, id: &Value, outcome: Result<Value, RpcError>) -> bool {
-        let fresh = self
-            .answered
+        let waiting = self
+            .unanswered
             .lock()
-            .map(|mut a| a.insert(id_key(id)))
+            .map(|mut u| u.remove(&id_key(id)))
             .unwrap_or(false);
-        if !fresh {
+        if !waiting {
             return false;
         }
         let msg = Message::Response {
@@ -309,14 +333,6 @@ impl Peer {
         };
         self.send_value(msg.to_value());
         true
-    }
-
-    /// Whether a request of the peer's was answered.
-    pub fn was_answered(&self, id: &Value) -> bool {
-        self.answered
-            .lock()
-            .map(|a| a.contains(&id_key(id)))
-            .unwrap_or(false)
     }
 
     /// Closes the link with a code and reason.
@@ -359,7 +375,8 @@ impl Peer {
         );
         // Whoever still waits for an answer learns the link is gone: dropping the senders.
         if let Ok(mut pending) = self.pending.lock() {
-            pending.clear();
+            pending.closed = true;
+            pending.waiting.clear();
         }
         self.closed_tx.send_replace(Some(close.clone()));
         self.dispatch.on_event(&self, LinkEvent::Closed(close));
@@ -379,50 +396,67 @@ impl Peer {
                     Malformed::NotJsonRpc(_) => rules::ENVELOPE,
                 };
                 self.find(Finding::new(rule, bad.to_string()).with_detail(truncate(text, 2000)));
-                // A request we cannot parse gets the standard error when it has an id we can read.
-                let id = serde_json::from_str::<Value>(text)
-                    .ok()
-                    .and_then(|v| v.get("id").cloned());
-                let code = if matches!(bad, Malformed::NotJson(_)) {
-                    super::PARSE_ERROR
-                } else {
-                    super::INVALID_REQUEST
+                // JSON-RPC answers what is not JSON (id null) and a broken request (its id); a
+                // broken *response* gets no answer, which could otherwise settle one of the
+                // peer's own requests.
+                let parsed = serde_json::from_str::<Value>(text).ok();
+                let answer = match &parsed {
+                    None => Some((Value::Null, super::PARSE_ERROR)),
+                    Some(v) if v.get("method").is_some() => Some((
+                        v.get("id").cloned().unwrap_or(Value::Null),
+                        super::INVALID_REQUEST,
+                    )),
+                    Some(_) => None,
                 };
-                let _ = self.out.send(Outgoing::Text(
-                    Message::Response {
-                        id: id.unwrap_or(Value::Null),
-                        outcome: Err(RpcError::new(code, bad.to_string())),
-                    }
-                    .to_value()
-                    .to_string(),
-                ));
+                if let Some((id, code)) = answer {
+                    self.send_value(
+                        Message::Response {
+                            id,
+                            outcome: Err(RpcError::new(code, bad.to_string())),
+                        }
+                        .to_value(),
+                    );
+                }
                 return;
             }
         };
         let event = match message {
-            Message::Request { id, method, params } => LinkEvent::Request(IncomingRequest {
-                id,
-                method,
-                params: params.unwrap_or(Value::Null),
-                raw,
-            }),
+            Message::Request { id, method, params } => {
+                if let Ok(mut unanswered) = self.unanswered.lock() {
+                    unanswered.insert(id_key(&id));
+                }
+                LinkEvent::Request(IncomingRequest {
+                    id,
+                    method,
+                    params: params.unwrap_or(Value::Null),
+                    raw,
+                })
+            }
             Message::Notification { method, params } => LinkEvent::Notification {
                 method,
                 params: params.unwrap_or(Value::Null),
                 raw,
             },
             Message::Response { id, outcome } => {
-                let waiting = self
-                    .pending
-                    .lock()
-                    .ok()
-                    .and_then(|mut p| p.remove(&id_key(&id)));
+                let (waiting, expired) = match self.pending.lock() {
+                    Ok(mut p) => {
+                        let key = id_key(&id);
+                        let expired = p.expired.contains(&key);
+                        (p.waiting.remove(&key), expired)
+                    }
+                    Err(_) => (None, false),
+                };
                 let Some(Pending {
                     method,
                     params,
                     reply,
                 }) = waiting
                 else {
+                    if expired {
+                        // JSON-RPC does not forbid a late answer: we had stopped waiting, that is all.
+                        tracing::debug!(link = self.link, %id, "an answer after its request timed out");
+                        return;
+                    }
                     self.find(
                         Finding::new(rules::UNKNOWN_RESPONSE, format!("a response with id {id}, which answers no request of ours still waiting"))
                             .with_detail(truncate(text, 2000)),
@@ -457,4 +491,41 @@ fn truncate(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}… ({} bytes in all)", &text[..end], text.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Quiet;
+
+    impl Dispatch for Quiet {
+        fn on_event(&self, _: &Arc<Peer>, _: LinkEvent) {}
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_request_on_a_closed_link_fails_at_once_not_at_its_deadline() {
+        let (outgoing, _sent) = mpsc::unbounded_channel();
+        let (to_peer, incoming) = mpsc::channel(4);
+        let peer = Peer::start(
+            Connection {
+                outgoing,
+                incoming,
+                peer: "test".into(),
+            },
+            PeerConfig { link: 1 },
+            Arc::new(Journal::in_memory()),
+            Arc::new(Findings::default()),
+            Arc::new(Quiet),
+        );
+        to_peer
+            .send(Incoming::Closed(None))
+            .await
+            .expect("the reader takes it");
+        peer.closed().await;
+        let started = tokio::time::Instant::now();
+        let answer = peer.request("m", json!({}), Duration::from_secs(5)).await;
+        assert_eq!(answer, Err(RequestError::Closed { method: "m".into() }));
+        assert!(started.elapsed() < Duration::from_millis(1));
+    }
 }
