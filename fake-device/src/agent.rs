@@ -336,6 +336,12 @@ impl Behaviour for AgentModel {
                 hub.findings().push(finding.on_link(peer.link()));
             }
         }
+        if let LinkEvent::Closed(_) = event
+            && let Ok(mut links) = self.links.lock()
+        {
+            // Its work queue goes with it, which ends the link's task.
+            links.remove(&peer.link());
+        }
         if let LinkEvent::Notification { method, params, .. } = event
             && method == "session/cancel"
         {

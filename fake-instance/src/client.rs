@@ -215,7 +215,12 @@ impl Behaviour for ClientModel {
             }
             LinkEvent::Request(request) => first_from_peer(&request.method),
             LinkEvent::Response { .. } => {}
-            LinkEvent::Closed(_) => {}
+            LinkEvent::Closed(_) => {
+                if let Ok(mut links) = self.links.lock() {
+                    links.remove(&peer.link());
+                }
+                return;
+            }
         }
         self.watch(hub, peer, event);
         match event {

@@ -55,6 +55,18 @@ fn main() -> ExitCode {
         Some(list) if !list.contains(&2) => 1,
         _ => 2,
     });
+    if let Some(list) = &cli.protocols {
+        let highest = list.iter().copied().max().unwrap_or(1);
+        if !list.contains(&1)
+            || list.iter().any(|p| !matches!(p, 1 | 2))
+            || cli.protocol.is_some_and(|p| p != highest)
+        {
+            eprintln!(
+                "error: --protocols {list:?} must list 1 (and only 1 or 2), and --protocol must be the highest of them: a device says the highest protocol discovery allows"
+            );
+            return Exit::Usage.into();
+        }
+    }
     let cell = Cell {
         protocol,
         spec: cli.common.spec.clone(),

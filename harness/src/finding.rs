@@ -51,6 +51,9 @@ impl std::fmt::Display for Finding {
     }
 }
 
+/// How many findings a run keeps.
+pub const FINDINGS_KEPT: usize = 1000;
+
 /// The findings of one run, shared by every task that checks the peer.
 #[derive(Debug, Default)]
 pub struct Findings {
@@ -62,7 +65,15 @@ impl Findings {
     pub fn push(&self, finding: Finding) {
         tracing::warn!(rule = %finding.rule, "{}", finding.summary);
         if let Ok(mut items) = self.items.lock() {
-            items.push(finding);
+            // A peer that keeps sending garbage must not grow memory without bound; the first
+            // findings say what is wrong.
+            if items.len() < FINDINGS_KEPT {
+                items.push(finding);
+            } else if items.len() == FINDINGS_KEPT {
+                tracing::warn!(
+                    "more than {FINDINGS_KEPT} findings: later ones are logged, not kept"
+                );
+            }
         }
     }
 

@@ -60,6 +60,8 @@ pub struct Hub {
     links: Mutex<Vec<LinkRecord>>,
     links_changed: Notify,
     held: Mutex<Vec<(u32, Value)>>,
+    /// The last link number given out (links may open at once: numbers are reserved here).
+    next_link: std::sync::atomic::AtomicU32,
     me: Weak<Hub>,
 }
 
@@ -105,6 +107,7 @@ impl Hub {
             links: Mutex::new(Vec::new()),
             links_changed: Notify::new(),
             held: Mutex::new(Vec::new()),
+            next_link: std::sync::atomic::AtomicU32::new(0),
             me: me.clone(),
         })
     }
@@ -155,25 +158,30 @@ impl Hub {
                 dispatch,
             );
         };
-        let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
-        let link = u32::try_from(links.len() + 1).unwrap_or(u32::MAX);
+        let link = self
+            .next_link
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
         let dispatch = Arc::new(HubDispatch(self.me.clone()));
-        let peer = Peer::start(
+        // The link is recorded and the model has seen it open before its first message is read.
+        Peer::start_after(
             connection,
             PeerConfig { link },
             self.journal.clone(),
             self.findings.clone(),
             dispatch,
-        );
-        links.push(LinkRecord {
-            peer: peer.clone(),
-            opened: Instant::now(),
-            closed: None,
-        });
-        drop(links);
-        self.links_changed.notify_waiters();
-        self.behaviour.on_open(&me, &peer);
-        peer
+            |peer| {
+                if let Ok(mut links) = self.links.lock() {
+                    links.push(LinkRecord {
+                        peer: peer.clone(),
+                        opened: Instant::now(),
+                        closed: None,
+                    });
+                }
+                self.links_changed.notify_waiters();
+                self.behaviour.on_open(&me, peer);
+            },
+        )
     }
 
     /// Reports `finding` on `peer`'s link when `done` still says no after `patience` and the link
@@ -255,7 +263,8 @@ impl Hub {
     pub fn link(&self, number: u32) -> Option<Arc<Peer>> {
         let links = self.links.lock().ok()?;
         links
-            .get(usize::try_from(number).ok()?.checked_sub(1)?)
+            .iter()
+            .find(|l| l.peer.link() == number)
             .map(|l| l.peer.clone())
     }
 

@@ -162,6 +162,19 @@ impl Peer {
         findings: Arc<Findings>,
         dispatch: Arc<dyn Dispatch>,
     ) -> Arc<Peer> {
+        Self::start_after(connection, config, journal, findings, dispatch, |_| {})
+    }
+
+    /// Like [`Peer::start`], running `before_reading` before the first message is read: whoever
+    /// tracks the link is ready for its messages (a peer may speak the moment the link opens).
+    pub fn start_after(
+        connection: Connection,
+        config: PeerConfig,
+        journal: Arc<Journal>,
+        findings: Arc<Findings>,
+        dispatch: Arc<dyn Dispatch>,
+        before_reading: impl FnOnce(&Arc<Peer>),
+    ) -> Arc<Peer> {
         let Connection {
             outgoing,
             incoming,
@@ -186,6 +199,7 @@ impl Peer {
             Direction::Event,
             json!({"event": "open", "peer": peer.remote}),
         );
+        before_reading(&peer);
         tokio::spawn(Arc::clone(&peer).read_loop(incoming));
         peer
     }

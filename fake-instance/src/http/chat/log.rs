@@ -28,7 +28,11 @@ pub struct LoggedRequest {
     pub status: u16,
 }
 
-/// Every chat completion request of the run, in order. Clones share the journal.
+/// How many chat requests the log keeps.
+pub const CHAT_LOG_KEPT: usize = 10_000;
+
+/// Every chat completion request of the run, in order (the newest [`CHAT_LOG_KEPT`]). Clones
+/// share the journal.
 #[derive(Debug, Clone, Default)]
 pub struct ChatLog(Arc<Mutex<Vec<LoggedRequest>>>);
 
@@ -44,7 +48,12 @@ impl ChatLog {
     }
 
     pub(super) fn push(&self, request: LoggedRequest) {
-        self.lock().push(request);
+        let mut log = self.lock();
+        // Bounded, like the inbox: a long simulated run keeps the newest requests.
+        if log.len() >= CHAT_LOG_KEPT {
+            log.remove(0);
+        }
+        log.push(request);
     }
 
     /// The lock; a panic elsewhere while holding it leaves plain data, still usable.
