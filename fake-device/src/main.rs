@@ -162,11 +162,11 @@ fn main() -> ExitCode {
         state_dir: cli.common.state_dir.clone(),
         agent: cli.agent.into(),
     };
-    match runtime.block_on(fake_device::run(
-        options,
-        scenario,
-        harness::cli::shutdown_signal(),
-    )) {
+    let finished = runtime.block_on(async {
+        let shutdown = harness::cli::shutdown_signal();
+        fake_device::run(options, scenario, shutdown).await
+    });
+    match finished {
         Ok(done) => match done.stopped {
             Some(Stopped::ProtocolMismatch) => {
                 eprintln!("fake-device: {}", fake_device::PROTOCOL_MISMATCH_SENTENCE);

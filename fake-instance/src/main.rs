@@ -103,12 +103,11 @@ fn main() -> ExitCode {
         let _ = writeln!(stdout, "listening http://{addr}");
         let _ = stdout.flush();
     };
-    let finished = runtime.block_on(fake_instance::run(
-        options,
-        scenario,
-        ready,
-        harness::cli::shutdown_signal(),
-    ));
+    // The signal handlers are in place before the ready line is printed.
+    let finished = runtime.block_on(async {
+        let shutdown = harness::cli::shutdown_signal();
+        fake_instance::run(options, scenario, ready, shutdown).await
+    });
     match finished {
         Ok(done) => harness::cli::finish(
             "fake-instance",
