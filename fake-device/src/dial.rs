@@ -126,7 +126,7 @@ impl DeviceDialer {
     }
 
     /// Keeps the device linked: dials, and after a drop dials again with exponential backoff
-    /// and jitter, until a 4400, a 401, or a close of our own. `on_link` sees each new link.
+    /// and jitter, until a 4400, a 401, or a close of our own.
     pub async fn keep_linked(
         &self,
         initial: Duration,

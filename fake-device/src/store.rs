@@ -170,11 +170,6 @@ impl Store {
         })
     }
 
-    /// The state directory.
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     fn session_path(&self, id: &str) -> PathBuf {
         self.root.join("sessions").join(format!("{id}.json"))
     }
@@ -231,20 +226,6 @@ impl Store {
             _ => {}
         }
         Ok(existed)
-    }
-
-    /// Every stored session.
-    pub fn sessions(&self) -> io::Result<Vec<StoredSession>> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir(self.root.join("sessions"))? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "json")
-                && let Some(session) = read_json::<StoredSession>(&path)?
-            {
-                found.push(session);
-            }
-        }
-        Ok(found)
     }
 
     /// The deletes made while no link was up, oldest first.

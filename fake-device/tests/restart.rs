@@ -55,6 +55,14 @@ fn client() -> (
 }
 
 fn sessions(state: &std::path::Path, root: &std::path::Path) -> Arc<Sessions> {
+    sessions_stepping(state, root, Duration::from_millis(1))
+}
+
+fn sessions_stepping(
+    state: &std::path::Path,
+    root: &std::path::Path,
+    step_delay: Duration,
+) -> Arc<Sessions> {
     let spec = Spec::V1_1_0;
     Sessions::new(
         Store::open(state).expect("store opens"),
@@ -63,7 +71,7 @@ fn sessions(state: &std::path::Path, root: &std::path::Path) -> Arc<Sessions> {
             spec,
             capabilities: spec.capabilities().into_iter().map(String::from).collect(),
             misbehave: Default::default(),
-            step_delay: Duration::from_millis(1),
+            step_delay,
             connection: "lembas".into(),
             model: None,
             approval_timeout: Duration::from_secs(5),
@@ -138,4 +146,38 @@ async fn sessions_and_turn_answers_survive_a_restart() {
     .await;
     assert_eq!(status["exists"], true);
     assert_eq!(status["lastTurnId"], "t1");
+}
+
+#[tokio::test]
+async fn a_turn_cut_short_by_a_restart_runs_when_its_prompt_comes_again() {
+    let state = tempfile::tempdir().expect("state dir");
+    let root = tempfile::tempdir().expect("root");
+    let prompt = |sid: &str| json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}], "_meta": {"lembas": {"turnId": "t1"}}});
+    let (first_client, _first_sent, _first_link) = client();
+    let slow = sessions_stepping(state.path(), root.path(), Duration::from_secs(30));
+    let created = call(
+        &slow,
+        "session/new",
+        &json!({"cwd": root.path()}),
+        &first_client,
+    )
+    .await;
+    let sid = created["sessionId"].as_str().expect("an id").to_string();
+    // t1 starts and is stored as running; then the device "stops" before it ends.
+    let pending = slow
+        .handle("session/prompt", &prompt(&sid), &first_client)
+        .await;
+    assert!(pending.is_some());
+    drop(pending);
+
+    let (second_client, _second_sent, _second_link) = client();
+    let restarted = sessions(state.path(), root.path());
+    // Unknown after the restart: sent again, it runs and is answered.
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        call(&restarted, "session/prompt", &prompt(&sid), &second_client),
+    )
+    .await
+    .expect("answered, not left waiting for a turn nobody runs");
+    assert_eq!(answer["_meta"]["lembas"]["turnId"], "t1");
 }

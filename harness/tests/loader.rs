@@ -607,3 +607,17 @@ fn an_await_must_name_an_earlier_start() {
         None,
     );
 }
+
+#[test]
+fn handler_params_may_use_only_what_is_known_at_the_start() {
+    let e = load_err(
+        "handlers:\n  - method: m\n    params: { sessionId: \"${sid}\" }\n    hold: true\nsteps: []\n",
+        None,
+    );
+    assert_eq!(e.key_path.as_deref(), Some("handlers[0].params"), "{e}");
+    assert!(e.message.contains("`${sid}`"), "{e}");
+    load_ok(
+        "vars: { sid: x }\nhandlers:\n  - method: m\n    params: { sessionId: \"${sid}\", p: \"${protocol}\" }\n    hold: true\nsteps: []\n",
+        None,
+    );
+}

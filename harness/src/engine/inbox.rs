@@ -37,11 +37,12 @@ pub struct Inbox {
 impl Inbox {
     /// Adds a message and wakes whoever waits.
     pub fn push(&self, link: u32, message: Value) {
-        let seq = self
-            .next_seq
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-            + 1;
         if let Ok(mut entries) = self.entries.lock() {
+            // Numbered under the lock, so the entries stay in arrival order.
+            let seq = self
+                .next_seq
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                + 1;
             if entries.len() >= CAPACITY {
                 // Consumed messages go first: they only serve "nearest message" in reports.
                 let oldest = entries.iter().position(|e| e.consumed).unwrap_or(0);

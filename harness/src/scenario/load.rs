@@ -339,6 +339,49 @@ impl Checker<'_> {
     }
 }
 
+/// The variables every run has from its start (fake-device adds `link_protocol` per dial).
+const START_VARIABLES: [&str; 7] = [
+    "protocol",
+    "spec",
+    "url",
+    "token",
+    "tmp",
+    "link_url",
+    "link_protocol",
+];
+
+/// The first `${name…}` in `value` that names no variable known at the start of a run.
+fn unknown_start_variable(value: &serde_json::Value, scenario: &Scenario) -> Option<String> {
+    match value {
+        serde_json::Value::String(text) => {
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find("${") {
+                let after = &rest[at + 2..];
+                let name: String = after
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+                    .collect();
+                let escaped = at > 0 && rest[..at].ends_with('$');
+                if !escaped
+                    && !START_VARIABLES.contains(&name.as_str())
+                    && !scenario.vars.contains_key(&name)
+                {
+                    return Some(name);
+                }
+                rest = after;
+            }
+            None
+        }
+        serde_json::Value::Array(items) => items
+            .iter()
+            .find_map(|v| unknown_start_variable(v, scenario)),
+        serde_json::Value::Object(map) => map
+            .values()
+            .find_map(|v| unknown_start_variable(v, scenario)),
+        _ => None,
+    }
+}
+
 /// The line of a top-level key (`matrix:`), for errors about a whole section.
 fn top_key_line(text: &str, key: &str) -> Option<u32> {
     let prefix = format!("{key}:");
@@ -424,6 +467,15 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Res
                 handler,
                 format!("handlers[{i}]"),
                 "needs exactly one of `result`, `error` and `hold: true`".into(),
+            ));
+        }
+        if let Some(params) = &h.params
+            && let Some(unknown) = unknown_start_variable(params, scenario)
+        {
+            return Err(checker.error(
+                handler,
+                format!("handlers[{i}].params"),
+                format!("`${{{unknown}}}` is not known when the run starts (a handler's params see the built-ins and `vars:`, not captures)"),
             ));
         }
         if let Some(params) = &h.params {
