@@ -301,7 +301,19 @@ impl Behaviour for AgentModel {
                 },
             );
         }
-        if !self.breaks(ids::DEVICE_HELLO_FIRST) {
+        match (self.breaks(ids::DEVICE_HELLO_FIRST), protocol) {
+            (false, _) => peer.notify("_lembas/hello", self.hello(protocol)),
+            // Misbehaving: no hello at protocol 1; at 2, something else first, then hello.
+            (true, 1) => {}
+            (true, _) => {
+                peer.notify(
+                    "_lembas/session/deleted",
+                    json!({ "sessionId": "ses_early" }),
+                );
+                peer.notify("_lembas/hello", self.hello(protocol));
+            }
+        }
+        if self.breaks(ids::DEVICE_HELLO_ONCE) {
             peer.notify("_lembas/hello", self.hello(protocol));
         }
         // An instance that never sends initialize leaves the device unusable: say so.

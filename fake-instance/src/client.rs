@@ -114,7 +114,7 @@ impl ClientModel {
         };
         if twice {
             hub.findings().push(
-                Finding::new(ids::DEVICE_HELLO_FIRST, "hello sent twice on one link")
+                Finding::new(ids::DEVICE_HELLO_ONCE, "hello sent twice on one link")
                     .on_link(peer.link()),
             );
             return;

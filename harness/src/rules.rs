@@ -116,6 +116,7 @@ macro_rules! rule_ids {
 pub mod ids {
     rule_ids! {
     DEVICE_HELLO_FIRST = "device.hello.first",
+    DEVICE_HELLO_ONCE = "device.hello.once",
     DEVICE_HELLO_PROTOCOL = "device.hello.protocol",
     DEVICE_HELLO_SHAPE = "device.hello.shape",
     DEVICE_HELLO_SPEC = "device.hello.spec",
