@@ -371,6 +371,22 @@ impl Behaviour for AgentModel {
                     .and_then(|l| l.get(&peer.link()).map(|s| s.protocol))
                     .unwrap_or(1);
                 peer.respond(&request.id, Ok(self.initialize_result(protocol)));
+                // Deletes made while no link was up follow initialize, to a LLeMbas client
+                // (spec, `_lembas/session/deleted`), and are then forgotten.
+                let lembas = request
+                    .params
+                    .pointer("/clientCapabilities/_meta/lembas")
+                    .is_some();
+                match (
+                    lembas && self.sessions.has("delete"),
+                    self.breaks(ids::DEVICE_DELETED_PENDING),
+                    protocol,
+                ) {
+                    (true, false, _) => self.sessions.send_pending_deletes(peer, true),
+                    // Misbehaving: at protocol 1 it never sends them; at 2 it never forgets them.
+                    (true, true, 2) => self.sessions.send_pending_deletes(peer, false),
+                    _ => {}
+                }
                 true
             }
             method => {

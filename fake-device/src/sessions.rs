@@ -271,6 +271,20 @@ impl Sessions {
         live
     }
 
+    /// Sends the deletes kept while no link was up, then forgets them (`forget`).
+    pub fn send_pending_deletes(&self, peer: &Arc<harness::jsonrpc::Peer>, forget: bool) {
+        let pending = self.store.pending_deletes().unwrap_or_default();
+        for id in &pending {
+            peer.notify("_lembas/session/deleted", json!({ "sessionId": id }));
+        }
+        if forget
+            && !pending.is_empty()
+            && let Err(e) = self.store.clear_pending_deletes()
+        {
+            tracing::error!("cannot forget the pending deletes: {e}");
+        }
+    }
+
     /// Saves a session and its turn log; a store that cannot be written is logged, not fatal.
     pub fn save(&self, state: &State) {
         if state.deleted {

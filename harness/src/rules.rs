@@ -142,6 +142,7 @@ pub mod ids {
     DEVICE_REWIND_WORKING = "device.rewind.working",
     DEVICE_LIMITS_NO_ROOTS = "device.limits.no_roots",
     DEVICE_UPDATE_SESSION = "device.update.session",
+    DEVICE_DELETED_PENDING = "device.deleted.pending",
     INSTANCE_DISCOVERY_SHAPE = "instance.discovery.shape",
     INSTANCE_LINK_TOKEN = "instance.link.token",
     INSTANCE_LINK_CLOSE_4400 = "instance.link.close_4400",

@@ -123,6 +123,15 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
             let root_path = root.path().display().to_string();
             let with_root = case.scenario.peer.roots;
+            // The device's store, seeded with what the scenario says happened before it linked.
+            let state_dir = root.path().join(".state");
+            let store = fake_device::store::Store::open(&state_dir)
+                .map_err(|e| format!("cannot make the device's store: {e}"))?;
+            for id in &case.scenario.peer.pending_deletes {
+                store
+                    .add_pending_delete(id)
+                    .map_err(|e| format!("cannot seed a pending delete: {e}"))?;
+            }
             let device = tokio::spawn(async move {
                 let Ok(addr) = addr_rx.await else { return };
                 let options = fake_device::Options {
@@ -139,7 +148,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     misbehave,
                     patience: PATIENCE,
                     limits: harness::transport::FrameLimits::default(),
-                    state_dir: None,
+                    state_dir: Some(state_dir),
                     // The instance scenarios script the model; the device follows it, as a CLI does.
                     agent: harness::scenario::AgentKind::Model,
                 };

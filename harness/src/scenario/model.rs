@@ -93,6 +93,10 @@ pub struct PeerSetup {
     /// or none at all (`false`).
     #[serde(default = "PeerSetup::yes")]
     pub roots: bool,
+    /// fake-device: sessions it deleted while no link was up, kept in its store for the next
+    /// link (a real CLI: delete them with the CLI while it is offline).
+    #[serde(default)]
+    pub pending_deletes: Vec<String>,
 }
 
 impl PeerSetup {
@@ -103,7 +107,10 @@ impl PeerSetup {
 
 impl Default for PeerSetup {
     fn default() -> Self {
-        Self { roots: true }
+        Self {
+            roots: true,
+            pending_deletes: Vec::new(),
+        }
     }
 }
 
