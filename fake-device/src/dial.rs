@@ -43,6 +43,8 @@ pub struct DeviceDialer {
     pub http: reqwest::Client,
     /// Frame limits of each link.
     pub limits: FrameLimits,
+    /// Set while the device closes its link for changed limits (it dials again at once).
+    pub relinking: std::sync::atomic::AtomicBool,
     /// One dial at a time, so each link's protocol reaches its own hello.
     pub dialling: tokio::sync::Mutex<()>,
 }
@@ -145,7 +147,15 @@ impl DeviceDialer {
             {
                 DialResult::Linked(peer) => {
                     backoff = initial;
-                    if let Some(stopped) = self.until_closed(&peer).await {
+                    let stopped = self.until_closed(&peer).await;
+                    // Closed for changed limits: dial again at once, with the new ones.
+                    if self
+                        .relinking
+                        .swap(false, std::sync::atomic::Ordering::Relaxed)
+                    {
+                        continue;
+                    }
+                    if let Some(stopped) = stopped {
                         return stopped;
                     }
                 }
@@ -203,6 +213,24 @@ pub async fn probe_protocol(instance: &str, patience: Duration) -> Result<u8, St
                 return Err(format!("discovery at {url}: {why}"));
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+}
+
+impl DeviceDialer {
+    /// The device's limits changed: once no session is working, close the link and dial again
+    /// at once, so the client hears the new limits (spec, `_lembas/hello`).
+    pub async fn relink(&self, sessions: &crate::sessions::Sessions) {
+        while sessions.any_working().await {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        if let Some(peer) = self.hub.current() {
+            self.relinking
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            peer.close(
+                harness::transport::CLOSE_NORMAL,
+                "the device's limits changed",
+            );
         }
     }
 }

@@ -65,6 +65,8 @@ pub struct Options {
     pub state_dir: Option<PathBuf>,
     /// What drives turns (a scenario's `device.agent` overrides it).
     pub agent: AgentKind,
+    /// Add a remote root this long after the start (as a person editing `remote:` would).
+    pub change_limits_after: Option<Duration>,
 }
 
 /// How a run ended.
@@ -155,6 +157,7 @@ pub async fn run(
                 .unwrap_or(Duration::from_secs(30)),
         },
     );
+    let sessions_for_limits = sessions.clone();
     let model = Arc::new(AgentModel::new(agent, sessions));
     let vars = options
         .cell
@@ -175,6 +178,7 @@ pub async fn run(
         model,
         http,
         limits: options.limits,
+        relinking: std::sync::atomic::AtomicBool::new(false),
         dialling: tokio::sync::Mutex::new(()),
     });
     let initial = settings
@@ -186,6 +190,28 @@ pub async fn run(
         .map(|d| d.0)
         .unwrap_or(Duration::from_secs(30));
     let patience = options.patience;
+    if let Some(after) = options.change_limits_after {
+        let (dialer, sessions, root) = (
+            dialer.clone(),
+            sessions_for_limits.clone(),
+            state_dir.join("added-root"),
+        );
+        let relinks = !options
+            .misbehave
+            .breaks(harness::rules::ids::DEVICE_LIMITS_RELINK);
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if std::fs::create_dir_all(&root).is_err() {
+                return;
+            }
+            if let Ok(mut limits) = sessions.limits.write() {
+                limits.add_root(&root);
+            }
+            if relinks {
+                dialer.relink(&sessions).await;
+            }
+        });
+    }
     let linking = {
         let dialer = dialer.clone();
         async move { dialer.keep_linked(initial, cap, patience).await }

@@ -86,6 +86,13 @@ impl Limits {
         Ok(resolved)
     }
 
+    /// Adds a trusted root (the person added a folder to `remote.roots`).
+    pub fn add_root(&mut self, root: &Path) {
+        let root = resolve(root);
+        self.trusted.push(root.clone());
+        self.roots.push(root);
+    }
+
     /// Lowers a mode to `max_mode`; `None` for a mode that does not exist.
     pub fn lower_mode(&self, mode: &str) -> Option<String> {
         let rank = MODES.iter().position(|m| *m == mode)?;

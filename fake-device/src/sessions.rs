@@ -271,6 +271,21 @@ impl Sessions {
         live
     }
 
+    /// Whether any session is running a turn now.
+    pub async fn any_working(&self) -> bool {
+        let live: Vec<Arc<Live>> = self
+            .live
+            .lock()
+            .map(|l| l.values().cloned().collect())
+            .unwrap_or_default();
+        for session in live {
+            if session.state.lock().await.running.is_some() {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Sends the deletes kept while no link was up, then forgets them (`forget`).
     pub fn send_pending_deletes(&self, peer: &Arc<harness::jsonrpc::Peer>, forget: bool) {
         let pending = self.store.pending_deletes().unwrap_or_default();

@@ -80,6 +80,7 @@ fn device(
             limits: harness::transport::FrameLimits::default(),
             state_dir: None,
             agent: harness::scenario::AgentKind::Echo,
+            change_limits_after: None,
         };
         let _ = runtime.block_on(fake_device::run(options, None, async {
             let _ = stop_rx.await;

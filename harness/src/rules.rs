@@ -143,6 +143,7 @@ pub mod ids {
     DEVICE_LIMITS_NO_ROOTS = "device.limits.no_roots",
     DEVICE_UPDATE_SESSION = "device.update.session",
     DEVICE_DELETED_PENDING = "device.deleted.pending",
+    DEVICE_LIMITS_RELINK = "device.limits.relink",
     INSTANCE_DISCOVERY_SHAPE = "instance.discovery.shape",
     INSTANCE_LINK_TOKEN = "instance.link.token",
     INSTANCE_LINK_CLOSE_4400 = "instance.link.close_4400",

@@ -123,6 +123,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
             let root_path = root.path().display().to_string();
             let with_root = case.scenario.peer.roots;
+            let change_limits_after = case.scenario.peer.change_limits_after;
             // The device's store, seeded with what the scenario says happened before it linked.
             let state_dir = root.path().join(".state");
             let store = fake_device::store::Store::open(&state_dir)
@@ -151,6 +152,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     state_dir: Some(state_dir),
                     // The instance scenarios script the model; the device follows it, as a CLI does.
                     agent: harness::scenario::AgentKind::Model,
+                    change_limits_after: change_limits_after.map(|d| d.0),
                 };
                 let _ = fake_device::run(options, None, async {
                     let _ = stop_rx.await;
@@ -217,6 +219,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 limits: harness::transport::FrameLimits::default(),
                 state_dir: None,
                 agent: harness::scenario::AgentKind::Echo,
+                change_limits_after: None,
             };
             let finished = fake_device::run(
                 options,

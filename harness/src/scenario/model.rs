@@ -97,6 +97,10 @@ pub struct PeerSetup {
     /// link (a real CLI: delete them with the CLI while it is offline).
     #[serde(default)]
     pub pending_deletes: Vec<String>,
+    /// fake-device: add a remote root this long after it starts (a real CLI: edit its `remote:`
+    /// block during the test).
+    #[serde(default)]
+    pub change_limits_after: Option<Dur>,
 }
 
 impl PeerSetup {
@@ -110,6 +114,7 @@ impl Default for PeerSetup {
         Self {
             roots: true,
             pending_deletes: Vec::new(),
+            change_limits_after: None,
         }
     }
 }
