@@ -142,6 +142,8 @@ impl AgentConfig {
 /// The agent model of fake-device.
 #[derive(Debug)]
 pub struct AgentModel {
+    /// Whether a shared session was announced on some link already.
+    announced: std::sync::atomic::AtomicBool,
     config: AgentConfig,
     sessions: Arc<Sessions>,
     links: Arc<Mutex<HashMap<u32, LinkState>>>,
@@ -152,6 +154,7 @@ impl AgentModel {
     /// A device with this configuration, over its sessions.
     pub fn new(config: AgentConfig, sessions: Arc<Sessions>) -> Self {
         Self {
+            announced: std::sync::atomic::AtomicBool::new(false),
             config,
             sessions,
             links: Arc::new(Mutex::new(HashMap::new())),
@@ -174,6 +177,29 @@ impl AgentModel {
     /// The capabilities listed in initialize.
     pub fn capabilities(&self) -> Vec<String> {
         self.config.capabilities()
+    }
+
+    /// Announces the session a terminal shares, if any, to the client on `peer` (a LLeMbas
+    /// client: announce is a `_lembas` notification).
+    pub fn announce(&self, peer: &Arc<Peer>) {
+        if !self.sessions.has("sessions") {
+            return;
+        }
+        let (sessions, peer) = (self.sessions.clone(), peer.clone());
+        tokio::spawn(async move {
+            if let Some(params) = sessions.announcement().await {
+                peer.notify("_lembas/session/announce", params);
+            }
+        });
+    }
+
+    /// Whether the client on `peer` said `_meta.lembas`.
+    pub fn is_lembas(&self, peer: &Arc<Peer>) -> bool {
+        self.links
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&peer.link()).map(|s| s.lembas))
+            .unwrap_or(false)
     }
 
     /// Hands work to the link's queue (started with the link).
@@ -377,6 +403,13 @@ impl Behaviour for AgentModel {
                     .params
                     .pointer("/clientCapabilities/_meta/lembas")
                     .is_some();
+                // A session a terminal shares is announced again whenever the link comes up.
+                let announced_before = self
+                    .announced
+                    .swap(true, std::sync::atomic::Ordering::Relaxed);
+                if lembas && !(announced_before && self.breaks(ids::DEVICE_ANNOUNCE_RELINK)) {
+                    self.announce(peer);
+                }
                 match (
                     lembas && self.sessions.has("delete"),
                     self.breaks(ids::DEVICE_DELETED_PENDING),

@@ -67,6 +67,10 @@ pub struct Options {
     pub agent: AgentKind,
     /// Add a remote root this long after the start (as a person editing `remote:` would).
     pub change_limits_after: Option<Duration>,
+    /// A person at the terminal shares a session this long after the start …
+    pub share_session_after: Option<Duration>,
+    /// … and lets it go this long after sharing it.
+    pub leave_session_after: Option<Duration>,
 }
 
 /// How a run ended.
@@ -175,7 +179,7 @@ pub async fn run(
         token: options.token.clone(),
         protocol: options.protocol,
         hub: hub.clone(),
-        model,
+        model: model.clone(),
         http,
         limits: options.limits,
         relinking: std::sync::atomic::AtomicBool::new(false),
@@ -209,6 +213,38 @@ pub async fn run(
             }
             if relinks {
                 dialer.relink(&sessions).await;
+            }
+        });
+    }
+    if let Some(after) = options.share_session_after {
+        let (hub, model, sessions) = (hub.clone(), model.clone(), sessions_for_limits.clone());
+        let (leave_after, says_left) = (
+            options.leave_session_after,
+            !options
+                .misbehave
+                .breaks(harness::rules::ids::DEVICE_LEFT_SHAPE),
+        );
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if sessions.share_terminal_session().is_none() {
+                return;
+            }
+            // Announced when it is shared (and again whenever a link comes up).
+            if let Some(peer) = hub.current().filter(|p| model.is_lembas(p)) {
+                model.announce(&peer);
+            }
+            let Some(leave_after) = leave_after else {
+                return;
+            };
+            tokio::time::sleep(leave_after).await;
+            if let Some(id) = sessions.leave_terminal_session()
+                && says_left
+                && let Some(peer) = hub.current().filter(|p| model.is_lembas(p))
+            {
+                peer.notify(
+                    "_lembas/session/left",
+                    serde_json::json!({ "sessionId": id, "available": true }),
+                );
             }
         });
     }

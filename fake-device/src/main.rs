@@ -162,6 +162,8 @@ fn main() -> ExitCode {
         state_dir: cli.common.state_dir.clone(),
         agent: cli.agent.into(),
         change_limits_after: None,
+        share_session_after: None,
+        leave_session_after: None,
     };
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();

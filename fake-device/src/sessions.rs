@@ -115,6 +115,8 @@ pub struct Sessions {
     /// How they behave.
     pub config: SessionsConfig,
     live: Mutex<HashMap<String, Arc<Live>>>,
+    /// The session a terminal on the device shares now, if any.
+    terminal: Mutex<Option<String>>,
 }
 
 fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
@@ -138,6 +140,7 @@ impl Sessions {
             limits: RwLock::new(limits),
             config,
             live: Mutex::new(HashMap::new()),
+            terminal: Mutex::new(None),
         })
     }
 
@@ -269,6 +272,60 @@ impl Sessions {
             queue,
         ));
         live
+    }
+
+    /// A person at the device's terminal starts a session in the first root and shares it.
+    /// Gives its id (`None`: the device has no root to work in).
+    pub fn share_terminal_session(self: &Arc<Self>) -> Option<String> {
+        let cwd = self.limits.read().ok()?.roots.first()?.clone();
+        let stored = StoredSession {
+            id: fresh_id("ses_"),
+            cwd,
+            title: "a terminal session".into(),
+            mode: "edit".into(),
+            model: None,
+            effort: "off".into(),
+            context: Value::Null,
+            plan: None,
+            messages: Vec::new(),
+            given: true,
+        };
+        let id = stored.id.clone();
+        if let Err(e) = self.store.save_session(&stored) {
+            tracing::error!("cannot store the terminal's session: {e}");
+        }
+        self.spawn_live(stored, TurnLog::default());
+        if let Ok(mut terminal) = self.terminal.lock() {
+            *terminal = Some(id.clone());
+        }
+        Some(id)
+    }
+
+    /// The terminal lets its shared session go; gives its id.
+    pub fn leave_terminal_session(&self) -> Option<String> {
+        self.terminal.lock().ok()?.take()
+    }
+
+    /// What `announce` says of the session a terminal shares (spec, `_lembas/session/announce`).
+    pub async fn announcement(&self) -> Option<Value> {
+        let id = self.terminal.lock().ok()?.clone()?;
+        let live = self.live.lock().ok()?.get(&id).cloned()?;
+        let state = live.state.lock().await;
+        let mut params = json!({
+            "sessionId": id,
+            "cwd": state.stored.cwd.display().to_string(),
+            "title": state.stored.title,
+            "model": state.stored.model,
+            "instance": state.stored.model.is_some(),
+            "mode": state.stored.mode,
+            "effort": state.stored.effort,
+            "busy": state.running.is_some(),
+            "origin": "terminal",
+        });
+        if self.breaks(ids::DEVICE_ANNOUNCE_SHAPE) {
+            params.as_object_mut().map(|p| p.remove("origin"));
+        }
+        Some(params)
     }
 
     /// Whether any session is running a turn now.
@@ -475,7 +532,14 @@ impl Sessions {
         if let Some(live) = in_memory {
             let state = live.state.lock().await;
             let running = state.running.as_ref().map(|r| r.turn_id.as_str());
-            return Ok(self.status_of(&state.stored, &state.turns, running, &state.queued, "here"));
+            let shared = self
+                .terminal
+                .lock()
+                .ok()
+                .and_then(|t| t.clone())
+                .is_some_and(|t| t == id);
+            let held = if shared { "terminal" } else { "here" };
+            return Ok(self.status_of(&state.stored, &state.turns, running, &state.queued, held));
         }
         // Not open: read from the store without opening it, so a status changes nothing.
         match self.store.load_session(id).ok().flatten() {

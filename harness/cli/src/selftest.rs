@@ -124,6 +124,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let root_path = root.path().display().to_string();
             let with_root = case.scenario.peer.roots;
             let change_limits_after = case.scenario.peer.change_limits_after;
+            let peer_setup = case.scenario.peer.clone();
             // The device's store, seeded with what the scenario says happened before it linked.
             let state_dir = root.path().join(".state");
             let store = fake_device::store::Store::open(&state_dir)
@@ -153,6 +154,8 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     // The instance scenarios script the model; the device follows it, as a CLI does.
                     agent: harness::scenario::AgentKind::Model,
                     change_limits_after: change_limits_after.map(|d| d.0),
+                    share_session_after: peer_setup.share_session_after.map(|d| d.0),
+                    leave_session_after: peer_setup.leave_session_after.map(|d| d.0),
                 };
                 let _ = fake_device::run(options, None, async {
                     let _ = stop_rx.await;
@@ -220,6 +223,8 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 state_dir: None,
                 agent: harness::scenario::AgentKind::Echo,
                 change_limits_after: None,
+                share_session_after: None,
+                leave_session_after: None,
             };
             let finished = fake_device::run(
                 options,

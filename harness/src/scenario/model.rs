@@ -101,6 +101,13 @@ pub struct PeerSetup {
     /// block during the test).
     #[serde(default)]
     pub change_limits_after: Option<Dur>,
+    /// fake-device: a person at its terminal shares a session this long after it starts (a real
+    /// CLI: start a session in a terminal and share it).
+    #[serde(default)]
+    pub share_session_after: Option<Dur>,
+    /// fake-device: the terminal lets that session go this long after sharing it.
+    #[serde(default)]
+    pub leave_session_after: Option<Dur>,
 }
 
 impl PeerSetup {
@@ -115,6 +122,8 @@ impl Default for PeerSetup {
             roots: true,
             pending_deletes: Vec::new(),
             change_limits_after: None,
+            share_session_after: None,
+            leave_session_after: None,
         }
     }
 }
