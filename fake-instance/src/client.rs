@@ -136,10 +136,13 @@ impl ClientModel {
             return;
         }
         let params = self.initialize_params(said.min(allowed));
-        let (peer, patience) = (peer.clone(), self.config.patience);
+        // On the wire now, before any step sees the hello: LLeMbas sends nothing before
+        // initialize, and a device judges every later request by what initialize said.
+        let answer = peer.begin_request("initialize", params, self.config.patience);
+        let link = peer.link();
         tokio::spawn(async move {
-            if let Err(e) = peer.request("initialize", params, patience).await {
-                tracing::info!(link = peer.link(), "initialize: {e}");
+            if let Err(e) = answer.await {
+                tracing::info!(link, "initialize: {e}");
             }
         });
     }
