@@ -75,6 +75,36 @@ pub fn card_questions(arguments: &Value) -> Vec<Value> {
         .collect()
 }
 
+/// ACP's flat list of a plan: every task of every phase, `dropped` shown as `completed` (ACP has
+/// no word for it).
+pub fn plan_entries(plan: &Value) -> Vec<Value> {
+    plan.get("phases")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|phase| {
+            phase
+                .get("tasks")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|task| {
+            let status = match task.get("status").and_then(Value::as_str) {
+                Some("in_progress") => "in_progress",
+                Some("completed") | Some("dropped") => "completed",
+                _ => "pending",
+            };
+            let content = task
+                .get("title")
+                .or_else(|| task.get("content"))
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            json!({ "content": content, "priority": "medium", "status": status })
+        })
+        .collect()
+}
+
 /// Reads a question card's answer for the model; anything the spec does not define is a dismissal.
 fn read_answers(answer: &Value) -> String {
     match answer.get("outcome").and_then(Value::as_str) {
@@ -150,6 +180,7 @@ impl Sessions {
         match call.name.as_str() {
             "ask_user" => self.question(client, session_id, call).await,
             "plan_submit" => self.plan(client, session_id, call).await,
+            "plan_write" => self.write_plan(client, session_id, call).await,
             _ => self.approve_and_run(client, session_id, call).await,
         }
     }
@@ -268,6 +299,33 @@ impl Sessions {
                 text: "The plan was dismissed.".into(),
                 ran: false,
             },
+        }
+    }
+
+    /// `plan_write`: the session's plan changes; the client hears it as the `plan` session update
+    /// (ACP's flat entries, and with `plan_state` the structure) and a `plan` event.
+    async fn write_plan(&self, client: &Client, session_id: &str, call: &ToolCall) -> ToolOutcome {
+        let plan = call.arguments.get("plan").cloned().unwrap_or(Value::Null);
+        if let Some(live) = self.live_session(session_id) {
+            let mut state = live.state.lock().await;
+            state.stored.plan = (!plan.is_null()).then(|| plan.clone());
+            self.save(&state);
+        }
+        let entries: Vec<Value> = plan_entries(&plan);
+        let mut update = json!({ "sessionUpdate": "plan", "entries": entries });
+        if self.has("plan_state") {
+            let structure = if self.breaks(ids::DEVICE_PLAN_UPDATE) {
+                Value::Null
+            } else {
+                plan.clone()
+            };
+            update["_meta"] = json!({ "lembas": { "plan": structure } });
+            client.event(session_id, json!({ "type": "plan", "plan": plan }));
+        }
+        client.update(session_id, update);
+        ToolOutcome {
+            text: "The plan is written.".into(),
+            ran: true,
         }
     }
 

@@ -161,6 +161,11 @@ pub fn tools() -> Vec<Value> {
             json!({ "type": "object", "properties": { "questions": { "type": "array" }, "why": { "type": "string" } }, "required": ["questions"] }),
         ),
         tool(
+            "plan_write",
+            "Write the session's plan (phases of tasks)",
+            json!({ "type": "object", "properties": { "plan": { "type": "object" } }, "required": ["plan"] }),
+        ),
+        tool(
             "plan_submit",
             "Submit a plan for approval",
             json!({ "type": "object", "properties": { "text": { "type": "string" }, "path": { "type": "string" } }, "required": ["text"] }),

@@ -328,6 +328,11 @@ impl Sessions {
         Some(params)
     }
 
+    /// A session open in memory.
+    pub fn live_session(&self, id: &str) -> Option<Arc<Live>> {
+        self.live.lock().ok()?.get(id).cloned()
+    }
+
     /// Whether any session is running a turn now.
     pub async fn any_working(&self) -> bool {
         let live: Vec<Arc<Live>> = self

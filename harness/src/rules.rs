@@ -147,6 +147,7 @@ pub mod ids {
     DEVICE_ANNOUNCE_SHAPE = "device.announce.shape",
     DEVICE_ANNOUNCE_RELINK = "device.announce.relink",
     DEVICE_LEFT_SHAPE = "device.left.shape",
+    DEVICE_PLAN_UPDATE = "device.plan.update",
     INSTANCE_DISCOVERY_SHAPE = "instance.discovery.shape",
     INSTANCE_LINK_TOKEN = "instance.link.token",
     INSTANCE_LINK_CLOSE_4400 = "instance.link.close_4400",
