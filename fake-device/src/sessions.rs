@@ -119,7 +119,7 @@ pub struct Sessions {
     terminal: Mutex<Option<String>>,
 }
 
-fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
+pub(crate) fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
     params
         .get(key)
         .and_then(Value::as_str)
@@ -478,7 +478,7 @@ impl Sessions {
         Ok(result)
     }
 
-    async fn session(self: &Arc<Self>, params: &Value) -> Result<Arc<Live>, RpcError> {
+    pub(crate) async fn session(self: &Arc<Self>, params: &Value) -> Result<Arc<Live>, RpcError> {
         let id = param_str(params, "sessionId")?;
         self.open(id)
             .await

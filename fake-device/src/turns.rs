@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::events::Client;
 use crate::model::ModelClient;
-use crate::sessions::{Answer, Live, Reply, Sessions, State, fresh_id, refuse};
+use crate::sessions::{Answer, Live, Reply, Sessions, State, fresh_id, param_str, refuse};
 use crate::store::{StoredMessage, TurnState};
 
 /// A turn waiting in a session's queue.
@@ -98,14 +98,7 @@ impl Sessions {
         params: &Value,
         client: &Client,
     ) -> Result<Reply, RpcError> {
-        let id = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| refuse("`sessionId` must be a string"))?;
-        let live = self
-            .open(id)
-            .await
-            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
+        let live = self.session(params).await?;
         let text = prompt_text(params.get("prompt").unwrap_or(&Value::Null))?;
         let meta = params.get("_meta");
         let given = meta
@@ -162,18 +155,8 @@ impl Sessions {
     }
 
     pub(crate) async fn steer(self: &Arc<Self>, params: &Value) -> Answer {
-        let id = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| refuse("`sessionId` must be a string"))?;
-        let text = params
-            .get("text")
-            .and_then(Value::as_str)
-            .ok_or_else(|| refuse("`text` must be a string"))?;
-        let live = self
-            .open(id)
-            .await
-            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
+        let live = self.session(params).await?;
+        let text = param_str(params, "text")?;
         let mut state = live.state.lock().await;
         let message_id = params
             .get("messageId")
@@ -208,18 +191,8 @@ impl Sessions {
     }
 
     pub(crate) async fn rewind(self: &Arc<Self>, params: &Value) -> Answer {
-        let id = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| refuse("`sessionId` must be a string"))?;
-        let turn_id = params
-            .get("turnId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| refuse("`turnId` must be a string"))?;
-        let live = self
-            .open(id)
-            .await
-            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
+        let live = self.session(params).await?;
+        let turn_id = param_str(params, "turnId")?;
         let mut state = live.state.lock().await;
         if state.running.is_some() && !self.breaks(ids::DEVICE_REWIND_WORKING) {
             return Err(refuse("the session is working: rewind it between turns"));
@@ -254,14 +227,8 @@ impl Sessions {
     }
 
     pub(crate) async fn compact(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
-        let id = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .ok_or_else(|| refuse("`sessionId` must be a string"))?;
-        let live = self
-            .open(id)
-            .await
-            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
+        let live = self.session(params).await?;
+        let id = param_str(params, "sessionId")?;
         let state = live.state.lock().await;
         if state.running.is_some() {
             return Err(refuse("the session is working: compact it between turns"));
