@@ -374,6 +374,16 @@ impl Behaviour for AgentModel {
                 hub.findings().push(finding.on_link(peer.link()));
             }
         }
+        let from_instance = match event {
+            LinkEvent::Request(request) => Some((&request.method, &request.params)),
+            LinkEvent::Notification { method, params, .. } => Some((method, params)),
+            _ => None,
+        };
+        if let Some((method, params)) = from_instance {
+            for finding in monitor::check_capabilities(method, params, &self.capabilities()) {
+                hub.findings().push(finding.on_link(peer.link()));
+            }
+        }
         if let LinkEvent::Closed(_) = event
             && let Ok(mut links) = self.links.lock()
         {

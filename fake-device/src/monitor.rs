@@ -131,3 +131,81 @@ mod tests {
         );
     }
 }
+
+/// The capability a method of the client's needs (spec, the capability table).
+pub fn capability_of(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "_lembas/directories" => "directories",
+        "_lembas/configure" => "configure",
+        "_lembas/steer" => "steer",
+        "_lembas/session/status" => "status",
+        "_lembas/session/delete" => "delete",
+        "_lembas/session/compact" => "compact",
+        "_lembas/session/title" => "title",
+        "_lembas/session/history" => "sessions",
+        "_lembas/session/rewind" => "rewind",
+        "_lembas/files/search" => "files",
+        "_lembas/commands" => "commands",
+        m if m.starts_with("_lembas/terminal/") => "terminal",
+        _ => return None,
+    })
+}
+
+/// Checks a request or notification of the instance's against the capabilities the device
+/// listed: no method, nor `Context` field, whose capability is missing.
+pub fn check_capabilities(method: &str, params: &Value, listed: &[String]) -> Vec<Finding> {
+    let has = |c: &str| listed.iter().any(|l| l == c);
+    let mut found = Vec::new();
+    if let Some(needed) = capability_of(method)
+        && !has(needed)
+    {
+        found.push(Finding::new(
+            ids::INSTANCE_CAPABILITIES_RESPECT,
+            format!("the instance calls `{method}`, but the device did not list `{needed}`"),
+        ));
+    }
+    if matches!(method, "session/new" | "session/prompt")
+        && let Some(lembas) = params.pointer("/_meta/lembas").and_then(Value::as_object)
+    {
+        for (field, needed) in [
+            ("system_prompt", "context"),
+            ("personalization", "context"),
+            ("library", "library"),
+            ("prototypes", "prototypes"),
+            ("turnId", "turns"),
+        ] {
+            if lembas.contains_key(field) && !has(needed) {
+                found.push(Finding::new(
+                    ids::INSTANCE_CAPABILITIES_RESPECT,
+                    format!("`{method}` sends `_meta.lembas.{field}`, but the device did not list `{needed}`"),
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn methods_and_fields_beyond_the_listed_capabilities_are_found() {
+        let listed = vec!["status".to_string(), "turns".to_string()];
+        assert!(check_capabilities("_lembas/session/status", &json!({}), &listed).is_empty());
+        assert_eq!(
+            check_capabilities("_lembas/session/rewind", &json!({}), &listed).len(),
+            1
+        );
+        assert_eq!(
+            check_capabilities("_lembas/terminal/open", &json!({}), &listed).len(),
+            1
+        );
+        let prompt = json!({"_meta": {"lembas": {"turnId": "t1", "library": {"bases": []}}}});
+        let found = check_capabilities("session/prompt", &prompt, &listed);
+        assert_eq!(found.len(), 1, "turnId is listed, library is not");
+        assert!(found[0].summary.contains("library"));
+        assert!(check_capabilities("session/cancel", &json!({}), &[]).is_empty());
+    }
+}

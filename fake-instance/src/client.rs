@@ -241,6 +241,21 @@ impl Behaviour for ClientModel {
                 let lembas_client = request_params
                     .pointer("/clientCapabilities/_meta/lembas")
                     .is_some();
+                if self
+                    .config
+                    .misbehave
+                    .breaks(ids::INSTANCE_CAPABILITIES_RESPECT)
+                {
+                    // Misbehaving: a method the device may not have listed, right away.
+                    let probe = peer.begin_request(
+                        "_lembas/session/status",
+                        json!({ "sessionId": "ses_probe" }),
+                        self.config.patience,
+                    );
+                    tokio::spawn(async move {
+                        let _ = probe.await;
+                    });
+                }
                 let outcome = outcome.clone().map_err(|e| e.to_value());
                 for finding in
                     monitor::check_initialize(&outcome, hello, self.config.spec, lembas_client)

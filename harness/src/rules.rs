@@ -154,6 +154,7 @@ pub mod ids {
     INSTANCE_INITIALIZE_AFTER_HELLO = "instance.initialize.after_hello",
     INSTANCE_INITIALIZE_PROTOCOL = "instance.initialize.protocol",
     INSTANCE_INITIALIZE_SHAPE = "instance.initialize.shape",
+    INSTANCE_CAPABILITIES_RESPECT = "instance.capabilities.respect",
     }
 }
 
