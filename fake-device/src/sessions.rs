@@ -225,7 +225,9 @@ impl Sessions {
         let mut turns = self.store.load_turns(id).unwrap_or_default();
         // A turn left queued or running when the device stopped did not finish: it is unknown
         // now, and a client that sends its prompt again gets it run (spec, reattaching).
-        turns.turns.retain(|t| t.state == TurnState::Done);
+        if !self.breaks(ids::DEVICE_TURNS_RESTART) {
+            turns.turns.retain(|t| t.state == TurnState::Done);
+        }
         let (live, queue) = Self::make_live(stored, turns);
         map.insert(id.to_string(), live.clone());
         drop(map);

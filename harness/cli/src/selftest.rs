@@ -116,7 +116,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
         Side::Instance => {
             let misbehave = Misbehaviours::parse(&misbehave_rules, Binds::Device)?;
             let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
-            let (stop_tx, stop_rx) = oneshot::channel::<()>();
+            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
             let cell = case.cell.clone();
             // The device works in one remote root (trusted), as a CLI under test would be set up:
             // instance scenarios read it from hello's limits.
@@ -157,10 +157,27 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     share_session_after: peer_setup.share_session_after.map(|d| d.0),
                     leave_session_after: peer_setup.leave_session_after.map(|d| d.0),
                 };
-                let _ = fake_device::run(options, None, async {
-                    let _ = stop_rx.await;
-                })
-                .await;
+                // A device the scenario restarts stops once, then runs again on the same store.
+                let mut restart = peer_setup.restart_after.map(|d| d.0);
+                loop {
+                    let mut stop = stop_rx.clone();
+                    let this_run = restart.take();
+                    let shutdown = async move {
+                        tokio::select! {
+                            _ = stop.wait_for(|stopped| *stopped) => {}
+                            () = async {
+                                match this_run {
+                                    Some(after) => tokio::time::sleep(after).await,
+                                    None => std::future::pending().await,
+                                }
+                            } => {}
+                        }
+                    };
+                    let _ = fake_device::run(options.clone(), None, shutdown).await;
+                    if this_run.is_none() || *stop_rx.borrow() {
+                        break;
+                    }
+                }
             });
             let options = fake_instance::Options {
                 cell: case.cell.clone(),
@@ -176,7 +193,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 std::future::pending(),
             )
             .await;
-            let _ = stop_tx.send(());
+            let _ = stop_tx.send(true);
             let _ = device.await;
             let finished = finished.map_err(|e| e.to_string())?;
             let outcome = finished

@@ -108,6 +108,10 @@ pub struct PeerSetup {
     /// fake-device: the terminal lets that session go this long after sharing it.
     #[serde(default)]
     pub leave_session_after: Option<Dur>,
+    /// fake-device: it stops this long after starting and starts again on the same state
+    /// directory (a real CLI: restart its service).
+    #[serde(default)]
+    pub restart_after: Option<Dur>,
 }
 
 impl PeerSetup {
@@ -124,6 +128,7 @@ impl Default for PeerSetup {
             change_limits_after: None,
             share_session_after: None,
             leave_session_after: None,
+            restart_after: None,
         }
     }
 }
