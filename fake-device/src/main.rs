@@ -193,7 +193,10 @@ fn main() -> ExitCode {
         },
         Err(e) => {
             eprintln!("error: {e}");
-            Exit::Usage.into()
+            match e {
+                fake_device::StartError::Scenario(_) => Exit::Usage.into(),
+                fake_device::StartError::Journal(_) => Exit::Internal.into(),
+            }
         }
     }
 }
