@@ -312,7 +312,7 @@ impl Sessions {
             self.save(&state);
         }
         let entries: Vec<Value> = plan_entries(&plan);
-        let mut update = json!({ "sessionUpdate": "plan", "entries": entries });
+        let mut update = json!({ "sessionUpdate": "plan", "entries": entries.clone() });
         if self.has("plan_state") {
             let structure = if self.breaks(ids::DEVICE_PLAN_UPDATE) {
                 Value::Null
@@ -321,6 +321,12 @@ impl Sessions {
             };
             update["_meta"] = json!({ "lembas": { "plan": structure } });
             client.event(session_id, json!({ "type": "plan", "plan": plan }));
+        } else if self.breaks(ids::DEVICE_EVENT_TODOS) {
+            client.event(session_id, json!({ "type": "plan", "plan": plan }));
+        } else if self.config.spec == harness::lembas::Spec::V1_0_0 {
+            // Spec 1.0.0 has no plan structure: the session's plan is its todo list, and the
+            // event that carries it is `todos` (the same entries the `plan` update has).
+            client.event(session_id, json!({ "type": "todos", "todos": entries }));
         }
         client.update(session_id, update);
         ToolOutcome {

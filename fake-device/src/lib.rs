@@ -13,6 +13,7 @@ pub mod events;
 pub mod limits;
 pub mod model;
 pub mod monitor;
+pub mod script;
 pub mod sessions;
 pub mod store;
 pub mod turns;
@@ -71,6 +72,8 @@ pub struct Options {
     pub share_session_after: Option<Duration>,
     /// … and lets it go this long after sharing it.
     pub leave_session_after: Option<Duration>,
+    /// The scripted agent's scripts (`--scripts`); a scenario's `device.scripts` come first.
+    pub scripts: Vec<harness::scenario::AgentScript>,
 }
 
 /// How a run ended.
@@ -159,6 +162,12 @@ pub async fn run(
                 .approval_timeout
                 .map(|d| d.0)
                 .unwrap_or(Duration::from_secs(30)),
+            scripts: settings
+                .scripts
+                .iter()
+                .chain(&options.scripts)
+                .cloned()
+                .collect(),
         },
     );
     let sessions_for_limits = sessions.clone();

@@ -46,6 +46,10 @@ struct Cli {
     /// calls and cards, as the CLI does).
     #[arg(long, value_enum, default_value = "echo")]
     agent: AgentArg,
+    /// The scripted agent's scripts: a YAML list like a scenario's `device.scripts` (a prompt
+    /// that matches one runs it; others go to --agent).
+    #[arg(long, value_name = "FILE")]
+    scripts: Option<std::path::PathBuf>,
     /// The protocol to say: auto (from discovery), 1 or 2.
     #[arg(long, value_name = "auto|1|2", default_value = "auto")]
     protocol: String,
@@ -110,6 +114,16 @@ fn main() -> ExitCode {
             return Exit::Usage.into();
         }
     };
+    let scripts = match &cli.scripts {
+        Some(path) => match harness::scenario::load_scripts(path) {
+            Ok(scripts) => scripts,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Exit::Usage.into();
+            }
+        },
+        None => Vec::new(),
+    };
     let misbehave = match harness::cli::misbehaviours(&cli.common.misbehave, Binds::Device) {
         Ok(m) => m,
         Err(exit) => return exit.into(),
@@ -164,6 +178,7 @@ fn main() -> ExitCode {
         change_limits_after: None,
         share_session_after: None,
         leave_session_after: None,
+        scripts,
     };
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();

@@ -75,6 +75,8 @@ pub struct SessionsConfig {
     pub model: Option<crate::model::ModelClient>,
     /// How long a card waits for an answer.
     pub approval_timeout: Duration,
+    /// The scripted agent's scripts: a prompt one matches runs it instead of the agent.
+    pub scripts: Vec<harness::scenario::AgentScript>,
 }
 
 /// A session's state in memory.

@@ -272,8 +272,13 @@ impl Sessions {
         };
         say(json!({ "type": "prompt", "text": job.text, "turnId": job.turn_id }));
         say(json!({ "type": "task", "state": "start", "turnId": job.turn_id }));
-        let (reply, stop) = match &self.config.model {
-            Some(model) => {
+        let script = self.config.scripts.iter().find(|s| s.answers(&job.text));
+        let (reply, stop) = match (script, &self.config.model) {
+            (Some(script), _) => {
+                self.script_turn(live, script, client.as_ref(), &session_id, &mut cancelled)
+                    .await
+            }
+            (None, Some(model)) => {
                 self.model_turn(
                     live,
                     model,
@@ -284,7 +289,7 @@ impl Sessions {
                 )
                 .await
             }
-            None => {
+            (None, None) => {
                 let (reply, was_cancelled) = self
                     .speak(
                         live,
@@ -377,7 +382,7 @@ impl Sessions {
 
     /// Takes in the steer messages waiting for the running turn, with a `steered` event; gives
     /// their texts.
-    async fn take_steers(
+    pub(crate) async fn take_steers(
         &self,
         live: &Live,
         client: Option<&Client>,
@@ -485,32 +490,44 @@ impl Sessions {
                 json!({ "role": "assistant", "content": completion.text, "tool_calls": calls }),
             );
             for call in &completion.tool_calls {
-                let outcome = match client {
-                    Some(client) => {
-                        client.update(session_id, json!({ "sessionUpdate": "tool_call", "toolCallId": call.id, "title": call.name, "kind": "execute", "status": "pending", "rawInput": call.arguments }));
-                        client.event(session_id, json!({ "type": "tool_start", "id": call.id, "name": call.name, "args": call.arguments }));
-                        let outcome = self.run_tool(client, session_id, call).await;
-                        let status = if outcome.ran { "completed" } else { "failed" };
-                        client.update(session_id, json!({ "sessionUpdate": "tool_call_update", "toolCallId": call.id, "status": status, "content": [{ "type": "content", "content": { "type": "text", "text": outcome.text } }] }));
-                        let kind = if outcome.ran {
-                            "tool_end"
-                        } else {
-                            "tool_denied"
-                        };
-                        client.event(session_id, json!({ "type": kind, "id": call.id, "name": call.name, "output": outcome.text }));
-                        outcome
-                    }
-                    None => crate::cards::ToolOutcome {
-                        text: "Nobody is there to approve it.".into(),
-                        ran: false,
-                    },
-                };
+                let outcome = self.tool_step(client, session_id, call).await;
                 messages.push(
                     json!({ "role": "tool", "tool_call_id": call.id, "content": outcome.text }),
                 );
             }
         }
         (reply, "max_turn_requests")
+    }
+
+    /// One tool call, as the client sees it: its `tool_call` update and `tool_start` event, the
+    /// card it needs, then its end (`tool_end`, or `tool_denied` when it did not run).
+    pub(crate) async fn tool_step(
+        &self,
+        client: Option<&Client>,
+        session_id: &str,
+        call: &crate::model::ToolCall,
+    ) -> crate::cards::ToolOutcome {
+        let Some(client) = client else {
+            return crate::cards::ToolOutcome {
+                text: "Nobody is there to approve it.".into(),
+                ran: false,
+            };
+        };
+        client.update(session_id, json!({ "sessionUpdate": "tool_call", "toolCallId": call.id, "title": call.name, "kind": "execute", "status": "pending", "rawInput": call.arguments }));
+        client.event(session_id, json!({ "type": "tool_start", "id": call.id, "name": call.name, "args": call.arguments }));
+        let outcome = self.run_tool(client, session_id, call).await;
+        let status = if outcome.ran { "completed" } else { "failed" };
+        client.update(session_id, json!({ "sessionUpdate": "tool_call_update", "toolCallId": call.id, "status": status, "content": [{ "type": "content", "content": { "type": "text", "text": outcome.text } }] }));
+        let kind = if outcome.ran {
+            "tool_end"
+        } else {
+            "tool_denied"
+        };
+        client.event(
+            session_id,
+            json!({ "type": kind, "id": call.id, "name": call.name, "output": outcome.text }),
+        );
+        outcome
     }
 
     fn model_failed(

@@ -75,6 +75,7 @@ fn sessions_stepping(
             connection: "lembas".into(),
             model: None,
             approval_timeout: Duration::from_secs(5),
+            scripts: Vec::new(),
         },
     )
 }

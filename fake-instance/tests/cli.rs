@@ -83,6 +83,7 @@ fn device(
             change_limits_after: None,
             share_session_after: None,
             leave_session_after: None,
+            scripts: Vec::new(),
         };
         let _ = runtime.block_on(fake_device::run(options, None, async {
             let _ = stop_rx.await;

@@ -148,6 +148,7 @@ pub mod ids {
     DEVICE_ANNOUNCE_RELINK = "device.announce.relink",
     DEVICE_LEFT_SHAPE = "device.left.shape",
     DEVICE_PLAN_UPDATE = "device.plan.update",
+    DEVICE_EVENT_TODOS = "device.event.todos",
     DEVICE_TURNS_RESTART = "device.turns.restart",
     INSTANCE_DISCOVERY_SHAPE = "instance.discovery.shape",
     INSTANCE_LINK_TOKEN = "instance.link.token",

@@ -156,6 +156,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     change_limits_after: change_limits_after.map(|d| d.0),
                     share_session_after: peer_setup.share_session_after.map(|d| d.0),
                     leave_session_after: peer_setup.leave_session_after.map(|d| d.0),
+                    scripts: Vec::new(),
                 };
                 // A device the scenario restarts stops once, then runs again on the same store.
                 let mut restart = peer_setup.restart_after.map(|d| d.0);
@@ -242,6 +243,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 change_limits_after: None,
                 share_session_after: None,
                 leave_session_after: None,
+                scripts: Vec::new(),
             };
             let finished = fake_device::run(
                 options,

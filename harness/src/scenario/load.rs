@@ -100,6 +100,21 @@ pub fn load_file(path: &Path, side: Option<Side>) -> Result<Scenario, LoadError>
     load_str(&text, &file, side.or_else(|| Side::from_path(path)))
 }
 
+/// Reads the scripted agent's scripts from a file (`fake-device --scripts`): a YAML list of
+/// scripts, as under a scenario's `device.scripts`, with located errors.
+pub fn load_scripts(path: &Path) -> Result<Vec<super::AgentScript>, LoadError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+        file: file.clone(),
+        line: None,
+        column: None,
+        key_path: None,
+        message: format!("cannot read it: {e}"),
+        snippet: None,
+    })?;
+    parse(&text, &file)
+}
+
 /// Parses and checks a scenario from text; `file` names it in errors.
 pub fn load_str(text: &str, file: &str, side: Option<Side>) -> Result<Scenario, LoadError> {
     let scenario = parse(text, file)?;
@@ -107,7 +122,7 @@ pub fn load_str(text: &str, file: &str, side: Option<Side>) -> Result<Scenario, 
     Ok(scenario)
 }
 
-fn parse(text: &str, file: &str) -> Result<Scenario, LoadError> {
+fn parse<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, LoadError> {
     // YAML 1.1 reads `NO`, `yes`, `on` as booleans inside free-form JSON values; a protocol
     // double must send what the author wrote, so only `true` and `false` are booleans.
     let options = serde_saphyr::options! { strict_booleans: true };

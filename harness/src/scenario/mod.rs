@@ -9,7 +9,9 @@ pub mod duration;
 pub mod load;
 pub mod model;
 pub mod schema;
+pub mod script;
 
 pub use duration::Dur;
-pub use load::{LoadError, Side, load_file, load_str};
+pub use load::{LoadError, Side, load_file, load_scripts, load_str};
 pub use model::*;
+pub use script::{AgentScript, ScriptStep, StopReason};

@@ -200,6 +200,10 @@ pub struct DeviceSettings {
     /// runs at least three of these, which is when cancel and steer can reach it.
     #[serde(default)]
     pub step_delay: Option<Dur>,
+    /// The scripted agent: for a prompt whose text matches a script's `when`, the turn does
+    /// that script's steps (the first match wins); other prompts go to `agent`.
+    #[serde(default)]
+    pub scripts: Vec<super::AgentScript>,
     /// Redial backoff after a dropped link: first wait.
     #[serde(default)]
     pub redial_initial: Option<Dur>,

@@ -1,0 +1,217 @@
+//! The scripted agent: a turn that does what a scenario's script says (`device.scripts`), step by
+//! step, reporting each step as the CLI does — ACP's `session/update` for every client and the
+//! matching `_lembas/event` for LLeMbas. Cards go through the same code as the model's tool
+//! calls ([`crate::cards`]), so a script's approval, questions and plan behave as a model's do.
+
+use std::time::Duration;
+
+use harness::scenario::AgentScript;
+use harness::scenario::script::{Say, ScriptStep};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::events::Client;
+use crate::model::ToolCall;
+use crate::sessions::{Live, Sessions, TITLE_MAX, fresh_id};
+
+/// How a step of a script went on.
+enum Next<'s> {
+    /// Go on with the following step.
+    Continue,
+    /// Run these steps first (a card's `then` or `otherwise`).
+    Branch(&'s [ScriptStep]),
+    /// The turn ends here.
+    Stop(&'static str),
+}
+
+impl Sessions {
+    /// Runs a script's turn; gives what was said and the stop reason.
+    pub(crate) async fn script_turn(
+        &self,
+        live: &Live,
+        script: &AgentScript,
+        client: Option<&Client>,
+        session_id: &str,
+        cancelled: &mut watch::Receiver<bool>,
+    ) -> (String, &'static str) {
+        let mut said = String::new();
+        // A stack of step lists rather than recursion: a card's branch runs, then the steps
+        // after the card.
+        let mut stack = vec![script.steps.iter()];
+        while let Some(steps) = stack.last_mut() {
+            let Some(step) = steps.next() else {
+                stack.pop();
+                continue;
+            };
+            if *cancelled.borrow() {
+                return (said, "cancelled");
+            }
+            // Steer messages are taken in at each step, as the CLI does between model calls.
+            self.take_steers(live, client, session_id).await;
+            match self
+                .script_step(live, step, client, session_id, cancelled, &mut said)
+                .await
+            {
+                Next::Continue => {}
+                Next::Branch(steps) => stack.push(steps.iter()),
+                Next::Stop("cancelled") => return (said, "cancelled"),
+                Next::Stop(_) => return (said, script.stop.as_str()),
+            }
+        }
+        (said, script.stop.as_str())
+    }
+
+    async fn script_step<'s>(
+        &self,
+        live: &Live,
+        step: &'s ScriptStep,
+        client: Option<&Client>,
+        session_id: &str,
+        cancelled: &mut watch::Receiver<bool>,
+        said: &mut String,
+    ) -> Next<'s> {
+        let card = |name: &str, arguments: Value| ToolCall {
+            id: fresh_id("call_"),
+            name: name.into(),
+            arguments,
+        };
+        let branch = |ran: bool, then: &'s [ScriptStep], otherwise: &'s [ScriptStep]| {
+            Next::Branch(if ran { then } else { otherwise })
+        };
+        match step {
+            ScriptStep::Text(say) => {
+                let (chunks, delay) = match say {
+                    Say::Whole(text) => (std::slice::from_ref(text), None),
+                    Say::Chunked { chunks, delay } => (chunks.as_slice(), delay.map(|d| d.0)),
+                };
+                for chunk in chunks {
+                    if !pause(delay.unwrap_or(self.config.step_delay), cancelled).await {
+                        return Next::Stop("cancelled");
+                    }
+                    if let Some(client) = client {
+                        client.text(session_id, chunk);
+                    }
+                    said.push_str(chunk);
+                }
+                Next::Continue
+            }
+            ScriptStep::Thought(text) => {
+                if let Some(client) = client {
+                    client.update(session_id, json!({ "sessionUpdate": "agent_thought_chunk", "content": { "type": "text", "text": text } }));
+                    client.event(session_id, json!({ "type": "reasoning", "text": text }));
+                }
+                Next::Continue
+            }
+            ScriptStep::Tool(tool) => {
+                let Some(client) = client else {
+                    return Next::Continue;
+                };
+                let id = fresh_id("call_");
+                let args = tool.args.clone().unwrap_or_else(|| json!({}));
+                let title = tool.title.clone().unwrap_or_else(|| tool.name.clone());
+                let kind = tool.kind.as_deref().unwrap_or("other");
+                client.update(session_id, json!({ "sessionUpdate": "tool_call", "toolCallId": id, "title": title, "kind": kind, "status": "pending", "rawInput": args }));
+                client.event(
+                    session_id,
+                    json!({ "type": "tool_start", "id": id, "name": tool.name, "args": args }),
+                );
+                for line in &tool.progress {
+                    if !pause(self.config.step_delay, cancelled).await {
+                        return Next::Stop("cancelled");
+                    }
+                    client.update(session_id, json!({ "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress", "content": [text_content(line)] }));
+                    client.event(
+                        session_id,
+                        json!({ "type": "progress", "id": id, "text": line }),
+                    );
+                }
+                let status = if tool.fails { "failed" } else { "completed" };
+                client.update(session_id, json!({ "sessionUpdate": "tool_call_update", "toolCallId": id, "status": status, "content": [text_content(&tool.output)], "rawOutput": { "output": tool.output } }));
+                client.event(session_id, json!({ "type": "tool_end", "id": id, "name": tool.name, "output": tool.output, "error": tool.fails }));
+                Next::Continue
+            }
+            ScriptStep::Permission(p) => {
+                let call = card("bash", json!({ "command": p.command }));
+                let outcome = self.tool_step(client, session_id, &call).await;
+                branch(outcome.ran, &p.then, &p.otherwise)
+            }
+            ScriptStep::Ask(a) => {
+                let mut arguments = json!({ "questions": a.questions });
+                if let Some(why) = &a.why {
+                    arguments["why"] = json!(why);
+                }
+                let outcome = self
+                    .tool_step(client, session_id, &card("ask_user", arguments))
+                    .await;
+                branch(outcome.ran, &a.then, &a.otherwise)
+            }
+            ScriptStep::Plan(plan) => {
+                let call = card("plan_write", json!({ "plan": plan }));
+                self.tool_step(client, session_id, &call).await;
+                Next::Continue
+            }
+            ScriptStep::SubmitPlan(p) => {
+                let mut arguments = json!({ "text": p.text });
+                if let Some(path) = &p.path {
+                    arguments["path"] = json!(path);
+                }
+                let outcome = self
+                    .tool_step(client, session_id, &card("plan_submit", arguments))
+                    .await;
+                branch(outcome.ran, &p.then, &p.otherwise)
+            }
+            ScriptStep::Title(title) => {
+                let title: String = title.chars().take(TITLE_MAX).collect();
+                let mut state = live.state.lock().await;
+                state.stored.title = title.clone();
+                self.save(&state);
+                if let Some(client) = client {
+                    client.event(
+                        session_id,
+                        json!({ "type": "title", "id": session_id, "title": title }),
+                    );
+                }
+                Next::Continue
+            }
+            ScriptStep::Error(message) => {
+                if let Some(client) = client {
+                    client.event(session_id, json!({ "type": "error", "message": message }));
+                }
+                Next::Stop("error")
+            }
+            ScriptStep::Usage(fields) => {
+                if let Some(client) = client {
+                    let mut event = json!({ "type": "usage" });
+                    if let (Some(event), Some(fields)) = (event.as_object_mut(), fields.as_object())
+                    {
+                        for (key, value) in fields.iter().filter(|(k, _)| k.as_str() != "type") {
+                            event.insert(key.clone(), value.clone());
+                        }
+                    }
+                    client.event(session_id, event);
+                }
+                Next::Continue
+            }
+            ScriptStep::Wait(how_long) => {
+                if pause(how_long.0, cancelled).await {
+                    Next::Continue
+                } else {
+                    Next::Stop("cancelled")
+                }
+            }
+        }
+    }
+}
+
+/// ACP's text content of a tool call.
+fn text_content(text: &str) -> Value {
+    json!({ "type": "content", "content": { "type": "text", "text": text } })
+}
+
+/// Waits, unless the turn is cancelled first; false: cancelled.
+async fn pause(how_long: Duration, cancelled: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        () = tokio::time::sleep(how_long) => true,
+        _ = cancelled.wait_for(|c| *c) => false,
+    }
+}
