@@ -215,7 +215,7 @@ impl AgentModel {
     }
 
     /// The client on a link, as its initialize described it.
-    fn client(&self, peer: &Arc<Peer>) -> Client {
+    pub fn client(&self, peer: &Arc<Peer>) -> Client {
         let state = self
             .links
             .lock()

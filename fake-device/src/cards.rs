@@ -136,6 +136,28 @@ fn read_answers(answer: &Value) -> String {
     }
 }
 
+/// What a person at the terminal answers a card with: allow once, the first option of each
+/// question (the recommended one, when there is one), approve the plan in `edit`.
+fn terminal_answer(method: &str, params: &Value) -> Value {
+    match method {
+        "_lembas/question" => {
+            let answers: Vec<Value> = params
+                .get("questions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|q| {
+                    let first = q.pointer("/options/0/label").cloned();
+                    json!({ "kind": "options", "labels": first.into_iter().collect::<Vec<_>>() })
+                })
+                .collect();
+            json!({ "outcome": "answered", "answers": answers })
+        }
+        "_lembas/plan" => json!({ "outcome": "approve", "mode": "edit" }),
+        _ => json!({ "outcome": { "outcome": "selected", "optionId": "once" } }),
+    }
+}
+
 impl Sessions {
     /// Whether this client may be asked questions and plans now.
     fn may_ask(&self, client: &Client, capability: &str) -> bool {
@@ -147,19 +169,51 @@ impl Sessions {
 
     /// Asks the client, waiting at most the approval timeout. `None`: no answer in time, and
     /// the card has been settled.
+    ///
+    /// In a session a terminal shares, the card is also shown at the terminal (`patient`), and
+    /// the first answer wins: when the person there answers first (after
+    /// `terminal_answers_after`), the client is told to take its card down.
     async fn ask(
         &self,
         client: &Client,
         session_id: &str,
         call_id: &str,
         method: &str,
-        params: Value,
+        mut params: Value,
     ) -> Result<Option<Value>, i64> {
         let wait: Duration = self.config.approval_timeout;
-        match client.peer.request(method, params, wait).await {
+        let shared = self.is_terminal_session(session_id);
+        params["_meta"]["lembas"]["patient"] =
+            json!(shared && !self.breaks(ids::DEVICE_CARD_PATIENT));
+        let terminal = self
+            .config
+            .terminal_answers_after
+            .filter(|_| shared)
+            .map(|after| (after, terminal_answer(method, &params)));
+        let asked = client.peer.request(method, params, wait);
+        let answered = match terminal {
+            Some((after, answer)) => tokio::select! {
+                answered = asked => answered,
+                () = tokio::time::sleep(after) => {
+                    if client.lembas && !self.breaks(ids::DEVICE_CARD_SETTLED_TERMINAL) {
+                        client.peer.notify(
+                            "_lembas/permission/settled",
+                            json!({ "sessionId": session_id, "toolCallId": call_id }),
+                        );
+                    }
+                    return Ok(Some(answer));
+                }
+            },
+            None => asked.await,
+        };
+        match answered {
             Ok(Ok(answer)) => Ok(Some(answer)),
             Ok(Err(error)) => Err(error.code),
             Err(RequestError::Timeout { .. }) => {
+                // `_lembas` notifications are for a LLeMbas client only.
+                if self.breaks(ids::DEVICE_CARD_TIMEOUT) || !client.lembas {
+                    return Ok(None);
+                }
                 client.peer.notify(
                     "_lembas/permission/settled",
                     json!({ "sessionId": session_id, "toolCallId": call_id }),
@@ -200,7 +254,7 @@ impl Sessions {
             } else {
                 json!(card_questions(&call.arguments))
             },
-            "_meta": { "lembas": { "patient": false } },
+            "_meta": { "lembas": {} },
         });
         if let Some(why) = call.arguments.get("why") {
             params["why"] = why.clone();
@@ -245,13 +299,20 @@ impl Sessions {
                 ran: false,
             };
         }
-        let params = json!({
+        let mut params = json!({
             "sessionId": session_id,
             "toolCallId": call.id,
             "path": call.arguments.get("path").cloned().unwrap_or(json!("PLAN.md")),
             "text": text,
-            "_meta": { "lembas": { "patient": false } },
+            "_meta": { "lembas": {} },
         });
+        // With plan_state the card also carries the plan's structure, for LLeMbas to draw.
+        if self.has("plan_state")
+            && let Some(live) = self.live_session(session_id)
+            && let Some(plan) = live.state.lock().await.stored.plan.clone()
+        {
+            params["plan"] = plan;
+        }
         match self
             .ask(client, session_id, &call.id, "_lembas/plan", params)
             .await
@@ -357,7 +418,7 @@ impl Sessions {
             "sessionId": session_id,
             "toolCall": { "toolCallId": call.id, "title": title, "kind": "execute", "status": "pending", "rawInput": call.arguments },
             "options": options,
-            "_meta": { "lembas": { "reason": "it runs a command in your project", "patient": false } },
+            "_meta": { "lembas": { "reason": "it runs a command in your project" } },
         });
         let answer = self
             .ask(

@@ -221,7 +221,8 @@ impl DeviceDialer {
     /// The device's limits changed: once no session is working, close the link and dial again
     /// at once, so the client hears the new limits (spec, `_lembas/hello`).
     pub async fn relink(&self, sessions: &crate::sessions::Sessions) {
-        while sessions.any_working().await {
+        // Not while a session works: its turn would lose the link it reports on.
+        while sessions.any_working().await && !sessions.breaks(ids::DEVICE_LIMITS_WAIT) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         if let Some(peer) = self.hub.current() {

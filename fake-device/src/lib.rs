@@ -68,13 +68,30 @@ pub struct Options {
     pub agent: AgentKind,
     /// Add a remote root this long after the start (as a person editing `remote:` would).
     pub change_limits_after: Option<Duration>,
-    /// A person at the terminal shares a session this long after the start …
-    pub share_session_after: Option<Duration>,
-    /// … and lets it go this long after sharing it.
-    pub leave_session_after: Option<Duration>,
+    /// What a person at the device's terminal does, and when.
+    pub terminal: TerminalPlay,
+    /// How long a card waits for an answer, unless a scenario says (default 30s).
+    pub approval_timeout: Option<Duration>,
     /// The scripted agent's scripts (`--scripts`); a scenario's `device.scripts` come first.
     pub scripts: Vec<harness::scenario::AgentScript>,
 }
+
+/// A person at the device's terminal, played on a timer (the self-test's stand-in for what a
+/// real CLI's test does by hand): shares a session, types in it, answers its cards, lets it go.
+#[derive(Debug, Clone, Default)]
+pub struct TerminalPlay {
+    /// Shares a new session this long after the start.
+    pub share_after: Option<Duration>,
+    /// Types a prompt into it this long after sharing it.
+    pub prompt_after: Option<Duration>,
+    /// Answers each card of the shared session this long after it is shown.
+    pub answers_after: Option<Duration>,
+    /// Lets it go this long after sharing it.
+    pub leave_after: Option<Duration>,
+}
+
+/// What the person at the terminal types (`TerminalPlay::prompt_after`).
+pub const TERMINAL_PROMPT: &str = "typed at the terminal";
 
 /// How a run ended.
 #[derive(Debug)]
@@ -161,7 +178,9 @@ pub async fn run(
             approval_timeout: settings
                 .approval_timeout
                 .map(|d| d.0)
+                .or(options.approval_timeout)
                 .unwrap_or(Duration::from_secs(30)),
+            terminal_answers_after: options.terminal.answers_after,
             scripts: settings
                 .scripts
                 .iter()
@@ -225,10 +244,11 @@ pub async fn run(
             }
         });
     }
-    if let Some(after) = options.share_session_after {
+    if let Some(after) = options.terminal.share_after {
         let (hub, model, sessions) = (hub.clone(), model.clone(), sessions_for_limits.clone());
+        let prompt_after = options.terminal.prompt_after;
         let (leave_after, says_left) = (
-            options.leave_session_after,
+            options.terminal.leave_after,
             !options
                 .misbehave
                 .breaks(harness::rules::ids::DEVICE_LEFT_SHAPE),
@@ -241,6 +261,16 @@ pub async fn run(
             // Announced when it is shared (and again whenever a link comes up).
             if let Some(peer) = hub.current().filter(|p| model.is_lembas(p)) {
                 model.announce(&peer);
+            }
+            if let Some(prompt_after) = prompt_after {
+                let (hub, model, sessions) = (hub.clone(), model.clone(), sessions.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(prompt_after).await;
+                    if let Some(peer) = hub.current() {
+                        let client = model.client(&peer);
+                        sessions.terminal_prompt(TERMINAL_PROMPT, &client).await;
+                    }
+                });
             }
             let Some(leave_after) = leave_after else {
                 return;

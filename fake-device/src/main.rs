@@ -50,6 +50,10 @@ struct Cli {
     /// that matches one runs it; others go to --agent).
     #[arg(long, value_name = "FILE")]
     scripts: Option<std::path::PathBuf>,
+    /// How long a card (approval, question, plan) waits for an answer before it is a denial
+    /// or a dismissal (`remote.approval_timeout`; default 30s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    approval_timeout: Option<harness::scenario::Dur>,
     /// The protocol to say: auto (from discovery), 1 or 2.
     #[arg(long, value_name = "auto|1|2", default_value = "auto")]
     protocol: String,
@@ -86,6 +90,12 @@ enum Command {
         #[arg(long = "root", value_name = "DIR")]
         roots: Vec<String>,
     },
+}
+
+fn parse_duration(text: &str) -> Result<harness::scenario::Dur, String> {
+    humantime::parse_duration(text.trim())
+        .map(harness::scenario::Dur)
+        .map_err(|e| format!("`{text}` is not a duration like 500ms or 5s ({e})"))
 }
 
 fn main() -> ExitCode {
@@ -176,8 +186,8 @@ fn main() -> ExitCode {
         state_dir: cli.common.state_dir.clone(),
         agent: cli.agent.into(),
         change_limits_after: None,
-        share_session_after: None,
-        leave_session_after: None,
+        terminal: Default::default(),
+        approval_timeout: cli.approval_timeout.map(|d| d.0),
         scripts,
     };
     let finished = runtime.block_on(async {

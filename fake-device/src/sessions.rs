@@ -77,6 +77,9 @@ pub struct SessionsConfig {
     pub approval_timeout: Duration,
     /// The scripted agent's scripts: a prompt one matches runs it instead of the agent.
     pub scripts: Vec<harness::scenario::AgentScript>,
+    /// A person at the terminal answers the cards of the session it shares this long after
+    /// they are shown (`None`: nobody answers there).
+    pub terminal_answers_after: Option<Duration>,
 }
 
 /// A session's state in memory.
@@ -283,16 +286,10 @@ impl Sessions {
     pub fn share_terminal_session(self: &Arc<Self>) -> Option<String> {
         let cwd = self.limits.read().ok()?.roots.first()?.clone();
         let stored = StoredSession {
-            id: fresh_id("ses_"),
-            cwd,
             title: "a terminal session".into(),
-            mode: "edit".into(),
-            model: None,
-            effort: "off".into(),
-            context: Value::Null,
-            plan: None,
-            messages: Vec::new(),
+            // Shared with the client: it may delete it from now on.
             given: true,
+            ..StoredSession::new(fresh_id("ses_"), cwd)
         };
         let id = stored.id.clone();
         if let Err(e) = self.store.save_session(&stored) {
@@ -303,6 +300,32 @@ impl Sessions {
             *terminal = Some(id.clone());
         }
         Some(id)
+    }
+
+    /// Whether a terminal on the device shares this session now.
+    pub fn is_terminal_session(&self, id: &str) -> bool {
+        self.terminal.lock().is_ok_and(|t| t.as_deref() == Some(id))
+    }
+
+    /// The person at the terminal types `text` into the session it shares: a turn like any
+    /// other, with a turn id the device makes, reported to `client`. Gives that turn's id
+    /// (`None`: no session is shared, or it could not take the prompt).
+    pub async fn terminal_prompt(self: &Arc<Self>, text: &str, client: &Client) -> Option<String> {
+        let id = self.terminal.lock().ok()?.clone()?;
+        let params = json!({ "sessionId": id, "prompt": [{ "type": "text", "text": text }] });
+        match self.prompt(&params, client).await {
+            Ok(Reply::Later { turn_id, answer }) => {
+                // Nobody waits for a terminal turn's answer on the link: the client follows it
+                // through its events.
+                drop(answer);
+                Some(turn_id)
+            }
+            Ok(Reply::Now(_)) => None,
+            Err(e) => {
+                tracing::warn!("the terminal's prompt was not taken: {e}");
+                None
+            }
+        }
     }
 
     /// The terminal lets its shared session go; gives its id.
@@ -627,7 +650,10 @@ impl Sessions {
             // Which sessions a client may delete: one it was given, else one under the roots
             // of a device whose remote work is on. Trust is not asked: deleting runs nothing.
             let limits = self.limits();
-            if !state.stored.given && !limits.inside_roots(&state.stored.cwd) {
+            if !state.stored.given
+                && !limits.inside_roots(&state.stored.cwd)
+                && !self.breaks(ids::DEVICE_DELETE_SCOPE)
+            {
                 return Err(refuse(
                     "this session was never the client's and is outside the device's roots",
                 ));
@@ -640,6 +666,12 @@ impl Sessions {
         }
         if let Ok(mut map) = self.live.lock() {
             map.remove(id);
+        }
+        // A terminal that had it open goes on in a new session of its own (not shared).
+        if let Ok(mut terminal) = self.terminal.lock()
+            && terminal.as_deref() == Some(id)
+        {
+            *terminal = None;
         }
         let removed = self
             .store

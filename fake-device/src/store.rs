@@ -129,6 +129,24 @@ pub struct Store {
     root: PathBuf,
 }
 
+impl StoredSession {
+    /// A new, empty session in `cwd`, in `edit` mode, not yet given to any client.
+    pub fn new(id: impl Into<String>, cwd: PathBuf) -> StoredSession {
+        StoredSession {
+            id: id.into(),
+            cwd,
+            title: String::new(),
+            mode: "edit".into(),
+            model: None,
+            effort: "off".into(),
+            context: Value::Null,
+            plan: None,
+            messages: Vec::new(),
+            given: false,
+        }
+    }
+}
+
 /// Session ids become file names: only the characters a store id has are allowed, so a peer's
 /// `sessionId` can never name a path outside the store.
 pub fn is_store_id(id: &str) -> bool {

@@ -271,7 +271,15 @@ impl Sessions {
             }
         };
         say(json!({ "type": "prompt", "text": job.text, "turnId": job.turn_id }));
-        say(json!({ "type": "task", "state": "start", "turnId": job.turn_id }));
+        let task = |state: &str| {
+            if self.breaks(ids::DEVICE_TASK_TERMINAL_TURN) && self.is_terminal_session(&session_id)
+            {
+                json!({ "type": "task", "state": state })
+            } else {
+                json!({ "type": "task", "state": state, "turnId": job.turn_id })
+            }
+        };
+        say(task("start"));
         let script = self.config.scripts.iter().find(|s| s.answers(&job.text));
         let (reply, stop) = match (script, &self.config.model) {
             (Some(script), _) => {
@@ -310,7 +318,7 @@ impl Sessions {
                 )
             }
         };
-        say(json!({ "type": "task", "state": "end", "turnId": job.turn_id }));
+        say(task("end"));
         say(json!({ "type": "done", "stopReason": stop }));
         let mut state = live.state.lock().await;
         let finished = state.running.take();

@@ -76,6 +76,7 @@ fn sessions_stepping(
             model: None,
             approval_timeout: Duration::from_secs(5),
             scripts: Vec::new(),
+            terminal_answers_after: None,
         },
     )
 }

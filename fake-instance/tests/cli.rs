@@ -81,8 +81,8 @@ fn device(
             state_dir: None,
             agent: harness::scenario::AgentKind::Echo,
             change_limits_after: None,
-            share_session_after: None,
-            leave_session_after: None,
+            terminal: Default::default(),
+            approval_timeout: None,
             scripts: Vec::new(),
         };
         let _ = runtime.block_on(fake_device::run(options, None, async {

@@ -134,6 +134,16 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     .add_pending_delete(id)
                     .map_err(|e| format!("cannot seed a pending delete: {e}"))?;
             }
+            // Outside the one root, which is `root` itself: its sibling never is inside it.
+            let elsewhere = root.path().with_extension("elsewhere");
+            for id in &case.scenario.peer.foreign_sessions {
+                store
+                    .save_session(&fake_device::store::StoredSession::new(
+                        id.clone(),
+                        elsewhere.clone(),
+                    ))
+                    .map_err(|e| format!("cannot seed a session: {e}"))?;
+            }
             let device = tokio::spawn(async move {
                 let Ok(addr) = addr_rx.await else { return };
                 let options = fake_device::Options {
@@ -154,8 +164,13 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     // The instance scenarios script the model; the device follows it, as a CLI does.
                     agent: harness::scenario::AgentKind::Model,
                     change_limits_after: change_limits_after.map(|d| d.0),
-                    share_session_after: peer_setup.share_session_after.map(|d| d.0),
-                    leave_session_after: peer_setup.leave_session_after.map(|d| d.0),
+                    terminal: fake_device::TerminalPlay {
+                        share_after: peer_setup.share_session_after.map(|d| d.0),
+                        prompt_after: peer_setup.terminal_prompt_after.map(|d| d.0),
+                        answers_after: peer_setup.terminal_answers_after.map(|d| d.0),
+                        leave_after: peer_setup.leave_session_after.map(|d| d.0),
+                    },
+                    approval_timeout: peer_setup.approval_timeout.map(|d| d.0),
                     scripts: Vec::new(),
                 };
                 // A device the scenario restarts stops once, then runs again on the same store.
@@ -241,8 +256,8 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 state_dir: None,
                 agent: harness::scenario::AgentKind::Echo,
                 change_limits_after: None,
-                share_session_after: None,
-                leave_session_after: None,
+                terminal: Default::default(),
+                approval_timeout: None,
                 scripts: Vec::new(),
             };
             let finished = fake_device::run(

@@ -97,6 +97,10 @@ pub struct PeerSetup {
     /// link (a real CLI: delete them with the CLI while it is offline).
     #[serde(default)]
     pub pending_deletes: Vec<String>,
+    /// fake-device: sessions in its store that no client was ever given, in a directory outside
+    /// its roots (a real CLI: sessions started at its terminal elsewhere and never shared).
+    #[serde(default)]
+    pub foreign_sessions: Vec<String>,
     /// fake-device: add a remote root this long after it starts (a real CLI: edit its `remote:`
     /// block during the test).
     #[serde(default)]
@@ -108,6 +112,18 @@ pub struct PeerSetup {
     /// fake-device: the terminal lets that session go this long after sharing it.
     #[serde(default)]
     pub leave_session_after: Option<Dur>,
+    /// fake-device: the person at the terminal types a prompt (`typed at the terminal`) into the
+    /// shared session this long after sharing it (a real CLI: type it).
+    #[serde(default)]
+    pub terminal_prompt_after: Option<Dur>,
+    /// fake-device: the person at the terminal answers each card of the shared session this long
+    /// after it is shown — allow once, the first option, approve (a real CLI: answer it there).
+    #[serde(default)]
+    pub terminal_answers_after: Option<Dur>,
+    /// fake-device: how long a card waits for the client's answer (a real CLI:
+    /// `remote.approval_timeout`).
+    #[serde(default)]
+    pub approval_timeout: Option<Dur>,
     /// fake-device: it stops this long after starting and starts again on the same state
     /// directory (a real CLI: restart its service).
     #[serde(default)]
@@ -125,9 +141,13 @@ impl Default for PeerSetup {
         Self {
             roots: true,
             pending_deletes: Vec::new(),
+            foreign_sessions: Vec::new(),
             change_limits_after: None,
             share_session_after: None,
             leave_session_after: None,
+            terminal_prompt_after: None,
+            terminal_answers_after: None,
+            approval_timeout: None,
             restart_after: None,
         }
     }
