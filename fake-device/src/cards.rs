@@ -105,6 +105,16 @@ pub fn plan_entries(plan: &Value) -> Vec<Value> {
         .collect()
 }
 
+/// The `plan` session update for a plan (`null`: cleared): ACP's flat entries, and with
+/// `plan_state` the structure in `_meta.lembas.plan`.
+pub fn plan_update(plan: &Value, plan_state: bool) -> Value {
+    let mut update = json!({ "sessionUpdate": "plan", "entries": plan_entries(plan) });
+    if plan_state {
+        update["_meta"] = json!({ "lembas": { "plan": plan } });
+    }
+    update
+}
+
 /// Reads a question card's answer for the model; anything the spec does not define is a dismissal.
 fn read_answers(answer: &Value) -> String {
     match answer.get("outcome").and_then(Value::as_str) {
@@ -373,14 +383,12 @@ impl Sessions {
             self.save(&state);
         }
         let entries: Vec<Value> = plan_entries(&plan);
-        let mut update = json!({ "sessionUpdate": "plan", "entries": entries.clone() });
+        let structure = !self.breaks(ids::DEVICE_PLAN_UPDATE);
+        let mut update = plan_update(&plan, self.has("plan_state"));
         if self.has("plan_state") {
-            let structure = if self.breaks(ids::DEVICE_PLAN_UPDATE) {
-                Value::Null
-            } else {
-                plan.clone()
-            };
-            update["_meta"] = json!({ "lembas": { "plan": structure } });
+            if !structure {
+                update["_meta"]["lembas"]["plan"] = Value::Null;
+            }
             client.event(session_id, json!({ "type": "plan", "plan": plan }));
         } else if self.breaks(ids::DEVICE_EVENT_TODOS) {
             client.event(session_id, json!({ "type": "plan", "plan": plan }));

@@ -218,6 +218,27 @@ impl Sessions {
         }
     }
 
+    /// Makes `client` the one a session reports to. A session opened from the store, or taken
+    /// over by a new link, first tells it what a new session's client hears: the command list
+    /// (capability `commands`) and the plan, when it has one.
+    pub(crate) fn report_to(&self, state: &mut State, client: &Client) {
+        let same_link = state
+            .client
+            .as_ref()
+            .is_some_and(|c| c.peer.link() == client.peer.link());
+        state.client = Some(client.clone());
+        if same_link || self.breaks(ids::DEVICE_SESSION_TAKEOVER) {
+            return;
+        }
+        let id = state.stored.id.clone();
+        if self.has("commands") {
+            client.update(&id, json!({ "sessionUpdate": "available_commands_update", "availableCommands": builtin_commands() }));
+        }
+        if let Some(plan) = &state.stored.plan {
+            client.update(&id, crate::cards::plan_update(plan, self.has("plan_state")));
+        }
+    }
+
     /// The live session `id`, opened from the store when it is not in memory.
     pub async fn open(self: &Arc<Self>, id: &str) -> Option<Arc<Live>> {
         // Looked up, loaded and put in memory under one lock: two requests naming a stored
@@ -520,8 +541,8 @@ impl Sessions {
             .lower_mode(asked)
             .ok_or_else(|| refuse(format!("no mode `{asked}`")))?;
         let mut state = live.state.lock().await;
+        self.report_to(&mut state, client);
         state.stored.mode = mode.clone();
-        state.client = Some(client.clone());
         self.save(&state);
         let id = state.stored.id.clone();
         client.update(

@@ -110,7 +110,7 @@ impl Sessions {
         {
             let mut state = live.state.lock().await;
             self.read_context(meta, &mut state);
-            state.client = Some(client.clone());
+            self.report_to(&mut state, client);
             state.stored.given = true;
             let known = state
                 .turns

@@ -149,6 +149,7 @@ pub mod ids {
     DEVICE_LEFT_SHAPE = "device.left.shape",
     DEVICE_PLAN_UPDATE = "device.plan.update",
     DEVICE_EVENT_TODOS = "device.event.todos",
+    DEVICE_SESSION_TAKEOVER = "device.session.takeover",
     DEVICE_LIMITS_WAIT = "device.limits.wait",
     DEVICE_DELETE_SCOPE = "device.delete.scope",
     DEVICE_CARD_PATIENT = "device.card.patient",
