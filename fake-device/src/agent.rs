@@ -182,15 +182,19 @@ impl AgentModel {
     /// Announces the session a terminal shares, if any, to the client on `peer` (a LLeMbas
     /// client: announce is a `_lembas` notification).
     pub fn announce(&self, peer: &Arc<Peer>) {
-        if !self.sessions.has("sessions") {
-            return;
+        let (sessions, client) = (self.sessions.clone(), self.client(peer));
+        tokio::spawn(async move { Self::announce_with(&sessions, &client).await });
+    }
+
+    /// Announces the shared session now: whatever the session sends next comes after it.
+    pub async fn announce_now(&self, peer: &Arc<Peer>) {
+        Self::announce_with(&self.sessions, &self.client(peer)).await;
+    }
+
+    async fn announce_with(sessions: &Sessions, client: &Client) {
+        if sessions.has("sessions") {
+            sessions.announce_to(client).await;
         }
-        let (sessions, peer) = (self.sessions.clone(), peer.clone());
-        tokio::spawn(async move {
-            if let Some(params) = sessions.announcement().await {
-                peer.notify("_lembas/session/announce", params);
-            }
-        });
     }
 
     /// Whether the client on `peer` said `_meta.lembas`.

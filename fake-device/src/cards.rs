@@ -12,9 +12,12 @@ use harness::jsonrpc::{METHOD_NOT_FOUND, RequestError};
 use harness::rules::ids;
 use serde_json::{Value, json};
 
+use harness::scenario::CardAnswer;
+use tokio::sync::oneshot;
+
 use crate::events::Client;
 use crate::model::ToolCall;
-use crate::sessions::Sessions;
+use crate::sessions::{Sessions, TerminalCard};
 
 /// At most this many questions on one card, of at most this many options (spec, `_lembas/question`).
 pub const MAX_QUESTIONS: usize = 4;
@@ -146,9 +149,18 @@ fn read_answers(answer: &Value) -> String {
     }
 }
 
-/// What a person at the terminal answers a card with: allow once, the first option of each
-/// question (the recommended one, when there is one), approve the plan in `edit`.
-fn terminal_answer(method: &str, params: &Value) -> Value {
+/// A card's answer given at the terminal, as the client would have given it. Allowing: allow
+/// once, the first option of each question (the recommended one, when there is one), approve
+/// the plan in `edit`; denying: deny, or dismiss.
+fn terminal_answer(method: &str, params: &Value, answer: CardAnswer) -> Value {
+    if answer == CardAnswer::Deny {
+        return match method {
+            "session/request_permission" => {
+                json!({ "outcome": { "outcome": "selected", "optionId": "deny" } })
+            }
+            _ => json!({ "outcome": "dismissed" }),
+        };
+    }
     match method {
         "_lembas/question" => {
             let answers: Vec<Value> = params
@@ -195,26 +207,46 @@ impl Sessions {
         let shared = self.is_terminal_session(session_id);
         params["_meta"]["lembas"]["patient"] =
             json!(shared && !self.breaks(ids::DEVICE_CARD_PATIENT));
-        let terminal = self
-            .config
-            .terminal_answers_after
-            .filter(|_| shared)
-            .map(|after| (after, terminal_answer(method, &params)));
-        let asked = client.peer.request(method, params, wait);
-        let answered = match terminal {
-            Some((after, answer)) => tokio::select! {
-                answered = asked => answered,
-                () = tokio::time::sleep(after) => {
+        let answered = if shared {
+            // Shown at the terminal too: the first answer wins.
+            let (tx, at_terminal) = oneshot::channel();
+            if let Ok(mut cards) = self.terminal_cards.lock() {
+                cards.push(TerminalCard {
+                    call_id: call_id.to_string(),
+                    answer: tx,
+                });
+            }
+            let timer = self.config.terminal_answers_after;
+            let terminal = async move {
+                match timer {
+                    Some(after) => {
+                        tokio::time::sleep(after).await;
+                        Some(CardAnswer::Allow)
+                    }
+                    None => at_terminal.await.ok(),
+                }
+            };
+            let first = tokio::select! {
+                answered = client.peer.request(method, params.clone(), wait) => Ok(answered),
+                Some(answer) = terminal => Err(answer),
+            };
+            if let Ok(mut cards) = self.terminal_cards.lock() {
+                cards.retain(|c| c.call_id != call_id);
+            }
+            match first {
+                Ok(answered) => answered,
+                Err(answer) => {
                     if client.lembas && !self.breaks(ids::DEVICE_CARD_SETTLED_TERMINAL) {
                         client.peer.notify(
                             "_lembas/permission/settled",
                             json!({ "sessionId": session_id, "toolCallId": call_id }),
                         );
                     }
-                    return Ok(Some(answer));
+                    return Ok(Some(terminal_answer(method, &params, answer)));
                 }
-            },
-            None => asked.await,
+            }
+        } else {
+            client.peer.request(method, params, wait).await
         };
         match answered {
             Ok(Ok(answer)) => Ok(Some(answer)),

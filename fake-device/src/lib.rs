@@ -6,6 +6,7 @@
 //! its verdict; without one it stays linked as a simulated device until told to stop.
 #![warn(missing_docs)]
 
+pub mod actions;
 pub mod agent;
 pub mod cards;
 pub mod dial;
@@ -30,6 +31,7 @@ use harness::lembas::Spec;
 use harness::rules::Misbehaviours;
 use harness::scenario::{AgentKind, Mode, Scenario};
 
+use crate::actions::DeviceActor;
 use crate::agent::{AgentConfig, AgentModel};
 use crate::dial::{DeviceDialer, ProtocolChoice, Stopped};
 use crate::limits::Limits;
@@ -222,71 +224,14 @@ pub async fn run(
         .map(|d| d.0)
         .unwrap_or(Duration::from_secs(30));
     let patience = options.patience;
-    if let Some(after) = options.change_limits_after {
-        let (dialer, sessions, root) = (
-            dialer.clone(),
-            sessions_for_limits.clone(),
-            state_dir.join("added-root"),
-        );
-        let relinks = !options
-            .misbehave
-            .breaks(harness::rules::ids::DEVICE_LIMITS_RELINK);
-        tokio::spawn(async move {
-            tokio::time::sleep(after).await;
-            if std::fs::create_dir_all(&root).is_err() {
-                return;
-            }
-            if let Ok(mut limits) = sessions.limits.write() {
-                limits.add_root(&root);
-            }
-            if relinks {
-                dialer.relink(&sessions).await;
-            }
-        });
-    }
-    if let Some(after) = options.terminal.share_after {
-        let (hub, model, sessions) = (hub.clone(), model.clone(), sessions_for_limits.clone());
-        let prompt_after = options.terminal.prompt_after;
-        let (leave_after, says_left) = (
-            options.terminal.leave_after,
-            !options
-                .misbehave
-                .breaks(harness::rules::ids::DEVICE_LEFT_SHAPE),
-        );
-        tokio::spawn(async move {
-            tokio::time::sleep(after).await;
-            if sessions.share_terminal_session().is_none() {
-                return;
-            }
-            // Announced when it is shared (and again whenever a link comes up).
-            if let Some(peer) = hub.current().filter(|p| model.is_lembas(p)) {
-                model.announce(&peer);
-            }
-            if let Some(prompt_after) = prompt_after {
-                let (hub, model, sessions) = (hub.clone(), model.clone(), sessions.clone());
-                tokio::spawn(async move {
-                    tokio::time::sleep(prompt_after).await;
-                    if let Some(peer) = hub.current() {
-                        let client = model.client(&peer);
-                        sessions.terminal_prompt(TERMINAL_PROMPT, &client).await;
-                    }
-                });
-            }
-            let Some(leave_after) = leave_after else {
-                return;
-            };
-            tokio::time::sleep(leave_after).await;
-            if let Some(id) = sessions.leave_terminal_session()
-                && says_left
-                && let Some(peer) = hub.current().filter(|p| model.is_lembas(p))
-            {
-                peer.notify(
-                    "_lembas/session/left",
-                    serde_json::json!({ "sessionId": id, "available": true }),
-                );
-            }
-        });
-    }
+    let actor = Arc::new(DeviceActor {
+        sessions: sessions_for_limits.clone(),
+        model: model.clone(),
+        hub: hub.clone(),
+        dialer: dialer.clone(),
+        scratch: state_dir.clone(),
+    });
+    play_on_timers(&actor, &options);
     let linking = {
         let dialer = dialer.clone();
         async move { dialer.keep_linked(initial, cap, patience).await }
@@ -299,7 +244,8 @@ pub async fn run(
                 options.cell.clone(),
                 scenario.timeout.map(|d| d.0),
                 Some(dialer.clone()),
-            );
+            )
+            .with_actor(actor.clone());
             let outcome = tokio::select! {
                 outcome = runner.run(scenario) => Some(outcome),
                 () = shutdown => None,
@@ -326,4 +272,42 @@ pub async fn run(
         recent: journal.recent(200),
         stopped,
     })
+}
+
+/// The self-test's stand-in for what a real CLI's test does by hand, on timers from the start:
+/// edit the limits; share a session at the terminal, type in it, let it go.
+fn play_on_timers(actor: &Arc<DeviceActor>, options: &Options) {
+    if let Some(after) = options.change_limits_after {
+        let actor = actor.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            if let Err(e) = actor.change_limits(true, None) {
+                tracing::warn!("cannot change the limits: {e}");
+            }
+        });
+    }
+    let terminal = options.terminal.clone();
+    let Some(share_after) = terminal.share_after else {
+        return;
+    };
+    let actor = actor.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(share_after).await;
+        if actor.share_session().await.is_err() {
+            return;
+        }
+        if let Some(prompt_after) = terminal.prompt_after {
+            let actor = actor.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(prompt_after).await;
+                if let Err(e) = actor.terminal_prompt(TERMINAL_PROMPT).await {
+                    tracing::warn!("the terminal's prompt: {e}");
+                }
+            });
+        }
+        if let Some(leave_after) = terminal.leave_after {
+            tokio::time::sleep(leave_after).await;
+            let _ = actor.leave_session();
+        }
+    });
 }

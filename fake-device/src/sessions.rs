@@ -122,6 +122,18 @@ pub struct Sessions {
     live: Mutex<HashMap<String, Arc<Live>>>,
     /// The session a terminal on the device shares now, if any.
     terminal: Mutex<Option<String>>,
+    /// The cards of the shared session waiting for an answer, oldest first: the person at the
+    /// terminal may answer them (`answer_card`).
+    pub(crate) terminal_cards: Mutex<Vec<TerminalCard>>,
+}
+
+/// A card of the shared session, as the terminal shows it.
+#[derive(Debug)]
+pub(crate) struct TerminalCard {
+    /// Its toolCallId.
+    pub call_id: String,
+    /// Where the terminal's answer goes.
+    pub answer: oneshot::Sender<harness::scenario::CardAnswer>,
 }
 
 pub(crate) fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
@@ -146,6 +158,7 @@ impl Sessions {
             config,
             live: Mutex::new(HashMap::new()),
             terminal: Mutex::new(None),
+            terminal_cards: Mutex::new(Vec::new()),
         })
     }
 
@@ -323,6 +336,11 @@ impl Sessions {
         Some(id)
     }
 
+    /// The session a terminal on the device shares now.
+    pub fn terminal_session(&self) -> Option<String> {
+        self.terminal.lock().ok()?.clone()
+    }
+
     /// Whether a terminal on the device shares this session now.
     pub fn is_terminal_session(&self, id: &str) -> bool {
         self.terminal.lock().is_ok_and(|t| t.as_deref() == Some(id))
@@ -349,16 +367,94 @@ impl Sessions {
         }
     }
 
+    /// The person at the terminal answers the oldest card waiting in the shared session,
+    /// waiting up to `within` for one to show; gives its toolCallId.
+    pub async fn answer_terminal_card(
+        &self,
+        answer: harness::scenario::CardAnswer,
+        within: Duration,
+    ) -> Result<String, String> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let card = self
+                .terminal_cards
+                .lock()
+                .ok()
+                .and_then(|mut cards| (!cards.is_empty()).then(|| cards.remove(0)));
+            if let Some(card) = card {
+                // A card answered on the link meanwhile has nobody waiting: try the next.
+                if card.answer.send(answer).is_ok() {
+                    return Ok(card.call_id);
+                }
+                continue;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "no card of the shared session waited for an answer within {}",
+                    humantime::format_duration(within)
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Deletes a session on the device, as its terminal would; gives whether it was there.
+    /// (Telling the client, now or at the next link, is the caller's: see [`crate::actions`].)
+    pub async fn delete_here(self: &Arc<Self>, id: &str) -> Result<bool, String> {
+        if !crate::store::is_store_id(id) {
+            return Err(format!("`{id}` is not a session id"));
+        }
+        match self.open(id).await {
+            Some(live) => self.remove(id, &live).await.map_err(|e| e.to_string()),
+            None => Ok(false),
+        }
+    }
+
+    /// Stops a session, forgets it, and takes it out of the store with its attachments.
+    async fn remove(&self, id: &str, live: &Live) -> std::io::Result<bool> {
+        {
+            let mut state = live.state.lock().await;
+            if let Some(running) = &state.running {
+                running.cancel();
+            }
+            state.waiters.clear();
+            state.deleted = true;
+        }
+        if let Ok(mut map) = self.live.lock() {
+            map.remove(id);
+        }
+        // A terminal that had it open goes on in a new session of its own (not shared).
+        if let Ok(mut terminal) = self.terminal.lock()
+            && terminal.as_deref() == Some(id)
+        {
+            *terminal = None;
+        }
+        self.store.delete_session(id)
+    }
+
     /// The terminal lets its shared session go; gives its id.
     pub fn leave_terminal_session(&self) -> Option<String> {
         self.terminal.lock().ok()?.take()
     }
 
-    /// What `announce` says of the session a terminal shares (spec, `_lembas/session/announce`).
-    pub async fn announcement(&self) -> Option<Value> {
-        let id = self.terminal.lock().ok()?.clone()?;
-        let live = self.live.lock().ok()?.get(&id).cloned()?;
-        let state = live.state.lock().await;
+    /// Announces the session a terminal shares to `client` (spec, `_lembas/session/announce`),
+    /// which the session reports to from then on: the announce first, then what a client
+    /// taking a session over hears (the command list, the plan).
+    pub async fn announce_to(&self, client: &Client) {
+        let Some(id) = self.terminal_session() else {
+            return;
+        };
+        let Some(live) = self.live_session(&id) else {
+            return;
+        };
+        let mut state = live.state.lock().await;
+        let params = self.announcement(&id, &state);
+        client.peer.notify("_lembas/session/announce", params);
+        self.report_to(&mut state, client);
+    }
+
+    /// What `announce` says of a shared session.
+    fn announcement(&self, id: &str, state: &State) -> Value {
         let mut params = json!({
             "sessionId": id,
             "cwd": state.stored.cwd.display().to_string(),
@@ -373,7 +469,7 @@ impl Sessions {
         if self.breaks(ids::DEVICE_ANNOUNCE_SHAPE) {
             params.as_object_mut().map(|p| p.remove("origin"));
         }
-        Some(params)
+        params
     }
 
     /// A session open in memory.
@@ -667,7 +763,7 @@ impl Sessions {
             return Ok(json!({ "deleted": deleted }));
         };
         {
-            let mut state = live.state.lock().await;
+            let state = live.state.lock().await;
             // Which sessions a client may delete: one it was given, else one under the roots
             // of a device whose remote work is on. Trust is not asked: deleting runs nothing.
             let limits = self.limits();
@@ -679,24 +775,10 @@ impl Sessions {
                     "this session was never the client's and is outside the device's roots",
                 ));
             }
-            if let Some(running) = &state.running {
-                running.cancel();
-            }
-            state.waiters.clear();
-            state.deleted = true;
-        }
-        if let Ok(mut map) = self.live.lock() {
-            map.remove(id);
-        }
-        // A terminal that had it open goes on in a new session of its own (not shared).
-        if let Ok(mut terminal) = self.terminal.lock()
-            && terminal.as_deref() == Some(id)
-        {
-            *terminal = None;
         }
         let removed = self
-            .store
-            .delete_session(id)
+            .remove(id, &live)
+            .await
             .map_err(|e| RpcError::new(harness::jsonrpc::INTERNAL_ERROR, e.to_string()))?;
         Ok(json!({ "deleted": removed }))
     }

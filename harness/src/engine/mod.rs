@@ -15,5 +15,5 @@ pub mod runner;
 pub mod verdict;
 
 pub use hub::{Behaviour, Hub, LinkRecord};
-pub use runner::{Cell, RunOutcome, Runner};
+pub use runner::{Actor, Cell, RunOutcome, Runner};
 pub use verdict::{Failure, StepStatus, StepVerdict};

@@ -126,12 +126,25 @@ impl RunOutcome {
     }
 }
 
+/// A double that acts off the link (fake-device: a person at its terminal, its settings);
+/// `act` steps use it.
+pub trait Actor: Send + Sync {
+    /// Does the step's one action (its strings already substituted), within `timeout`; gives
+    /// the action's result for `capture`, or why it could not be done.
+    fn act<'a>(
+        &'a self,
+        action: ActStep,
+        timeout: Duration,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>>;
+}
+
 /// Runs one scenario in one cell.
 pub struct Runner {
     hub: Arc<Hub>,
     cell: Cell,
     default_timeout: Duration,
     dialer: Option<Arc<dyn Dialer>>,
+    actor: Option<Arc<dyn Actor>>,
     verdicts: Vec<StepVerdict>,
     failed: bool,
     /// The link each captured message came on, by variable: a `reply` answers on that link
@@ -174,11 +187,18 @@ impl Runner {
             cell,
             default_timeout: default_timeout.unwrap_or(DEFAULT_TIMEOUT),
             dialer,
+            actor: None,
             verdicts: Vec::new(),
             failed: false,
             origins: Default::default(),
             started: Default::default(),
         }
+    }
+
+    /// The double's actions, for `act` steps.
+    pub fn with_actor(mut self, actor: Arc<dyn Actor>) -> Self {
+        self.actor = Some(actor);
+        self
     }
 
     /// Runs every step; the first failure skips the rest.
@@ -353,6 +373,7 @@ impl Runner {
             Step::ExpectReconnect(e) => self.expect_reconnect(e).await,
             Step::ExpectNoReconnect(e) => self.expect_no_reconnect(e).await,
             Step::Dial(d) => self.dial(d).await,
+            Step::Act(a) => self.act(a).await,
             // `when` is unfolded by `steps`.
             Step::When(_) => Outcome::Passed,
         }
@@ -893,6 +914,32 @@ impl Runner {
         }
     }
 
+    async fn act(&self, a: &ActStep) -> Outcome {
+        let Some(actor) = &self.actor else {
+            return Outcome::Error("this double has no actions".into());
+        };
+        let mut action = a.clone();
+        for text in [&mut action.terminal_prompt, &mut action.delete_session]
+            .into_iter()
+            .flatten()
+        {
+            match self.render(&json!(text)) {
+                Ok(Value::String(rendered)) => *text = rendered,
+                Ok(other) => *text = other.to_string(),
+                Err(e) => return Outcome::Error(e),
+            }
+        }
+        let result = match actor.act(action, self.timeout(a.timeout)).await {
+            Ok(result) => result,
+            // The double could not do what the scenario asked: the scenario's fault, not the peer's.
+            Err(why) => return Outcome::Error(format!("act: {why}")),
+        };
+        match self.capture(&result, &MatchOutcome::default(), &a.capture, None) {
+            Ok(()) => Outcome::Passed,
+            Err(e) => Outcome::Error(e),
+        }
+    }
+
     async fn dial(&self, d: &DialStep) -> Outcome {
         let Some(dialer) = &self.dialer else {
             return Outcome::Error("this double does not dial".into());
@@ -987,6 +1034,7 @@ pub fn title(step: &Step) -> String {
             Some(status) => format!("dial, expecting refusal {status}"),
             None => "dial".into(),
         },
+        Step::Act(a) => format!("act: {}", a.actions().join(", ")),
         Step::When(_) => "when".into(),
     }
 }

@@ -337,6 +337,31 @@ impl Checker<'_> {
                         "only fake-device dials; fake-instance accepts links".into(),
                     ));
                 }
+                Step::Act(a) => {
+                    let actions = a.actions();
+                    if actions.len() != 1 {
+                        return Err(self.error(
+                            step,
+                            format!("{path}.act"),
+                            format!(
+                                "needs exactly one action ({}), not {}",
+                                DEVICE_ACTIONS.join(", "),
+                                if actions.is_empty() {
+                                    "none".to_string()
+                                } else {
+                                    actions.join(" and ")
+                                }
+                            ),
+                        ));
+                    }
+                    if side == Some(Side::Instance) {
+                        return Err(self.error(
+                            step,
+                            format!("{path}.act.{}", actions[0]),
+                            "is an action of fake-device (a person at the device); fake-instance runs this scenario".into(),
+                        ));
+                    }
+                }
                 Step::ExpectReconnect(_) | Step::ExpectNoReconnect(_)
                     if side == Some(Side::Device) =>
                 {
@@ -353,6 +378,16 @@ impl Checker<'_> {
         Ok(())
     }
 }
+
+/// fake-device's actions (`act:`).
+const DEVICE_ACTIONS: [&str; 6] = [
+    "share_session",
+    "terminal_prompt",
+    "answer_card",
+    "leave_session",
+    "delete_session",
+    "change_limits",
+];
 
 /// The variables every run has from its start (fake-device adds `link_protocol` per dial).
 const START_VARIABLES: [&str; 7] = [
@@ -424,6 +459,7 @@ pub fn step_key(step: &Step) -> &'static str {
         Step::ExpectReconnect(_) => "expect_reconnect",
         Step::ExpectNoReconnect(_) => "expect_no_reconnect",
         Step::Dial(_) => "dial",
+        Step::Act(_) => "act",
         Step::When(_) => "when",
     }
 }

@@ -311,6 +311,9 @@ pub enum Step {
     ExpectNoReconnect(ExpectNoReconnectStep),
     /// Dial the instance (fake-device only): a fresh link, or an expected refusal.
     Dial(DialStep),
+    /// Act as the double's own side would, off the link: a person at the device's terminal, a
+    /// change of the device's settings (fake-device).
+    Act(ActStep),
     /// Run these steps only in the cells that match.
     When(WhenStep),
 }
@@ -561,6 +564,83 @@ pub struct DialStep {
     /// This step's deadline.
     #[serde(default)]
     pub timeout: Option<Dur>,
+}
+
+/// An action of the double's own side. Exactly one action key; `capture` reads its result.
+///
+/// fake-device's actions play a person at the device: `share_session` (a session started at the
+/// terminal and shared; result `{sessionId}`), `terminal_prompt` (text typed into it; result
+/// `{sessionId, turnId}`), `answer_card` (the oldest card of the shared session answered at the
+/// terminal; result `{toolCallId}`), `leave_session` (result `{sessionId}`), `delete_session`
+/// (deleted on the device; result `{sessionId, told}`, `told` false when no link was up), and
+/// `change_limits` (the `remote:` block edited; result `{roots, remote}`).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActStep {
+    /// fake-device: start a session at the terminal and share it (`true`).
+    #[serde(default)]
+    pub share_session: Option<bool>,
+    /// fake-device: the person types this into the shared session (a turn with a device-made id).
+    #[serde(default)]
+    pub terminal_prompt: Option<String>,
+    /// fake-device: answer the oldest card waiting in the shared session at the terminal:
+    /// `allow` (allow once, the first option, approve), or `deny` (deny, dismiss).
+    #[serde(default)]
+    pub answer_card: Option<CardAnswer>,
+    /// fake-device: the terminal lets the shared session go (`true`).
+    #[serde(default)]
+    pub leave_session: Option<bool>,
+    /// fake-device: delete this session on the device, as its terminal would.
+    #[serde(default)]
+    pub delete_session: Option<String>,
+    /// fake-device: edit its `remote:` block; the device relinks once no session works.
+    #[serde(default)]
+    pub change_limits: Option<LimitsChange>,
+    /// Variables from the action's result: `name: path` (`sessionId`, `turnId`, …).
+    #[serde(default)]
+    pub capture: Captures,
+    /// This step's deadline (for actions that wait, like `answer_card` for a card to show).
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+impl ActStep {
+    /// The action keys that are set, by name.
+    pub fn actions(&self) -> Vec<&'static str> {
+        [
+            ("share_session", self.share_session.is_some()),
+            ("terminal_prompt", self.terminal_prompt.is_some()),
+            ("answer_card", self.answer_card.is_some()),
+            ("leave_session", self.leave_session.is_some()),
+            ("delete_session", self.delete_session.is_some()),
+            ("change_limits", self.change_limits.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect()
+    }
+}
+
+/// How the person at the terminal answers a card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CardAnswer {
+    /// Allow once; the first option of each question; approve the plan in `edit`.
+    Allow,
+    /// Deny; dismiss the questions or the plan.
+    Deny,
+}
+
+/// An edit of the device's `remote:` block.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsChange {
+    /// Add a new (trusted) root directory, made for the run.
+    #[serde(default)]
+    pub add_root: bool,
+    /// Turn remote work on or off.
+    #[serde(default)]
+    pub remote: Option<bool>,
 }
 
 /// Steps that run only in some cells.

@@ -1,0 +1,168 @@
+//! What happens on the device off the link: a person at its terminal shares a session, types in
+//! it, answers its cards, lets it go, deletes a session; someone edits its `remote:` block. A
+//! scenario's `act` steps do these (and the self-test's timers, for scenarios run against it).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::engine::{Actor, Hub};
+use harness::rules::ids;
+use harness::scenario::ActStep;
+use serde_json::{Value, json};
+
+use crate::agent::AgentModel;
+use crate::dial::DeviceDialer;
+use crate::sessions::Sessions;
+
+/// The device's own side.
+pub struct DeviceActor {
+    /// Its sessions.
+    pub sessions: Arc<Sessions>,
+    /// The agent (which links are LLeMbas clients).
+    pub model: Arc<AgentModel>,
+    /// Its links.
+    pub hub: Arc<Hub>,
+    /// Its dialer (a limits change relinks).
+    pub dialer: Arc<DeviceDialer>,
+    /// Where roots added by a limits change are made.
+    pub scratch: PathBuf,
+}
+
+impl DeviceActor {
+    /// The current link's client, when it is LLeMbas (said `_meta.lembas` in initialize).
+    fn lembas_link(&self) -> Option<Arc<harness::jsonrpc::Peer>> {
+        self.hub
+            .current()
+            .filter(|p| !p.is_closed() && self.model.is_lembas(p))
+    }
+
+    /// A person at the terminal starts a session in the first root and shares it; it is
+    /// announced now (and whenever a link comes up).
+    pub async fn share_session(&self) -> Result<Value, String> {
+        let id = self
+            .sessions
+            .share_terminal_session()
+            .ok_or("the device has no root to start a session in")?;
+        if let Some(peer) = self.lembas_link() {
+            self.model.announce_now(&peer).await;
+        }
+        Ok(json!({ "sessionId": id }))
+    }
+
+    /// The person types `text` into the shared session.
+    pub async fn terminal_prompt(&self, text: &str) -> Result<Value, String> {
+        let peer = self
+            .hub
+            .current()
+            .filter(|p| !p.is_closed())
+            .ok_or("no link is up to report the terminal's turn to")?;
+        let client = self.model.client(&peer);
+        let session = self
+            .sessions
+            .terminal_session()
+            .ok_or("no session is shared: share one first (`share_session`)")?;
+        let turn = self
+            .sessions
+            .terminal_prompt(text, &client)
+            .await
+            .ok_or("the shared session did not take the prompt")?;
+        Ok(json!({ "sessionId": session, "turnId": turn }))
+    }
+
+    /// The terminal lets the shared session go, and says so (`left`, available to the client).
+    pub fn leave_session(&self) -> Result<Value, String> {
+        let id = self
+            .sessions
+            .leave_terminal_session()
+            .ok_or("no session is shared")?;
+        if !self.sessions.breaks(ids::DEVICE_LEFT_SHAPE)
+            && let Some(peer) = self.lembas_link()
+        {
+            peer.notify(
+                "_lembas/session/left",
+                json!({ "sessionId": id, "available": true }),
+            );
+        }
+        Ok(json!({ "sessionId": id }))
+    }
+
+    /// Deletes a session on the device: `deleted` now to a linked LLeMbas client, else kept
+    /// for the next link.
+    pub async fn delete_session(&self, id: &str) -> Result<Value, String> {
+        self.sessions.delete_here(id).await?;
+        let told = match self.lembas_link() {
+            Some(peer) if self.sessions.has("delete") => {
+                peer.notify("_lembas/session/deleted", json!({ "sessionId": id }));
+                true
+            }
+            _ => {
+                self.sessions
+                    .store
+                    .add_pending_delete(id)
+                    .map_err(|e| format!("cannot keep the delete for the next link: {e}"))?;
+                false
+            }
+        };
+        Ok(json!({ "sessionId": id, "told": told }))
+    }
+
+    /// Edits the `remote:` block; the device closes its link once no session works and dials
+    /// again at once, so the client hears the new limits.
+    pub fn change_limits(&self, add_root: bool, remote: Option<bool>) -> Result<Value, String> {
+        let said = {
+            let mut limits = self
+                .sessions
+                .limits
+                .write()
+                .map_err(|_| "the limits are unavailable")?;
+            if add_root {
+                let n = limits.roots.len();
+                let root = self.scratch.join(format!("added-root-{n}"));
+                std::fs::create_dir_all(&root)
+                    .map_err(|e| format!("cannot make {}: {e}", root.display()))?;
+                limits.add_root(&root);
+            }
+            if let Some(remote) = remote {
+                limits.remote = remote;
+            }
+            json!({ "roots": limits.said_roots(), "remote": limits.remote })
+        };
+        if !self.sessions.breaks(ids::DEVICE_LIMITS_RELINK) {
+            let (dialer, sessions) = (self.dialer.clone(), self.sessions.clone());
+            tokio::spawn(async move { dialer.relink(&sessions).await });
+        }
+        Ok(said)
+    }
+}
+
+impl Actor for DeviceActor {
+    fn act<'a>(
+        &'a self,
+        action: ActStep,
+        timeout: Duration,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
+        Box::pin(async move {
+            if action.share_session == Some(true) {
+                return self.share_session().await;
+            }
+            if let Some(text) = &action.terminal_prompt {
+                return self.terminal_prompt(text).await;
+            }
+            if let Some(answer) = action.answer_card {
+                let call = self.sessions.answer_terminal_card(answer, timeout).await?;
+                return Ok(json!({ "toolCallId": call }));
+            }
+            if action.leave_session == Some(true) {
+                return self.leave_session();
+            }
+            if let Some(id) = &action.delete_session {
+                return self.delete_session(id).await;
+            }
+            if let Some(change) = &action.change_limits {
+                return self.change_limits(change.add_root, change.remote);
+            }
+            Err("no action to do (`share_session: true`, `leave_session: true`, …)".into())
+        })
+    }
+}
