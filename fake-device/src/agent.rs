@@ -388,6 +388,16 @@ impl Behaviour for AgentModel {
                 hub.findings().push(finding.on_link(peer.link()));
             }
         }
+        if let LinkEvent::Response {
+            method,
+            request_params,
+            outcome: Ok(answer),
+            ..
+        } = event
+            && let Some(finding) = monitor::check_card_answer(method, request_params, answer)
+        {
+            hub.findings().push(finding.on_link(peer.link()));
+        }
         if let LinkEvent::Closed(_) = event
             && let Ok(mut links) = self.links.lock()
         {

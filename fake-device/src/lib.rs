@@ -76,6 +76,9 @@ pub struct Options {
     pub approval_timeout: Option<Duration>,
     /// The scripted agent's scripts (`--scripts`); a scenario's `device.scripts` come first.
     pub scripts: Vec<harness::scenario::AgentScript>,
+    /// What the person at the device does by itself from the start (`act` and `wait` steps;
+    /// the self-test's `peer.steps`), when no scenario runs.
+    pub steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
 }
 
 /// A person at the device's terminal, played on a timer (the self-test's stand-in for what a
@@ -255,10 +258,33 @@ pub async fn run(
             }
             (outcome, None)
         }
-        None => tokio::select! {
-            stopped = linking => (None, Some(stopped)),
-            () = shutdown => (None, None),
-        },
+        None => {
+            let own_steps = (!options.steps.is_empty()).then(|| {
+                let runner = Runner::new(hub.clone(), options.cell.clone(), None, None)
+                    .with_actor(actor.clone());
+                let steps = harness::scenario::Scenario::of_steps(
+                    "the device's own steps",
+                    options.steps.clone(),
+                );
+                tokio::spawn(async move {
+                    let outcome = runner.run(&steps).await;
+                    if !outcome.passed() {
+                        tracing::warn!(
+                            "the device's own steps did not all run: {}",
+                            harness::report::human::render("fake-device", &outcome, &[])
+                        );
+                    }
+                })
+            });
+            let ended = tokio::select! {
+                stopped = linking => (None, Some(stopped)),
+                () = shutdown => (None, None),
+            };
+            if let Some(task) = own_steps {
+                task.abort();
+            }
+            ended
+        }
     };
     for link in hub.links() {
         if !link.peer.is_closed() {

@@ -189,6 +189,7 @@ fn main() -> ExitCode {
         terminal: Default::default(),
         approval_timeout: cli.approval_timeout.map(|d| d.0),
         scripts,
+        steps: Vec::new(),
     };
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();

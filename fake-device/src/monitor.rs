@@ -86,6 +86,55 @@ pub fn check_initialize(params: &Value, protocol: u8) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn card_answers_are_checked_against_what_each_card_offered() {
+        let card = json!({"options": [{"optionId": "once"}, {"optionId": "deny"}]});
+        let pick = |id: &str| json!({"outcome": {"outcome": "selected", "optionId": id}});
+        assert!(check_card_answer("session/request_permission", &card, &pick("once")).is_none());
+        assert!(
+            check_card_answer(
+                "session/request_permission",
+                &card,
+                &json!({"outcome": {"outcome": "cancelled"}})
+            )
+            .is_none()
+        );
+        let bad = check_card_answer("session/request_permission", &card, &pick("always"));
+        assert_eq!(
+            bad.map(|f| f.rule),
+            Some(ids::INSTANCE_CARD_ANSWER.to_string())
+        );
+
+        let q = json!({"questions": [{"options": [{"label": "A"}]}, {"options": []}]});
+        let ok = json!({"outcome": "answered", "answers": [{"kind": "options", "labels": ["A"]}, {"kind": "skipped"}]});
+        assert!(check_card_answer("_lembas/question", &q, &ok).is_none());
+        let unoffered = json!({"outcome": "answered", "answers": [{"kind": "options", "labels": ["Z"]}, {"kind": "skipped"}]});
+        assert!(check_card_answer("_lembas/question", &q, &unoffered).is_some());
+        let short = json!({"outcome": "answered", "answers": [{"kind": "skipped"}]});
+        assert!(check_card_answer("_lembas/question", &q, &short).is_some());
+
+        assert!(
+            check_card_answer(
+                "_lembas/plan",
+                &json!({}),
+                &json!({"outcome": "approve", "mode": "edit"})
+            )
+            .is_none()
+        );
+        assert!(
+            check_card_answer(
+                "_lembas/plan",
+                &json!({}),
+                &json!({"outcome": "approve", "mode": "yolo"})
+            )
+            .is_some()
+        );
+        assert!(
+            check_card_answer("_lembas/plan", &json!({}), &json!({"outcome": "revise"})).is_some()
+        );
+        assert!(check_card_answer("session/new", &json!({}), &json!({})).is_none());
+    }
     use super::*;
     use serde_json::json;
 
@@ -129,6 +178,118 @@ mod tests {
             rules_of(&check_discovery(&json!({"protocols": [1, 2]})).1),
             [ids::INSTANCE_DISCOVERY_SHAPE]
         );
+    }
+}
+
+/// Checks the client's answer to one of the device's cards (spec, `session/request_permission`,
+/// `_lembas/question`, `_lembas/plan`): an approval chooses an option the card offered, or is
+/// cancelled; questions get one answer of a defined kind per question, with offered labels; a
+/// plan is approved in `edit` or `manual`, sent back with feedback, or dismissed. An error
+/// answer is not judged here (it says the client does not take cards).
+pub fn check_card_answer(method: &str, card: &Value, answer: &Value) -> Option<Finding> {
+    let wrong = |why: String| {
+        Some(
+            Finding::new(
+                ids::INSTANCE_CARD_ANSWER,
+                format!("the answer to `{method}` {why}"),
+            )
+            .with_detail(format!("card: {card}\nanswer: {answer}")),
+        )
+    };
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(String::from);
+    match method {
+        "session/request_permission" => {
+            let offered: Vec<String> = card
+                .get("options")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|o| text(o.get("optionId")))
+                .collect();
+            match text(answer.pointer("/outcome/outcome")).as_deref() {
+                Some("cancelled") => None,
+                Some("selected") => match text(answer.pointer("/outcome/optionId")) {
+                    Some(id) if offered.contains(&id) => None,
+                    Some(id) => wrong(format!(
+                        "chooses `{id}`, which the card did not offer ({})",
+                        offered.join(", ")
+                    )),
+                    None => wrong("selects no optionId".into()),
+                },
+                _ => wrong("is neither `selected` nor `cancelled`".into()),
+            }
+        }
+        "_lembas/question" => {
+            let questions = card
+                .get("questions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            match text(answer.get("outcome")).as_deref() {
+                Some("dismissed") => None,
+                Some("answered") => {
+                    let answers = answer
+                        .get("answers")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
+                    if answers.len() != questions.len() {
+                        return wrong(format!(
+                            "has {} answers for {} questions",
+                            answers.len(),
+                            questions.len()
+                        ));
+                    }
+                    for (n, (a, q)) in answers.iter().zip(&questions).enumerate() {
+                        match text(a.get("kind")).as_deref() {
+                            Some("options") => {
+                                let labels: Vec<String> = q
+                                    .get("options")
+                                    .and_then(Value::as_array)
+                                    .into_iter()
+                                    .flatten()
+                                    .filter_map(|o| text(o.get("label")))
+                                    .collect();
+                                let chosen = a.get("labels").and_then(Value::as_array);
+                                let Some(chosen) = chosen else {
+                                    return wrong(format!("answer {n} has no `labels`"));
+                                };
+                                if let Some(bad) = chosen.iter().find(|l| {
+                                    !l.as_str().is_some_and(|l| labels.iter().any(|x| x == l))
+                                }) {
+                                    return wrong(format!(
+                                        "answer {n} chooses {bad}, which question {n} did not offer"
+                                    ));
+                                }
+                            }
+                            Some("custom") | Some("back")
+                                if a.get("text").is_some_and(Value::is_string) => {}
+                            Some("skipped") => {}
+                            other => {
+                                return wrong(format!(
+                                    "answer {n} has kind {other:?} (options, custom or back with a text, or skipped)"
+                                ));
+                            }
+                        }
+                    }
+                    None
+                }
+                _ => wrong("is neither `answered` nor `dismissed`".into()),
+            }
+        }
+        "_lembas/plan" => match text(answer.get("outcome")).as_deref() {
+            Some("approve") => match text(answer.get("mode")).as_deref() {
+                Some("edit") | Some("manual") => None,
+                other => wrong(format!(
+                    "approves in mode {other:?}, not `edit` or `manual`"
+                )),
+            },
+            Some("revise") if answer.get("feedback").is_some_and(Value::is_string) => None,
+            Some("revise") => wrong("sends the plan back without `feedback`".into()),
+            Some("dismissed") => None,
+            _ => wrong("is not `approve`, `revise` or `dismissed`".into()),
+        },
+        _ => None,
     }
 }
 

@@ -12,10 +12,11 @@ use harness::jsonrpc::{IncomingRequest, LinkEvent, Peer};
 use harness::lembas::{CLOSE_PROTOCOL_MISMATCH, Discovery, Spec};
 use harness::rules::Misbehaviours;
 use harness::rules::ids;
-use harness::scenario::{ClientKind, Mode};
+use harness::scenario::{CardPolicy, ClientKind, Mode};
 use serde_json::{Value, json};
 
 use crate::cards;
+use crate::chats::Chats;
 use crate::monitor;
 
 /// How the client behaves.
@@ -31,6 +32,8 @@ pub struct ClientConfig {
     pub misbehave: Misbehaviours,
     /// How long a device may take to say hello, and to answer a request.
     pub patience: Duration,
+    /// How the person answers cards.
+    pub cards: CardPolicy,
 }
 
 #[derive(Debug, Default)]
@@ -46,16 +49,59 @@ pub struct ClientModel {
     config: ClientConfig,
     discovery: Arc<RwLock<Discovery>>,
     links: Arc<Mutex<HashMap<u32, LinkState>>>,
+    /// The chats the simulated web UI keeps.
+    pub chats: Arc<Chats>,
 }
 
 impl ClientModel {
     /// A model that serves `discovery` (shared with the HTTP side, which may change it).
-    pub fn new(config: ClientConfig, discovery: Arc<RwLock<Discovery>>) -> Self {
+    pub fn new(config: ClientConfig, discovery: Arc<RwLock<Discovery>>, chats: Arc<Chats>) -> Self {
         Self {
             config,
             discovery,
             links: Arc::new(Mutex::new(HashMap::new())),
+            chats,
         }
+    }
+
+    /// Answers a card by the policy, as a person would: after the policy's delay, never for
+    /// a card taken down meanwhile (`settled`), and a card that is not patient dismissed when
+    /// it has waited the client's timeout. A patient card is never timed out.
+    fn answer_card(&self, peer: &Arc<Peer>, request: &IncomingRequest) {
+        let policy = &self.config.cards;
+        let answer = cards::answer_by(policy, &request.method, &request.params);
+        let delay = policy.delay.map(|d| d.0).unwrap_or_default();
+        let timeout = policy
+            .timeout
+            .map(|d| d.0)
+            .unwrap_or(Duration::from_secs(30));
+        let patient = cards::is_patient(&request.params)
+            && !self.config.misbehave.breaks(ids::INSTANCE_CARD_PATIENT);
+        let call = cards::tool_call_id(&request.method, &request.params);
+        let (answer, after) = match answer {
+            Some(answer) if patient || delay < timeout => (answer, delay),
+            // Nobody answers in time: LLeMbas takes the card down itself.
+            _ if !patient => (cards::dismissal(&request.method), timeout),
+            // A patient card nobody answers stays up until it is settled.
+            _ => return,
+        };
+        let answer = if self.config.misbehave.breaks(ids::INSTANCE_CARD_ANSWER)
+            && request.method == "session/request_permission"
+        {
+            json!({ "outcome": { "outcome": "selected", "optionId": "always_and_forever" } })
+        } else {
+            answer
+        };
+        let (peer, id, chats) = (peer.clone(), request.id.clone(), self.chats.clone());
+        let answers_settled = self.config.misbehave.breaks(ids::INSTANCE_CARD_SETTLED);
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            // A card taken down is not answered.
+            if call.as_deref().is_some_and(|c| chats.is_settled(c)) && !answers_settled {
+                return;
+            }
+            peer.respond(&id, Ok(answer));
+        });
     }
 
     fn discovery(&self) -> Discovery {
@@ -213,8 +259,10 @@ impl Behaviour for ClientModel {
             LinkEvent::Notification { method, params, .. } => {
                 first_from_peer(method);
                 if method == "_lembas/hello" {
+                    self.chats.hello(peer.link(), params);
                     self.on_hello(hub, peer, params);
                 }
+                self.chats.notified(method, params);
             }
             LinkEvent::Request(request) => first_from_peer(&request.method),
             LinkEvent::Response { .. } => {}
@@ -222,6 +270,7 @@ impl Behaviour for ClientModel {
                 if let Ok(mut links) = self.links.lock() {
                     links.remove(&peer.link());
                 }
+                self.chats.closed(peer.link());
                 return;
             }
         }
@@ -256,6 +305,9 @@ impl Behaviour for ClientModel {
                         let _ = probe.await;
                     });
                 }
+                if let Ok(result) = outcome {
+                    self.chats.ready(peer, result);
+                }
                 let outcome = outcome.clone().map_err(|e| e.to_value());
                 for finding in
                     monitor::check_initialize(&outcome, hello, self.config.spec, lembas_client)
@@ -274,12 +326,10 @@ impl Behaviour for ClientModel {
     }
 
     fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
-        match cards::answer(&request.method, &request.params) {
-            Some(answer) => {
-                peer.respond(&request.id, Ok(answer));
-                true
-            }
-            None => false,
+        if !cards::CARD_METHODS.contains(&request.method.as_str()) {
+            return false;
         }
+        self.answer_card(peer, request);
+        true
     }
 }

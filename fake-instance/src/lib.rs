@@ -6,7 +6,9 @@
 //! with its verdict; without one it stays up as a simulated instance until told to stop.
 #![warn(missing_docs)]
 
+pub mod actions;
 pub mod cards;
+pub mod chats;
 pub mod client;
 pub mod http;
 pub mod monitor;
@@ -23,10 +25,12 @@ use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::{Discovery, LINK_PATH, Spec};
 use harness::rules::Misbehaviours;
-use harness::scenario::{InstanceSettings, Scenario};
+use harness::scenario::{CardPolicy, InstanceSettings, Scenario, Spanned, Step};
 use harness::transport::FrameLimits;
 use serde_json::json;
 
+use crate::actions::InstanceActor;
+use crate::chats::{Chats, ChatsConfig};
 use crate::client::{ClientConfig, ClientModel};
 use crate::server::ServerState;
 
@@ -54,6 +58,13 @@ pub struct Options {
     pub limits: FrameLimits,
     /// What the HTTP API the CLI uses serves (models, chat, usage, personalization, instance).
     pub http: http::HttpConfig,
+    /// How the person answers cards (a scenario's `instance.cards` overrides it).
+    pub cards: CardPolicy,
+    /// Where chats' undelivered deletes are kept across runs (`--state-dir`).
+    pub state_dir: Option<PathBuf>,
+    /// What the simulated web UI does by itself from the start (`act` and `wait` steps; the
+    /// self-test's `peer.steps`), when no scenario runs.
+    pub steps: Vec<Spanned<Step>>,
 }
 
 impl Default for Options {
@@ -71,6 +82,9 @@ impl Default for Options {
             patience: Duration::from_secs(5),
             limits: FrameLimits::default(),
             http: http::HttpConfig::default(),
+            cards: CardPolicy::default(),
+            state_dir: None,
+            steps: Vec::new(),
         }
     }
 }
@@ -163,6 +177,15 @@ pub async fn run(
         source,
     })?;
     let discovery = Arc::new(RwLock::new(discovery_for(&options, &settings)));
+    let chats = Chats::new(ChatsConfig {
+        patience: options.patience,
+        misbehave: options.misbehave.clone(),
+        state_dir: options.state_dir.clone(),
+    });
+    let cards = match &scenario {
+        Some(_) => settings.cards.clone(),
+        None => options.cards.clone(),
+    };
     let model = ClientModel::new(
         ClientConfig {
             spec,
@@ -170,8 +193,10 @@ pub async fn run(
             client: settings.client,
             misbehave: options.misbehave.clone(),
             patience: options.patience,
+            cards,
         },
         discovery.clone(),
+        chats.clone(),
     );
     let tmp = tempfile::tempdir()
         .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
@@ -209,6 +234,10 @@ pub async fn run(
         }
     });
     ready(addr);
+    let actor = Arc::new(InstanceActor {
+        chats: chats.clone(),
+        hub: hub.clone(),
+    });
     let outcome = match &scenario {
         Some(scenario) => {
             let runner = Runner::new(
@@ -216,14 +245,32 @@ pub async fn run(
                 options.cell.clone(),
                 scenario.timeout.map(|d| d.0),
                 None,
-            );
+            )
+            .with_actor(actor);
             tokio::select! {
                 outcome = runner.run(scenario) => Some(outcome),
                 () = shutdown => None,
             }
         }
         None => {
+            let own_steps = (!options.steps.is_empty()).then(|| {
+                let runner =
+                    Runner::new(hub.clone(), options.cell.clone(), None, None).with_actor(actor);
+                let steps = Scenario::of_steps("the web UI's own steps", options.steps.clone());
+                tokio::spawn(async move {
+                    let outcome = runner.run(&steps).await;
+                    if !outcome.passed() {
+                        tracing::warn!(
+                            "the web UI's own steps did not all run: {}",
+                            harness::report::human::render("fake-instance", &outcome, &[])
+                        );
+                    }
+                })
+            });
             shutdown.await;
+            if let Some(task) = own_steps {
+                task.abort();
+            }
             None
         }
     };

@@ -84,6 +84,7 @@ fn device(
             terminal: Default::default(),
             approval_timeout: None,
             scripts: Vec::new(),
+            steps: Vec::new(),
         };
         let _ = runtime.block_on(fake_device::run(options, None, async {
             let _ = stop_rx.await;

@@ -171,6 +171,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                         leave_after: peer_setup.leave_session_after.map(|d| d.0),
                     },
                     approval_timeout: peer_setup.approval_timeout.map(|d| d.0),
+                    steps: peer_setup.steps.clone(),
                     scripts: Vec::new(),
                 };
                 // A device the scenario restarts stops once, then runs again on the same store.
@@ -225,6 +226,8 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 cell: case.cell.clone(),
                 misbehave,
                 patience: PATIENCE,
+                cards: case.scenario.peer.cards.clone().unwrap_or_default(),
+                steps: case.scenario.peer.steps.clone(),
                 ..fake_instance::Options::default()
             };
             let instance = tokio::spawn(async move {
@@ -243,10 +246,12 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let addr = addr_rx
                 .await
                 .map_err(|_| "fake-instance did not start".to_string())?;
+            // One trusted root, as a web server's test would give the device (`--root`).
+            let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
             let options = fake_device::Options {
                 instance: format!("http://{addr}"),
                 token: fake_instance::DEFAULT_TOKEN.into(),
-                roots: Vec::new(),
+                roots: vec![root.path().display().to_string()],
                 protocol: ProtocolChoice::Auto,
                 cell: case.cell.clone(),
                 journal: None,
@@ -259,6 +264,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 terminal: Default::default(),
                 approval_timeout: None,
                 scripts: Vec::new(),
+                steps: Vec::new(),
             };
             let finished = fake_device::run(
                 options,

@@ -526,6 +526,11 @@ impl Runner {
                 a.request
             ));
         };
+        if let Some(quiet) = a.none_for {
+            return self
+                .await_silence(a, method, timeout, answer, quiet.0)
+                .await;
+        }
         // The request carries its own deadline from `start`; this step may shorten it.
         let wait = a.timeout.map(|d| d.0).unwrap_or(timeout);
         let awaited = Some(format!(
@@ -549,6 +554,51 @@ impl Runner {
             }),
             Ok(Ok(Ok(answer))) => {
                 self.judge_answer(&method, answer, &a.result, &a.error, &a.capture, &a.rule)
+            }
+        }
+    }
+
+    /// `await` with `none_for`: the peer must not answer for that long.
+    async fn await_silence(
+        &self,
+        a: &AwaitStep,
+        method: String,
+        timeout: Duration,
+        mut answer: tokio::task::JoinHandle<
+            Result<Result<Value, RpcError>, crate::jsonrpc::RequestError>,
+        >,
+        quiet: Duration,
+    ) -> Outcome {
+        match tokio::time::timeout(quiet, &mut answer).await {
+            Err(_) => {
+                // Still unanswered, as it should be: a later `await` may take the answer.
+                if let Ok(mut started) = self.started.lock() {
+                    started.insert(
+                        a.request.clone(),
+                        (method, timeout.saturating_sub(quiet), answer),
+                    );
+                }
+                Outcome::Passed
+            }
+            Ok(Err(e)) => Outcome::Error(format!("the request task failed: {e}")),
+            // Its own deadline passed, or the link ended: no answer came, which is what was asked.
+            Ok(Ok(Err(_))) => Outcome::Passed,
+            Ok(Ok(Ok(answered))) => {
+                let got = match answered {
+                    Ok(result) => json!({ "result": result }),
+                    Err(error) => json!({ "error": error.to_value() }),
+                };
+                Outcome::failed(Failure {
+                    rule: a.rule.clone(),
+                    summary: format!(
+                        "`{method}` (started as `{}`) was answered, but should not have been within {}",
+                        a.request,
+                        Dur(quiet)
+                    ),
+                    awaited: Some(format!("no answer to `{method}` for {}", Dur(quiet))),
+                    nearest: Some(got),
+                    ..Failure::default()
+                })
             }
         }
     }
@@ -919,10 +969,29 @@ impl Runner {
             return Outcome::Error("this double has no actions".into());
         };
         let mut action = a.clone();
-        for text in [&mut action.terminal_prompt, &mut action.delete_session]
-            .into_iter()
-            .flatten()
-        {
+        let mut texts: Vec<&mut String> = [
+            &mut action.terminal_prompt,
+            &mut action.delete_session,
+            &mut action.cancel,
+            &mut action.delete_chat,
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if let Some(open) = &mut action.open_chat {
+            texts.extend(open.cwd.as_mut());
+            texts.extend(open.mode.as_mut());
+        }
+        if let Some(send) = &mut action.send {
+            texts.push(&mut send.chat);
+            texts.push(&mut send.text);
+        }
+        if let Some(rewind) = &mut action.rewind {
+            texts.push(&mut rewind.chat);
+            texts.push(&mut rewind.turn);
+            texts.extend(rewind.text.as_mut());
+        }
+        for text in texts {
             match self.render(&json!(text)) {
                 Ok(Value::String(rendered)) => *text = rendered,
                 Ok(other) => *text = other.to_string(),
@@ -1010,7 +1079,10 @@ pub fn title(step: &Step) -> String {
         Step::Notify(n) => format!("notify {}", n.method),
         Step::Request(r) => format!("request {}", r.method),
         Step::Start(st) => format!("start {} as {}", st.method, st.name),
-        Step::Await(a) => format!("await {}", a.request),
+        Step::Await(a) => match a.none_for {
+            Some(quiet) => format!("expect no answer to {} for {quiet}", a.request),
+            None => format!("await {}", a.request),
+        },
         Step::Expect(e) => format!("expect {}", e.method.as_deref().unwrap_or("message")),
         Step::ExpectNone(e) => format!(
             "expect no {} for {}",

@@ -209,6 +209,16 @@ impl Checker<'_> {
                         "has both `result` and `error`: a response has one".into(),
                     ));
                 }
+                Step::Await(a)
+                    if a.none_for.is_some()
+                        && (a.result.is_some() || a.error.is_some() || !a.capture.is_empty()) =>
+                {
+                    return Err(self.error(
+                        step,
+                        format!("{path}.await.none_for"),
+                        "expects no answer, so `result`, `error` and `capture` have nothing to match".into(),
+                    ));
+                }
                 Step::When(w) => self.started(&w.steps, &format!("{path}.when.steps"), names)?,
                 _ => {}
             }
@@ -344,8 +354,9 @@ impl Checker<'_> {
                             step,
                             format!("{path}.act"),
                             format!(
-                                "needs exactly one action ({}), not {}",
+                                "needs exactly one action (fake-device: {}; fake-instance: {}), not {}",
                                 DEVICE_ACTIONS.join(", "),
+                                INSTANCE_ACTIONS.join(", "),
                                 if actions.is_empty() {
                                     "none".to_string()
                                 } else {
@@ -354,12 +365,23 @@ impl Checker<'_> {
                             ),
                         ));
                     }
-                    if side == Some(Side::Instance) {
-                        return Err(self.error(
-                            step,
-                            format!("{path}.act.{}", actions[0]),
-                            "is an action of fake-device (a person at the device); fake-instance runs this scenario".into(),
-                        ));
+                    let device_action = DEVICE_ACTIONS.contains(&actions[0]);
+                    match side {
+                        Some(Side::Instance) if device_action => {
+                            return Err(self.error(
+                                step,
+                                format!("{path}.act.{}", actions[0]),
+                                "is an action of fake-device (a person at the device), but fake-instance does these steps".into(),
+                            ));
+                        }
+                        Some(Side::Device) if !device_action => {
+                            return Err(self.error(
+                                step,
+                                format!("{path}.act.{}", actions[0]),
+                                "is an action of fake-instance (a person in LLeMbas's web UI), but fake-device does these steps".into(),
+                            ));
+                        }
+                        _ => {}
                     }
                 }
                 Step::ExpectReconnect(_) | Step::ExpectNoReconnect(_)
@@ -388,6 +410,9 @@ const DEVICE_ACTIONS: [&str; 6] = [
     "delete_session",
     "change_limits",
 ];
+
+/// fake-instance's actions (`act:`).
+const INSTANCE_ACTIONS: [&str; 5] = ["open_chat", "send", "rewind", "cancel", "delete_chat"];
 
 /// The variables every run has from its start (fake-device adds `link_protocol` per dial).
 const START_VARIABLES: [&str; 7] = [
@@ -541,6 +566,21 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Res
     }
     checker.steps(&scenario.steps, "steps", side)?;
     checker.started(&scenario.steps, "steps", &mut Vec::new())?;
+    // `peer.steps` are done by the other double, and are only its actions and pauses.
+    for (i, step) in scenario.peer.steps.iter().enumerate() {
+        if !matches!(step.value, Step::Act(_) | Step::Wait(_)) {
+            return Err(checker.error(
+                step,
+                format!("peer.steps[{i}].{}", step_key(&step.value)),
+                "the other double does only `act` and `wait` steps here".into(),
+            ));
+        }
+    }
+    let other = side.map(|s| match s {
+        Side::Instance => Side::Device,
+        Side::Device => Side::Instance,
+    });
+    checker.steps(&scenario.peer.steps, "peer.steps", other)?;
     check_rules(scenario, file, text)
 }
 

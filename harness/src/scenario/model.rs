@@ -54,6 +54,25 @@ pub struct Scenario {
     pub steps: Vec<Spanned<Step>>,
 }
 
+impl Scenario {
+    /// A scenario of nothing but these steps (a double's own steps, run by its runner).
+    pub fn of_steps(name: &str, steps: Vec<Spanned<Step>>) -> Scenario {
+        Scenario {
+            name: name.into(),
+            about: String::new(),
+            rules: Vec::new(),
+            matrix: Matrix::default(),
+            timeout: Some(Dur(std::time::Duration::from_secs(30))),
+            vars: BTreeMap::new(),
+            instance: None,
+            device: None,
+            peer: PeerSetup::default(),
+            handlers: Vec::new(),
+            steps,
+        }
+    }
+}
+
 /// The cells a scenario applies to.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -128,6 +147,16 @@ pub struct PeerSetup {
     /// directory (a real CLI: restart its service).
     #[serde(default)]
     pub restart_after: Option<Dur>,
+    /// fake-instance: how the person in the web UI answers the device's cards (a real
+    /// LLeMbas: answer them so in the test).
+    #[serde(default)]
+    pub cards: Option<CardPolicy>,
+    /// What the other double does by itself, in order, from its first link: `act` steps (its
+    /// own actions: a person at the device's terminal, or in LLeMbas's web UI) and `wait`
+    /// steps. A real peer under test must be made to do the same (by its test).
+    #[serde(default)]
+    #[schemars(with = "Vec<Step>")]
+    pub steps: Vec<Spanned<Step>>,
 }
 
 impl PeerSetup {
@@ -149,6 +178,8 @@ impl Default for PeerSetup {
             terminal_answers_after: None,
             approval_timeout: None,
             restart_after: None,
+            cards: None,
+            steps: Vec::new(),
         }
     }
 }
@@ -186,6 +217,84 @@ pub struct InstanceSettings {
     /// reference). Checked when the run starts.
     #[serde(default)]
     pub http: Option<Value>,
+    /// How the person in the web UI answers the device's cards.
+    #[serde(default)]
+    pub cards: CardPolicy,
+}
+
+/// How fake-instance answers cards (approvals, questions, plans).
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CardPolicy {
+    /// Approvals: `allow_once` (default), `allow_always`, `deny`, or `ignore` (never answered;
+    /// the device's timeout runs).
+    #[serde(default)]
+    pub permission: PermissionPolicy,
+    /// Questions: `recommended` (default: the recommended option, else the first), `first`,
+    /// `custom` (a written answer), `skip`, `dismiss`, or `ignore`.
+    #[serde(default)]
+    pub question: QuestionPolicy,
+    /// Plans: `approve` (default, in `edit`), `approve_manual`, `revise`, `dismiss`, or `ignore`.
+    #[serde(default)]
+    pub plan: PlanPolicy,
+    /// How long the person takes to answer (default: at once).
+    #[serde(default)]
+    pub delay: Option<Dur>,
+    /// How long a card that is not patient stays up unanswered before LLeMbas dismisses it
+    /// (default 30s). A patient card is never timed out.
+    #[serde(default)]
+    pub timeout: Option<Dur>,
+}
+
+/// How approvals are answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionPolicy {
+    /// The `once` option.
+    #[default]
+    AllowOnce,
+    /// The `session` option (allow always), else once.
+    AllowAlways,
+    /// The `deny` option, with feedback.
+    Deny,
+    /// Never answered.
+    Ignore,
+}
+
+/// How questions are answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionPolicy {
+    /// The recommended option, else the first.
+    #[default]
+    Recommended,
+    /// The first option.
+    First,
+    /// A written answer of the person's own.
+    Custom,
+    /// Each question left blank.
+    Skip,
+    /// The card dismissed.
+    Dismiss,
+    /// Never answered.
+    Ignore,
+}
+
+/// How plans are answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanPolicy {
+    /// Approved, to go on in `edit`.
+    #[default]
+    Approve,
+    /// Approved, to go on in `manual`.
+    ApproveManual,
+    /// Sent back with feedback.
+    Revise,
+    /// Dismissed.
+    Dismiss,
+    /// Never answered.
+    Ignore,
 }
 
 /// What kind of ACP client fake-instance claims to be.
@@ -397,6 +506,10 @@ pub struct AwaitStep {
     /// How long to wait here (default: what is left of the `start` step's timeout).
     #[serde(default)]
     pub timeout: Option<Dur>,
+    /// Expect no answer for this long instead (a card the peer must leave open); the request
+    /// stays started, so a later `await` may still take its answer.
+    #[serde(default)]
+    pub none_for: Option<Dur>,
 }
 
 /// Expect a message from the peer.
@@ -596,6 +709,24 @@ pub struct ActStep {
     /// fake-device: edit its `remote:` block; the device relinks once no session works.
     #[serde(default)]
     pub change_limits: Option<LimitsChange>,
+    /// fake-instance: open a chat on the device (`session/new`); result `{sessionId}`.
+    #[serde(default)]
+    pub open_chat: Option<OpenChat>,
+    /// fake-instance: the person writes in a chat: a prompt with a new turn id, or a steer
+    /// while a turn runs; result `{turnId}` or `{steered: true}`.
+    #[serde(default)]
+    pub send: Option<SendMessage>,
+    /// fake-instance: edit or regenerate from a turn (`_lembas/session/rewind`, then `text` as a
+    /// new turn when given); result `{reverted, turnId?}`.
+    #[serde(default)]
+    pub rewind: Option<RewindChat>,
+    /// fake-instance: stop the chat's running turn (`session/cancel`).
+    #[serde(default)]
+    pub cancel: Option<String>,
+    /// fake-instance: delete a chat (`_lembas/session/delete`, kept and sent again until
+    /// answered); result `{delivered}`.
+    #[serde(default)]
+    pub delete_chat: Option<String>,
     /// Variables from the action's result: `name: path` (`sessionId`, `turnId`, …).
     #[serde(default)]
     pub capture: Captures,
@@ -614,11 +745,51 @@ impl ActStep {
             ("leave_session", self.leave_session.is_some()),
             ("delete_session", self.delete_session.is_some()),
             ("change_limits", self.change_limits.is_some()),
+            ("open_chat", self.open_chat.is_some()),
+            ("send", self.send.is_some()),
+            ("rewind", self.rewind.is_some()),
+            ("cancel", self.cancel.is_some()),
+            ("delete_chat", self.delete_chat.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))
         .collect()
     }
+}
+
+/// A chat to open.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenChat {
+    /// Its folder (default: the device's first root, from its hello).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Its mode (`plan`, `manual`, `edit`).
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+/// A message written in a chat.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessage {
+    /// The chat (its session id).
+    pub chat: String,
+    /// What the person wrote.
+    pub text: String,
+}
+
+/// An edit or a regeneration from a turn.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RewindChat {
+    /// The chat (its session id).
+    pub chat: String,
+    /// The first turn to take back.
+    pub turn: String,
+    /// The message sent in its place (an edit; the same text: a regeneration).
+    #[serde(default)]
+    pub text: Option<String>,
 }
 
 /// How the person at the terminal answers a card.

@@ -1,0 +1,66 @@
+//! What a person does in LLeMbas's web UI, for `act` steps: open a chat, write in it, rewind
+//! it, stop its turn, delete it. Each waits (up to the step's deadline) for a device that is
+//! linked and initialized, and uses only what that device listed in its capabilities.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::engine::{Actor, Hub};
+use harness::scenario::ActStep;
+use serde_json::{Value, json};
+
+use crate::chats::Chats;
+
+/// The instance's own side.
+pub struct InstanceActor {
+    /// The chats.
+    pub chats: Arc<Chats>,
+    /// The links.
+    pub hub: Arc<Hub>,
+}
+
+impl Actor for InstanceActor {
+    fn act<'a>(
+        &'a self,
+        action: ActStep,
+        timeout: Duration,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
+        Box::pin(async move {
+            if let Some(chat) = &action.delete_chat {
+                // A delete is kept even with no device linked: it goes when one links.
+                let link = self.chats.ready_link(&self.hub, Duration::ZERO).await.ok();
+                return self.chats.delete(link, chat).await;
+            }
+            let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+            if let Some(open) = &action.open_chat {
+                return self
+                    .chats
+                    .open(&peer, &facts, open.cwd.as_deref(), open.mode.as_deref())
+                    .await;
+            }
+            if let Some(send) = &action.send {
+                return self.chats.send(&peer, &facts, &send.chat, &send.text).await;
+            }
+            if let Some(rewind) = &action.rewind {
+                return self
+                    .chats
+                    .rewind(
+                        &peer,
+                        &facts,
+                        &rewind.chat,
+                        &rewind.turn,
+                        rewind.text.as_deref(),
+                    )
+                    .await;
+            }
+            if let Some(chat) = &action.cancel {
+                self.chats.cancel(&peer, chat);
+                return Ok(json!({ "sessionId": chat }));
+            }
+            Err(format!(
+                "fake-instance has no action `{}`",
+                action.actions().join(", ")
+            ))
+        })
+    }
+}

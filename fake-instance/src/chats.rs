@@ -1,0 +1,552 @@
+//! LLeMbas's chats on a device, as its web UI keeps them: each chat is a device session, with
+//! its transcript and the turns it sent. A person in the web UI opens chats, writes in them
+//! (a prompt with a new turn id, or a steer while a turn runs), rewinds them and deletes them;
+//! a terminal's shared session becomes a chat when it is announced. Deletes that could not be
+//! delivered are kept (in the state directory when there is one) and sent again on the next
+//! link, until answered or refused five times.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harness::engine::Hub;
+use harness::jsonrpc::{INVALID_PARAMS, Peer, RequestError};
+use harness::rules::{Misbehaviours, ids};
+use serde_json::{Value, json};
+
+/// How often a delete is refused before LLeMbas gives it up (spec, `_lembas/session/delete`).
+pub const DELETE_REFUSALS: u32 = 5;
+
+/// How long a turn may run before the client stops waiting for its answer.
+const TURN_PATIENCE: Duration = Duration::from_secs(600);
+
+/// What the client knows of a link's device, from its hello and initialize.
+#[derive(Debug, Clone, Default)]
+pub struct LinkFacts {
+    /// `initialize` was answered: the link is ready for requests.
+    pub ready: bool,
+    /// The capabilities the device listed.
+    pub capabilities: Vec<String>,
+    /// Its roots (hello's `limits.roots`).
+    pub roots: Vec<String>,
+}
+
+/// One line of a chat's transcript.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// `user` or `assistant`.
+    pub role: &'static str,
+    /// What was said.
+    pub text: String,
+    /// The turn it belongs to.
+    pub turn_id: Option<String>,
+}
+
+/// A chat: a device session as the web UI shows it.
+#[derive(Debug, Clone, Default)]
+pub struct Chat {
+    /// The device's session id.
+    pub session_id: String,
+    /// Made from a terminal's announce (not opened here).
+    pub from_terminal: bool,
+    /// The terminal let it go (`left`).
+    pub left: bool,
+    /// What was said, in order.
+    pub transcript: Vec<Line>,
+    /// Turns sent and not yet answered, oldest first.
+    pub in_flight: Vec<String>,
+    /// Every turn id this chat ever sent (a new message never reuses one).
+    pub sent: Vec<String>,
+    /// The agent's text of the turn now running, as it streams.
+    streaming: String,
+}
+
+/// How the chats behave.
+#[derive(Debug, Clone)]
+pub struct ChatsConfig {
+    /// How long a device may take to answer a request.
+    pub patience: Duration,
+    /// The rules to break.
+    pub misbehave: Misbehaviours,
+    /// Where undelivered deletes are kept (`None`: in memory only).
+    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    chats: BTreeMap<String, Chat>,
+    /// Deletes not yet answered, with how often each was refused.
+    pending_deletes: BTreeMap<String, u32>,
+    /// Cards taken down (`_lembas/permission/settled`), by toolCallId.
+    settled: HashSet<String>,
+    links: HashMap<u32, LinkFacts>,
+    next_message: u64,
+}
+
+/// Every chat of the instance.
+#[derive(Debug)]
+pub struct Chats {
+    config: ChatsConfig,
+    inner: Mutex<Inner>,
+}
+
+/// The file undelivered deletes are kept in.
+const PENDING_DELETES: &str = "pending-deletes.json";
+
+impl Chats {
+    /// No chats yet; undelivered deletes from an earlier run are read from the state directory.
+    pub fn new(config: ChatsConfig) -> Arc<Chats> {
+        let pending_deletes = config
+            .state_dir
+            .as_ref()
+            .and_then(|dir| std::fs::read(dir.join(PENDING_DELETES)).ok())
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        Arc::new(Chats {
+            config,
+            inner: Mutex::new(Inner {
+                pending_deletes,
+                ..Inner::default()
+            }),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn breaks(&self, rule: &str) -> bool {
+        self.config.misbehave.breaks(rule)
+    }
+
+    /// A copy of a chat.
+    pub fn chat(&self, session_id: &str) -> Option<Chat> {
+        self.lock().chats.get(session_id).cloned()
+    }
+
+    /// The deletes waiting to be delivered, with their refusals so far.
+    pub fn pending_deletes(&self) -> BTreeMap<String, u32> {
+        self.lock().pending_deletes.clone()
+    }
+
+    fn save_pending_deletes(&self, pending: &BTreeMap<String, u32>) {
+        let Some(dir) = &self.config.state_dir else {
+            return;
+        };
+        let write = || -> std::io::Result<()> {
+            std::fs::create_dir_all(dir)?;
+            let mut file = tempfile::NamedTempFile::new_in(dir)?;
+            serde_json::to_writer(&mut file, pending)?;
+            file.persist(dir.join(PENDING_DELETES))?;
+            Ok(())
+        };
+        if let Err(e) = write() {
+            tracing::error!("cannot keep the pending deletes: {e}");
+        }
+    }
+
+    /// What the client knows of a link.
+    pub fn link(&self, link: u32) -> Option<LinkFacts> {
+        self.lock().links.get(&link).cloned()
+    }
+
+    /// The device's hello on a link: its roots.
+    pub fn hello(&self, link: u32, params: &Value) {
+        let roots = params
+            .pointer("/limits/roots")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.as_str().map(String::from))
+            .collect();
+        self.lock().links.entry(link).or_default().roots = roots;
+    }
+
+    /// `initialize` was answered on a link: it is ready, and the deletes kept for the device
+    /// go now.
+    pub fn ready(self: &Arc<Self>, peer: &Arc<Peer>, result: &Value) {
+        let capabilities: Vec<String> = result
+            .pointer("/_meta/lembas/capabilities")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.as_str().map(String::from))
+            .collect();
+        let deletes = capabilities.iter().any(|c| c == "delete");
+        {
+            let mut inner = self.lock();
+            let facts = inner.links.entry(peer.link()).or_default();
+            facts.ready = true;
+            facts.capabilities = capabilities;
+        }
+        if deletes && !self.breaks(ids::INSTANCE_DELETE_REDELIVER) {
+            let (chats, peer) = (self.clone(), peer.clone());
+            tokio::spawn(async move { chats.redeliver(&peer).await });
+        }
+    }
+
+    /// A link ended.
+    pub fn closed(&self, link: u32) {
+        self.lock().links.remove(&link);
+    }
+
+    /// Follows what the device tells the client about its sessions.
+    pub fn notified(&self, method: &str, params: &Value) {
+        let session = params.get("sessionId").and_then(Value::as_str);
+        let mut inner = self.lock();
+        match (method, session) {
+            ("session/update", Some(id)) => {
+                let text = params
+                    .pointer("/update/content/text")
+                    .and_then(Value::as_str);
+                let chunk = params
+                    .pointer("/update/sessionUpdate")
+                    .and_then(Value::as_str)
+                    == Some("agent_message_chunk");
+                if let (Some(chat), true, Some(text)) = (inner.chats.get_mut(id), chunk, text) {
+                    chat.streaming.push_str(text);
+                }
+            }
+            // A session pending deletion is not made into a chat again.
+            ("_lembas/session/announce", Some(id)) if !inner.pending_deletes.contains_key(id) => {
+                let chat = inner.chats.entry(id.to_string()).or_insert_with(|| Chat {
+                    session_id: id.to_string(),
+                    from_terminal: true,
+                    ..Chat::default()
+                });
+                chat.left = false;
+            }
+            ("_lembas/session/left", Some(id)) => {
+                if let Some(chat) = inner.chats.get_mut(id) {
+                    chat.left = true;
+                }
+            }
+            ("_lembas/session/deleted", Some(id)) => {
+                // A `deleted` for a chat it never had, or has deleted already, is ignored.
+                inner.chats.remove(id);
+            }
+            ("_lembas/permission/settled", _) => {
+                if let Some(call) = params.get("toolCallId").and_then(Value::as_str) {
+                    inner.settled.insert(call.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a card was taken down.
+    pub fn is_settled(&self, tool_call_id: &str) -> bool {
+        self.lock().settled.contains(tool_call_id)
+    }
+
+    /// Waits up to `within` for a linked device whose initialize was answered.
+    pub async fn ready_link(
+        &self,
+        hub: &Arc<Hub>,
+        within: Duration,
+    ) -> Result<(Arc<Peer>, LinkFacts), String> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            if let Some(peer) = hub.current().filter(|p| !p.is_closed())
+                && let Some(facts) = self.link(peer.link()).filter(|f| f.ready)
+            {
+                return Ok((peer, facts));
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!(
+                    "no device was linked and initialized within {}",
+                    humantime::format_duration(within)
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn fresh_message_id(&self) -> String {
+        let mut inner = self.lock();
+        inner.next_message += 1;
+        format!("msg_{:04}", inner.next_message)
+    }
+
+    /// Opens a chat: `session/new` in `cwd` (default: the device's first root).
+    pub async fn open(
+        &self,
+        peer: &Arc<Peer>,
+        facts: &LinkFacts,
+        cwd: Option<&str>,
+        mode: Option<&str>,
+    ) -> Result<Value, String> {
+        let cwd = match cwd {
+            Some(cwd) => cwd.to_string(),
+            None => facts
+                .roots
+                .first()
+                .cloned()
+                .ok_or("the device has no root to open a chat in")?,
+        };
+        let mut params = json!({ "cwd": cwd, "mcpServers": [] });
+        if let Some(mode) = mode {
+            params["_meta"] = json!({ "mode": mode });
+        }
+        let answer = peer
+            .request("session/new", params, self.config.patience)
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("the device refused session/new: {}", e.message))?;
+        let id = answer
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .ok_or("session/new answered without a sessionId")?
+            .to_string();
+        self.lock().chats.insert(
+            id.clone(),
+            Chat {
+                session_id: id.clone(),
+                ..Chat::default()
+            },
+        );
+        Ok(json!({ "sessionId": id }))
+    }
+
+    /// The person writes in a chat: a steer while a turn runs (when the device can take
+    /// one), else a prompt as a new turn.
+    pub async fn send(
+        self: &Arc<Self>,
+        peer: &Arc<Peer>,
+        facts: &LinkFacts,
+        chat: &str,
+        text: &str,
+    ) -> Result<Value, String> {
+        let running = self
+            .chat(chat)
+            .ok_or_else(|| format!("no chat `{chat}`"))?
+            .in_flight
+            .first()
+            .cloned();
+        if running.is_some()
+            && facts.capabilities.iter().any(|c| c == "steer")
+            && !self.breaks(ids::INSTANCE_STEER_RUNNING)
+        {
+            let message_id = self.fresh_message_id();
+            let params = json!({ "sessionId": chat, "text": text, "messageId": message_id });
+            match peer
+                .request("_lembas/steer", params, self.config.patience)
+                .await
+            {
+                Ok(Ok(_)) => {
+                    self.say(chat, "user", text, running);
+                    return Ok(json!({ "steered": true, "messageId": message_id }));
+                }
+                // Nothing runs after all: the message goes as a prompt.
+                Ok(Err(e)) if e.code == INVALID_PARAMS => {
+                    if self.breaks(ids::INSTANCE_STEER_FALLBACK) {
+                        return Ok(json!({ "steered": false }));
+                    }
+                }
+                Ok(Err(e)) => return Err(format!("the device refused the steer: {}", e.message)),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        let turn_id = self.fresh_message_id();
+        self.prompt(peer, facts, chat, &turn_id, text);
+        Ok(json!({ "turnId": turn_id }))
+    }
+
+    fn say(&self, chat: &str, role: &'static str, text: &str, turn_id: Option<String>) {
+        if let Some(chat) = self.lock().chats.get_mut(chat) {
+            chat.transcript.push(Line {
+                role,
+                text: text.to_string(),
+                turn_id,
+            });
+        }
+    }
+
+    /// Sends a prompt as turn `turn_id` and follows it to its answer (in a task of its own: a
+    /// turn runs as long as it runs). `unsent` steer messages in the answer are sent next.
+    pub fn prompt(
+        self: &Arc<Self>,
+        peer: &Arc<Peer>,
+        facts: &LinkFacts,
+        chat: &str,
+        turn_id: &str,
+        text: &str,
+    ) {
+        {
+            let mut inner = self.lock();
+            if let Some(c) = inner.chats.get_mut(chat) {
+                c.in_flight.push(turn_id.to_string());
+                c.sent.push(turn_id.to_string());
+            }
+        }
+        self.say(chat, "user", text, Some(turn_id.to_string()));
+        let mut params = json!({ "sessionId": chat, "prompt": [{ "type": "text", "text": text }] });
+        if facts.capabilities.iter().any(|c| c == "turns") {
+            params["_meta"] = json!({ "lembas": { "turnId": turn_id } });
+        }
+        let answer = peer.begin_request("session/prompt", params, TURN_PATIENCE);
+        let (chats, peer, facts, chat, turn_id) = (
+            self.clone(),
+            peer.clone(),
+            facts.clone(),
+            chat.to_string(),
+            turn_id.to_string(),
+        );
+        tokio::spawn(async move {
+            let answer = answer.await;
+            let said = {
+                let mut inner = chats.lock();
+                inner.chats.get_mut(&chat).map(|c| {
+                    c.in_flight.retain(|t| *t != turn_id);
+                    std::mem::take(&mut c.streaming)
+                })
+            };
+            if let Some(said) = said {
+                chats.say(&chat, "assistant", &said, Some(turn_id.clone()));
+            }
+            let unsent: Vec<String> = match &answer {
+                Ok(Ok(result)) => result
+                    .pointer("/_meta/lembas/unsent")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|t| t.as_str().map(String::from))
+                    .collect(),
+                Ok(Err(e)) => {
+                    tracing::info!("turn {turn_id} failed: {}", e.message);
+                    Vec::new()
+                }
+                Err(RequestError::Timeout { .. }) | Err(RequestError::Closed { .. }) => Vec::new(),
+            };
+            if chats.breaks(ids::INSTANCE_STEER_UNSENT) {
+                return;
+            }
+            // What the turn ended before taking in is sent next, as the person's next message.
+            for text in unsent {
+                let next = chats.fresh_message_id();
+                chats.prompt(&peer, &facts, &chat, &next, &text);
+            }
+        });
+    }
+
+    /// Edits or regenerates from a turn: `_lembas/session/rewind`, then `text` as a new turn.
+    pub async fn rewind(
+        self: &Arc<Self>,
+        peer: &Arc<Peer>,
+        facts: &LinkFacts,
+        chat: &str,
+        turn: &str,
+        text: Option<&str>,
+    ) -> Result<Value, String> {
+        if !facts.capabilities.iter().any(|c| c == "rewind") {
+            return Err("the device did not list `rewind`".into());
+        }
+        let answer = peer
+            .request(
+                "_lembas/session/rewind",
+                json!({ "sessionId": chat, "turnId": turn }),
+                self.config.patience,
+            )
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("the device refused the rewind: {}", e.message))?;
+        {
+            // The rewound turns leave the transcript.
+            let mut inner = self.lock();
+            if let Some(c) = inner.chats.get_mut(chat)
+                && let Some(at) = c
+                    .transcript
+                    .iter()
+                    .position(|l| l.turn_id.as_deref() == Some(turn))
+            {
+                c.transcript.truncate(at);
+            }
+        }
+        let mut result =
+            json!({ "reverted": answer.get("reverted").cloned().unwrap_or(Value::Null) });
+        if let Some(text) = text {
+            // A new turn: a turn id never used, or the device would answer the old one.
+            let turn_id = if self.breaks(ids::INSTANCE_REWIND_NEW_TURN) {
+                turn.to_string()
+            } else {
+                self.fresh_message_id()
+            };
+            self.prompt(peer, facts, chat, &turn_id, text);
+            result["turnId"] = json!(turn_id);
+        }
+        Ok(result)
+    }
+
+    /// Stops a chat's running turn.
+    pub fn cancel(&self, peer: &Arc<Peer>, chat: &str) {
+        peer.notify("session/cancel", json!({ "sessionId": chat }));
+    }
+
+    /// Deletes a chat: `_lembas/session/delete` now when a device is linked; otherwise, or when
+    /// it is not answered or refused, kept and sent again on the next link.
+    pub async fn delete(
+        &self,
+        link: Option<(Arc<Peer>, LinkFacts)>,
+        chat: &str,
+    ) -> Result<Value, String> {
+        let pending = {
+            let mut inner = self.lock();
+            inner.chats.remove(chat);
+            inner.pending_deletes.entry(chat.to_string()).or_insert(0);
+            inner.pending_deletes.clone()
+        };
+        self.save_pending_deletes(&pending);
+        let delivered = match link {
+            Some((peer, facts)) if facts.capabilities.iter().any(|c| c == "delete") => {
+                self.deliver(&peer, chat).await
+            }
+            _ => false,
+        };
+        Ok(json!({ "delivered": delivered }))
+    }
+
+    /// Sends one kept delete; gives whether it was answered (and so is done).
+    async fn deliver(&self, peer: &Arc<Peer>, chat: &str) -> bool {
+        let answer = peer
+            .request(
+                "_lembas/session/delete",
+                json!({ "sessionId": chat }),
+                self.config.patience,
+            )
+            .await;
+        let pending = {
+            let mut inner = self.lock();
+            match &answer {
+                Ok(Ok(_)) => {
+                    inner.pending_deletes.remove(chat);
+                }
+                Ok(Err(_)) => {
+                    let give_up = !self.breaks(ids::INSTANCE_DELETE_GIVE_UP);
+                    if let Some(refusals) = inner.pending_deletes.get_mut(chat) {
+                        *refusals += 1;
+                        if *refusals >= DELETE_REFUSALS && give_up {
+                            inner.pending_deletes.remove(chat);
+                        }
+                    }
+                }
+                // Not answered: kept as it is, for the next link.
+                Err(_) => {}
+            }
+            inner.pending_deletes.clone()
+        };
+        self.save_pending_deletes(&pending);
+        matches!(answer, Ok(Ok(_)))
+    }
+
+    /// Sends every kept delete on a link that has just come up.
+    async fn redeliver(&self, peer: &Arc<Peer>) {
+        let pending: Vec<String> = self.lock().pending_deletes.keys().cloned().collect();
+        for chat in pending {
+            if peer.is_closed() {
+                return;
+            }
+            self.deliver(peer, &chat).await;
+        }
+    }
+}
