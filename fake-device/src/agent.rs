@@ -2,7 +2,7 @@
 //! `initialize`, shaped for its harness spec. The monitors check the instance on the way.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use harness::engine::{Behaviour, Hub};
@@ -14,7 +14,7 @@ use harness::rules::ids;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::events::Client;
+use crate::events::{Client, Route};
 use crate::monitor;
 use crate::sessions::{Reply, Sessions};
 
@@ -41,8 +41,8 @@ struct LinkState {
     lembas: bool,
     /// The link's session work, taken in arrival order.
     work: Option<mpsc::UnboundedSender<Work>>,
-    /// Whether questions and plans may still be sent on this link.
-    asks: Arc<std::sync::atomic::AtomicBool>,
+    /// Where the link's clients send, once initialize came.
+    route: Option<Arc<RwLock<Route>>>,
 }
 
 impl Default for LinkState {
@@ -52,7 +52,7 @@ impl Default for LinkState {
             initialized: false,
             lembas: false,
             work: None,
-            asks: Arc::new(std::sync::atomic::AtomicBool::new(true)),
+            route: None,
         }
     }
 }
@@ -85,7 +85,7 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<W
                 client,
             } => match sessions.handle(&method, &params, &client).await {
                 None => {
-                    client.peer.respond(
+                    client.peer().respond(
                         &id,
                         Err(RpcError::new(
                             METHOD_NOT_FOUND,
@@ -94,19 +94,25 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<W
                     );
                 }
                 Some(Reply::Now(answer)) => {
-                    client.peer.respond(&id, answer.clone());
+                    client.peer().respond(&id, answer.clone());
                     sessions.after(&method, &answer, &client);
                 }
                 Some(later) => {
                     tokio::spawn(async move {
                         let answer = later.wait().await;
-                        client.peer.respond(&id, answer);
+                        client.peer().respond(&id, answer);
                     });
                 }
             },
         }
     }
 }
+
+/// Capabilities of the spec that fake-device does not offer (yet): remote terminals are off by
+/// default (and `shell` comes only with `terminal`); file search with `@path` expansion and
+/// attachments come with the device's surface. A capability is listed only when all it promises
+/// works.
+const NOT_BUILT: [&str; 4] = ["terminal", "shell", "files", "attachments"];
 
 impl AgentConfig {
     /// The capabilities listed in initialize: the spec's, less the terminal ones (remote
@@ -117,7 +123,7 @@ impl AgentConfig {
             .spec
             .capabilities()
             .into_iter()
-            .filter(|c| !matches!(*c, "terminal" | "shell"))
+            .filter(|c| !NOT_BUILT.contains(c))
             .filter(|c| {
                 self.only
                     .as_ref()
@@ -148,6 +154,8 @@ pub struct AgentModel {
     sessions: Arc<Sessions>,
     links: Arc<Mutex<HashMap<u32, LinkState>>>,
     next_protocol: Mutex<u8>,
+    /// Every route made, to move those of ended links to the next one.
+    routes: Mutex<Vec<std::sync::Weak<RwLock<Route>>>>,
 }
 
 impl AgentModel {
@@ -159,6 +167,7 @@ impl AgentModel {
             sessions,
             links: Arc::new(Mutex::new(HashMap::new())),
             next_protocol: Mutex::new(1),
+            routes: Mutex::new(Vec::new()),
         }
     }
 
@@ -220,19 +229,53 @@ impl AgentModel {
 
     /// The client on a link, as its initialize described it.
     pub fn client(&self, peer: &Arc<Peer>) -> Client {
-        let state = self
+        let events_to_all = self.breaks(ids::DEVICE_EVENT_LEMBAS_ONLY);
+        let route = self
             .links
             .lock()
             .ok()
-            .and_then(|l| l.get(&peer.link()).cloned())
-            .unwrap_or_default();
-        Client {
-            peer: peer.clone(),
-            lembas: state.lembas,
-            protocol: state.protocol.max(1),
-            events_to_all: self.breaks(ids::DEVICE_EVENT_LEMBAS_ONLY),
-            asks: state.asks.clone(),
+            .and_then(|l| l.get(&peer.link()).and_then(|s| s.route.clone()));
+        match route {
+            Some(route) => Client::on(route, events_to_all),
+            // Before initialize: a client that said nothing yet.
+            None => Client::new(
+                Route {
+                    peer: peer.clone(),
+                    lembas: false,
+                    protocol: 1,
+                    asks: true,
+                },
+                events_to_all,
+            ),
         }
+    }
+
+    /// A new link's initialize came: its clients' route is made, and every route left on a
+    /// link that has ended moves to it, so what ran there goes on reporting here.
+    fn route_link(&self, peer: &Arc<Peer>, lembas: bool, protocol: u8) -> Arc<RwLock<Route>> {
+        let fresh = Route {
+            peer: peer.clone(),
+            lembas,
+            protocol,
+            asks: true,
+        };
+        let route = Arc::new(RwLock::new(fresh.clone()));
+        let mut routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        routes.retain(|r| r.strong_count() > 0);
+        let moves = !self.breaks(ids::DEVICE_TURNS_RELINK);
+        for old in routes
+            .iter()
+            .filter_map(std::sync::Weak::upgrade)
+            .filter(|_| moves)
+        {
+            if let Ok(mut old) = old.write()
+                && old.peer.is_closed()
+            {
+                *old = fresh.clone();
+            }
+        }
+        routes.push(Arc::downgrade(&route));
+        route
     }
 
     fn limits(&self) -> Value {
@@ -289,7 +332,7 @@ impl AgentModel {
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": false,
-                "promptCapabilities": { "image": true, "audio": false, "embeddedContext": true },
+                "promptCapabilities": { "image": false, "audio": false, "embeddedContext": false },
                 "mcpCapabilities": { "http": false, "sse": false }
             },
             "authMethods": [],
@@ -364,16 +407,25 @@ impl Behaviour for AgentModel {
         if let LinkEvent::Request(request) = event
             && request.method == "initialize"
         {
+            let said = request.params.pointer("/clientCapabilities/_meta/lembas");
+            // `lembas: true` is protocol 1, `{protocol: N}` says N; false or null is no LLeMbas.
+            let lembas = said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object());
+            let client_protocol = said
+                .and_then(|l| l.get("protocol"))
+                .and_then(Value::as_u64)
+                .map_or(1, |p| u8::try_from(p).unwrap_or(u8::MAX));
             let protocol = {
                 let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
                 let state = links.entry(peer.link()).or_default();
                 state.initialized = true;
-                state.lembas = request
-                    .params
-                    .pointer("/clientCapabilities/_meta/lembas")
-                    .is_some();
+                state.lembas = lembas;
                 state.protocol
             };
+            // Questions and plans follow what the client says it speaks, within the link's.
+            let route = self.route_link(peer, lembas, client_protocol.min(protocol).max(1));
+            if let Ok(mut links) = self.links.lock() {
+                links.entry(peer.link()).or_default().route = Some(route);
+            }
             for finding in monitor::check_initialize(&request.params, protocol) {
                 hub.findings().push(finding.on_link(peer.link()));
             }
@@ -423,10 +475,7 @@ impl Behaviour for AgentModel {
                 peer.respond(&request.id, Ok(self.initialize_result(protocol)));
                 // Deletes made while no link was up follow initialize, to a LLeMbas client
                 // (spec, `_lembas/session/deleted`), and are then forgotten.
-                let lembas = request
-                    .params
-                    .pointer("/clientCapabilities/_meta/lembas")
-                    .is_some();
+                let lembas = self.is_lembas(peer);
                 // A session a terminal shares is announced again whenever the link comes up.
                 let announced_before = self
                     .announced

@@ -5,7 +5,6 @@
 //! link. A card not answered within the approval timeout is a denial (or a dismissal), and the
 //! client is told to take it down (`_lembas/permission/settled`).
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use harness::jsonrpc::{METHOD_NOT_FOUND, RequestError};
@@ -185,8 +184,7 @@ impl Sessions {
     fn may_ask(&self, client: &Client, capability: &str) -> bool {
         let asks_all = self.breaks(ids::DEVICE_QUESTION_PROTOCOL);
         self.has(capability)
-            && (asks_all
-                || (client.lembas && client.protocol >= 2 && client.asks.load(Ordering::Relaxed)))
+            && (asks_all || (client.lembas() && client.protocol() >= 2 && client.asks()))
     }
 
     /// Asks the client, waiting at most the approval timeout. `None`: no answer in time, and
@@ -226,8 +224,9 @@ impl Sessions {
                     None => at_terminal.await.ok(),
                 }
             };
+            let peer = client.peer();
             let first = tokio::select! {
-                answered = client.peer.request(method, params.clone(), wait) => Ok(answered),
+                answered = peer.request(method, params.clone(), wait) => Ok(answered),
                 Some(answer) = terminal => Err(answer),
             };
             if let Ok(mut cards) = self.terminal_cards.lock() {
@@ -236,8 +235,8 @@ impl Sessions {
             match first {
                 Ok(answered) => answered,
                 Err(answer) => {
-                    if client.lembas && !self.breaks(ids::DEVICE_CARD_SETTLED_TERMINAL) {
-                        client.peer.notify(
+                    if client.lembas() && !self.breaks(ids::DEVICE_CARD_SETTLED_TERMINAL) {
+                        client.peer().notify(
                             "_lembas/permission/settled",
                             json!({ "sessionId": session_id, "toolCallId": call_id }),
                         );
@@ -246,17 +245,17 @@ impl Sessions {
                 }
             }
         } else {
-            client.peer.request(method, params, wait).await
+            client.peer().request(method, params, wait).await
         };
         match answered {
             Ok(Ok(answer)) => Ok(Some(answer)),
             Ok(Err(error)) => Err(error.code),
             Err(RequestError::Timeout { .. }) => {
                 // `_lembas` notifications are for a LLeMbas client only.
-                if self.breaks(ids::DEVICE_CARD_TIMEOUT) || !client.lembas {
+                if self.breaks(ids::DEVICE_CARD_TIMEOUT) || !client.lembas() {
                     return Ok(None);
                 }
-                client.peer.notify(
+                client.peer().notify(
                     "_lembas/permission/settled",
                     json!({ "sessionId": session_id, "toolCallId": call_id }),
                 );
@@ -307,7 +306,8 @@ impl Sessions {
         {
             Ok(Some(answer)) => ToolOutcome {
                 text: read_answers(&answer),
-                ran: true,
+                // Anything but an answer reads as a dismissal.
+                ran: answer.get("outcome").and_then(Value::as_str) == Some("answered"),
             },
             Ok(None) => ToolOutcome {
                 text: "The person did not answer in time (dismissed).".into(),
@@ -315,7 +315,7 @@ impl Sessions {
             },
             Err(METHOD_NOT_FOUND) => {
                 // A client that does not know questions is treated as protocol 1 from now on.
-                client.asks.store(false, Ordering::Relaxed);
+                client.stop_asking();
                 ToolOutcome {
                     text: "Nobody can be asked here: go on with what you know.".into(),
                     ran: false,
@@ -365,15 +365,21 @@ impl Sessions {
                         .get("mode")
                         .and_then(Value::as_str)
                         .unwrap_or("manual");
-                    let mode = self
-                        .limits
-                        .read()
-                        .ok()
-                        .and_then(|l| l.lower_mode(asked))
-                        .unwrap_or_else(|| "plan".into());
-                    ToolOutcome {
-                        text: format!("The plan is approved; go on in {mode} mode."),
-                        ran: true,
+                    let lowered = self.limits.read().ok().and_then(|l| l.lower_mode(asked));
+                    match (lowered, self.live_session(session_id)) {
+                        // The session goes on in that mode, lowered to max_mode …
+                        (Some(mode), Some(live)) if mode != "plan" => {
+                            let mode = self.change_mode(&live, &mode, Some(client)).await;
+                            ToolOutcome {
+                                text: format!("The plan is approved; go on in {mode} mode."),
+                                ran: true,
+                            }
+                        }
+                        // … and where even `manual` is beyond it, nothing is decided.
+                        _ => ToolOutcome {
+                            text: "The plan is approved, but this device allows only planning here: stop and say so.".into(),
+                            ran: true,
+                        },
                     }
                 }
                 Some("revise") => ToolOutcome {
@@ -392,7 +398,7 @@ impl Sessions {
                 },
             },
             Err(METHOD_NOT_FOUND) => {
-                client.asks.store(false, Ordering::Relaxed);
+                client.stop_asking();
                 ToolOutcome {
                     text: "The plan is saved; nobody can approve it here, so stop now.".into(),
                     ran: false,
@@ -442,10 +448,21 @@ impl Sessions {
         session_id: &str,
         call: &ToolCall,
     ) -> ToolOutcome {
-        let title = match call.arguments.get("command").and_then(Value::as_str) {
+        let command = call.arguments.get("command").and_then(Value::as_str);
+        let title = match command {
             Some(command) => format!("Run `{command}`"),
             None => format!("Use {}", call.name),
         };
+        let live = self.live_session(session_id);
+        // Allowed for this session already: it runs without asking again.
+        if let (Some(live), Some(command)) = (&live, command)
+            && live.state.lock().await.allowed.contains(command)
+        {
+            return ToolOutcome {
+                text: format!("{title}: done (exit 0; allowed for this session)."),
+                ran: true,
+            };
+        }
         let mut options = vec![
             json!({ "optionId": "once", "name": "Allow once", "kind": "allow_once" }),
             json!({ "optionId": "session", "name": "Allow for this session", "kind": "allow_always" }),
@@ -469,19 +486,42 @@ impl Sessions {
                 params,
             )
             .await;
-        let chosen = answer.ok().flatten().and_then(|a| {
-            a.pointer("/outcome/optionId")
+        let answer = answer.ok().flatten().unwrap_or_default();
+        let said = |key: &str| {
+            answer
+                .pointer(&format!("/_meta/lembas/{key}"))
                 .and_then(Value::as_str)
                 .map(String::from)
-        });
-        match chosen.as_deref() {
-            Some("once") | Some("session") => ToolOutcome {
-                text: format!("{title}: done (exit 0)."),
-                ran: true,
+        };
+        match answer.pointer("/outcome/optionId").and_then(Value::as_str) {
+            // `once` may come with the command line corrected: that one runs.
+            Some("once") => match said("command") {
+                Some(corrected) => ToolOutcome {
+                    text: format!(
+                        "Ran `{corrected}` (the person corrected the command): done (exit 0)."
+                    ),
+                    ran: true,
+                },
+                None => ToolOutcome {
+                    text: format!("{title}: done (exit 0)."),
+                    ran: true,
+                },
             },
-            // Denied, cancelled, unanswered in time, or anything else: a denial.
+            Some("session") => {
+                if let (Some(live), Some(command)) = (&live, command) {
+                    live.state.lock().await.allowed.insert(command.to_string());
+                }
+                ToolOutcome {
+                    text: format!("{title}: done (exit 0)."),
+                    ran: true,
+                }
+            }
+            // Denied (perhaps saying why), cancelled, unanswered in time, or anything else.
             _ => ToolOutcome {
-                text: format!("{title}: denied by the person."),
+                text: match said("feedback") {
+                    Some(why) => format!("{title}: denied by the person, who says: {why}"),
+                    None => format!("{title}: denied by the person."),
+                },
                 ran: false,
             },
         }

@@ -1,32 +1,86 @@
 //! What the device tells a client about a session: ACP's `session/update` for everyone, and
 //! `_lembas/event` only to a client that said `_meta.lembas` (spec, "Versions and discovery").
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, RwLock};
 
 use harness::jsonrpc::Peer;
 use serde_json::{Value, json};
 
+/// Where a client's messages go: a link, and what its initialize said. Every `Client` of a
+/// link shares one route; when that link drops and another comes up, the route is moved to the
+/// new link, so a turn that was running goes on reporting there (the client follows it).
+#[derive(Debug, Clone)]
+pub struct Route {
+    /// The link.
+    pub peer: Arc<Peer>,
+    /// Whether the client said `_meta.lembas` (LLeMbas, not a plain editor).
+    pub lembas: bool,
+    /// The link protocol the client speaks (1 or 2).
+    pub protocol: u8,
+    /// Whether questions and plans may still be sent on this link (a method-not-found answer
+    /// turns it off for the rest of the link).
+    pub asks: bool,
+}
+
 /// A linked client, as initialize described it.
 #[derive(Debug, Clone)]
 pub struct Client {
-    /// Its link.
-    pub peer: Arc<Peer>,
-    /// Whether it said `_meta.lembas` (LLeMbas, not a plain editor).
-    pub lembas: bool,
-    /// The link protocol it speaks (1 or 2).
-    pub protocol: u8,
+    route: Arc<RwLock<Route>>,
     /// Send `_lembas/event` even to a plain client (only when misbehaving on purpose).
     pub events_to_all: bool,
-    /// Whether questions and plans may still be sent on this link (shared by every `Client` of
-    /// the link: a method-not-found answer turns it off for the rest of the link).
-    pub asks: Arc<AtomicBool>,
 }
 
 impl Client {
+    /// A client on its own route.
+    pub fn new(route: Route, events_to_all: bool) -> Client {
+        Client::on(Arc::new(RwLock::new(route)), events_to_all)
+    }
+
+    /// A client on a shared route.
+    pub fn on(route: Arc<RwLock<Route>>, events_to_all: bool) -> Client {
+        Client {
+            route,
+            events_to_all,
+        }
+    }
+
+    fn route(&self) -> Route {
+        self.route
+            .read()
+            .map(|r| r.clone())
+            .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// The link its messages go to now.
+    pub fn peer(&self) -> Arc<Peer> {
+        self.route().peer
+    }
+
+    /// Whether it said `_meta.lembas`.
+    pub fn lembas(&self) -> bool {
+        self.route().lembas
+    }
+
+    /// The protocol it speaks.
+    pub fn protocol(&self) -> u8 {
+        self.route().protocol
+    }
+
+    /// Whether it may be asked questions and plans.
+    pub fn asks(&self) -> bool {
+        self.route().asks
+    }
+
+    /// It answered a question or plan with method-not-found: protocol 1 for the rest of the link.
+    pub fn stop_asking(&self) {
+        if let Ok(mut route) = self.route.write() {
+            route.asks = false;
+        }
+    }
+
     /// Sends a `session/update`.
     pub fn update(&self, session_id: &str, update: Value) {
-        self.peer.notify(
+        self.peer().notify(
             "session/update",
             json!({ "sessionId": session_id, "update": update }),
         );
@@ -34,8 +88,8 @@ impl Client {
 
     /// Sends a `_lembas/event`, when this client may have it.
     pub fn event(&self, session_id: &str, event: Value) {
-        if self.lembas || self.events_to_all {
-            self.peer.notify(
+        if self.lembas() || self.events_to_all {
+            self.peer().notify(
                 "_lembas/event",
                 json!({ "sessionId": session_id, "event": event }),
             );

@@ -9,7 +9,9 @@
 pub mod actions;
 pub mod agent;
 pub mod cards;
+pub mod commands;
 pub mod dial;
+pub mod directories;
 pub mod events;
 pub mod limits;
 pub mod model;

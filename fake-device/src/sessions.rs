@@ -97,6 +97,10 @@ pub struct State {
     pub waiters: HashMap<String, Vec<oneshot::Sender<Value>>>,
     /// The client the session reports to (the last that named it).
     pub client: Option<Client>,
+    /// The link that client was last told the session's commands and plan on.
+    pub reported_link: Option<u32>,
+    /// Commands the person allowed for the rest of the session (`session` on an approval).
+    pub allowed: std::collections::HashSet<String>,
     /// Deleted: nothing of it is written again (a turn still ending must not bring it back).
     pub deleted: bool,
 }
@@ -204,6 +208,10 @@ impl Sessions {
             "_lembas/session/rewind" if self.has("rewind") => self.rewind(params).await,
             "_lembas/session/compact" if self.has("compact") => self.compact(params, client).await,
             "_lembas/session/title" if self.has("title") => self.title(params, client).await,
+            "_lembas/directories" if self.has("directories") => {
+                crate::directories::answer(&self.limits(), params)
+            }
+            "_lembas/commands" if self.has("commands") => self.commands(params).await,
             _ => return None,
         };
         Some(Reply::Now(answer))
@@ -227,7 +235,7 @@ impl Sessions {
             client.update("ses_ghost", json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "boo" } }));
         }
         if self.has("commands") {
-            client.update(id, json!({ "sessionUpdate": "available_commands_update", "availableCommands": builtin_commands() }));
+            client.update(id, json!({ "sessionUpdate": "available_commands_update", "availableCommands": crate::commands::builtin_commands() }));
         }
     }
 
@@ -235,17 +243,17 @@ impl Sessions {
     /// over by a new link, first tells it what a new session's client hears: the command list
     /// (capability `commands`) and the plan, when it has one.
     pub(crate) fn report_to(&self, state: &mut State, client: &Client) {
-        let same_link = state
-            .client
-            .as_ref()
-            .is_some_and(|c| c.peer.link() == client.peer.link());
+        // By link number, not by route: a route moved to a new link has not told it yet.
+        let link = client.peer().link();
+        let same_link = state.reported_link == Some(link);
         state.client = Some(client.clone());
+        state.reported_link = Some(link);
         if same_link || self.breaks(ids::DEVICE_SESSION_TAKEOVER) {
             return;
         }
         let id = state.stored.id.clone();
         if self.has("commands") {
-            client.update(&id, json!({ "sessionUpdate": "available_commands_update", "availableCommands": builtin_commands() }));
+            client.update(&id, json!({ "sessionUpdate": "available_commands_update", "availableCommands": crate::commands::builtin_commands() }));
         }
         if let Some(plan) = &state.stored.plan {
             client.update(&id, crate::cards::plan_update(plan, self.has("plan_state")));
@@ -290,6 +298,8 @@ impl Sessions {
             queued: Vec::new(),
             waiters: HashMap::new(),
             client: None,
+            reported_link: None,
+            allowed: Default::default(),
             deleted: false,
         };
         (
@@ -414,10 +424,18 @@ impl Sessions {
     async fn remove(&self, id: &str, live: &Live) -> std::io::Result<bool> {
         {
             let mut state = live.state.lock().await;
+            // The session stops: the running turn ends `cancelled` (and answers its prompt),
+            // and the turns waiting behind it are answered `cancelled` without running.
             if let Some(running) = &state.running {
                 running.cancel();
             }
-            state.waiters.clear();
+            for turn in std::mem::take(&mut state.queued) {
+                let answer =
+                    json!({ "stopReason": "cancelled", "_meta": { "lembas": { "turnId": turn } } });
+                for waiter in state.waiters.remove(&turn).unwrap_or_default() {
+                    let _ = waiter.send(answer.clone());
+                }
+            }
             state.deleted = true;
         }
         if let Ok(mut map) = self.live.lock() {
@@ -449,7 +467,7 @@ impl Sessions {
         };
         let mut state = live.state.lock().await;
         let params = self.announcement(&id, &state);
-        client.peer.notify("_lembas/session/announce", params);
+        client.peer().notify("_lembas/session/announce", params);
         self.report_to(&mut state, client);
     }
 
@@ -604,6 +622,7 @@ impl Sessions {
         let mut state = live.state.lock().await;
         self.read_context(meta, &mut state);
         state.client = Some(client.clone());
+        state.reported_link = Some(client.peer().link());
         self.save(&state);
         let mut modes = json!({
             "currentModeId": mode,
@@ -624,9 +643,33 @@ impl Sessions {
 
     pub(crate) async fn session(self: &Arc<Self>, params: &Value) -> Result<Arc<Live>, RpcError> {
         let id = param_str(params, "sessionId")?;
-        self.open(id)
+        let live = self
+            .open(id)
             .await
-            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))
+            .ok_or_else(|| refuse(format!("no session `{id}` on this device")))?;
+        {
+            let mut state = live.state.lock().await;
+            // The limits apply to every request as they are now: a session whose folder left
+            // the roots (or remote work turned off) is refused as session/new would refuse it.
+            // A terminal's shared session is the terminal's to bound.
+            let limits = self.limits();
+            if !self.is_terminal_session(id) && !limits.inside_roots(&state.stored.cwd) {
+                return Err(refuse(if limits.remote {
+                    format!(
+                        "session `{id}` works in {}, which is outside the device's remote roots",
+                        state.stored.cwd.display()
+                    )
+                } else {
+                    "remote work is off on this device".to_string()
+                }));
+            }
+            // Named by the client: it may delete it from now on (spec, which sessions).
+            if !state.stored.given {
+                state.stored.given = true;
+                self.save(&state);
+            }
+        }
+        Ok(live)
     }
 
     async fn set_mode(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
@@ -636,17 +679,38 @@ impl Sessions {
             .limits()
             .lower_mode(asked)
             .ok_or_else(|| refuse(format!("no mode `{asked}`")))?;
+        {
+            let mut state = live.state.lock().await;
+            self.report_to(&mut state, client);
+        }
+        self.change_mode(&live, &mode, Some(client)).await;
+        Ok(json!({}))
+    }
+
+    /// Puts a session in a mode, lowered to `max_mode`, and tells the client
+    /// (`current_mode_update`, `mode` event). Gives the mode it is in now.
+    pub(crate) async fn change_mode(
+        &self,
+        live: &Live,
+        asked: &str,
+        client: Option<&Client>,
+    ) -> String {
         let mut state = live.state.lock().await;
-        self.report_to(&mut state, client);
+        let mode = self
+            .limits()
+            .lower_mode(asked)
+            .unwrap_or_else(|| state.stored.mode.clone());
         state.stored.mode = mode.clone();
         self.save(&state);
         let id = state.stored.id.clone();
-        client.update(
-            &id,
-            json!({ "sessionUpdate": "current_mode_update", "currentModeId": mode }),
-        );
-        client.event(&id, json!({ "type": "mode", "mode": mode }));
-        Ok(json!({}))
+        if let Some(client) = client {
+            client.update(
+                &id,
+                json!({ "sessionUpdate": "current_mode_update", "currentModeId": mode }),
+            );
+            client.event(&id, json!({ "type": "mode", "mode": mode }));
+        }
+        mode
     }
 
     async fn configure(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
@@ -783,6 +847,18 @@ impl Sessions {
         Ok(json!({ "deleted": removed }))
     }
 
+    /// `_lembas/commands`: the command set of a session, or of a folder a session could start
+    /// in (the `session/new` rules).
+    async fn commands(self: &Arc<Self>, params: &Value) -> Answer {
+        if params.get("sessionId").is_some() {
+            self.session(params).await?;
+        } else {
+            let cwd = param_str(params, "cwd")?;
+            self.limits().check_cwd(cwd).map_err(refuse)?;
+        }
+        Ok(json!({ "commands": crate::commands::builtin_commands() }))
+    }
+
     async fn title(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
         let live = self.session(params).await?;
         let asked = param_str(params, "title")?;
@@ -802,26 +878,4 @@ impl Sessions {
         );
         Ok(json!({ "title": title }))
     }
-}
-
-/// The built-in commands, in the spec's order.
-pub fn builtin_commands() -> Vec<Value> {
-    [
-        ("compact", "Fold the conversation into a summary", None),
-        ("plan", "Plan before changing anything", Some("task")),
-        ("undo", "Undo the last turn's changes", None),
-        ("review", "Review the changes", Some("head | <branch>")),
-        ("changelog", "Write a changelog entry", None),
-        ("init", "Write the project's agent file", None),
-        ("continue", "Continue where the last turn stopped", None),
-    ]
-    .into_iter()
-    .map(|(name, description, hint)| {
-        let mut command = json!({ "name": name, "description": description, "_meta": { "lembas": { "kind": "builtin" } } });
-        if let Some(hint) = hint {
-            command["input"] = json!({ "hint": hint });
-        }
-        command
-    })
-    .collect()
 }

@@ -10,6 +10,7 @@ use harness::rules::ids;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::commands::Slash;
 use crate::events::Client;
 use crate::model::ModelClient;
 use crate::sessions::{Answer, Live, Reply, Sessions, State, fresh_id, param_str, refuse};
@@ -20,8 +21,12 @@ use crate::store::{StoredMessage, TurnState};
 pub struct Job {
     /// Its id.
     pub turn_id: String,
-    /// The prompt's text.
+    /// What the agent is given (a command's expanded text).
     pub text: String,
+    /// What the person typed (`/review`, not its body), for the prompt event and history.
+    pub typed: String,
+    /// The command the prompt is, when it is one.
+    pub command: Option<Slash>,
 }
 
 /// The turn running in a session.
@@ -135,11 +140,21 @@ impl Sessions {
                     }
                     state.waiters.entry(turn_id.clone()).or_default().push(tx);
                     self.save(&state);
+                    let command = self
+                        .has("commands")
+                        .then(|| crate::commands::parse(&text))
+                        .flatten();
+                    let given_text = match &command {
+                        Some(Slash::Prompt { text, .. }) => text.clone(),
+                        _ => text.clone(),
+                    };
                     if live
                         .jobs
                         .send(Job {
                             turn_id: turn_id.clone(),
-                            text,
+                            text: given_text,
+                            typed: text,
+                            command,
                         })
                         .is_err()
                     {
@@ -229,28 +244,59 @@ impl Sessions {
     pub(crate) async fn compact(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
         let live = self.session(params).await?;
         let id = param_str(params, "sessionId")?;
-        let state = live.state.lock().await;
-        if state.running.is_some() {
+        if live.state.lock().await.running.is_some() {
             return Err(refuse("the session is working: compact it between turns"));
         }
+        let summary = self.summary(live.as_ref()).await;
+        client.event(id, json!({ "type": "compacted", "summary": summary }));
+        Ok(json!({ "summary": summary }))
+    }
+
+    /// What compacting the conversation comes to.
+    async fn summary(&self, live: &Live) -> String {
+        let state = live.state.lock().await;
         let turns = state
             .stored
             .messages
             .iter()
             .filter(|m| m.role == "user" && !m.reverted)
             .count();
-        let summary = format!(
+        format!(
             "A conversation of {turns} turn(s) in {}.",
             state.stored.cwd.display()
-        );
-        client.event(id, json!({ "type": "compacted", "summary": summary }));
-        Ok(json!({ "summary": summary }))
+        )
+    }
+
+    /// `/undo`: the last turn leaves the conversation; gives its prompt (`None`: nothing to undo).
+    async fn undo_last(&self, live: &Live) -> Option<String> {
+        let mut state = live.state.lock().await;
+        let last = state
+            .stored
+            .messages
+            .iter()
+            .rev()
+            .find(|m| !m.reverted && m.role == "user")
+            .map(|m| (m.turn_id.clone(), m.text.clone()))?;
+        for message in state
+            .stored
+            .messages
+            .iter_mut()
+            .filter(|m| m.turn_id == last.0)
+        {
+            message.reverted = true;
+        }
+        self.save(&state);
+        Some(last.1)
     }
 
     /// Runs one turn of the echo agent, reporting to the session's client.
     async fn run(&self, live: &Live, job: Job) {
         let (mut cancelled, client, session_id) = {
             let mut state = live.state.lock().await;
+            // A deleted session runs nothing more (its waiting turns were answered).
+            if state.deleted {
+                return;
+            }
             if state
                 .running
                 .as_ref()
@@ -270,7 +316,7 @@ impl Sessions {
                 client.event(&session_id, event);
             }
         };
-        say(json!({ "type": "prompt", "text": job.text, "turnId": job.turn_id }));
+        say(json!({ "type": "prompt", "text": job.typed, "turnId": job.turn_id }));
         let task = |state: &str| {
             if self.breaks(ids::DEVICE_TASK_TERMINAL_TURN) && self.is_terminal_session(&session_id)
             {
@@ -280,8 +326,45 @@ impl Sessions {
             }
         };
         say(task("start"));
+        let mut extra = serde_json::Map::new();
+        if let Some(command) = &job.command {
+            extra.insert("command".into(), json!(command.name()));
+        }
+        let action = match &job.command {
+            Some(Slash::Compact) => {
+                let summary = self.summary(live).await;
+                say(json!({ "type": "compacted", "summary": summary }));
+                extra.insert("summary".into(), json!(summary));
+                true
+            }
+            Some(Slash::Undo) => {
+                let undone = self.undo_last(live).await;
+                extra.insert(
+                    "undone".into(),
+                    undone.map_or(
+                        Value::Null,
+                        |prompt| json!({ "prompt": prompt, "files": [] }),
+                    ),
+                );
+                true
+            }
+            Some(Slash::PlanMode) => {
+                let mode = self.change_mode(live, "plan", client.as_ref()).await;
+                extra.insert("mode".into(), json!(mode));
+                true
+            }
+            Some(Slash::Prompt {
+                mode: Some(mode), ..
+            }) => {
+                self.change_mode(live, mode, client.as_ref()).await;
+                false
+            }
+            _ => false,
+        };
         let script = self.config.scripts.iter().find(|s| s.answers(&job.text));
         let (reply, stop) = match (script, &self.config.model) {
+            // An action sends nothing to the model.
+            _ if action => (String::new(), "end_turn"),
             (Some(script), _) => {
                 self.script_turn(live, script, client.as_ref(), &session_id, &mut cancelled)
                     .await
@@ -337,8 +420,17 @@ impl Sessions {
         if !unsent.is_empty() && self.has("steer") {
             lembas["unsent"] = json!(unsent);
         }
+        if let Some(fields) = lembas.as_object_mut() {
+            fields.extend(extra);
+        }
         let answer = json!({ "stopReason": stop, "_meta": { "lembas": lembas } });
-        for (role, text) in [("user", job.text.clone()), ("assistant", reply)] {
+        // An action leaves nothing in the conversation; a prompt command is kept as typed.
+        let said = if action {
+            Vec::new()
+        } else {
+            vec![("user", job.typed.clone()), ("assistant", reply)]
+        };
+        for (role, text) in said {
             state.stored.messages.push(StoredMessage {
                 role: role.into(),
                 text,

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_device::events::Client;
+use fake_device::events::{Client, Route};
 use fake_device::limits::Limits;
 use fake_device::sessions::{Sessions, SessionsConfig};
 use fake_device::store::Store;
@@ -42,13 +42,15 @@ fn client() -> (
         Arc::new(Quiet),
     );
     (
-        Client {
-            peer,
-            lembas: true,
-            protocol: 2,
-            events_to_all: false,
-            asks: Arc::new(std::sync::atomic::AtomicBool::new(true)),
-        },
+        Client::new(
+            Route {
+                peer,
+                lembas: true,
+                protocol: 2,
+                asks: true,
+            },
+            false,
+        ),
         sent,
         keep_open,
     )

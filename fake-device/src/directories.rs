@@ -1,0 +1,146 @@
+//! `_lembas/directories`: the folder picker of the web UI. Without a path, the places a session
+//! may start in (the roots and the trusted directories inside them); with one, that directory
+//! and its subdirectories, each saying whether `session/new` would accept it and why not.
+
+use std::path::Path;
+
+use harness::jsonrpc::RpcError;
+use serde_json::{Value, json};
+
+use crate::limits::Limits;
+use crate::sessions::refuse;
+
+/// The most entries one listing gives (a huge directory must not make a huge message).
+pub const MAX_ENTRIES: usize = 500;
+
+/// A `Dir`: the path, its name, and whether a session may start there.
+fn dir(limits: &Limits, path: &Path) -> Value {
+    let text = path.display().to_string();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| text.clone());
+    let mut entry = json!({ "path": text, "name": name, "accepted": true });
+    if let Err(reason) = limits.check_cwd(&text) {
+        entry["accepted"] = json!(false);
+        entry["reason"] = json!(reason);
+    }
+    entry
+}
+
+/// Answers `_lembas/directories` under the limits as they are now.
+pub fn answer(limits: &Limits, params: &Value) -> Result<Value, RpcError> {
+    let Some(path) = params
+        .get("path")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty())
+    else {
+        let mut places: Vec<&Path> = Vec::new();
+        if limits.remote {
+            for place in limits.roots.iter().chain(
+                limits
+                    .trusted
+                    .iter()
+                    .filter(|t| limits.inside_roots(t.as_path())),
+            ) {
+                if !places.contains(&place.as_path()) {
+                    places.push(place);
+                }
+            }
+        }
+        let places: Vec<Value> = places.into_iter().map(|p| dir(limits, p)).collect();
+        return Ok(json!({ "path": "", "places": places }));
+    };
+    // A listing is refused as session/new refuses a folder: no roots, remote work off, not
+    // absolute, outside the roots. Trust is not needed to look.
+    if !limits.remote {
+        return Err(refuse("remote work is off on this device"));
+    }
+    if limits.roots.is_empty() {
+        return Err(refuse("this device allows no folder yet (no remote roots)"));
+    }
+    let asked = Path::new(path);
+    if !asked.is_absolute() {
+        return Err(refuse(format!("`{path}` is not an absolute path")));
+    }
+    let resolved = std::fs::canonicalize(asked).unwrap_or_else(|_| asked.to_path_buf());
+    if !limits.inside_roots(&resolved) {
+        return Err(refuse(format!(
+            "`{path}` is outside the device's remote roots"
+        )));
+    }
+    let mut result = dir(limits, &resolved);
+    result["parent"] = match resolved.parent() {
+        Some(parent) if limits.inside_roots(parent) => json!(parent.display().to_string()),
+        _ => Value::Null,
+    };
+    match std::fs::read_dir(&resolved) {
+        Ok(read) => {
+            let mut subdirs: Vec<_> = read
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect();
+            subdirs.sort();
+            subdirs.truncate(MAX_ENTRIES);
+            result["entries"] = json!(subdirs.iter().map(|p| dir(limits, p)).collect::<Vec<_>>());
+        }
+        Err(e) => {
+            result["entries"] = json!([]);
+            result["error"] = json!(format!("cannot list it: {e}"));
+        }
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn places_and_listings_say_what_session_new_would_accept() {
+        let root = tempfile::tempdir().expect("root");
+        std::fs::create_dir(root.path().join("b")).expect("dir");
+        std::fs::create_dir(root.path().join("a")).expect("dir");
+        std::fs::write(root.path().join("file.txt"), "x").expect("file");
+        let mut limits = Limits::new(&[root.path().display().to_string()]);
+        let places = answer(&limits, &json!({})).expect("places");
+        assert_eq!(places["path"], "");
+        assert_eq!(places["places"].as_array().map(Vec::len), Some(1));
+        assert_eq!(places["places"][0]["accepted"], true);
+
+        let root_path = limits.roots[0].display().to_string();
+        let listing = answer(&limits, &json!({"path": root_path})).expect("listing");
+        let names: Vec<&str> = listing["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .filter_map(|e| e["name"].as_str())
+            .collect();
+        assert_eq!(names, ["a", "b"], "directories only, sorted");
+        assert_eq!(listing["parent"], Value::Null, "nothing above a root");
+
+        limits.trusted.clear();
+        let untrusted = answer(&limits, &json!({"path": root_path})).expect("listing");
+        assert_eq!(untrusted["accepted"], false);
+        assert!(
+            untrusted["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("trusted"))
+        );
+
+        assert!(
+            answer(&limits, &json!({"path": "/"})).is_err(),
+            "outside the roots"
+        );
+        assert!(answer(&limits, &json!({"path": "relative"})).is_err());
+        assert!(
+            answer(&Limits::new(&[]), &json!({"path": "/tmp"})).is_err(),
+            "no roots"
+        );
+        assert_eq!(
+            answer(&Limits::new(&[]), &json!({})).expect("places")["places"],
+            json!([])
+        );
+    }
+}
