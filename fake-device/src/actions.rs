@@ -128,7 +128,11 @@ impl DeviceActor {
             }
             json!({ "roots": limits.said_roots(), "remote": limits.remote })
         };
-        if !self.sessions.breaks(ids::DEVICE_LIMITS_RELINK) {
+        // Relinking on changed limits came with spec 1.1.0; a 1.0.0 device says its new limits
+        // when its link next comes up.
+        if self.sessions.config.spec != harness::lembas::Spec::V1_0_0
+            && !self.sessions.breaks(ids::DEVICE_LIMITS_RELINK)
+        {
             let (dialer, sessions) = (self.dialer.clone(), self.sessions.clone());
             tokio::spawn(async move { dialer.relink(&sessions).await });
         }

@@ -199,9 +199,52 @@ impl Sessions {
         session_id: &str,
         call_id: &str,
         method: &str,
-        mut params: Value,
+        params: Value,
     ) -> Result<Option<Value>, i64> {
         let wait: Duration = self.config.approval_timeout;
+        // A cancelled turn stops waiting for its card too (and takes it down).
+        let mut cancelled = match self.live_session(session_id) {
+            Some(live) => live
+                .state
+                .lock()
+                .await
+                .running
+                .as_ref()
+                .map(|r| r.cancelled()),
+            None => None,
+        };
+        let on_cancel = async move {
+            match &mut cancelled {
+                Some(rx) => {
+                    let _ = rx.wait_for(|c| *c).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            asked = self.ask_or_terminal(client, session_id, call_id, method, params, wait) => asked,
+            () = on_cancel => {
+                if client.lembas() {
+                    client.peer().notify(
+                        "_lembas/permission/settled",
+                        json!({ "sessionId": session_id, "toolCallId": call_id }),
+                    );
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// [`Self::ask`], without the turn's cancel.
+    async fn ask_or_terminal(
+        &self,
+        client: &Client,
+        session_id: &str,
+        call_id: &str,
+        method: &str,
+        mut params: Value,
+        wait: Duration,
+    ) -> Result<Option<Value>, i64> {
         let shared = self.is_terminal_session(session_id);
         params["_meta"]["lembas"]["patient"] =
             json!(shared && !self.breaks(ids::DEVICE_CARD_PATIENT));

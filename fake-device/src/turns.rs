@@ -44,6 +44,11 @@ impl Running {
     pub fn cancel(&self) {
         self.cancel.send_replace(true);
     }
+
+    /// Hears when it is cancelled.
+    pub fn cancelled(&self) -> watch::Receiver<bool> {
+        self.cancel.subscribe()
+    }
 }
 
 /// Marks a turn as the running one (out of the queue, `running` in the log).
@@ -114,7 +119,10 @@ impl Sessions {
         let (tx, rx) = oneshot::channel();
         {
             let mut state = live.state.lock().await;
-            self.read_context(meta, &mut state);
+            // Newer `Context` replaces older, on every prompt.
+            if !self.breaks(ids::DEVICE_CONTEXT_READ) {
+                self.read_context(meta, &mut state);
+            }
             self.report_to(&mut state, client);
             state.stored.given = true;
             let known = state
@@ -199,6 +207,9 @@ impl Sessions {
         let Some(live) = self.open(id).await else {
             return;
         };
+        if self.breaks(ids::DEVICE_CANCEL_TURN) {
+            return;
+        }
         let state = live.state.lock().await;
         if let Some(running) = &state.running {
             running.cancel();
@@ -526,16 +537,22 @@ impl Sessions {
                 .model
                 .as_deref()
                 .map(|m| m.strip_prefix(&prefix).unwrap_or(m).to_string());
-            let mut messages = Vec::new();
-            if let Some(system) = state
+            // The device composes its own prompt; the chat's authored prompt, when the client
+            // sent one, is appended under a heading naming the instance (spec, `Context`).
+            let mut system = String::from(SHARED_PROMPT);
+            if let Some(authored) = state
                 .stored
                 .context
                 .get("system_prompt")
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
             {
-                messages.push(json!({ "role": "system", "content": system }));
+                system.push_str(&format!(
+                    "\n\n## Instructions from {}\n\n{authored}",
+                    self.config.connection
+                ));
             }
+            let mut messages = vec![json!({ "role": "system", "content": system })];
             for m in state.stored.messages.iter().filter(|m| !m.reverted) {
                 messages.push(json!({ "role": m.role, "content": m.text }));
             }
@@ -557,12 +574,15 @@ impl Sessions {
                     messages.push(json!({ "role": "user", "content": text }));
                 }
             }
-            let completion = match model
-                .complete(&model_id, &messages, &crate::model::tools())
-                .await
-            {
-                Ok(c) => c,
-                Err(e) => return self.model_failed(client, session_id, &e),
+            // A cancel stops the turn while the model thinks, too.
+            let tools = crate::model::tools();
+            let asked = model.complete(&model_id, &messages, &tools);
+            let completion = tokio::select! {
+                answer = asked => match answer {
+                    Ok(c) => c,
+                    Err(e) => return self.model_failed(client, session_id, &e),
+                },
+                _ = cancelled.wait_for(|c| *c) => return (reply, "cancelled"),
             };
             if let (Some(reasoning), Some(client)) = (&completion.reasoning, client) {
                 client.update(session_id, json!({ "sessionUpdate": "agent_thought_chunk", "content": { "type": "text", "text": reasoning } }));
@@ -643,6 +663,10 @@ impl Sessions {
         (String::new(), "end_turn")
     }
 }
+
+/// The device's own system prompt, before anything the client adds.
+pub const SHARED_PROMPT: &str =
+    "You are the coding agent of LLeMbas CLI, working in the person's project on their device.";
 
 /// The most model calls one turn makes: a model that keeps calling tools is stopped there, and
 /// the turn ends with `max_turn_requests`.
