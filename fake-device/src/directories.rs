@@ -28,8 +28,9 @@ fn dir(limits: &Limits, path: &Path) -> Value {
     entry
 }
 
-/// Answers `_lembas/directories` under the limits as they are now.
-pub fn answer(limits: &Limits, params: &Value) -> Result<Value, RpcError> {
+/// Answers `_lembas/directories` under the limits as they are now. `any_path`: list whatever
+/// path is asked (only when misbehaving on purpose).
+pub fn answer(limits: &Limits, params: &Value, any_path: bool) -> Result<Value, RpcError> {
     let Some(path) = params
         .get("path")
         .and_then(Value::as_str)
@@ -53,6 +54,13 @@ pub fn answer(limits: &Limits, params: &Value) -> Result<Value, RpcError> {
     };
     // A listing is refused as session/new refuses a folder: no roots, remote work off, not
     // absolute, outside the roots. Trust is not needed to look.
+    if any_path {
+        let asked = Path::new(path);
+        let mut result = dir(limits, asked);
+        result["parent"] = Value::Null;
+        result["entries"] = json!([]);
+        return Ok(result);
+    }
     if !limits.remote {
         return Err(refuse("remote work is off on this device"));
     }
@@ -104,13 +112,13 @@ mod tests {
         std::fs::create_dir(root.path().join("a")).expect("dir");
         std::fs::write(root.path().join("file.txt"), "x").expect("file");
         let mut limits = Limits::new(&[root.path().display().to_string()]);
-        let places = answer(&limits, &json!({})).expect("places");
+        let places = answer(&limits, &json!({}), false).expect("places");
         assert_eq!(places["path"], "");
         assert_eq!(places["places"].as_array().map(Vec::len), Some(1));
         assert_eq!(places["places"][0]["accepted"], true);
 
         let root_path = limits.roots[0].display().to_string();
-        let listing = answer(&limits, &json!({"path": root_path})).expect("listing");
+        let listing = answer(&limits, &json!({"path": root_path}), false).expect("listing");
         let names: Vec<&str> = listing["entries"]
             .as_array()
             .expect("entries")
@@ -121,7 +129,7 @@ mod tests {
         assert_eq!(listing["parent"], Value::Null, "nothing above a root");
 
         limits.trusted.clear();
-        let untrusted = answer(&limits, &json!({"path": root_path})).expect("listing");
+        let untrusted = answer(&limits, &json!({"path": root_path}), false).expect("listing");
         assert_eq!(untrusted["accepted"], false);
         assert!(
             untrusted["reason"]
@@ -130,16 +138,16 @@ mod tests {
         );
 
         assert!(
-            answer(&limits, &json!({"path": "/"})).is_err(),
+            answer(&limits, &json!({"path": "/"}), false).is_err(),
             "outside the roots"
         );
-        assert!(answer(&limits, &json!({"path": "relative"})).is_err());
+        assert!(answer(&limits, &json!({"path": "relative"}), false).is_err());
         assert!(
-            answer(&Limits::new(&[]), &json!({"path": "/tmp"})).is_err(),
+            answer(&Limits::new(&[]), &json!({"path": "/tmp"}), false).is_err(),
             "no roots"
         );
         assert_eq!(
-            answer(&Limits::new(&[]), &json!({})).expect("places")["places"],
+            answer(&Limits::new(&[]), &json!({}), false).expect("places")["places"],
             json!([])
         );
     }

@@ -208,9 +208,11 @@ impl Sessions {
             "_lembas/session/rewind" if self.has("rewind") => self.rewind(params).await,
             "_lembas/session/compact" if self.has("compact") => self.compact(params, client).await,
             "_lembas/session/title" if self.has("title") => self.title(params, client).await,
-            "_lembas/directories" if self.has("directories") => {
-                crate::directories::answer(&self.limits(), params)
-            }
+            "_lembas/directories" if self.has("directories") => crate::directories::answer(
+                &self.limits(),
+                params,
+                self.breaks(ids::DEVICE_DIRECTORIES_ROOTS),
+            ),
             "_lembas/commands" if self.has("commands") => self.commands(params).await,
             _ => return None,
         };

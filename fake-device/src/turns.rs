@@ -151,7 +151,8 @@ impl Sessions {
                     let command = self
                         .has("commands")
                         .then(|| crate::commands::parse(&text))
-                        .flatten();
+                        .flatten()
+                        .filter(|_| !self.breaks(ids::DEVICE_COMMANDS_ACTIONS));
                     let given_text = match &command {
                         Some(Slash::Prompt { text, .. }) => text.clone(),
                         _ => text.clone(),

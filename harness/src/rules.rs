@@ -149,6 +149,8 @@ pub mod ids {
     DEVICE_LEFT_SHAPE = "device.left.shape",
     DEVICE_PLAN_UPDATE = "device.plan.update",
     DEVICE_EVENT_TODOS = "device.event.todos",
+    DEVICE_DIRECTORIES_ROOTS = "device.directories.roots",
+    DEVICE_COMMANDS_ACTIONS = "device.commands.actions",
     DEVICE_CONTEXT_READ = "device.context.read",
     DEVICE_CANCEL_TURN = "device.cancel.turn",
     DEVICE_TURNS_RELINK = "device.turns.relink",
