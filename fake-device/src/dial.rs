@@ -221,9 +221,24 @@ impl DeviceDialer {
     /// The device's limits changed: once no session is working, close the link and dial again
     /// at once, so the client hears the new limits (spec, `_lembas/hello`).
     pub async fn relink(&self, sessions: &crate::sessions::Sessions) {
-        // Not while a session works: its turn would lose the link it reports on.
-        while sessions.any_working().await && !sessions.breaks(ids::DEVICE_LIMITS_WAIT) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        // Not while a session works, nor before the answers of turns just ended are on the
+        // wire: the client would lose them with the link.
+        let waits = !sessions.breaks(ids::DEVICE_LIMITS_WAIT);
+        // A request the device holds on purpose (a scenario's `hold`) is not waited for long.
+        let mut answers_for = Duration::ZERO;
+        const ANSWERS_GRACE: Duration = Duration::from_secs(2);
+        const TICK: Duration = Duration::from_millis(50);
+        while waits {
+            if sessions.any_working().await {
+                answers_for = Duration::ZERO;
+            } else if answers_for < ANSWERS_GRACE
+                && self.hub.current().is_some_and(|p| p.unanswered() > 0)
+            {
+                answers_for += TICK;
+            } else {
+                break;
+            }
+            tokio::time::sleep(TICK).await;
         }
         if let Some(peer) = self.hub.current() {
             self.relinking

@@ -54,8 +54,9 @@ pub struct Chat {
     pub left: bool,
     /// What was said, in order.
     pub transcript: Vec<Line>,
-    /// Turns sent and not yet answered, oldest first.
-    pub in_flight: Vec<String>,
+    /// Turns sent and not yet answered, oldest first: their ids and texts (a turn the device
+    /// turns out not to know is sent again as it was).
+    pub in_flight: Vec<(String, String)>,
     /// Every turn id this chat ever sent (a new message never reuses one).
     pub sent: Vec<String>,
     /// The agent's text of the turn now running, as it streams.
@@ -180,10 +181,18 @@ impl Chats {
             facts.ready = true;
             facts.capabilities = capabilities;
         }
-        if deletes && !self.breaks(ids::INSTANCE_DELETE_REDELIVER) {
-            let (chats, peer) = (self.clone(), peer.clone());
-            tokio::spawn(async move { chats.redeliver(&peer).await });
-        }
+        let facts = self.link(peer.link()).unwrap_or_default();
+        let redeliver = deletes && !self.breaks(ids::INSTANCE_DELETE_REDELIVER);
+        let reattach = !self.breaks(ids::INSTANCE_REATTACH_STATUS);
+        let (chats, peer) = (self.clone(), peer.clone());
+        tokio::spawn(async move {
+            if redeliver {
+                chats.redeliver(&peer).await;
+            }
+            if reattach {
+                chats.reattach(&peer, &facts).await;
+            }
+        });
     }
 
     /// A link ended.
@@ -225,6 +234,30 @@ impl Chats {
             ("_lembas/session/deleted", Some(id)) => {
                 // A `deleted` for a chat it never had, or has deleted already, is ignored.
                 inner.chats.remove(id);
+            }
+            ("_lembas/event", Some(id)) => {
+                let event = params.get("event");
+                let kind = event.and_then(|e| e.get("type")).and_then(Value::as_str);
+                let ended =
+                    event.and_then(|e| e.get("state")).and_then(Value::as_str) == Some("end");
+                let turn = event.and_then(|e| e.get("turnId")).and_then(Value::as_str);
+                match (kind, inner.chats.get_mut(id)) {
+                    // A followed turn (reattached after a relink) ends with its task's end.
+                    (Some("task"), Some(chat)) if ended => {
+                        if let Some(turn) = turn
+                            && chat.in_flight.iter().any(|(t, _)| t == turn)
+                        {
+                            chat.in_flight.retain(|(t, _)| t != turn);
+                            let said = std::mem::take(&mut chat.streaming);
+                            chat.transcript.push(Line {
+                                role: "assistant",
+                                text: said,
+                                turn_id: Some(turn.to_string()),
+                            });
+                        }
+                    }
+                    _ => {}
+                }
             }
             ("_lembas/permission/settled", _) => {
                 if let Some(call) = params.get("toolCallId").and_then(Value::as_str) {
@@ -323,7 +356,7 @@ impl Chats {
             .ok_or_else(|| format!("no chat `{chat}`"))?
             .in_flight
             .first()
-            .cloned();
+            .map(|(turn, _)| turn.clone());
         if running.is_some()
             && facts.capabilities.iter().any(|c| c == "steer")
             && !self.breaks(ids::INSTANCE_STEER_RUNNING)
@@ -373,14 +406,22 @@ impl Chats {
         turn_id: &str,
         text: &str,
     ) {
-        {
+        let again = {
             let mut inner = self.lock();
-            if let Some(c) = inner.chats.get_mut(chat) {
-                c.in_flight.push(turn_id.to_string());
-                c.sent.push(turn_id.to_string());
+            match inner.chats.get_mut(chat) {
+                // Sent again after a relink: the same turn, not a new one.
+                Some(c) if c.sent.iter().any(|t| t == turn_id) => true,
+                Some(c) => {
+                    c.in_flight.push((turn_id.to_string(), text.to_string()));
+                    c.sent.push(turn_id.to_string());
+                    false
+                }
+                None => false,
             }
+        };
+        if !again {
+            self.say(chat, "user", text, Some(turn_id.to_string()));
         }
-        self.say(chat, "user", text, Some(turn_id.to_string()));
         let mut params = json!({ "sessionId": chat, "prompt": [{ "type": "text", "text": text }] });
         if facts.capabilities.iter().any(|c| c == "turns") {
             params["_meta"] = json!({ "lembas": { "turnId": turn_id } });
@@ -395,16 +436,12 @@ impl Chats {
         );
         tokio::spawn(async move {
             let answer = answer.await;
-            let said = {
-                let mut inner = chats.lock();
-                inner.chats.get_mut(&chat).map(|c| {
-                    c.in_flight.retain(|t| *t != turn_id);
-                    std::mem::take(&mut c.streaming)
-                })
-            };
-            if let Some(said) = said {
-                chats.say(&chat, "assistant", &said, Some(turn_id.clone()));
+            // A turn whose link dropped before its answer stays incomplete: the client
+            // reattaches to it on the next link.
+            if matches!(answer, Err(RequestError::Closed { .. })) {
+                return;
             }
+            chats.finished(&chat, &turn_id);
             let unsent: Vec<String> = match &answer {
                 Ok(Ok(result)) => result
                     .pointer("/_meta/lembas/unsent")
@@ -428,6 +465,100 @@ impl Chats {
                 chats.prompt(&peer, &facts, &chat, &next, &text);
             }
         });
+    }
+
+    /// A turn is over: out of flight, and what the agent said goes into the transcript.
+    fn finished(&self, chat: &str, turn_id: &str) {
+        let said = {
+            let mut inner = self.lock();
+            inner.chats.get_mut(chat).and_then(|c| {
+                let was = c.in_flight.len();
+                c.in_flight.retain(|(t, _)| t != turn_id);
+                (c.in_flight.len() < was).then(|| std::mem::take(&mut c.streaming))
+            })
+        };
+        if let Some(said) = said {
+            self.say(chat, "assistant", &said, Some(turn_id.to_string()));
+        }
+    }
+
+    /// Reattaches by turn on a new link (spec, `_lembas/session/status`): for each chat with
+    /// incomplete turns it asks status; a turn running or queued is followed (its events end
+    /// it), one done is imported from `history`, one the device does not know is sent again
+    /// with its turn id.
+    async fn reattach(self: &Arc<Self>, peer: &Arc<Peer>, facts: &LinkFacts) {
+        let incomplete: Vec<(String, Vec<(String, String)>)> = self
+            .lock()
+            .chats
+            .values()
+            .filter(|c| !c.in_flight.is_empty())
+            .map(|c| (c.session_id.clone(), c.in_flight.clone()))
+            .collect();
+        let has = |c: &str| facts.capabilities.iter().any(|x| x == c);
+        for (chat, turns) in incomplete {
+            let status = if has("status") {
+                self.ask(peer, "_lembas/session/status", &chat).await
+            } else {
+                None
+            };
+            if self.breaks(ids::INSTANCE_REATTACH_KNOWN) {
+                // Misbehaving: whatever status said, every incomplete turn again as a new turn.
+                for (_, text) in turns {
+                    let fresh = self.fresh_message_id();
+                    self.prompt(peer, facts, &chat, &fresh, &text);
+                }
+                continue;
+            }
+            let running: Vec<String> = status
+                .iter()
+                .flat_map(|s| {
+                    s.get("turnId").into_iter().chain(
+                        s.get("queued")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten(),
+                    )
+                })
+                .filter_map(|t| t.as_str().map(String::from))
+                .collect();
+            let mut history = None;
+            for (turn, text) in turns {
+                if running.contains(&turn) {
+                    continue; // followed: its events say when it ends
+                }
+                if history.is_none() && has("sessions") {
+                    history = self.ask(peer, "_lembas/session/history", &chat).await;
+                }
+                let done = history
+                    .as_ref()
+                    .and_then(|h| h.get("turns"))
+                    .and_then(Value::as_array)
+                    .and_then(|turns| import(turns, &turn));
+                match done {
+                    Some(said) => {
+                        if let Some(c) = self.lock().chats.get_mut(&chat) {
+                            c.streaming = said;
+                        }
+                        self.finished(&chat, &turn);
+                    }
+                    None if self.breaks(ids::INSTANCE_REATTACH_UNKNOWN) => {
+                        if let Some(c) = self.lock().chats.get_mut(&chat) {
+                            c.in_flight.retain(|(t, _)| *t != turn);
+                        }
+                    }
+                    // Unknown to the device: sent again; it runs once whatever happened.
+                    None => self.prompt(peer, facts, &chat, &turn, &text),
+                }
+            }
+        }
+    }
+
+    /// A session method's result, or `None` when it failed.
+    async fn ask(&self, peer: &Arc<Peer>, method: &str, chat: &str) -> Option<Value> {
+        peer.request(method, json!({ "sessionId": chat }), self.config.patience)
+            .await
+            .ok()?
+            .ok()
     }
 
     /// Edits or regenerates from a turn: `_lembas/session/rewind`, then `text` as a new turn.
@@ -548,5 +679,99 @@ impl Chats {
             }
             self.deliver(peer, &chat).await;
         }
+    }
+}
+
+/// The agent's text of turn `turn` in a history, when the history has that turn.
+fn import(turns: &[Value], turn: &str) -> Option<String> {
+    let at = turns.iter().position(|t| {
+        t.get("role").and_then(Value::as_str) == Some("user")
+            && t.get("turnId").and_then(Value::as_str) == Some(turn)
+    })?;
+    Some(
+        turns[at + 1..]
+            .iter()
+            .take_while(|t| t.get("role").and_then(Value::as_str) == Some("assistant"))
+            .filter_map(|t| t.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chats() -> Arc<Chats> {
+        Chats::new(ChatsConfig {
+            patience: Duration::from_secs(1),
+            misbehave: Misbehaviours::default(),
+            state_dir: None,
+        })
+    }
+
+    #[tokio::test]
+    async fn announce_left_and_deleted_are_followed_and_unknown_deletes_ignored() {
+        let chats = chats();
+        chats.notified(
+            "_lembas/session/announce",
+            &json!({"sessionId": "ses_t", "origin": "terminal"}),
+        );
+        assert!(
+            chats
+                .chat("ses_t")
+                .is_some_and(|c| c.from_terminal && !c.left)
+        );
+        chats.notified(
+            "_lembas/session/left",
+            &json!({"sessionId": "ses_t", "available": true}),
+        );
+        assert!(chats.chat("ses_t").is_some_and(|c| c.left));
+        chats.notified(
+            "_lembas/session/deleted",
+            &json!({"sessionId": "ses_never"}),
+        );
+        assert!(
+            chats.chat("ses_t").is_some(),
+            "a delete of another session changes nothing"
+        );
+        chats.notified("_lembas/session/deleted", &json!({"sessionId": "ses_t"}));
+        assert!(chats.chat("ses_t").is_none());
+
+        // A chat deleted here but not yet delivered is not made a chat again by an announce.
+        chats.delete(None, "ses_gone").await.expect("kept");
+        assert_eq!(chats.pending_deletes().get("ses_gone"), Some(&0));
+        chats.notified(
+            "_lembas/session/announce",
+            &json!({"sessionId": "ses_gone"}),
+        );
+        assert!(chats.chat("ses_gone").is_none());
+    }
+
+    #[tokio::test]
+    async fn pending_deletes_outlive_a_restart_in_the_state_directory() {
+        let dir = tempfile::tempdir().expect("dir");
+        let config = ChatsConfig {
+            patience: Duration::from_secs(1),
+            misbehave: Misbehaviours::default(),
+            state_dir: Some(dir.path().to_path_buf()),
+        };
+        Chats::new(config.clone())
+            .delete(None, "ses_x")
+            .await
+            .expect("kept");
+        assert_eq!(Chats::new(config).pending_deletes().get("ses_x"), Some(&0));
+    }
+
+    #[test]
+    fn a_done_turn_is_imported_from_history() {
+        let turns = vec![
+            json!({"role": "user", "text": "a", "turnId": "t1"}),
+            json!({"role": "assistant", "text": "done"}),
+            json!({"role": "user", "text": "b", "turnId": "t2"}),
+        ];
+        assert_eq!(import(&turns, "t1").as_deref(), Some("done"));
+        assert_eq!(import(&turns, "t2").as_deref(), Some(""));
+        assert_eq!(import(&turns, "t3"), None);
     }
 }

@@ -262,6 +262,16 @@ impl Behaviour for ClientModel {
                     self.chats.hello(peer.link(), params);
                     self.on_hello(hub, peer, params);
                 }
+                if method == "_lembas/session/deleted"
+                    && self.config.misbehave.breaks(ids::INSTANCE_DELETED_IGNORE)
+                    && params
+                        .get("sessionId")
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| self.chats.chat(id).is_none())
+                {
+                    // Misbehaving: a delete of a chat it never had is taken as a broken link.
+                    peer.close(1011, "unknown session");
+                }
                 self.chats.notified(method, params);
             }
             LinkEvent::Request(request) => first_from_peer(&request.method),

@@ -273,8 +273,11 @@ impl Hub {
         self.behaviour.observe(&me, peer, &event);
         match event {
             LinkEvent::Request(request) => {
-                self.inbox.push(peer.link(), request.raw.clone());
+                // Routed before any step can see it: a request a handler holds is held by the
+                // time an `expect` takes it, so a `reply` right after always finds it.
+                let raw = request.raw.clone();
                 self.route(&me, peer, request);
+                self.inbox.push(peer.link(), raw);
             }
             LinkEvent::Notification { raw, .. } => self.inbox.push(peer.link(), raw),
             LinkEvent::Response { .. } => {}

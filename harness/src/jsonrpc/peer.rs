@@ -329,6 +329,11 @@ impl Peer {
         }
     }
 
+    /// How many of the peer's requests are not answered yet.
+    pub fn unanswered(&self) -> usize {
+        self.unanswered.lock().map(|u| u.len()).unwrap_or(0)
+    }
+
     /// Answers a request of the peer's. Returns false (and sends nothing) when no request with
     /// this id is waiting (answered already, or never asked), so a scenario that replies to a
     /// request the default behaviour took can say so.
