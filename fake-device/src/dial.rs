@@ -228,7 +228,10 @@ impl DeviceDialer {
         let mut answers_for = Duration::ZERO;
         const ANSWERS_GRACE: Duration = Duration::from_secs(2);
         const TICK: Duration = Duration::from_millis(50);
-        while waits {
+        loop {
+            if !waits {
+                break;
+            }
             if sessions.any_working().await {
                 answers_for = Duration::ZERO;
             } else if answers_for < ANSWERS_GRACE

@@ -262,6 +262,14 @@ impl Sessions {
         }
     }
 
+    /// A session's turn log as the store keeps it.
+    fn stored_turns(&self, id: &str) -> TurnLog {
+        if self.breaks(ids::DEVICE_TURNS_PERSIST) {
+            return TurnLog::default();
+        }
+        self.store.load_turns(id).unwrap_or_default()
+    }
+
     /// The live session `id`, opened from the store when it is not in memory.
     pub async fn open(self: &Arc<Self>, id: &str) -> Option<Arc<Live>> {
         // Looked up, loaded and put in memory under one lock: two requests naming a stored
@@ -271,7 +279,7 @@ impl Sessions {
             return Some(live.clone());
         }
         let stored = self.store.load_session(id).ok().flatten()?;
-        let mut turns = self.store.load_turns(id).unwrap_or_default();
+        let mut turns = self.stored_turns(id);
         // A turn left queued or running when the device stopped did not finish: it is unknown
         // now, and a client that sends its prompt again gets it run (spec, reattaching).
         if !self.breaks(ids::DEVICE_TURNS_RESTART) {
@@ -759,7 +767,7 @@ impl Sessions {
         // Not open: read from the store without opening it, so a status changes nothing.
         match self.store.load_session(id).ok().flatten() {
             Some(stored) => {
-                let turns = self.store.load_turns(id).unwrap_or_default();
+                let turns = self.stored_turns(id);
                 Ok(self.status_of(&stored, &turns, None, &[], "none"))
             }
             None => Ok(
