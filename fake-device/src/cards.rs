@@ -358,7 +358,9 @@ impl Sessions {
             },
             Err(METHOD_NOT_FOUND) => {
                 // A client that does not know questions is treated as protocol 1 from now on.
-                client.stop_asking();
+                if !self.breaks(ids::DEVICE_QUESTION_DOWNGRADE) {
+                    client.stop_asking();
+                }
                 ToolOutcome {
                     text: "Nobody can be asked here: go on with what you know.".into(),
                     ran: false,
@@ -441,7 +443,9 @@ impl Sessions {
                 },
             },
             Err(METHOD_NOT_FOUND) => {
-                client.stop_asking();
+                if !self.breaks(ids::DEVICE_QUESTION_DOWNGRADE) {
+                    client.stop_asking();
+                }
                 ToolOutcome {
                     text: "The plan is saved; nobody can approve it here, so stop now.".into(),
                     ran: false,
