@@ -35,7 +35,13 @@ impl Actor for InstanceActor {
             if let Some(open) = &action.open_chat {
                 return self
                     .chats
-                    .open(&peer, &facts, open.cwd.as_deref(), open.mode.as_deref())
+                    .open(
+                        &peer,
+                        &facts,
+                        open.cwd.as_deref(),
+                        open.mode.as_deref(),
+                        open.system_prompt.as_deref(),
+                    )
                     .await;
             }
             if let Some(send) = &action.send {

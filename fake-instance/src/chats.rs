@@ -59,8 +59,22 @@ pub struct Chat {
     pub in_flight: Vec<(String, String)>,
     /// Every turn id this chat ever sent (a new message never reuses one).
     pub sent: Vec<String>,
+    /// The chat's authored system prompt (its `Context`), if it has one.
+    pub system_prompt: Option<String>,
     /// The agent's text of the turn now running, as it streams.
     streaming: String,
+}
+
+impl Chat {
+    /// The `Context` fields the device takes (only those whose capability it listed).
+    fn context(&self, facts: &LinkFacts) -> Option<Value> {
+        let prompt = self.system_prompt.as_ref()?;
+        facts
+            .capabilities
+            .iter()
+            .any(|c| c == "context")
+            .then(|| json!({ "system_prompt": prompt }))
+    }
 }
 
 /// How the chats behave.
@@ -309,7 +323,12 @@ impl Chats {
         facts: &LinkFacts,
         cwd: Option<&str>,
         mode: Option<&str>,
+        system_prompt: Option<&str>,
     ) -> Result<Value, String> {
+        let chat = Chat {
+            system_prompt: system_prompt.map(String::from),
+            ..Chat::default()
+        };
         let cwd = match cwd {
             Some(cwd) => cwd.to_string(),
             None => facts
@@ -320,7 +339,10 @@ impl Chats {
         };
         let mut params = json!({ "cwd": cwd, "mcpServers": [] });
         if let Some(mode) = mode {
-            params["_meta"] = json!({ "mode": mode });
+            params["_meta"]["mode"] = json!(mode);
+        }
+        if let Some(context) = chat.context(facts) {
+            params["_meta"]["lembas"] = context;
         }
         let answer = peer
             .request("session/new", params, self.config.patience)
@@ -336,7 +358,7 @@ impl Chats {
             id.clone(),
             Chat {
                 session_id: id.clone(),
-                ..Chat::default()
+                ..chat
             },
         );
         Ok(json!({ "sessionId": id }))
@@ -423,8 +445,17 @@ impl Chats {
             self.say(chat, "user", text, Some(turn_id.to_string()));
         }
         let mut params = json!({ "sessionId": chat, "prompt": [{ "type": "text", "text": text }] });
+        // The chat's Context again on every prompt (the device keeps the newest).
+        let mut lembas = self
+            .chat(chat)
+            .and_then(|c| c.context(facts))
+            .filter(|_| !self.breaks(ids::INSTANCE_CONTEXT_SENT))
+            .unwrap_or_else(|| json!({}));
         if facts.capabilities.iter().any(|c| c == "turns") {
-            params["_meta"] = json!({ "lembas": { "turnId": turn_id } });
+            lembas["turnId"] = json!(turn_id);
+        }
+        if lembas.as_object().is_some_and(|l| !l.is_empty()) {
+            params["_meta"] = json!({ "lembas": lembas });
         }
         let answer = peer.begin_request("session/prompt", params, TURN_PATIENCE);
         let (chats, peer, facts, chat, turn_id) = (

@@ -157,6 +157,7 @@ pub mod ids {
     DEVICE_CANCEL_TURN = "device.cancel.turn",
     DEVICE_TURNS_RELINK = "device.turns.relink",
     INSTANCE_DELETE_REDELIVER = "instance.delete.redeliver",
+    INSTANCE_CONTEXT_SENT = "instance.context.sent",
     INSTANCE_DELETED_IGNORE = "instance.deleted.ignore",
     INSTANCE_REATTACH_STATUS = "instance.reattach.status",
     INSTANCE_REATTACH_KNOWN = "instance.reattach.known",

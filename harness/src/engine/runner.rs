@@ -981,6 +981,7 @@ impl Runner {
         if let Some(open) = &mut action.open_chat {
             texts.extend(open.cwd.as_mut());
             texts.extend(open.mode.as_mut());
+            texts.extend(open.system_prompt.as_mut());
         }
         if let Some(send) = &mut action.send {
             texts.push(&mut send.chat);

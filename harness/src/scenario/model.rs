@@ -767,6 +767,10 @@ pub struct OpenChat {
     /// Its mode (`plan`, `manual`, `edit`).
     #[serde(default)]
     pub mode: Option<String>,
+    /// The chat's authored system prompt, sent as `Context` on session/new and every prompt
+    /// when the device lists `context`.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
 }
 
 /// A message written in a chat.
