@@ -33,10 +33,10 @@ pub struct LinkFacts {
 }
 
 /// One line of a chat's transcript.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Line {
     /// `user` or `assistant`.
-    pub role: &'static str,
+    pub role: String,
     /// What was said.
     pub text: String,
     /// The turn it belongs to.
@@ -44,7 +44,7 @@ pub struct Line {
 }
 
 /// A chat: a device session as the web UI shows it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Chat {
     /// The device's session id.
     pub session_id: String,
@@ -62,6 +62,7 @@ pub struct Chat {
     /// The chat's authored system prompt (its `Context`), if it has one.
     pub system_prompt: Option<String>,
     /// The agent's text of the turn now running, as it streams.
+    #[serde(skip)]
     streaming: String,
 }
 
@@ -108,20 +109,35 @@ pub struct Chats {
 
 /// The file undelivered deletes are kept in.
 const PENDING_DELETES: &str = "pending-deletes.json";
+/// The file chats are kept in.
+const CHATS: &str = "chats.json";
 
 impl Chats {
     /// No chats yet; undelivered deletes from an earlier run are read from the state directory.
     pub fn new(config: ChatsConfig) -> Arc<Chats> {
-        let pending_deletes = config
-            .state_dir
-            .as_ref()
-            .and_then(|dir| std::fs::read(dir.join(PENDING_DELETES)).ok())
+        let read = |name: &str| {
+            config
+                .state_dir
+                .as_ref()
+                .and_then(|dir| std::fs::read(dir.join(name)).ok())
+        };
+        let pending_deletes = read(PENDING_DELETES)
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        // Chats and their turns in flight outlive a restart: the next link reattaches to them.
+        let chats = read(CHATS)
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default();
         Arc::new(Chats {
             config,
             inner: Mutex::new(Inner {
                 pending_deletes,
+                chats,
+                // Message ids count on from the clock, so a restarted instance never reuses
+                // one its chats kept.
+                next_message: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2)),
                 ..Inner::default()
             }),
         })
@@ -146,18 +162,31 @@ impl Chats {
     }
 
     fn save_pending_deletes(&self, pending: &BTreeMap<String, u32>) {
+        self.keep(PENDING_DELETES, pending);
+    }
+
+    /// Keeps the chats in the state directory (when there is one).
+    fn save_chats(&self) {
+        if self.config.state_dir.is_some() {
+            let chats = self.lock().chats.clone();
+            self.keep(CHATS, &chats);
+        }
+    }
+
+    /// Writes a file of the state directory atomically (a temporary file renamed over it).
+    fn keep(&self, name: &str, value: &impl serde::Serialize) {
         let Some(dir) = &self.config.state_dir else {
             return;
         };
         let write = || -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
             let mut file = tempfile::NamedTempFile::new_in(dir)?;
-            serde_json::to_writer(&mut file, pending)?;
-            file.persist(dir.join(PENDING_DELETES))?;
+            serde_json::to_writer(&mut file, value)?;
+            file.persist(dir.join(name))?;
             Ok(())
         };
         if let Err(e) = write() {
-            tracing::error!("cannot keep the pending deletes: {e}");
+            tracing::error!("cannot keep {name}: {e}");
         }
     }
 
@@ -264,7 +293,7 @@ impl Chats {
                             chat.in_flight.retain(|(t, _)| t != turn);
                             let said = std::mem::take(&mut chat.streaming);
                             chat.transcript.push(Line {
-                                role: "assistant",
+                                role: "assistant".into(),
                                 text: said,
                                 turn_id: Some(turn.to_string()),
                             });
@@ -313,7 +342,7 @@ impl Chats {
     fn fresh_message_id(&self) -> String {
         let mut inner = self.lock();
         inner.next_message += 1;
-        format!("msg_{:04}", inner.next_message)
+        format!("msg_{:x}", inner.next_message)
     }
 
     /// Opens a chat: `session/new` in `cwd` (default: the device's first root).
@@ -361,6 +390,7 @@ impl Chats {
                 ..chat
             },
         );
+        self.save_chats();
         Ok(json!({ "sessionId": id }))
     }
 
@@ -408,10 +438,10 @@ impl Chats {
         Ok(json!({ "turnId": turn_id }))
     }
 
-    fn say(&self, chat: &str, role: &'static str, text: &str, turn_id: Option<String>) {
+    fn say(&self, chat: &str, role: &str, text: &str, turn_id: Option<String>) {
         if let Some(chat) = self.lock().chats.get_mut(chat) {
             chat.transcript.push(Line {
-                role,
+                role: role.to_string(),
                 text: text.to_string(),
                 turn_id,
             });
@@ -444,6 +474,7 @@ impl Chats {
         if !again {
             self.say(chat, "user", text, Some(turn_id.to_string()));
         }
+        self.save_chats();
         let mut params = json!({ "sessionId": chat, "prompt": [{ "type": "text", "text": text }] });
         // The chat's Context again on every prompt (the device keeps the newest).
         let mut lembas = self
@@ -510,6 +541,7 @@ impl Chats {
         };
         if let Some(said) = said {
             self.say(chat, "assistant", &said, Some(turn_id.to_string()));
+            self.save_chats();
         }
     }
 
@@ -792,6 +824,33 @@ mod tests {
             .await
             .expect("kept");
         assert_eq!(Chats::new(config).pending_deletes().get("ses_x"), Some(&0));
+    }
+
+    #[test]
+    fn chats_and_their_turns_in_flight_outlive_a_restart() {
+        let dir = tempfile::tempdir().expect("dir");
+        let config = ChatsConfig {
+            patience: Duration::from_secs(1),
+            misbehave: Misbehaviours::default(),
+            state_dir: Some(dir.path().to_path_buf()),
+        };
+        let before = Chats::new(config.clone());
+        before.lock().chats.insert(
+            "ses_a".into(),
+            Chat {
+                session_id: "ses_a".into(),
+                in_flight: vec![("msg_0001".into(), "hello".into())],
+                sent: vec!["msg_0001".into()],
+                ..Chat::default()
+            },
+        );
+        before.save_chats();
+        let after = Chats::new(config);
+        let chat = after.chat("ses_a").expect("kept");
+        assert_eq!(
+            chat.in_flight,
+            vec![("msg_0001".to_string(), "hello".to_string())]
+        );
     }
 
     #[test]

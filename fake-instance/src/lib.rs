@@ -282,6 +282,9 @@ pub async fn run(
         }
     }
     server.abort();
+    // Its listener is closed once the task is gone: the address is free when `run` returns (a
+    // restart binds it again).
+    let _ = server.await;
     Ok(Finished {
         outcome,
         findings: findings.all(),

@@ -92,6 +92,7 @@ fn main() -> ExitCode {
         limits: harness::transport::FrameLimits {
             max_message_bytes: cli.common.max_message_bytes,
         },
+        state_dir: cli.common.state_dir.clone(),
         ..fake_instance::Options::default()
     };
     let runtime = match harness::cli::runtime(false) {

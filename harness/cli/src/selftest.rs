@@ -221,27 +221,59 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
         Side::Device => {
             let misbehave = Misbehaviours::parse(&misbehave_rules, Binds::Instance)?;
             let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
-            let (stop_tx, stop_rx) = oneshot::channel::<()>();
+            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+            // Its state directory, so a restart keeps its chats and their turns in flight.
+            let instance_state =
+                tempfile::tempdir().map_err(|e| format!("cannot make a state dir: {e}"))?;
             let options = fake_instance::Options {
                 cell: case.cell.clone(),
                 misbehave,
                 patience: PATIENCE,
                 cards: case.scenario.peer.cards.clone().unwrap_or_default(),
                 steps: case.scenario.peer.steps.clone(),
+                state_dir: Some(instance_state.path().to_path_buf()),
                 ..fake_instance::Options::default()
             };
+            let restart_after = case.scenario.peer.restart_after.map(|d| d.0);
             let instance = tokio::spawn(async move {
-                fake_instance::run(
-                    options,
-                    None,
-                    move |addr| {
-                        let _ = addr_tx.send(addr);
-                    },
-                    async {
-                        let _ = stop_rx.await;
-                    },
-                )
-                .await
+                // An instance the scenario restarts stops once, then serves again on the same
+                // address and state directory (its own steps done already).
+                let (mut options, mut restart, mut addr_tx) =
+                    (options, restart_after, Some(addr_tx));
+                loop {
+                    let this_run = restart.take();
+                    let (seen_tx, seen_rx) = std::sync::mpsc::channel::<SocketAddr>();
+                    let mut stop = stop_rx.clone();
+                    let finished = fake_instance::run(
+                        options.clone(),
+                        None,
+                        |addr| {
+                            let _ = seen_tx.send(addr);
+                            if let Some(tx) = addr_tx.take() {
+                                let _ = tx.send(addr);
+                            }
+                        },
+                        async move {
+                            match this_run {
+                                Some(after) => tokio::select! {
+                                    _ = stop.wait_for(|s| *s) => {}
+                                    () = tokio::time::sleep(after) => {}
+                                },
+                                None => {
+                                    let _ = stop.wait_for(|s| *s).await;
+                                }
+                            }
+                        },
+                    )
+                    .await;
+                    if this_run.is_none() || *stop_rx.borrow() {
+                        return finished;
+                    }
+                    if let Ok(addr) = seen_rx.try_recv() {
+                        options.listen = addr;
+                    }
+                    options.steps = Vec::new();
+                }
             });
             let addr = addr_rx
                 .await
@@ -272,8 +304,9 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 std::future::pending(),
             )
             .await;
-            let _ = stop_tx.send(());
+            let _ = stop_tx.send(true);
             let _ = instance.await;
+            drop(instance_state);
             let finished = finished.map_err(|e| e.to_string())?;
             let outcome = finished
                 .outcome
