@@ -47,6 +47,8 @@ pub struct DeviceDialer {
     pub relinking: std::sync::atomic::AtomicBool,
     /// One dial at a time, so each link's protocol reaches its own hello.
     pub dialling: tokio::sync::Mutex<()>,
+    /// What the first discovery allowed (kept only when misbehaving on purpose).
+    pub first_allowed: std::sync::Mutex<Option<u8>>,
 }
 
 /// Why the device stopped dialling.
@@ -105,7 +107,12 @@ impl DeviceDialer {
         for finding in findings {
             self.hub.findings().push(finding);
         }
-        let allowed = read.map(|d| d.protocol_for_device()).unwrap_or(1);
+        let mut allowed = read.map(|d| d.protocol_for_device()).unwrap_or(1);
+        if self.model.breaks(ids::DEVICE_DISCOVERY_EVERY_DIAL) {
+            // Misbehaving: what the first discovery allowed, for good.
+            let mut first = self.first_allowed.lock().unwrap_or_else(|p| p.into_inner());
+            allowed = *first.get_or_insert(allowed);
+        }
         let protocol = request.protocol.unwrap_or(match self.protocol {
             ProtocolChoice::Auto => allowed,
             ProtocolChoice::Fixed(p) => p,

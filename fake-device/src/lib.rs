@@ -219,6 +219,7 @@ pub async fn run(
         limits: options.limits,
         relinking: std::sync::atomic::AtomicBool::new(false),
         dialling: tokio::sync::Mutex::new(()),
+        first_allowed: std::sync::Mutex::new(None),
     });
     let initial = settings
         .redial_initial

@@ -2,10 +2,11 @@
 //! it, stop its turn, delete it. Each waits (up to the step's deadline) for a device that is
 //! linked and initialized, and uses only what that device listed in its capabilities.
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use harness::engine::{Actor, Hub};
+use harness::lembas::Discovery;
 use harness::scenario::ActStep;
 use serde_json::{Value, json};
 
@@ -17,6 +18,8 @@ pub struct InstanceActor {
     pub chats: Arc<Chats>,
     /// The links.
     pub hub: Arc<Hub>,
+    /// What discovery serves (shared with the HTTP side).
+    pub discovery: Arc<RwLock<Discovery>>,
 }
 
 impl Actor for InstanceActor {
@@ -26,6 +29,15 @@ impl Actor for InstanceActor {
         timeout: Duration,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
         Box::pin(async move {
+            if let Some(list) = &action.serve_protocols {
+                let protocols = (!list.is_empty()).then(|| list.clone());
+                let mut discovery = self
+                    .discovery
+                    .write()
+                    .map_err(|_| "discovery is unavailable")?;
+                *discovery = Discovery::for_protocols(protocols);
+                return Ok(json!({ "protocols": list }));
+            }
             if let Some(chat) = &action.delete_chat {
                 // A delete is kept even with no device linked: it goes when one links.
                 let link = self.chats.ready_link(&self.hub, Duration::ZERO).await.ok();

@@ -215,6 +215,7 @@ pub async fn run(
     .map_err(StartError::Scenario)?;
     let tokens = Arc::new(options.tokens.clone());
     let http = http::HttpState::new(http_config, tokens.clone(), discovery.clone());
+    let discovery_for_actor = discovery.clone();
     let state = ServerState {
         hub: hub.clone(),
         tokens,
@@ -237,6 +238,7 @@ pub async fn run(
     let actor = Arc::new(InstanceActor {
         chats: chats.clone(),
         hub: hub.clone(),
+        discovery: discovery_for_actor,
     });
     let outcome = match &scenario {
         Some(scenario) => {

@@ -149,6 +149,7 @@ pub mod ids {
     DEVICE_LEFT_SHAPE = "device.left.shape",
     DEVICE_PLAN_UPDATE = "device.plan.update",
     DEVICE_EVENT_TODOS = "device.event.todos",
+    DEVICE_DISCOVERY_EVERY_DIAL = "device.discovery.every_dial",
     DEVICE_QUESTION_DOWNGRADE = "device.question.downgrade",
     DEVICE_TURNS_PERSIST = "device.turns.persist",
     DEVICE_DIRECTORIES_ROOTS = "device.directories.roots",

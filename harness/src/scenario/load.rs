@@ -412,7 +412,14 @@ const DEVICE_ACTIONS: [&str; 6] = [
 ];
 
 /// fake-instance's actions (`act:`).
-const INSTANCE_ACTIONS: [&str; 5] = ["open_chat", "send", "rewind", "cancel", "delete_chat"];
+const INSTANCE_ACTIONS: [&str; 6] = [
+    "open_chat",
+    "send",
+    "rewind",
+    "cancel",
+    "delete_chat",
+    "serve_protocols",
+];
 
 /// The variables every run has from its start (fake-device adds `link_protocol` per dial).
 const START_VARIABLES: [&str; 7] = [

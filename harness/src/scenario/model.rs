@@ -727,6 +727,10 @@ pub struct ActStep {
     /// answered); result `{delivered}`.
     #[serde(default)]
     pub delete_chat: Option<String>,
+    /// fake-instance: serve discovery with this `protocols` list from now on (`[]`: no list at
+    /// all), as an instance upgraded or rolled back between two dials; result `{protocols}`.
+    #[serde(default)]
+    pub serve_protocols: Option<Vec<u8>>,
     /// Variables from the action's result: `name: path` (`sessionId`, `turnId`, …).
     #[serde(default)]
     pub capture: Captures,
@@ -750,6 +754,7 @@ impl ActStep {
             ("rewind", self.rewind.is_some()),
             ("cancel", self.cancel.is_some()),
             ("delete_chat", self.delete_chat.is_some()),
+            ("serve_protocols", self.serve_protocols.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))
