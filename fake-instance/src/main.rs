@@ -36,8 +36,36 @@ struct Cli {
     /// The link protocol of this run (the scenario cell; default: 2, or the highest of --protocols).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=2))]
     protocol: Option<u8>,
+    /// Without --scenario: once a device links, open a chat in its first root and write this in
+    /// it, as a person in the web UI would (repeatable: each message after the last is answered
+    /// or steered in).
+    #[arg(long, value_name = "TEXT")]
+    say: Vec<String>,
     #[command(flatten)]
     common: CommonArgs,
+}
+
+/// The web UI's own steps for `--say`: open a chat, then write each message in it. Written as
+/// a scenario and read by the scenario loader, so they are the very steps a scenario would hold.
+fn say_steps(
+    texts: &[String],
+) -> Result<Vec<harness::scenario::Spanned<harness::scenario::Step>>, String> {
+    if texts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut yaml = String::from(
+        "name: say\nabout: --say\nsteps: []\npeer:\n  steps:\n    - act: { open_chat: {}, capture: { chat: sessionId } }\n",
+    );
+    for text in texts {
+        // A JSON string is a YAML scalar: the text goes in whatever it holds.
+        let quoted = serde_json::to_string(text).map_err(|e| e.to_string())?;
+        yaml.push_str(&format!(
+            "    - act: {{ send: {{ chat: \"${{chat}}\", text: {quoted} }} }}\n    - wait: 200ms\n"
+        ));
+    }
+    harness::scenario::load_str(&yaml, "--say", None)
+        .map(|s| s.peer.steps)
+        .map_err(|e| e.to_string())
 }
 
 fn main() -> ExitCode {
@@ -78,6 +106,13 @@ fn main() -> ExitCode {
         },
         None => None,
     };
+    let steps = match say_steps(&cli.say) {
+        Ok(steps) => steps,
+        Err(e) => {
+            eprintln!("error: --say: {e}");
+            return Exit::Usage.into();
+        }
+    };
     let options = fake_instance::Options {
         listen: cli.listen,
         tokens: if cli.tokens.is_empty() {
@@ -93,6 +128,7 @@ fn main() -> ExitCode {
             max_message_bytes: cli.common.max_message_bytes,
         },
         state_dir: cli.common.state_dir.clone(),
+        steps,
         ..fake_instance::Options::default()
     };
     let runtime = match harness::cli::runtime(false) {

@@ -309,3 +309,55 @@ fn a_scenario_run_stopped_by_a_signal_is_never_a_pass() {
     assert!(killed.success());
     assert_eq!(wait(&mut child, Duration::from_secs(5)), 6);
 }
+
+#[test]
+fn say_opens_a_chat_on_the_linked_device_and_writes_in_it() {
+    let (mut child, url, _stdout) = start(&["--say", "hello from the web"]);
+    let root = tempfile::tempdir().expect("root");
+    let scenario = harness::scenario::load_str(
+        "name: hears\nabout: the device hears what --say wrote\ntimeout: 10s\nsteps:\n  - expect: { method: session/new }\n  - expect: { method: session/prompt, params: { prompt: [{ text: hello from the web }] } }\n",
+        "hears.yaml",
+        Some(harness::scenario::Side::Device),
+    )
+    .expect("the scenario loads");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let options = fake_device::Options {
+        instance: url,
+        token: fake_instance::DEFAULT_TOKEN.into(),
+        roots: vec![root.path().display().to_string()],
+        protocol: ProtocolChoice::Auto,
+        cell: Cell {
+            protocol: 2,
+            spec: "1.1.0".into(),
+        },
+        journal: None,
+        misbehave: Misbehaviours::default(),
+        patience: Duration::from_secs(5),
+        limits: harness::transport::FrameLimits::default(),
+        state_dir: None,
+        agent: harness::scenario::AgentKind::Echo,
+        change_limits_after: None,
+        terminal: Default::default(),
+        approval_timeout: None,
+        scripts: Vec::new(),
+        steps: Vec::new(),
+    };
+    let finished = runtime
+        .block_on(fake_device::run(
+            options,
+            Some(scenario),
+            std::future::pending(),
+        ))
+        .expect("fake-device ran");
+    let _ = child.kill();
+    let _ = child.wait();
+    let outcome = finished.outcome.expect("a verdict");
+    assert!(
+        outcome.passed(),
+        "{}",
+        harness::report::human::render("fake-device", &outcome, &finished.recent)
+    );
+}
