@@ -151,6 +151,11 @@ impl Chats {
         self.config.misbehave.breaks(rule)
     }
 
+    /// The session ids of every chat.
+    pub fn session_ids(&self) -> Vec<String> {
+        self.lock().chats.keys().cloned().collect()
+    }
+
     /// A copy of a chat.
     pub fn chat(&self, session_id: &str) -> Option<Chat> {
         self.lock().chats.get(session_id).cloned()
@@ -245,6 +250,18 @@ impl Chats {
 
     /// Follows what the device tells the client about its sessions.
     pub fn notified(&self, method: &str, params: &Value) {
+        self.follow(method, params);
+        // Chats made, let go or deleted by the device are kept so (a restart must not bring a
+        // deleted chat back).
+        if matches!(
+            method,
+            "_lembas/session/announce" | "_lembas/session/left" | "_lembas/session/deleted"
+        ) {
+            self.save_chats();
+        }
+    }
+
+    fn follow(&self, method: &str, params: &Value) {
         let session = params.get("sessionId").and_then(Value::as_str);
         let mut inner = self.lock();
         match (method, session) {
@@ -609,8 +626,15 @@ impl Chats {
                             c.in_flight.retain(|(t, _)| *t != turn);
                         }
                     }
-                    // Unknown to the device: sent again; it runs once whatever happened.
-                    None => self.prompt(peer, facts, &chat, &turn, &text),
+                    // Unknown to the device: sent again; it runs once whatever happened. Only
+                    // a device that deduplicates turn ids makes that safe; another one gets
+                    // nothing (the person sends it again if they want).
+                    None if has("turns") => self.prompt(peer, facts, &chat, &turn, &text),
+                    None => {
+                        if let Some(c) = self.lock().chats.get_mut(&chat) {
+                            c.in_flight.retain(|(t, _)| *t != turn);
+                        }
+                    }
                 }
             }
         }
@@ -657,6 +681,7 @@ impl Chats {
                 c.transcript.truncate(at);
             }
         }
+        self.save_chats();
         let mut result =
             json!({ "reverted": answer.get("reverted").cloned().unwrap_or(Value::Null) });
         if let Some(text) = text {
@@ -691,6 +716,7 @@ impl Chats {
             inner.pending_deletes.clone()
         };
         self.save_pending_deletes(&pending);
+        self.save_chats();
         let delivered = match link {
             Some((peer, facts)) if facts.capabilities.iter().any(|c| c == "delete") => {
                 self.deliver(&peer, chat).await

@@ -51,6 +51,8 @@ pub struct ClientModel {
     links: Arc<Mutex<HashMap<u32, LinkState>>>,
     /// The chats the simulated web UI keeps.
     pub chats: Arc<Chats>,
+    /// Every session the client has known on any link of the run.
+    known: Mutex<std::collections::HashSet<String>>,
 }
 
 impl ClientModel {
@@ -61,6 +63,7 @@ impl ClientModel {
             discovery,
             links: Arc::new(Mutex::new(HashMap::new())),
             chats,
+            known: Mutex::new(Default::default()),
         }
     }
 
@@ -201,6 +204,13 @@ impl ClientModel {
         let found = {
             let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
             let watch = &mut links.entry(peer.link()).or_default().watch;
+            // The sessions the client knows (its chats, and any it named on an earlier link)
+            // are known on every link: a turn running across a relink reports on the new one.
+            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+            for chat in self.chats.session_ids().iter().chain(known.iter()) {
+                watch.know(chat);
+            }
+            known.extend(watch.sessions().cloned());
             match event {
                 LinkEvent::Notification { method, params, .. } => watch.incoming(method, params),
                 LinkEvent::Request(request) => watch.incoming(&request.method, &request.params),

@@ -289,6 +289,17 @@ const ABOUT_A_SESSION: [&str; 5] = [
 ];
 
 impl LinkWatch {
+    /// Knows a session the client holds from before this link (a chat made on an earlier link,
+    /// or before a restart): its updates are no stranger's.
+    pub fn know(&mut self, session_id: &str) {
+        self.sessions.insert(session_id.to_string());
+    }
+
+    /// The sessions the client knows, as far as this link has seen.
+    pub fn sessions(&self) -> impl Iterator<Item = &String> {
+        self.sessions.iter()
+    }
+
     /// Learns from a message this side sent: initialize's protocol, the sessions it names.
     pub fn sent(&mut self, message: &Value) {
         let params = message.get("params");
