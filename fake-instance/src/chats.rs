@@ -30,6 +30,8 @@ pub struct LinkFacts {
     pub capabilities: Vec<String>,
     /// Its roots (hello's `limits.roots`).
     pub roots: Vec<String>,
+    /// Which device it is (by the token it linked with; never the token itself).
+    pub device: String,
 }
 
 /// One line of a chat's transcript.
@@ -48,6 +50,9 @@ pub struct Line {
 pub struct Chat {
     /// The device's session id.
     pub session_id: String,
+    /// The device the chat lives on.
+    #[serde(default)]
+    pub device: String,
     /// Made from a terminal's announce (not opened here).
     pub from_terminal: bool,
     /// The terminal let it go (`left`).
@@ -78,6 +83,15 @@ impl Chat {
     }
 }
 
+/// A delete not yet answered: the device it is for, and how often it was refused.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PendingDelete {
+    /// The device the chat lived on.
+    pub device: String,
+    /// Refusals so far.
+    pub refusals: u32,
+}
+
 /// How the chats behave.
 #[derive(Debug, Clone)]
 pub struct ChatsConfig {
@@ -92,8 +106,10 @@ pub struct ChatsConfig {
 #[derive(Debug, Default)]
 struct Inner {
     chats: BTreeMap<String, Chat>,
-    /// Deletes not yet answered, with how often each was refused.
-    pending_deletes: BTreeMap<String, u32>,
+    /// Deletes not yet answered, by session.
+    pending_deletes: BTreeMap<String, PendingDelete>,
+    /// Which device each link is.
+    devices: HashMap<u32, String>,
     /// Cards taken down (`_lembas/permission/settled`), by toolCallId.
     settled: HashSet<String>,
     links: HashMap<u32, LinkFacts>,
@@ -161,12 +177,12 @@ impl Chats {
         self.lock().chats.get(session_id).cloned()
     }
 
-    /// The deletes waiting to be delivered, with their refusals so far.
-    pub fn pending_deletes(&self) -> BTreeMap<String, u32> {
+    /// The deletes waiting to be delivered.
+    pub fn pending_deletes(&self) -> BTreeMap<String, PendingDelete> {
         self.lock().pending_deletes.clone()
     }
 
-    fn save_pending_deletes(&self, pending: &BTreeMap<String, u32>) {
+    fn save_pending_deletes(&self, pending: &BTreeMap<String, PendingDelete>) {
         self.keep(PENDING_DELETES, pending);
     }
 
@@ -200,6 +216,11 @@ impl Chats {
         self.lock().links.get(&link).cloned()
     }
 
+    /// Says which device a link is (the server knows it by the token it linked with).
+    pub fn set_device(&self, link: u32, device: &str) {
+        self.lock().devices.insert(link, device.to_string());
+    }
+
     /// The device's hello on a link: its roots.
     pub fn hello(&self, link: u32, params: &Value) {
         let roots = params
@@ -225,9 +246,11 @@ impl Chats {
         let deletes = capabilities.iter().any(|c| c == "delete");
         {
             let mut inner = self.lock();
+            let device = inner.devices.get(&peer.link()).cloned().unwrap_or_default();
             let facts = inner.links.entry(peer.link()).or_default();
             facts.ready = true;
             facts.capabilities = capabilities;
+            facts.device = device;
         }
         let facts = self.link(peer.link()).unwrap_or_default();
         let redeliver = deletes && !self.breaks(ids::INSTANCE_DELETE_REDELIVER);
@@ -235,7 +258,7 @@ impl Chats {
         let (chats, peer) = (self.clone(), peer.clone());
         tokio::spawn(async move {
             if redeliver {
-                chats.redeliver(&peer).await;
+                chats.redeliver(&peer, &facts.device).await;
             }
             if reattach {
                 chats.reattach(&peer, &facts).await;
@@ -249,8 +272,8 @@ impl Chats {
     }
 
     /// Follows what the device tells the client about its sessions.
-    pub fn notified(&self, method: &str, params: &Value) {
-        self.follow(method, params);
+    pub fn notified(&self, link: u32, method: &str, params: &Value) {
+        self.follow(link, method, params);
         // Chats made, let go or deleted by the device are kept so (a restart must not bring a
         // deleted chat back).
         if matches!(
@@ -261,9 +284,10 @@ impl Chats {
         }
     }
 
-    fn follow(&self, method: &str, params: &Value) {
+    fn follow(&self, link: u32, method: &str, params: &Value) {
         let session = params.get("sessionId").and_then(Value::as_str);
         let mut inner = self.lock();
+        let device = inner.devices.get(&link).cloned().unwrap_or_default();
         match (method, session) {
             ("session/update", Some(id)) => {
                 let text = params
@@ -281,6 +305,7 @@ impl Chats {
             ("_lembas/session/announce", Some(id)) if !inner.pending_deletes.contains_key(id) => {
                 let chat = inner.chats.entry(id.to_string()).or_insert_with(|| Chat {
                     session_id: id.to_string(),
+                    device,
                     from_terminal: true,
                     ..Chat::default()
                 });
@@ -373,6 +398,7 @@ impl Chats {
     ) -> Result<Value, String> {
         let chat = Chat {
             system_prompt: system_prompt.map(String::from),
+            device: facts.device.clone(),
             ..Chat::default()
         };
         let cwd = match cwd {
@@ -571,7 +597,7 @@ impl Chats {
             .lock()
             .chats
             .values()
-            .filter(|c| !c.in_flight.is_empty())
+            .filter(|c| !c.in_flight.is_empty() && c.device == facts.device)
             .map(|c| (c.session_id.clone(), c.in_flight.clone()))
             .collect();
         let has = |c: &str| facts.capabilities.iter().any(|x| x == c);
@@ -711,14 +737,32 @@ impl Chats {
     ) -> Result<Value, String> {
         let pending = {
             let mut inner = self.lock();
-            inner.chats.remove(chat);
-            inner.pending_deletes.entry(chat.to_string()).or_insert(0);
+            let known = inner.chats.remove(chat).map(|c| c.device);
+            // A chat it never had goes to the device linked now (or, unlinked, to the next).
+            let device = known
+                .or_else(|| link.as_ref().map(|(_, facts)| facts.device.clone()))
+                .unwrap_or_default();
+            inner
+                .pending_deletes
+                .entry(chat.to_string())
+                .or_insert(PendingDelete {
+                    device,
+                    refusals: 0,
+                });
             inner.pending_deletes.clone()
         };
         self.save_pending_deletes(&pending);
         self.save_chats();
+        let owner = self
+            .lock()
+            .pending_deletes
+            .get(chat)
+            .map(|p| p.device.clone());
         let delivered = match link {
-            Some((peer, facts)) if facts.capabilities.iter().any(|c| c == "delete") => {
+            Some((peer, facts))
+                if facts.capabilities.iter().any(|c| c == "delete")
+                    && owner.is_none_or(|o| o.is_empty() || o == facts.device) =>
+            {
                 self.deliver(&peer, chat).await
             }
             _ => false,
@@ -743,9 +787,9 @@ impl Chats {
                 }
                 Ok(Err(_)) => {
                     let give_up = !self.breaks(ids::INSTANCE_DELETE_GIVE_UP);
-                    if let Some(refusals) = inner.pending_deletes.get_mut(chat) {
-                        *refusals += 1;
-                        if *refusals >= DELETE_REFUSALS && give_up {
+                    if let Some(pending) = inner.pending_deletes.get_mut(chat) {
+                        pending.refusals += 1;
+                        if pending.refusals >= DELETE_REFUSALS && give_up {
                             inner.pending_deletes.remove(chat);
                         }
                     }
@@ -759,9 +803,19 @@ impl Chats {
         matches!(answer, Ok(Ok(_)))
     }
 
+    /// The kept deletes for a device: its own, and those made for no device in particular.
+    fn deletes_for(&self, device: &str) -> Vec<String> {
+        self.lock()
+            .pending_deletes
+            .iter()
+            .filter(|(_, p)| p.device.is_empty() || p.device == device)
+            .map(|(chat, _)| chat.clone())
+            .collect()
+    }
+
     /// Sends every kept delete on a link that has just come up.
-    async fn redeliver(&self, peer: &Arc<Peer>) {
-        let pending: Vec<String> = self.lock().pending_deletes.keys().cloned().collect();
+    async fn redeliver(&self, peer: &Arc<Peer>, device: &str) {
+        let pending = self.deletes_for(device);
         for chat in pending {
             if peer.is_closed() {
                 return;
@@ -803,6 +857,7 @@ mod tests {
     async fn announce_left_and_deleted_are_followed_and_unknown_deletes_ignored() {
         let chats = chats();
         chats.notified(
+            1,
             "_lembas/session/announce",
             &json!({"sessionId": "ses_t", "origin": "terminal"}),
         );
@@ -812,11 +867,13 @@ mod tests {
                 .is_some_and(|c| c.from_terminal && !c.left)
         );
         chats.notified(
+            1,
             "_lembas/session/left",
             &json!({"sessionId": "ses_t", "available": true}),
         );
         assert!(chats.chat("ses_t").is_some_and(|c| c.left));
         chats.notified(
+            1,
             "_lembas/session/deleted",
             &json!({"sessionId": "ses_never"}),
         );
@@ -824,13 +881,17 @@ mod tests {
             chats.chat("ses_t").is_some(),
             "a delete of another session changes nothing"
         );
-        chats.notified("_lembas/session/deleted", &json!({"sessionId": "ses_t"}));
+        chats.notified(1, "_lembas/session/deleted", &json!({"sessionId": "ses_t"}));
         assert!(chats.chat("ses_t").is_none());
 
         // A chat deleted here but not yet delivered is not made a chat again by an announce.
         chats.delete(None, "ses_gone").await.expect("kept");
-        assert_eq!(chats.pending_deletes().get("ses_gone"), Some(&0));
+        assert_eq!(
+            chats.pending_deletes().get("ses_gone").map(|p| p.refusals),
+            Some(0)
+        );
         chats.notified(
+            1,
             "_lembas/session/announce",
             &json!({"sessionId": "ses_gone"}),
         );
@@ -849,7 +910,13 @@ mod tests {
             .delete(None, "ses_x")
             .await
             .expect("kept");
-        assert_eq!(Chats::new(config).pending_deletes().get("ses_x"), Some(&0));
+        assert_eq!(
+            Chats::new(config)
+                .pending_deletes()
+                .get("ses_x")
+                .map(|p| p.refusals),
+            Some(0)
+        );
     }
 
     #[test]
@@ -876,6 +943,27 @@ mod tests {
         assert_eq!(
             chat.in_flight,
             vec![("msg_0001".to_string(), "hello".to_string())]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_kept_delete_goes_to_the_device_its_chat_lived_on() {
+        let chats = chats();
+        chats.set_device(1, "device-1");
+        chats.notified(
+            1,
+            "_lembas/session/announce",
+            &json!({"sessionId": "ses_one"}),
+        );
+        assert_eq!(
+            chats.chat("ses_one").map(|c| c.device).as_deref(),
+            Some("device-1")
+        );
+        chats.delete(None, "ses_one").await.expect("kept");
+        assert_eq!(chats.deletes_for("device-1"), ["ses_one"]);
+        assert!(
+            chats.deletes_for("device-2").is_empty(),
+            "not another device's"
         );
     }
 

@@ -282,7 +282,7 @@ impl Behaviour for ClientModel {
                     // Misbehaving: a delete of a chat it never had is taken as a broken link.
                     peer.close(1011, "unknown session");
                 }
-                self.chats.notified(method, params);
+                self.chats.notified(peer.link(), method, params);
             }
             LinkEvent::Request(request) => first_from_peer(&request.method),
             LinkEvent::Response { .. } => {}

@@ -223,6 +223,7 @@ pub async fn run(
         http,
         misbehave: options.misbehave.clone(),
         limits: options.limits,
+        chats: chats.clone(),
     };
     let app = server::router(state).into_make_service_with_connect_info::<SocketAddr>();
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {

@@ -34,6 +34,8 @@ pub struct ServerState {
     pub limits: FrameLimits,
     /// The HTTP API the CLI uses, beside the link.
     pub http: HttpState,
+    /// The chats, told which device each link is.
+    pub chats: Arc<crate::chats::Chats>,
 }
 
 /// The instance's routes.
@@ -86,13 +88,18 @@ async fn link(
         Ok(upgrade) => upgrade,
         Err(rejection) => return rejection.into_response(),
     };
-    let hub = state.hub.clone();
+    // A device is known by which of the tokens it linked with (`device-2`), never by the token.
+    let device = bearer(&headers)
+        .and_then(|t| state.tokens.iter().position(|known| known == t))
+        .map_or_else(|| "device-?".to_string(), |i| format!("device-{}", i + 1));
+    let (hub, chats) = (state.hub.clone(), state.chats.clone());
     ws_server::accept(
         upgrade,
         state.limits,
         remote.to_string(),
         move |connection| {
-            hub.attach(connection);
+            let peer = hub.attach(connection);
+            chats.set_device(peer.link(), &device);
         },
     )
 }
