@@ -52,7 +52,7 @@ impl Actor for InstanceActor {
                         &facts,
                         open.cwd.as_deref(),
                         open.mode.as_deref(),
-                        open.system_prompt.as_deref(),
+                        context_of(open),
                     )
                     .await;
             }
@@ -81,4 +81,22 @@ impl Actor for InstanceActor {
             ))
         })
     }
+}
+
+/// The `Context` fields a chat is opened with.
+fn context_of(open: &harness::scenario::OpenChat) -> serde_json::Map<String, Value> {
+    let mut context = serde_json::Map::new();
+    if let Some(prompt) = &open.system_prompt {
+        context.insert("system_prompt".into(), json!(prompt));
+    }
+    for (field, value) in [
+        ("personalization", &open.personalization),
+        ("library", &open.library),
+        ("prototypes", &open.prototypes),
+    ] {
+        if let Some(value) = value {
+            context.insert(field.into(), value.clone());
+        }
+    }
+    context
 }

@@ -64,8 +64,9 @@ pub struct Chat {
     pub in_flight: Vec<(String, String)>,
     /// Every turn id this chat ever sent (a new message never reuses one).
     pub sent: Vec<String>,
-    /// The chat's authored system prompt (its `Context`), if it has one.
-    pub system_prompt: Option<String>,
+    /// The chat's `Context` (system_prompt, personalization, library, prototypes), as set.
+    #[serde(default)]
+    pub context: serde_json::Map<String, Value>,
     /// The agent's text of the turn now running, as it streams.
     #[serde(skip)]
     streaming: String,
@@ -74,12 +75,20 @@ pub struct Chat {
 impl Chat {
     /// The `Context` fields the device takes (only those whose capability it listed).
     fn context(&self, facts: &LinkFacts) -> Option<Value> {
-        let prompt = self.system_prompt.as_ref()?;
-        facts
-            .capabilities
+        let listed: serde_json::Map<String, Value> = self
+            .context
             .iter()
-            .any(|c| c == "context")
-            .then(|| json!({ "system_prompt": prompt }))
+            .filter(|(field, _)| {
+                let needed = match field.as_str() {
+                    "library" => "library",
+                    "prototypes" => "prototypes",
+                    _ => "context",
+                };
+                facts.capabilities.iter().any(|c| c == needed)
+            })
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        (!listed.is_empty()).then_some(Value::Object(listed))
     }
 }
 
@@ -394,10 +403,10 @@ impl Chats {
         facts: &LinkFacts,
         cwd: Option<&str>,
         mode: Option<&str>,
-        system_prompt: Option<&str>,
+        context: serde_json::Map<String, Value>,
     ) -> Result<Value, String> {
         let chat = Chat {
-            system_prompt: system_prompt.map(String::from),
+            context,
             device: facts.device.clone(),
             ..Chat::default()
         };

@@ -969,6 +969,21 @@ impl Runner {
             return Outcome::Error("this double has no actions".into());
         };
         let mut action = a.clone();
+        if let Some(open) = &mut action.open_chat {
+            for value in [
+                &mut open.personalization,
+                &mut open.library,
+                &mut open.prototypes,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                match self.render(value) {
+                    Ok(rendered) => *value = rendered,
+                    Err(e) => return Outcome::Error(e),
+                }
+            }
+        }
         let mut texts: Vec<&mut String> = [
             &mut action.terminal_prompt,
             &mut action.delete_session,

@@ -776,6 +776,18 @@ pub struct OpenChat {
     /// when the device lists `context`.
     #[serde(default)]
     pub system_prompt: Option<String>,
+    /// The account's personalization (`{personality, personality_custom, instructions}` or
+    /// `null`), sent when the device lists `context`.
+    #[serde(default)]
+    pub personalization: Option<Value>,
+    /// The knowledge bases the chat may search (`{bases: [{id, name}]}`), sent when the device
+    /// lists `library`.
+    #[serde(default)]
+    pub library: Option<Value>,
+    /// Whether the model may write prototypes (`{offered, sources}`), sent when the device lists
+    /// `prototypes`.
+    #[serde(default)]
+    pub prototypes: Option<Value>,
 }
 
 /// A message written in a chat.
