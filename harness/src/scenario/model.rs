@@ -422,7 +422,7 @@ pub enum Step {
     Dial(DialStep),
     /// Act as the double's own side would, off the link: a person at the device's terminal, a
     /// change of the device's settings (fake-device).
-    Act(ActStep),
+    Act(Box<ActStep>),
     /// Run these steps only in the cells that match.
     When(WhenStep),
 }
