@@ -230,6 +230,11 @@ impl Chats {
         self.lock().devices.insert(link, device.to_string());
     }
 
+    /// Which device a link is (`""` when the server did not say).
+    pub fn device_of(&self, link: u32) -> String {
+        self.lock().devices.get(&link).cloned().unwrap_or_default()
+    }
+
     /// The device's hello on a link: its roots.
     pub fn hello(&self, link: u32, params: &Value) {
         let roots = params

@@ -53,7 +53,12 @@ pub struct ClientModel {
     pub chats: Arc<Chats>,
     /// Every session the client has known on any link of the run.
     known: Mutex<std::collections::HashSet<String>>,
+    /// When this instance last closed each device's link with 4400.
+    closed_4400: Mutex<HashMap<String, std::time::Instant>>,
 }
+
+/// How soon after a 4400 close a device's new link counts as a redial.
+const REDIAL_WINDOW: Duration = Duration::from_secs(30);
 
 impl ClientModel {
     /// A model that serves `discovery` (shared with the HTTP side, which may change it).
@@ -64,6 +69,7 @@ impl ClientModel {
             links: Arc::new(Mutex::new(HashMap::new())),
             chats,
             known: Mutex::new(Default::default()),
+            closed_4400: Mutex::new(HashMap::new()),
         }
     }
 
@@ -168,8 +174,33 @@ impl ClientModel {
             );
             return;
         }
+        // A device this instance closed with 4400 must not come back (it stops, saying why):
+        // one that links again soon after is redialling. A CLI restarted by hand that soon
+        // would be reported too, and the finding says how long after it came.
+        let device = self.chats.device_of(peer.link());
+        if let Some(closed_at) = self
+            .closed_4400
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&device).copied())
+            && closed_at.elapsed() < REDIAL_WINDOW
+        {
+            hub.findings().push(
+                Finding::new(
+                    ids::DEVICE_LINK_NO_REDIAL_4400,
+                    format!(
+                        "the device linked again {} ms after this instance closed its link with 4400",
+                        closed_at.elapsed().as_millis()
+                    ),
+                )
+                .on_link(peer.link()),
+            );
+        }
         if said >= 2 && allowed < 2 && !self.config.misbehave.breaks(ids::INSTANCE_LINK_CLOSE_4400)
         {
+            if let Ok(mut closed) = self.closed_4400.lock() {
+                closed.insert(device, std::time::Instant::now());
+            }
             peer.close(
                 CLOSE_PROTOCOL_MISMATCH,
                 "this instance speaks link protocol 1 only",

@@ -361,3 +361,79 @@ fn say_opens_a_chat_on_the_linked_device_and_writes_in_it() {
         harness::report::human::render("fake-device", &outcome, &finished.recent)
     );
 }
+
+#[test]
+fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let findings = runtime.block_on(async {
+        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel::<std::net::SocketAddr>();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let options = fake_instance::Options {
+            protocols: Some(vec![1]),
+            cell: Cell {
+                protocol: 1,
+                spec: "1.1.0".into(),
+            },
+            ..fake_instance::Options::default()
+        };
+        let instance = tokio::spawn(fake_instance::run(
+            options,
+            None,
+            move |addr| {
+                let _ = addr_tx.send(addr);
+            },
+            async {
+                let _ = stop_rx.await;
+            },
+        ));
+        let addr = addr_rx.await.expect("fake-instance starts");
+        // A device that says 2 to an instance speaking only 1, and (misbehaving) dials again
+        // after the 4400.
+        let device = fake_device::Options {
+            instance: format!("http://{addr}"),
+            token: fake_instance::DEFAULT_TOKEN.into(),
+            roots: Vec::new(),
+            protocol: ProtocolChoice::Fixed(2),
+            cell: Cell {
+                protocol: 2,
+                spec: "1.1.0".into(),
+            },
+            journal: None,
+            misbehave: Misbehaviours::parse(
+                &["device.link.no_redial_4400".to_string()],
+                Binds::Device,
+            )
+            .expect("known"),
+            patience: Duration::from_secs(5),
+            limits: harness::transport::FrameLimits::default(),
+            state_dir: None,
+            agent: harness::scenario::AgentKind::Echo,
+            change_limits_after: None,
+            terminal: Default::default(),
+            approval_timeout: None,
+            scripts: Vec::new(),
+            steps: Vec::new(),
+        };
+        let _ = tokio::time::timeout(
+            Duration::from_secs(2),
+            fake_device::run(device, None, std::future::pending()),
+        )
+        .await;
+        let _ = stop_tx.send(());
+        instance
+            .await
+            .expect("the instance task")
+            .expect("fake-instance ran")
+            .findings
+    });
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.rule == "device.link.no_redial_4400"),
+        "{findings:?}"
+    );
+}
