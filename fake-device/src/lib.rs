@@ -83,6 +83,34 @@ pub struct Options {
     pub steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
 }
 
+impl Options {
+    /// A device for the instance at `instance`, with the default token and every default: no
+    /// root, protocol from discovery, spec 1.1.0, the echo agent, nothing misbehaving.
+    pub fn for_instance(instance: impl Into<String>) -> Options {
+        Options {
+            instance: instance.into(),
+            token: "lembas-test-token".into(),
+            roots: Vec::new(),
+            protocol: ProtocolChoice::Auto,
+            cell: Cell {
+                protocol: 2,
+                spec: "1.1.0".into(),
+            },
+            journal: None,
+            misbehave: Misbehaviours::default(),
+            patience: Duration::from_secs(5),
+            limits: harness::transport::FrameLimits::default(),
+            state_dir: None,
+            agent: AgentKind::Echo,
+            change_limits_after: None,
+            terminal: TerminalPlay::default(),
+            approval_timeout: None,
+            scripts: Vec::new(),
+            steps: Vec::new(),
+        }
+    }
+}
+
 /// A person at the device's terminal, played on a timer (the self-test's stand-in for what a
 /// real CLI's test does by hand): shares a session, types in it, answers its cards, lets it go.
 #[derive(Debug, Clone, Default)]

@@ -2,77 +2,35 @@
 //! terminal, and fake-instance checks with a scenario of its own what that person's actions
 //! look like on the link.
 
-use std::net::SocketAddr;
-use std::path::Path;
+mod common;
+
 use std::process::Command;
-use std::time::Duration;
 
-use harness::engine::Cell;
+use common::{BIN, data, instance_checks};
 use harness::scenario::Side;
-
-const BIN: &str = env!("CARGO_BIN_EXE_fake-device");
-
-fn data(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
 
 #[test]
 fn a_person_at_the_terminal_shares_types_answers_leaves_deletes_and_edits_the_limits() {
-    let scenario =
-        harness::scenario::load_file(&data("terminal-instance.yaml"), Some(Side::Instance))
-            .expect("the instance scenario loads");
     let root = tempfile::tempdir().expect("root");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
-    let options = fake_instance::Options {
-        protocols: Some(vec![1, 2]),
-        cell: Cell {
-            protocol: 2,
-            spec: "1.1.0".into(),
-        },
-        patience: Duration::from_secs(5),
-        ..fake_instance::Options::default()
-    };
-    let instance = runtime.spawn(fake_instance::run(
-        options,
-        Some(scenario),
-        move |addr| {
-            let _ = addr_tx.send(addr);
-        },
-        std::future::pending(),
-    ));
-    let addr = addr_rx
-        .recv_timeout(Duration::from_secs(5))
-        .expect("fake-instance starts");
-    let device = std::thread::spawn(move || {
-        Command::new(BIN)
-            .args(["--instance", &format!("http://{addr}")])
-            .args(["--root", &root.path().display().to_string()])
-            .arg("--scenario")
-            .arg(data("terminal-device.yaml"))
-            .arg("--scripts")
-            .arg(data("deploy-scripts.yaml"))
-            .output()
-            .expect("fake-device runs")
+    let mut device = None;
+    let failed = instance_checks("terminal-instance.yaml", |url| {
+        device = Some(std::thread::spawn(move || {
+            Command::new(BIN)
+                .args(["--instance", &url])
+                .args(["--root", &root.path().display().to_string()])
+                .arg("--scenario")
+                .arg(data("terminal-device.yaml"))
+                .arg("--scripts")
+                .arg(data("deploy-scripts.yaml"))
+                .output()
+                .expect("fake-device runs")
+        }));
     });
-    let finished = runtime
-        .block_on(async { tokio::time::timeout(Duration::from_secs(30), instance).await })
-        .expect("the scenario ends")
-        .expect("the instance task ends")
-        .expect("fake-instance ran");
-    let outcome = finished.outcome.expect("a verdict");
-    assert!(
-        outcome.passed(),
-        "{}",
-        harness::report::human::render("fake-instance", &outcome, &finished.recent)
-    );
-    let device = device.join().expect("the device's thread");
+    assert!(failed.is_none(), "{}", failed.unwrap_or_default());
+    let device = device
+        .expect("started")
+        .join()
+        .expect("the device's thread");
     assert_eq!(
         device.status.code(),
         Some(0),

@@ -69,22 +69,9 @@ fn device(
             .build()
             .expect("runtime");
         let options = fake_device::Options {
-            instance: url,
-            token: fake_instance::DEFAULT_TOKEN.into(),
-            roots: Vec::new(),
-            protocol: ProtocolChoice::Auto,
             cell: Cell { protocol, spec },
-            journal: None,
             misbehave,
-            patience: Duration::from_secs(5),
-            limits: harness::transport::FrameLimits::default(),
-            state_dir: None,
-            agent: harness::scenario::AgentKind::Echo,
-            change_limits_after: None,
-            terminal: Default::default(),
-            approval_timeout: None,
-            scripts: Vec::new(),
-            steps: Vec::new(),
+            ..fake_device::Options::for_instance(url)
         };
         let _ = runtime.block_on(fake_device::run(options, None, async {
             let _ = stop_rx.await;
@@ -325,25 +312,12 @@ fn say_opens_a_chat_on_the_linked_device_and_writes_in_it() {
         .build()
         .expect("runtime");
     let options = fake_device::Options {
-        instance: url,
-        token: fake_instance::DEFAULT_TOKEN.into(),
         roots: vec![root.path().display().to_string()],
-        protocol: ProtocolChoice::Auto,
         cell: Cell {
             protocol: 2,
             spec: "1.1.0".into(),
         },
-        journal: None,
-        misbehave: Misbehaviours::default(),
-        patience: Duration::from_secs(5),
-        limits: harness::transport::FrameLimits::default(),
-        state_dir: None,
-        agent: harness::scenario::AgentKind::Echo,
-        change_limits_after: None,
-        terminal: Default::default(),
-        approval_timeout: None,
-        scripts: Vec::new(),
-        steps: Vec::new(),
+        ..fake_device::Options::for_instance(url)
     };
     let finished = runtime
         .block_on(fake_device::run(
@@ -394,29 +368,17 @@ fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
         // A device that says 2 to an instance speaking only 1, and (misbehaving) dials again
         // after the 4400.
         let device = fake_device::Options {
-            instance: format!("http://{addr}"),
-            token: fake_instance::DEFAULT_TOKEN.into(),
-            roots: Vec::new(),
             protocol: ProtocolChoice::Fixed(2),
             cell: Cell {
                 protocol: 2,
                 spec: "1.1.0".into(),
             },
-            journal: None,
             misbehave: Misbehaviours::parse(
                 &["device.link.no_redial_4400".to_string()],
                 Binds::Device,
             )
             .expect("known"),
-            patience: Duration::from_secs(5),
-            limits: harness::transport::FrameLimits::default(),
-            state_dir: None,
-            agent: harness::scenario::AgentKind::Echo,
-            change_limits_after: None,
-            terminal: Default::default(),
-            approval_timeout: None,
-            scripts: Vec::new(),
-            steps: Vec::new(),
+            ..fake_device::Options::for_instance(format!("http://{addr}"))
         };
         let _ = tokio::time::timeout(
             Duration::from_secs(2),

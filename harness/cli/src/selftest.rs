@@ -9,7 +9,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fake_device::dial::ProtocolChoice;
 use harness::engine::{Cell, RunOutcome};
 use harness::rules::{Binds, Misbehaviours, catalogue};
 use harness::scenario::catalogue::embedded;
@@ -147,19 +146,14 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let device = tokio::spawn(async move {
                 let Ok(addr) = addr_rx.await else { return };
                 let options = fake_device::Options {
-                    instance: format!("http://{addr}"),
-                    token: fake_instance::DEFAULT_TOKEN.into(),
                     roots: if with_root {
                         vec![root_path]
                     } else {
                         Vec::new()
                     },
-                    protocol: ProtocolChoice::Auto,
                     cell,
-                    journal: None,
                     misbehave,
                     patience: PATIENCE,
-                    limits: harness::transport::FrameLimits::default(),
                     state_dir: Some(state_dir),
                     // The instance scenarios script the model; the device follows it, as a CLI does.
                     agent: harness::scenario::AgentKind::Model,
@@ -172,7 +166,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     },
                     approval_timeout: peer_setup.approval_timeout.map(|d| d.0),
                     steps: peer_setup.steps.clone(),
-                    scripts: Vec::new(),
+                    ..fake_device::Options::for_instance(format!("http://{addr}"))
                 };
                 // A device the scenario restarts stops once, then runs again on the same store.
                 let mut restart = peer_setup.restart_after.map(|d| d.0);
@@ -281,22 +275,10 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             // One trusted root, as a web server's test would give the device (`--root`).
             let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
             let options = fake_device::Options {
-                instance: format!("http://{addr}"),
-                token: fake_instance::DEFAULT_TOKEN.into(),
                 roots: vec![root.path().display().to_string()],
-                protocol: ProtocolChoice::Auto,
                 cell: case.cell.clone(),
-                journal: None,
-                misbehave: Misbehaviours::default(),
                 patience: PATIENCE,
-                limits: harness::transport::FrameLimits::default(),
-                state_dir: None,
-                agent: harness::scenario::AgentKind::Echo,
-                change_limits_after: None,
-                terminal: Default::default(),
-                approval_timeout: None,
-                scripts: Vec::new(),
-                steps: Vec::new(),
+                ..fake_device::Options::for_instance(format!("http://{addr}"))
             };
             let finished = fake_device::run(
                 options,
