@@ -31,12 +31,26 @@ pub struct LoggedRequest {
 /// How many chat requests the log keeps.
 pub const CHAT_LOG_KEPT: usize = 10_000;
 
+/// Told of each request as it is logged.
+pub type Observer = Arc<dyn Fn(&LoggedRequest) + Send + Sync>;
+
 /// Every chat completion request of the run, in order (the newest [`CHAT_LOG_KEPT`]). Clones
 /// share the journal.
-#[derive(Debug, Clone, Default)]
-pub struct ChatLog(Arc<Mutex<Vec<LoggedRequest>>>);
+#[derive(Clone, Default)]
+pub struct ChatLog(Arc<Mutex<Vec<LoggedRequest>>>, Arc<Mutex<Option<Observer>>>);
+
+impl std::fmt::Debug for ChatLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ChatLog").field(&self.0).finish()
+    }
+}
 
 impl ChatLog {
+    /// Tells `observer` of every request logged from now on (a scenario's steps see them).
+    pub fn observe(&self, observer: Observer) {
+        *self.1.lock().unwrap_or_else(PoisonError::into_inner) = Some(observer);
+    }
+
     /// The requests so far.
     pub fn entries(&self) -> Vec<LoggedRequest> {
         self.lock().clone()
@@ -52,6 +66,14 @@ impl ChatLog {
         // Bounded, like the inbox: a long simulated run keeps the newest requests.
         if log.len() >= CHAT_LOG_KEPT {
             log.remove(0);
+        }
+        let observer = self
+            .1
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(observer) = observer {
+            observer(&request);
         }
         log.push(request);
     }
