@@ -35,26 +35,27 @@ fn a_scripted_turn_streams_its_steps_and_branches_on_the_card() {
 fn a_bad_scripts_file_is_a_usage_error_naming_file_line_and_key() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("scripts.yaml");
-    std::fs::write(&path, "- when: \"(unclosed\"\n  steps: []\n").expect("written");
-    let out = Command::new(BIN)
-        .args(["--instance", "http://127.0.0.1:9", "--scripts"])
-        .arg(&path)
-        .output()
-        .expect("runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    // Runs fake-device with these scripts; gives its exit code and what it said on stderr.
+    let run_with = |scripts: &str| {
+        std::fs::write(&path, scripts).expect("written");
+        let out = Command::new(BIN)
+            .args(["--instance", "http://127.0.0.1:9", "--scripts"])
+            .arg(&path)
+            .output()
+            .expect("runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run_with("- when: \"(unclosed\"\n  steps: []\n");
+    assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("scripts.yaml:1"), "{err}");
     assert!(err.contains("when"), "{err}");
     assert!(err.contains("not a regex"), "{err}");
 
-    std::fs::write(&path, "- steps:\n    - shout: hello\n").expect("written");
-    let out = Command::new(BIN)
-        .args(["--instance", "http://127.0.0.1:9", "--scripts"])
-        .arg(&path)
-        .output()
-        .expect("runs");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (code, err) = run_with("- steps:\n    - shout: hello\n");
+    assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("scripts.yaml:2"), "{err}");
     assert!(err.contains("shout"), "{err}");
 }

@@ -41,6 +41,8 @@ struct LinkState {
     spoke: bool,
     hello_protocol: Option<u8>,
     watch: monitor::LinkWatch,
+    /// The watch has been told the sessions the client knew when the link came.
+    seeded: bool,
 }
 
 /// The client model of fake-instance.
@@ -234,14 +236,24 @@ impl ClientModel {
     fn watch(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, event: &LinkEvent) {
         let found = {
             let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
-            let watch = &mut links.entry(peer.link()).or_default().watch;
-            // The sessions the client knows (its chats, and any it named on an earlier link)
-            // are known on every link: a turn running across a relink reports on the new one.
-            let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-            for chat in self.chats.session_ids().iter().chain(known.iter()) {
-                watch.know(chat);
+            // The sessions the client knows (its chats, any it named on an earlier or another
+            // link) are known on a new link too: a turn running across a relink reports there.
+            // Told once, when the link's first message comes; the link learns the rest itself.
+            if !links.get(&peer.link()).is_some_and(|s| s.seeded) {
+                let mut seed = self.chats.session_ids();
+                if let Ok(known) = self.known.lock() {
+                    seed.extend(known.iter().cloned());
+                }
+                for state in links.values() {
+                    seed.extend(state.watch.sessions().cloned());
+                }
+                let state = links.entry(peer.link()).or_default();
+                for session in &seed {
+                    state.watch.know(session);
+                }
+                state.seeded = true;
             }
-            known.extend(watch.sessions().cloned());
+            let watch = &mut links.entry(peer.link()).or_default().watch;
             match event {
                 LinkEvent::Notification { method, params, .. } => watch.incoming(method, params),
                 LinkEvent::Request(request) => watch.incoming(&request.method, &request.params),
@@ -318,8 +330,11 @@ impl Behaviour for ClientModel {
             LinkEvent::Request(request) => first_from_peer(&request.method),
             LinkEvent::Response { .. } => {}
             LinkEvent::Closed(_) => {
-                if let Ok(mut links) = self.links.lock() {
-                    links.remove(&peer.link());
+                if let Ok(mut links) = self.links.lock()
+                    && let Some(ended) = links.remove(&peer.link())
+                    && let Ok(mut known) = self.known.lock()
+                {
+                    known.extend(ended.watch.sessions().cloned());
                 }
                 self.chats.closed(peer.link());
                 return;

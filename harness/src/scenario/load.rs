@@ -86,8 +86,8 @@ impl LoadError {
     }
 }
 
-/// Reads and checks a scenario file.
-pub fn load_file(path: &Path, side: Option<Side>) -> Result<Scenario, LoadError> {
+/// A file's text and the name errors give it.
+fn read(path: &Path) -> Result<(String, String), LoadError> {
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| LoadError {
         file: file.clone(),
@@ -97,21 +97,19 @@ pub fn load_file(path: &Path, side: Option<Side>) -> Result<Scenario, LoadError>
         message: format!("cannot read it: {e}"),
         snippet: None,
     })?;
+    Ok((text, file))
+}
+
+/// Reads and checks a scenario file.
+pub fn load_file(path: &Path, side: Option<Side>) -> Result<Scenario, LoadError> {
+    let (text, file) = read(path)?;
     load_str(&text, &file, side.or_else(|| Side::from_path(path)))
 }
 
 /// Reads the scripted agent's scripts from a file (`fake-device --scripts`): a YAML list of
 /// scripts, as under a scenario's `device.scripts`, with located errors.
 pub fn load_scripts(path: &Path) -> Result<Vec<super::AgentScript>, LoadError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| LoadError {
-        file: file.clone(),
-        line: None,
-        column: None,
-        key_path: None,
-        message: format!("cannot read it: {e}"),
-        snippet: None,
-    })?;
+    let (text, file) = read(path)?;
     parse(&text, &file)
 }
 
