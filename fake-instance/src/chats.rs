@@ -855,6 +855,25 @@ fn import(turns: &[Value], turn: &str) -> Option<String> {
     )
 }
 
+/// A library call's scope names one of the calling device's chats; its knowledge bases are the
+/// ones its `Context.library` named (none named: the whole library).
+impl crate::http::ChatScopes for Chats {
+    fn bases_of(&self, device: &str, session_id: &str) -> Option<Vec<String>> {
+        let inner = self.lock();
+        let chat = inner.chats.get(session_id).filter(|c| c.device == device)?;
+        let bases = chat
+            .context
+            .get("library")
+            .and_then(|l| l.get("bases"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b.get("id").and_then(Value::as_str).map(String::from))
+            .collect();
+        Some(bases)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

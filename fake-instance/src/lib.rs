@@ -38,8 +38,7 @@ use crate::server::ServerState;
 /// from 1).
 pub const HTTP_LINK: u32 = 0;
 
-/// The method a request to the model (`POST /v1/chat/completions`) is seen as by steps.
-pub const HTTP_CHAT: &str = "http/chat";
+pub use http::{HTTP_CHAT, HTTP_INSTANCE, HTTP_MCP, HTTP_MODELS, HTTP_PERSONALIZATION, HTTP_USAGE};
 
 /// The token a device uses when none is configured.
 pub const DEFAULT_TOKEN: &str = "lembas-test-token";
@@ -221,17 +220,15 @@ pub async fn run(
     )
     .map_err(StartError::Scenario)?;
     let tokens = Arc::new(options.tokens.clone());
-    let http = http::HttpState::new(http_config, tokens.clone(), discovery.clone());
-    // Each request to the model is a message a step can expect, as `http/chat` on link 0 (the
-    // HTTP side): "the model was asked exactly once for this turn" is an expect and an
-    // expect_none.
+    let http = http::HttpState::new(http_config, tokens.clone(), discovery.clone())
+        .with_scopes(chats.clone());
+    // Each request on the HTTP API is a message a step can expect, on link 0 (the HTTP side):
+    // "the model was asked exactly once for this turn" is an expect and an expect_none.
     let inbox_hub = hub.clone();
-    http.chat_log().observe(Arc::new(move |request| {
-        if let Ok(params) = serde_json::to_value(request) {
-            inbox_hub
-                .inbox
-                .push(HTTP_LINK, json!({ "method": HTTP_CHAT, "params": params }));
-        }
+    http.observe(Arc::new(move |method, params| {
+        inbox_hub
+            .inbox
+            .push(HTTP_LINK, json!({ "method": method, "params": params }));
     }));
     let discovery_for_actor = discovery.clone();
     let state = ServerState {

@@ -14,6 +14,8 @@ use crate::server::bearer;
 /// token itself is not kept, so it cannot leak into a body or a log.
 #[derive(Debug, Clone)]
 pub struct Caller {
+    /// Which device: `device-N` for the N-th configured token, never the token itself.
+    pub device: String,
     /// The token's scopes; `None`: every scope (a token the configuration gives no list).
     pub scopes: Option<Vec<String>>,
 }
@@ -26,6 +28,9 @@ impl Caller {
             .is_none_or(|scopes| scopes.iter().any(|s| s == scope))
     }
 }
+
+/// The scope a token needs for the library (`/mcp`).
+pub const LIBRARY_SCOPE: &str = "library";
 
 /// Lets a request through only with a known device token, and with the scope its path needs.
 pub async fn require_token(
@@ -47,10 +52,23 @@ pub async fn require_token(
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return refused;
     };
+    let device = state
+        .tokens
+        .iter()
+        .position(|known| known == token)
+        .map_or_else(|| "device-?".to_string(), |i| format!("device-{}", i + 1));
     let caller = Caller {
+        device,
         scopes: state.config.token_scopes.get(token).cloned(),
     };
-    if let Some(scope) = state.config.route_scopes.get(request.uri().path())
+    let path = request.uri().path();
+    let needed = state
+        .config
+        .route_scopes
+        .get(path)
+        .map(String::as_str)
+        .or((path == "/mcp").then_some(LIBRARY_SCOPE));
+    if let Some(scope) = needed
         && !caller.has_scope(scope)
     {
         return detail(
@@ -68,9 +86,13 @@ mod tests {
 
     #[test]
     fn a_token_without_a_list_has_every_scope() {
-        let all = Caller { scopes: None };
+        let all = Caller {
+            device: "device-1".into(),
+            scopes: None,
+        };
         assert!(all.has_scope("library"));
         let some = Caller {
+            device: "device-1".into(),
             scopes: Some(vec!["chat".into()]),
         };
         assert!(some.has_scope("chat"));

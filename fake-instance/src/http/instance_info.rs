@@ -17,5 +17,9 @@ pub fn default_instance() -> Value {
 
 /// `GET /api/v1/instance`.
 pub async fn show(State(state): State<HttpState>) -> Response {
+    state.emit(
+        super::HTTP_INSTANCE,
+        json!({ "at_ms": state.now_ms(), "status": 200 }),
+    );
     axum::Json(state.config.instance.clone()).into_response()
 }

@@ -1,18 +1,20 @@
 //! The HTTP API a LLeMbas CLI uses on its instance, besides the link (the spec's section on the
 //! HTTP API the CLI uses): the models it lists, an OpenAI-compatible scripted chat model, usage,
-//! the account's personalization and the instance's description. Every route sits behind a device
-//! token ([`auth`]); each endpoint is a module of its own, and [`HttpConfig`] gathers what a run
-//! (later: a scenario section) may set for each.
+//! the account's personalization, the instance's description and the library over MCP. Every
+//! route sits behind a device token ([`auth`]); each endpoint is a module of its own, and
+//! [`HttpConfig`] gathers what a run (a scenario's `instance.http`) may set for each.
 
 pub mod auth;
 pub mod chat;
 pub mod instance_info;
+pub mod library;
+pub mod mcp;
 pub mod models;
 pub mod personalization;
 pub mod usage;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use axum::Router;
@@ -24,6 +26,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 pub use chat::{ChatLog, ChatScript, LoggedRequest};
+pub use library::{ChatScopes, LibraryConfig};
 pub use models::{ModelEntry, ProviderField};
 pub use personalization::{Personalization, PersonalizationConfig, PersonalizationWrite};
 pub use usage::UsageConfig;
@@ -50,9 +53,12 @@ pub struct HttpConfig {
     pub personalization: PersonalizationConfig,
     /// What `GET /api/v1/instance` says, as is. Default: a name and this crate's version.
     pub instance: Value,
+    /// The account's library, which `/mcp` serves.
+    pub library: LibraryConfig,
     /// Each token's scopes; a token without an entry has every scope.
     pub token_scopes: BTreeMap<String, Vec<String>>,
-    /// Paths that need a scope (path → scope), e.g. `/v1/usage: usage`. Default: none.
+    /// Paths that need a scope (path → scope), e.g. `/v1/usage: usage`. `/mcp` always needs
+    /// `library` (the spec's paragraph on the library). Default: none more.
     pub route_scopes: BTreeMap<String, String>,
 }
 
@@ -66,6 +72,7 @@ impl Default for HttpConfig {
             usage: UsageConfig::default(),
             personalization: PersonalizationConfig::default(),
             instance: instance_info::default_instance(),
+            library: LibraryConfig::default(),
             token_scopes: BTreeMap::new(),
             route_scopes: BTreeMap::new(),
         }
@@ -83,7 +90,25 @@ pub struct HttpState {
     started: Instant,
     chat: chat::ChatMemory,
     personalization: personalization::Store,
+    scopes: Arc<dyn ChatScopes>,
+    events: Arc<Mutex<Option<EventSink>>>,
 }
+
+/// Told of what happens on the HTTP API: a method name (`http/chat`, `http/mcp`, ...) and its
+/// params, the shape a scenario's steps expect on.
+pub type EventSink = Arc<dyn Fn(&'static str, Value) + Send + Sync>;
+
+/// The message each chat completion request is to a scenario's steps.
+pub const HTTP_CHAT: &str = "http/chat";
+/// The message each `GET /v1/models` is to a scenario's steps.
+pub const HTTP_MODELS: &str = "http/models";
+/// The message each `GET /v1/usage` is to a scenario's steps.
+pub const HTTP_USAGE: &str = "http/usage";
+/// The message each `GET` or `PUT /v1/me/personalization` is to a scenario's steps.
+pub const HTTP_PERSONALIZATION: &str = "http/personalization";
+/// The message each `GET /api/v1/instance` is to a scenario's steps.
+pub const HTTP_INSTANCE: &str = "http/instance";
+pub use mcp::HTTP_MCP;
 
 impl HttpState {
     /// The state of a run's HTTP API, for these device tokens and this (live) discovery.
@@ -101,6 +126,38 @@ impl HttpState {
             started: Instant::now(),
             chat,
             personalization,
+            scopes: Arc::new(library::NoChats),
+            events: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// The chats a library call's scope may name (fake-instance's own chats on the link side).
+    pub fn with_scopes(mut self, scopes: Arc<dyn ChatScopes>) -> Self {
+        self.scopes = scopes;
+        self
+    }
+
+    /// Tells `sink` of every request from now on: each chat completion as `http/chat`, each
+    /// library call as `http/mcp`, and each other request by its endpoint (see [`HTTP_CHAT`]).
+    pub fn observe(&self, sink: EventSink) {
+        let for_chat = sink.clone();
+        self.chat.log.observe(Arc::new(move |request| {
+            if let Ok(params) = serde_json::to_value(request) {
+                for_chat(HTTP_CHAT, params);
+            }
+        }));
+        *self.events.lock().unwrap_or_else(PoisonError::into_inner) = Some(sink);
+    }
+
+    /// Tells the sink, if any, of one request.
+    fn emit(&self, method: &'static str, params: Value) {
+        let sink = self
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(sink) = sink {
+            sink(method, params);
         }
     }
 
@@ -147,6 +204,7 @@ pub fn router(state: HttpState) -> Router {
             get(personalization::show).put(personalization::update),
         )
         .route("/api/v1/instance", get(instance_info::show))
+        .route_service("/mcp", mcp::service(state.clone()))
         // `route_layer`: an unknown path stays a 404 rather than becoming a 401.
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

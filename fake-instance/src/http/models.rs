@@ -103,6 +103,10 @@ pub async fn list(State(state): State<HttpState>) -> Response {
         .iter()
         .map(|m| served(m, speaks_2, state.config.provider_field))
         .collect();
+    state.emit(
+        super::HTTP_MODELS,
+        json!({ "at_ms": state.now_ms(), "protocol": if speaks_2 { 2 } else { 1 }, "status": 200 }),
+    );
     axum::Json(json!({ "object": "list", "data": data })).into_response()
 }
 

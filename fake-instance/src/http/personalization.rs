@@ -13,7 +13,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::{HttpState, detail, json_body};
 
@@ -178,7 +178,7 @@ impl Store {
 
     /// Answers one `PUT` body and journals it; the check and the merge happen under one lock so
     /// two writes cannot interleave.
-    fn write(&self, at_ms: u64, body: Result<Value, String>) -> Response {
+    fn write(&self, at_ms: u64, body: Result<Value, String>) -> (Response, PersonalizationWrite) {
         let mut saved = self.lock();
         let (journaled, response) = match body {
             Err(not_json) => (None, detail(StatusCode::BAD_REQUEST, not_json)),
@@ -199,24 +199,34 @@ impl Store {
                 (Some(body), response)
             }
         };
-        saved.writes.push(PersonalizationWrite {
+        let write = PersonalizationWrite {
             at_ms,
             body: journaled,
             status: response.status().as_u16(),
-        });
-        response
+        };
+        saved.writes.push(write.clone());
+        (response, write)
     }
 }
 
 /// `GET /v1/me/personalization`: what is saved (also when not available, which it says).
 pub async fn show(State(state): State<HttpState>) -> Response {
+    state.emit(
+        super::HTTP_PERSONALIZATION,
+        json!({ "at_ms": state.now_ms(), "verb": "GET", "status": 200 }),
+    );
     axum::Json(state.personalization.current()).into_response()
 }
 
 /// `PUT /v1/me/personalization`: merges the fields the body has.
 pub async fn update(State(state): State<HttpState>, body: Bytes) -> Response {
     let at_ms = state.now_ms();
-    state.personalization.write(at_ms, json_body(&body))
+    let (response, write) = state.personalization.write(at_ms, json_body(&body));
+    state.emit(
+        super::HTTP_PERSONALIZATION,
+        json!({ "at_ms": write.at_ms, "verb": "PUT", "body": write.body, "status": write.status }),
+    );
+    response
 }
 
 #[cfg(test)]
@@ -246,7 +256,7 @@ mod tests {
             instructions: "keep".into(),
             ..PersonalizationConfig::default()
         });
-        let refused = store.write(0, Ok(json!({"instructions": "new", "enabled": 1})));
+        let (refused, _) = store.write(0, Ok(json!({"instructions": "new", "enabled": 1})));
         assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(store.current().instructions, "keep");
         assert_eq!(store.writes().len(), 1);

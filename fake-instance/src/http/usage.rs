@@ -165,10 +165,16 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>, D::Er
 /// `GET /v1/usage`.
 pub async fn show(State(state): State<HttpState>) -> Response {
     let usage = &state.config.usage;
-    if usage.absent {
-        return detail(StatusCode::NOT_FOUND, "this instance has no usage");
-    }
-    axum::Json(usage).into_response()
+    let response = if usage.absent {
+        detail(StatusCode::NOT_FOUND, "this instance has no usage")
+    } else {
+        axum::Json(usage).into_response()
+    };
+    state.emit(
+        super::HTTP_USAGE,
+        serde_json::json!({ "at_ms": state.now_ms(), "status": response.status().as_u16() }),
+    );
+    response
 }
 
 #[cfg(test)]
