@@ -38,7 +38,10 @@ use crate::server::ServerState;
 /// from 1).
 pub const HTTP_LINK: u32 = 0;
 
-pub use http::{HTTP_CHAT, HTTP_INSTANCE, HTTP_MCP, HTTP_MODELS, HTTP_PERSONALIZATION, HTTP_USAGE};
+pub use http::{
+    HTTP_CHAT, HTTP_DISCOVERY, HTTP_INSTANCE, HTTP_MCP, HTTP_MODELS, HTTP_PERSONALIZATION,
+    HTTP_USAGE,
+};
 
 /// The token a device uses when none is configured.
 pub const DEFAULT_TOKEN: &str = "lembas-test-token";

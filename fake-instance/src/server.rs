@@ -56,7 +56,7 @@ async fn discovery(State(state): State<ServerState>) -> Response {
     if state.misbehave.breaks(ids::INSTANCE_DISCOVERY_SHAPE) {
         body["protocol"] = json!(2);
     }
-    axum::Json(body).into_response()
+    http::discovery::answer(&state.http, body).await
 }
 
 /// The bearer token of a request, if it carries one.

@@ -981,3 +981,37 @@ print("ok")
         "stdout: {stdout}\nstderr: {stderr}"
     );
 }
+
+#[tokio::test]
+async fn discovery_can_fail_then_recover() {
+    let instance = start(config(json!({"discovery": {"status": 500, "times": 1}}))).await;
+    let discovery = || client().get(format!("{}/.well-known/lembas.json", instance.url));
+    let (status, body) = call(discovery()).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(body["detail"].is_string(), "{body}");
+    let (status, body) = call(discovery()).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, json!({"protocol": 1, "protocols": [1, 2]}));
+}
+
+#[tokio::test]
+async fn discovery_can_leave_a_field_out_or_serve_a_body_of_its_own() {
+    let omitted = start(config(json!({"discovery": {"omit": ["protocols"]}}))).await;
+    let (status, body) =
+        call(client().get(format!("{}/.well-known/lembas.json", omitted.url))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body, json!({"protocol": 1}));
+    let own = start(config(json!({"discovery": {"body": {"protocols": "two"}}}))).await;
+    let (_, body) = call(client().get(format!("{}/.well-known/lembas.json", own.url))).await;
+    assert_eq!(body, json!({"protocols": "two"}));
+}
+
+#[tokio::test]
+async fn discovery_can_be_slow() {
+    let instance = start(config(json!({"discovery": {"delay_ms": 300}}))).await;
+    let started = Instant::now();
+    let (status, _) = call(client().get(format!("{}/.well-known/lembas.json", instance.url))).await;
+    assert_eq!(status, StatusCode::OK);
+    // A lower bound only: the fault held the answer back (never a timing upper bound).
+    assert!(started.elapsed() >= Duration::from_millis(300));
+}

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 /// A scenario's library (`instance.http.library`). Default: one base, `handbook`, with two
 /// documents, so a library call answers something without configuration.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LibraryConfig {
     /// The account's knowledge bases.
@@ -46,7 +46,7 @@ impl Default for LibraryConfig {
 }
 
 /// One knowledge base.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KnowledgeBase {
     /// Its id (what a chat's `Context.library.bases[].id` names).
@@ -59,7 +59,7 @@ pub struct KnowledgeBase {
 }
 
 /// One document of a knowledge base.
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Document {
     /// Its title.

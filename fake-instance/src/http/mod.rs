@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod chat;
+pub mod discovery;
 pub mod instance_info;
 pub mod library;
 pub mod mcp;
@@ -33,7 +34,7 @@ pub use usage::UsageConfig;
 
 /// What the HTTP API serves. Every field has a default, so `{}` is a working instance; unknown
 /// keys are refused so a typo in a scenario is an error, not a silently ignored setting.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct HttpConfig {
     /// The models `GET /v1/models` lists. Default: chat model `echo` and embedding model `embed`,
@@ -53,6 +54,8 @@ pub struct HttpConfig {
     pub personalization: PersonalizationConfig,
     /// What `GET /api/v1/instance` says, as is. Default: a name and this crate's version.
     pub instance: Value,
+    /// Discovery answered wrong on purpose (a status, a field left out, a slow answer).
+    pub discovery: discovery::DiscoveryFault,
     /// The account's library, which `/mcp` serves.
     pub library: LibraryConfig,
     /// Each token's scopes; a token without an entry has every scope.
@@ -72,6 +75,7 @@ impl Default for HttpConfig {
             usage: UsageConfig::default(),
             personalization: PersonalizationConfig::default(),
             instance: instance_info::default_instance(),
+            discovery: discovery::DiscoveryFault::default(),
             library: LibraryConfig::default(),
             token_scopes: BTreeMap::new(),
             route_scopes: BTreeMap::new(),
@@ -91,6 +95,7 @@ pub struct HttpState {
     chat: chat::ChatMemory,
     personalization: personalization::Store,
     scopes: Arc<dyn ChatScopes>,
+    discovery_served: Arc<discovery::Served>,
     events: Arc<Mutex<Option<EventSink>>>,
 }
 
@@ -100,6 +105,8 @@ pub type EventSink = Arc<dyn Fn(&'static str, Value) + Send + Sync>;
 
 /// The message each chat completion request is to a scenario's steps.
 pub const HTTP_CHAT: &str = "http/chat";
+/// The message each discovery request is to a scenario's steps.
+pub const HTTP_DISCOVERY: &str = "http/discovery";
 /// The message each `GET /v1/models` is to a scenario's steps.
 pub const HTTP_MODELS: &str = "http/models";
 /// The message each `GET /v1/usage` is to a scenario's steps.
@@ -127,6 +134,7 @@ impl HttpState {
             chat,
             personalization,
             scopes: Arc::new(library::NoChats),
+            discovery_served: Arc::default(),
             events: Arc::new(Mutex::new(None)),
         }
     }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::HttpState;
 
 /// One model the instance serves.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelEntry {
     /// The model's own id (without its provider).
@@ -44,7 +44,7 @@ impl ModelEntry {
 }
 
 /// When an entry carries its `provider` field.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderField {
     /// Only while the instance speaks protocol 2: providers came with it, and a protocol 1

@@ -23,7 +23,7 @@ pub const NOT_AVAILABLE: &str = "personalization is not available on this instan
 pub const NOT_A_DEVICE: &str = "personalization can only be written with a device's token";
 
 /// The personalization a run starts with, and who may write it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PersonalizationConfig {
     /// Whether the account can use personalization at all; `false`: writes get 403.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use super::{HttpState, detail};
 
 /// What `GET /v1/usage` answers.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct UsageConfig {
     /// Answer 404: an instance without usage (the CLI then shows nothing).
@@ -66,7 +66,7 @@ impl Default for UsageConfig {
 }
 
 /// A plan.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Plan {
     /// Its name.
@@ -76,7 +76,7 @@ pub struct Plan {
 }
 
 /// The month's spend.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct MonthUsage {
     /// When the month began (ISO date).
@@ -93,7 +93,7 @@ pub struct MonthUsage {
 }
 
 /// The device's spend.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct DeviceUsage {
     /// Tokens in.
@@ -143,7 +143,7 @@ impl Default for DeviceUsage {
 }
 
 /// A rolling spending window.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Window {
     /// Its name (`5h`, `week`).

@@ -2,3 +2,13 @@
 #![warn(missing_docs)]
 
 pub mod selftest;
+
+/// The scenario format's JSON Schema, whole: the harness's model with the sections the doubles
+/// type themselves (fake-instance's `instance.http`) in place.
+pub fn scenario_schema() -> String {
+    use harness::scenario::schema::{Section, json_schema_with};
+    json_schema_with(&[Section::of::<fake_instance::http::HttpConfig>(
+        "InstanceSettings",
+        "http",
+    )])
+}

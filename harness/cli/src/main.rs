@@ -130,7 +130,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check { files, side } => check(&files, side.as_deref()).into(),
         Command::Schema { write } => {
-            let schema = harness::scenario::schema::json_schema();
+            let schema = harness_cli::scenario_schema();
             match write {
                 Some(path) => match std::fs::write(&path, schema) {
                     Ok(()) => Exit::Passed.into(),

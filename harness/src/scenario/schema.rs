@@ -1,11 +1,63 @@
 //! The JSON Schema of the scenario format, generated from the model so it cannot drift.
 //! `docs/scenario.schema.json` holds it for editors; a test keeps that file current.
+//!
+//! A few sections are typed by the double that reads them (fake-instance's `instance.http`):
+//! the harness keeps them as plain JSON, and [`json_schema_with`] lets the caller that knows
+//! their types put those types' schemas in place.
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 
 use super::model::Scenario;
 
-/// The schema as pretty JSON, ending in a newline.
+/// A section typed elsewhere: where it sits (the `$defs` entry and its property) and how to
+/// make its schema with the same generator (so its own definitions join the file's).
+pub struct Section {
+    /// The `$defs` entry holding the property, e.g. `InstanceSettings`.
+    pub definition: &'static str,
+    /// The property, e.g. `http`.
+    pub property: &'static str,
+    /// Its schema.
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
+}
+
+impl Section {
+    /// The section whose schema is `T`'s.
+    pub fn of<T: JsonSchema>(definition: &'static str, property: &'static str) -> Self {
+        Self {
+            definition,
+            property,
+            schema: |generator| generator.subschema_for::<T>(),
+        }
+    }
+}
+
+/// The schema as pretty JSON, ending in a newline (sections typed elsewhere stay open JSON).
 pub fn json_schema() -> String {
-    let schema = schemars::schema_for!(Scenario);
+    json_schema_with(&[])
+}
+
+/// The schema with these sections' types in place of open JSON.
+pub fn json_schema_with(sections: &[Section]) -> String {
+    let mut generator = SchemaGenerator::new(SchemaSettings::draft2020_12());
+    let typed: Vec<(&Section, Schema)> = sections
+        .iter()
+        .map(|s| (s, (s.schema)(&mut generator)))
+        .collect();
+    let mut schema = generator.into_root_schema_for::<Scenario>();
+    for (section, typed) in typed {
+        let pointer = format!(
+            "/$defs/{}/properties/{}",
+            section.definition, section.property
+        );
+        if let Some(slot) = schema.pointer_mut(&pointer)
+            && let (Some(slot), serde_json::Value::Object(typed)) =
+                (slot.as_object_mut(), typed.to_value())
+        {
+            // The property keeps its own description; the type's schema joins it.
+            slot.remove("default");
+            slot.extend(typed);
+        }
+    }
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text

@@ -19,6 +19,17 @@ impl<'de> Deserialize<'de> for Pattern {
     }
 }
 
+/// In the schema, a pattern is the regular expression's text.
+impl schemars::JsonSchema for Pattern {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ChatPattern".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "format": "regex" })
+    }
+}
+
 impl Pattern {
     /// Whether the text is there and matches.
     fn finds(&self, text: Option<&str>) -> bool {
@@ -27,7 +38,7 @@ impl Pattern {
 }
 
 /// One scripted answer.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ChatScript {
     /// Which requests it answers; empty: every request.
@@ -40,7 +51,7 @@ pub struct ChatScript {
 }
 
 /// What a request must look like; every condition given must hold.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct When {
     /// The text of the last `user` message.
@@ -72,7 +83,7 @@ impl When {
 }
 
 /// What the model says.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Reply {
     /// The answer's text (streamed word by word). Neither this nor `chunks`: the last user
@@ -98,7 +109,7 @@ pub struct Reply {
 }
 
 /// A tool call the model makes.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCallScript {
     /// Its id (`call_1`).
@@ -111,7 +122,7 @@ pub struct ToolCallScript {
 }
 
 /// Token counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct TokenUsage {
     /// Tokens in.
@@ -121,7 +132,7 @@ pub struct TokenUsage {
 }
 
 /// Something going wrong, as a provider behind an instance goes wrong.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
     /// 429 with a `Retry-After` header.
