@@ -319,6 +319,7 @@ impl Sessions {
             "ask_user" => self.question(client, session_id, call).await,
             "plan_submit" => self.plan(client, session_id, call).await,
             "plan_write" => self.write_plan(client, session_id, call).await,
+            "library_search" => self.search_library(session_id, call).await,
             _ => self.approve_and_run(client, session_id, call).await,
         }
     }

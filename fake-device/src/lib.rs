@@ -13,12 +13,14 @@ pub mod commands;
 pub mod dial;
 pub mod directories;
 pub mod events;
+pub mod library;
 pub mod limits;
 pub mod model;
 pub mod monitor;
 pub mod script;
 pub mod sessions;
 pub mod store;
+pub mod stream;
 pub mod turns;
 
 use std::future::Future;
@@ -30,7 +32,7 @@ use harness::engine::{Cell, Hub, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::Spec;
-use harness::rules::Misbehaviours;
+use harness::rules::{Misbehaviours, ids};
 use harness::scenario::{AgentKind, Mode, Scenario};
 
 use crate::actions::DeviceActor;
@@ -208,6 +210,7 @@ pub async fn run(
                     base: options.instance.clone(),
                     token: options.token.clone(),
                     http: http.clone(),
+                    index_less_is_zero: options.misbehave.breaks(ids::DEVICE_MODEL_TOOLCALL_INDEX),
                 }
             }),
             approval_timeout: settings

@@ -1,5 +1,6 @@
 //! The instance's model, as the device uses it: `/v1/models` to find a chat model, and
-//! `/v1/chat/completions` (OpenAI-compatible) for each step of a turn.
+//! `/v1/chat/completions` (OpenAI-compatible, streamed, as the real CLI asks) for each step of a
+//! turn.
 
 use std::time::Duration;
 
@@ -14,6 +15,8 @@ pub struct Completion {
     pub reasoning: Option<String>,
     /// The tools it calls.
     pub tool_calls: Vec<ToolCall>,
+    /// The token counts the provider reported, as sent.
+    pub usage: Option<Value>,
 }
 
 /// A tool the model calls.
@@ -36,6 +39,8 @@ pub struct ModelClient {
     pub token: String,
     /// HTTP.
     pub http: reqwest::Client,
+    /// Misreads a tool-call fragment without an index as index 0 (a misbehaving device).
+    pub index_less_is_zero: bool,
 }
 
 /// How long one model call may take.
@@ -70,35 +75,64 @@ impl ModelClient {
             .ok_or_else(|| "the instance serves no chat model".into())
     }
 
-    /// One step: the conversation so far, the tools on offer.
+    /// One step: the conversation so far, the tools on offer. Asked as a stream; an instance
+    /// that answers whole JSON instead is read as such.
     pub async fn complete(
         &self,
         model: &str,
         messages: &[Value],
         tools: &[Value],
     ) -> Result<Completion, String> {
-        let mut request = json!({ "model": model, "messages": messages, "stream": false });
+        let mut request = json!({
+            "model": model,
+            "messages": messages,
+            "stream": true,
+            "stream_options": { "include_usage": true },
+        });
         if !tools.is_empty() {
             request["tools"] = json!(tools);
         }
-        let response = self
+        let asked = self
             .http
             .post(self.url("/v1/chat/completions"))
             .bearer_auth(&self.token)
             .json(&request)
             .timeout(CALL_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| format!("chat completions: {e}"))?;
+            .send();
+        let mut response = asked.await.map_err(|e| format!("chat completions: {e}"))?;
         let status = response.status();
-        let body: Value = response
-            .json()
-            .await
-            .map_err(|e| format!("chat completions answered {status}, not JSON: {e}"))?;
-        if !status.is_success() {
-            return Err(format!("chat completions answered {status}: {body}"));
+        let streamed = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !status.is_success() || !streamed {
+            let body: Value = response
+                .json()
+                .await
+                .map_err(|e| format!("chat completions answered {status}, not JSON: {e}"))?;
+            if !status.is_success() {
+                return Err(format!("chat completions answered {status}: {body}"));
+            }
+            return Ok(parse_completion(&body));
         }
-        Ok(parse_completion(&body))
+        let mut assembler = crate::stream::Assembler::new(self.index_less_is_zero);
+        let mut lines = crate::stream::SseLines::default();
+        loop {
+            // The request's timeout bounds the whole stream, so this loop ends.
+            let piece = response
+                .chunk()
+                .await
+                .map_err(|e| format!("the model's stream broke: {e}"))?;
+            let Some(piece) = piece else {
+                return Err("the model's stream ended without [DONE]".into());
+            };
+            for payload in lines.feed(&piece) {
+                if !assembler.data(&payload) {
+                    return Ok(assembler.finish());
+                }
+            }
+        }
     }
 }
 
@@ -142,6 +176,7 @@ pub fn parse_completion(body: &Value) -> Completion {
             .and_then(Value::as_str)
             .map(String::from),
         tool_calls,
+        usage: body.get("usage").filter(|u| u.is_object()).cloned(),
     }
 }
 
@@ -159,6 +194,11 @@ pub fn tools() -> Vec<Value> {
             "ask_user",
             "Ask the person questions",
             json!({ "type": "object", "properties": { "questions": { "type": "array" }, "why": { "type": "string" } }, "required": ["questions"] }),
+        ),
+        tool(
+            "library_search",
+            "Search the knowledge bases of the person's LLeMbas account",
+            json!({ "type": "object", "properties": { "query": { "type": "string" }, "base": { "type": "string" } }, "required": ["query"] }),
         ),
         tool(
             "plan_write",

@@ -585,6 +585,13 @@ impl Sessions {
                 },
                 _ = cancelled.wait_for(|c| *c) => return (reply, "cancelled"),
             };
+            // What the provider counted goes to the client as a `usage` event, as it came.
+            if let (Some(Value::Object(usage)), Some(client)) = (&completion.usage, client) {
+                let mut event = serde_json::Map::new();
+                event.insert("type".into(), json!("usage"));
+                event.extend(usage.iter().map(|(k, v)| (k.clone(), v.clone())));
+                client.event(session_id, Value::Object(event));
+            }
             if let (Some(reasoning), Some(client)) = (&completion.reasoning, client) {
                 client.update(session_id, json!({ "sessionUpdate": "agent_thought_chunk", "content": { "type": "text", "text": reasoning } }));
                 client.event(

@@ -451,6 +451,41 @@ impl Chats {
         Ok(json!({ "sessionId": id }))
     }
 
+    /// Learns of a `session/new` or `session/prompt` the device answered, whoever sent it (a
+    /// scenario's own steps too): a new session becomes a chat of the link's device, and the
+    /// `Context` fields either carries replace the chat's (the spec reads them on both), so a
+    /// library call's scope is judged against what the device was told.
+    pub fn answered(&self, link: u32, method: &str, params: &Value, result: &Value) {
+        let context = params
+            .pointer("/_meta/lembas")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let session_id = match method {
+            "session/new" => result.get("sessionId"),
+            "session/prompt" => params.get("sessionId"),
+            _ => None,
+        };
+        let Some(session_id) = session_id.and_then(Value::as_str) else {
+            return;
+        };
+        let device = self.device_of(link);
+        let mut inner = self.lock();
+        let chat = inner
+            .chats
+            .entry(session_id.to_string())
+            .or_insert_with(|| Chat {
+                session_id: session_id.to_string(),
+                device,
+                ..Chat::default()
+            });
+        for field in ["system_prompt", "personalization", "library", "prototypes"] {
+            if let Some(value) = context.get(field) {
+                chat.context.insert(field.to_string(), value.clone());
+            }
+        }
+    }
+
     /// The person writes in a chat: a steer while a turn runs (when the device can take
     /// one), else a prompt as a new turn.
     pub async fn send(

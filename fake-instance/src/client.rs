@@ -341,6 +341,16 @@ impl Behaviour for ClientModel {
             }
         }
         self.watch(hub, peer, event);
+        if let LinkEvent::Response {
+            method,
+            request_params,
+            outcome: Ok(result),
+            ..
+        } = event
+        {
+            self.chats
+                .answered(peer.link(), method, request_params, result);
+        }
         match event {
             LinkEvent::Response {
                 method,

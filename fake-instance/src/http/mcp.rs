@@ -208,6 +208,10 @@ impl ServerHandler for LibraryServer {
             "arguments": request.arguments,
             "meta": meta,
         });
+        // The scope as sent, on its own, so a step can say it is there or `$absent`.
+        if let Some(scope) = meta.as_ref().and_then(|m| m.pointer("/lembas/scope")) {
+            message["scope"] = scope.clone();
+        }
         if let (Value::Object(m), Value::Object(d)) = (&mut message, outcome.describe()) {
             m.extend(d);
         }

@@ -1,0 +1,111 @@
+//! The instance's library, as the device's model uses it: a `tools/call` to the instance's
+//! `/mcp` (MCP over streamable HTTP, through rmcp, the official SDK), with the chat's scope when
+//! the call is made for a session the client opened (the spec's paragraph on the library's scope).
+
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, JsonObject};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+/// How long one library call may take, handshake included.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The instance's `/mcp`, with the device token.
+#[derive(Debug, Clone)]
+pub struct Library {
+    /// The instance's base URL.
+    pub base: String,
+    /// The device token.
+    pub token: String,
+}
+
+impl Library {
+    /// Calls one of the library's tools; `scope` is the session the call is made for, when the
+    /// client opened it. The answer's text, or why there is none (which the model is told).
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        scope: Option<&str>,
+    ) -> Result<String, String> {
+        let url = format!("{}/mcp", self.base.trim_end_matches('/'));
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url).auth_header(self.token.clone()),
+        );
+        let mut params = CallToolRequestParams::new(tool.to_string())
+            .with_arguments(as_object(arguments.clone()));
+        if let Some(session_id) = scope {
+            params.meta = Some(as_object(json!({ "lembas": { "scope": session_id } })).into());
+        }
+        let exchange = async {
+            let client = ().serve(transport).await.map_err(|e| e.to_string())?;
+            let result = client.call_tool(params).await.map_err(|e| e.to_string());
+            let _ = client.cancel().await;
+            result
+        };
+        let result = tokio::time::timeout(CALL_TIMEOUT, exchange)
+            .await
+            .map_err(|_| "the library did not answer in time".to_string())??;
+        let text: Vec<String> = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect();
+        if result.is_error == Some(true) {
+            return Err(text.join("\n"));
+        }
+        Ok(text.join("\n"))
+    }
+}
+
+fn as_object(value: Value) -> JsonObject {
+    match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+impl crate::sessions::Sessions {
+    /// The scope a library call made for this session carries: the session itself, when the
+    /// device lists `library` and the client opened the session (a terminal's own session was
+    /// not opened by the client, so its calls go without one).
+    pub(crate) fn library_scope(&self, session_id: &str) -> Option<String> {
+        let opened_by_client = self.terminal_session().as_deref() != Some(session_id);
+        (self.has("library")
+            && opened_by_client
+            && !self.breaks(harness::rules::ids::DEVICE_LIBRARY_SCOPE))
+        .then(|| session_id.to_string())
+    }
+
+    /// The model's `library_search`: asks the instance's library, within the chat's scope.
+    pub(crate) async fn search_library(
+        &self,
+        session_id: &str,
+        call: &crate::model::ToolCall,
+    ) -> crate::cards::ToolOutcome {
+        let Some(model) = &self.config.model else {
+            return crate::cards::ToolOutcome {
+                text: "No library: this device is not logged in to an instance's model.".into(),
+                ran: false,
+            };
+        };
+        let library = Library {
+            base: model.base.clone(),
+            token: model.token.clone(),
+        };
+        let scope = self.library_scope(session_id);
+        match library
+            .call("library_search", &call.arguments, scope.as_deref())
+            .await
+        {
+            Ok(text) => crate::cards::ToolOutcome { text, ran: true },
+            Err(why) => crate::cards::ToolOutcome {
+                text: format!("The library refused: {why}"),
+                ran: false,
+            },
+        }
+    }
+}
