@@ -140,6 +140,28 @@ impl DeviceActor {
     }
 }
 
+impl DeviceActor {
+    /// A person opens `/usage`: the instance's usage, rendered as the CLI shows it. An
+    /// instance without usage (404) shows nothing, and nothing else changes.
+    pub async fn show_usage(&self) -> Result<Value, String> {
+        match self.sessions.config.account.usage().await? {
+            Some(view) => {
+                tracing::info!(status_bar = ?view.status_bar, "usage: {}", view.page.join(" | "));
+                Ok(json!({ "status_bar": view.status_bar, "page": view.page }))
+            }
+            None => {
+                if self.sessions.breaks(ids::DEVICE_USAGE_ABSENT)
+                    && let Some(peer) = self.hub.current()
+                {
+                    // Misbehaving: an instance without usage is taken for a broken login.
+                    peer.close(1011, "the instance has no usage");
+                }
+                Ok(json!({ "absent": true }))
+            }
+        }
+    }
+}
+
 impl Actor for DeviceActor {
     fn act<'a>(
         &'a self,
@@ -165,6 +187,18 @@ impl Actor for DeviceActor {
             }
             if let Some(change) = &action.change_limits {
                 return self.change_limits(change.add_root, change.remote);
+            }
+            if let Some(change) = &action.set_personalization {
+                let answer = self
+                    .sessions
+                    .config
+                    .account
+                    .change(&change.field, &change.value)
+                    .await?;
+                return Ok(json!({ "status": answer.status, "body": answer.body }));
+            }
+            if action.show_usage == Some(true) {
+                return self.show_usage().await;
             }
             Err("no action to do (`share_session: true`, `leave_session: true`, …)".into())
         })

@@ -6,6 +6,7 @@
 //! its verdict; without one it stays linked as a simulated device until told to stop.
 #![warn(missing_docs)]
 
+pub mod account;
 pub mod actions;
 pub mod agent;
 pub mod cards;
@@ -205,6 +206,15 @@ pub async fn run(
                 .map(|d| d.0)
                 .unwrap_or(Duration::from_millis(50)),
             connection: agent.connection.clone(),
+            account: account::Account {
+                base: options.instance.clone(),
+                token: options.token.clone(),
+                http: http.clone(),
+                writes_whole: options
+                    .misbehave
+                    .breaks(ids::DEVICE_PERSONALIZATION_PARTIAL),
+                ignores_enabled: options.misbehave.breaks(ids::DEVICE_PERSONALIZATION_USE),
+            },
             model: (settings.agent.unwrap_or(options.agent) == AgentKind::Model).then(|| {
                 ModelClient {
                     base: options.instance.clone(),

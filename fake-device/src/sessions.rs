@@ -71,6 +71,8 @@ pub struct SessionsConfig {
     pub step_delay: Duration,
     /// The device's name for the instance (`<connection>/<model>` refs).
     pub connection: String,
+    /// The device's account on the instance (personalization, usage).
+    pub account: crate::account::Account,
     /// The instance's model, when turns ask it (`--agent model`); `None`: the echo agent.
     pub model: Option<crate::model::ModelClient>,
     /// How long a card waits for an answer.

@@ -530,14 +530,21 @@ impl Sessions {
         session_id: &str,
         cancelled: &mut watch::Receiver<bool>,
     ) -> (String, &'static str) {
+        // The account's personalization stands in for the device's own (spec, HTTP API).
+        let personal = self.config.account.personal_prompt().await;
         let (model_id, mut messages) = {
             let state = live.state.lock().await;
             let prefix = format!("{}/", self.config.connection);
-            let model_id = state
-                .stored
-                .model
-                .as_deref()
-                .map(|m| m.strip_prefix(&prefix).unwrap_or(m).to_string());
+            // Requests go to the instance's `/v1` with the served id, not the device's ref
+            // (spec, how the device names an instance's models).
+            let keeps_ref = self.breaks(ids::DEVICE_MODEL_SERVED_ID);
+            let model_id = state.stored.model.as_deref().map(|m| {
+                if keeps_ref {
+                    m.to_string()
+                } else {
+                    m.strip_prefix(&prefix).unwrap_or(m).to_string()
+                }
+            });
             // The device composes its own prompt; the chat's authored prompt, when the client
             // sent one, is appended under a heading naming the instance (spec, `Context`).
             let mut system = String::from(SHARED_PROMPT);
@@ -552,6 +559,10 @@ impl Sessions {
                     "\n\n## Instructions from {}\n\n{authored}",
                     self.config.connection
                 ));
+            }
+            if let Some(personal) = &personal {
+                system.push_str("\n\n");
+                system.push_str(personal);
             }
             let mut messages = vec![json!({ "role": "system", "content": system })];
             for m in state.stored.messages.iter().filter(|m| !m.reverted) {

@@ -75,6 +75,13 @@ fn sessions_stepping(
             misbehave: Default::default(),
             step_delay,
             connection: "lembas".into(),
+            account: fake_device::account::Account {
+                base: "http://127.0.0.1:9".into(),
+                token: "unused".into(),
+                http: reqwest::Client::new(),
+                writes_whole: false,
+                ignores_enabled: false,
+            },
             model: None,
             approval_timeout: Duration::from_secs(5),
             scripts: Vec::new(),

@@ -180,6 +180,8 @@ pub mod ids {
     DEVICE_TASK_TERMINAL_TURN = "device.task.terminal_turn",
     DEVICE_TURNS_RESTART = "device.turns.restart",
     DEVICE_MODEL_TOOLCALL_INDEX = "device.model.toolcall_index",
+    DEVICE_MODEL_SERVED_ID = "device.model.served_id",
+    DEVICE_USAGE_ABSENT = "device.usage.absent",
     DEVICE_LIBRARY_SCOPE = "device.library.scope",
     DEVICE_PERSONALIZATION_PARTIAL = "device.personalization.partial",
     DEVICE_PERSONALIZATION_USE = "device.personalization.use",

@@ -400,13 +400,15 @@ impl Checker<'_> {
 }
 
 /// fake-device's actions (`act:`).
-const DEVICE_ACTIONS: [&str; 6] = [
+const DEVICE_ACTIONS: [&str; 8] = [
     "share_session",
     "terminal_prompt",
     "answer_card",
     "leave_session",
     "delete_session",
     "change_limits",
+    "set_personalization",
+    "show_usage",
 ];
 
 /// fake-instance's actions (`act:`).

@@ -709,6 +709,14 @@ pub struct ActStep {
     /// fake-device: edit its `remote:` block; the device relinks once no session works.
     #[serde(default)]
     pub change_limits: Option<LimitsChange>,
+    /// fake-device: a person changes one personalization field at the device (`/settings`),
+    /// which it writes back to the instance; result `{status, body}` of the write.
+    #[serde(default)]
+    pub set_personalization: Option<PersonalizationChange>,
+    /// fake-device: a person opens `/usage` (`true`); result `{status_bar, page}`, or
+    /// `{absent: true}` for an instance without usage.
+    #[serde(default)]
+    pub show_usage: Option<bool>,
     /// fake-instance: open a chat on the device (`session/new`); result `{sessionId}`.
     #[serde(default)]
     pub open_chat: Option<OpenChat>,
@@ -749,6 +757,8 @@ impl ActStep {
             ("leave_session", self.leave_session.is_some()),
             ("delete_session", self.delete_session.is_some()),
             ("change_limits", self.change_limits.is_some()),
+            ("set_personalization", self.set_personalization.is_some()),
+            ("show_usage", self.show_usage.is_some()),
             ("open_chat", self.open_chat.is_some()),
             ("send", self.send.is_some()),
             ("rewind", self.rewind.is_some()),
@@ -760,6 +770,16 @@ impl ActStep {
         .filter_map(|(name, set)| set.then_some(name))
         .collect()
     }
+}
+
+/// One personalization field changed at the device.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PersonalizationChange {
+    /// `personality`, `personality_custom` or `instructions`.
+    pub field: String,
+    /// Its new text.
+    pub value: String,
 }
 
 /// A chat to open.
