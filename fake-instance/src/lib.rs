@@ -222,7 +222,15 @@ pub async fn run(
         findings.clone(),
     )
     .map_err(StartError::Scenario)?;
-    let tokens = Arc::new(options.tokens.clone());
+    // A scenario configures its device tokens with their scopes: each token `token_scopes`
+    // names is a device's token too, after the command line's (so `device-N` numbers stay).
+    let mut tokens = options.tokens.clone();
+    for token in http_config.token_scopes.keys() {
+        if !tokens.contains(token) {
+            tokens.push(token.clone());
+        }
+    }
+    let tokens = Arc::new(tokens);
     let http = http::HttpState::new(http_config, tokens.clone(), discovery.clone())
         .with_scopes(chats.clone());
     // Each request on the HTTP API is a message a step can expect, on link 0 (the HTTP side):

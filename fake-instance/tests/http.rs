@@ -1015,3 +1015,24 @@ async fn discovery_can_be_slow() {
     // A lower bound only: the fault held the answer back (never a timing upper bound).
     assert!(started.elapsed() >= Duration::from_millis(300));
 }
+
+#[tokio::test]
+async fn a_token_the_configuration_scopes_is_a_device_token_with_those_scopes() {
+    let instance = start(config(json!({"token_scopes": {"scoped-token": ["chat"]}}))).await;
+    let (status, _) = call(
+        client()
+            .get(format!("{}/v1/models", instance.url))
+            .bearer_auth("scoped-token"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let library = client()
+        .post(format!("{}/mcp", instance.url))
+        .bearer_auth("scoped-token")
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(library.status(), StatusCode::FORBIDDEN);
+}

@@ -58,7 +58,8 @@ pub struct HttpConfig {
     pub discovery: discovery::DiscoveryFault,
     /// The account's library, which `/mcp` serves.
     pub library: LibraryConfig,
-    /// Each token's scopes; a token without an entry has every scope.
+    /// Each token's scopes; a token without an entry has every scope. Every token named here is
+    /// accepted as a device's token (besides `--token`).
     pub token_scopes: BTreeMap<String, Vec<String>>,
     /// Paths that need a scope (path → scope), e.g. `/v1/usage: usage`. `/mcp` always needs
     /// `library` (the spec's paragraph on the library). Default: none more.
