@@ -31,6 +31,9 @@ pub struct AgentConfig {
     pub misbehave: Misbehaviours,
     /// How long the instance may take to send initialize.
     pub patience: Duration,
+    /// Speaking plain ACP to an editor on stdin/stdout (`serve --stdio`): no hello, `limits:
+    /// null`, and `_lembas/*` methods refused (they are only on the link).
+    pub stdio: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -279,6 +282,9 @@ impl AgentModel {
     }
 
     fn limits(&self) -> Value {
+        if self.config.stdio {
+            return Value::Null;
+        }
         let mut limits = self
             .sessions
             .limits
@@ -374,6 +380,10 @@ impl Behaviour for AgentModel {
                 },
             );
         }
+        // An editor starts with initialize, whenever it likes: no hello, no deadline.
+        if self.config.stdio {
+            return;
+        }
         match (self.breaks(ids::DEVICE_HELLO_FIRST), protocol) {
             (false, _) => peer.notify("_lembas/hello", self.hello(protocol)),
             // Misbehaving: no hello at protocol 1; at 2, something else first, then hello.
@@ -426,7 +436,13 @@ impl Behaviour for AgentModel {
             if let Ok(mut links) = self.links.lock() {
                 links.entry(peer.link()).or_default().route = Some(route);
             }
-            for finding in monitor::check_initialize(&request.params, protocol) {
+            // An editor on stdio is not an instance: the instance's rules are not its.
+            let judged = if self.config.stdio {
+                Vec::new()
+            } else {
+                monitor::check_initialize(&request.params, protocol)
+            };
+            for finding in judged {
                 hub.findings().push(finding.on_link(peer.link()));
             }
         }
@@ -435,7 +451,7 @@ impl Behaviour for AgentModel {
             LinkEvent::Notification { method, params, .. } => Some((method, params)),
             _ => None,
         };
-        if let Some((method, params)) = from_instance {
+        if let Some((method, params)) = from_instance.filter(|_| !self.config.stdio) {
             for finding in monitor::check_capabilities(method, params, &self.capabilities()) {
                 hub.findings().push(finding.on_link(peer.link()));
             }
@@ -493,6 +509,16 @@ impl Behaviour for AgentModel {
                     (true, true, 2) => self.sessions.send_pending_deletes(peer, false),
                     _ => {}
                 }
+                true
+            }
+            method if self.config.stdio && method.starts_with("_lembas/") => {
+                peer.respond(
+                    &request.id,
+                    Err(RpcError::new(
+                        METHOD_NOT_FOUND,
+                        format!("{method} is only on the link, not on serve --stdio"),
+                    )),
+                );
                 true
             }
             method => {

@@ -190,6 +190,7 @@ pub async fn run(
         connection: "lembas".into(),
         misbehave: options.misbehave.clone(),
         patience: options.patience,
+        stdio: false,
     };
     let http = reqwest::Client::builder()
         .build()
@@ -197,45 +198,7 @@ pub async fn run(
     let sessions = Sessions::new(
         store,
         Limits::new(&options.roots),
-        SessionsConfig {
-            spec,
-            capabilities: agent.capabilities(),
-            misbehave: options.misbehave.clone(),
-            step_delay: settings
-                .step_delay
-                .map(|d| d.0)
-                .unwrap_or(Duration::from_millis(50)),
-            connection: agent.connection.clone(),
-            account: account::Account {
-                base: options.instance.clone(),
-                token: options.token.clone(),
-                http: http.clone(),
-                writes_whole: options
-                    .misbehave
-                    .breaks(ids::DEVICE_PERSONALIZATION_PARTIAL),
-                ignores_enabled: options.misbehave.breaks(ids::DEVICE_PERSONALIZATION_USE),
-            },
-            model: (settings.agent.unwrap_or(options.agent) == AgentKind::Model).then(|| {
-                ModelClient {
-                    base: options.instance.clone(),
-                    token: options.token.clone(),
-                    http: http.clone(),
-                    index_less_is_zero: options.misbehave.breaks(ids::DEVICE_MODEL_TOOLCALL_INDEX),
-                }
-            }),
-            approval_timeout: settings
-                .approval_timeout
-                .map(|d| d.0)
-                .or(options.approval_timeout)
-                .unwrap_or(Duration::from_secs(30)),
-            terminal_answers_after: options.terminal.answers_after,
-            scripts: settings
-                .scripts
-                .iter()
-                .chain(&options.scripts)
-                .cloned()
-                .collect(),
-        },
+        sessions_config(&options, &settings, &agent, &http),
     );
     let sessions_for_limits = sessions.clone();
     let model = Arc::new(AgentModel::new(agent, sessions));
@@ -341,6 +304,115 @@ pub async fn run(
         findings: findings.all(),
         recent: journal.recent(200),
         stopped,
+    })
+}
+
+/// How the sessions behave, from the options and the scenario's `device` section.
+fn sessions_config(
+    options: &Options,
+    settings: &harness::scenario::DeviceSettings,
+    agent: &AgentConfig,
+    http: &reqwest::Client,
+) -> SessionsConfig {
+    SessionsConfig {
+        spec: agent.spec,
+        capabilities: agent.capabilities(),
+        misbehave: options.misbehave.clone(),
+        step_delay: settings
+            .step_delay
+            .map(|d| d.0)
+            .unwrap_or(Duration::from_millis(50)),
+        connection: agent.connection.clone(),
+        account: account::Account {
+            base: options.instance.clone(),
+            token: options.token.clone(),
+            http: http.clone(),
+            writes_whole: options
+                .misbehave
+                .breaks(ids::DEVICE_PERSONALIZATION_PARTIAL),
+            ignores_enabled: options.misbehave.breaks(ids::DEVICE_PERSONALIZATION_USE),
+        },
+        model: (settings.agent.unwrap_or(options.agent) == AgentKind::Model).then(|| ModelClient {
+            base: options.instance.clone(),
+            token: options.token.clone(),
+            http: http.clone(),
+            index_less_is_zero: options.misbehave.breaks(ids::DEVICE_MODEL_TOOLCALL_INDEX),
+        }),
+        approval_timeout: settings
+            .approval_timeout
+            .map(|d| d.0)
+            .or(options.approval_timeout)
+            .unwrap_or(Duration::from_secs(30)),
+        terminal_answers_after: options.terminal.answers_after,
+        scripts: settings
+            .scripts
+            .iter()
+            .chain(&options.scripts)
+            .cloned()
+            .collect(),
+    }
+}
+
+/// Serves plain ACP to an editor over `connection` (stdin and stdout for
+/// `fake-device serve --stdio`, one message a line), until the editor closes its end or
+/// `shutdown`. The spec's stdio mode: no hello, `limits: null`, none of the `_lembas`
+/// notifications and no question or plan cards (the editor is a plain ACP client), any existing
+/// directory a project. `options.instance` is used only by `--agent model`.
+pub async fn serve_stdio(
+    options: Options,
+    connection: harness::transport::Connection,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    let spec = Spec::parse(&options.cell.spec)
+        .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
+    let settings = harness::scenario::DeviceSettings::default();
+    let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
+    let findings = Arc::new(Findings::default());
+    let tmp = tempfile::tempdir()
+        .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
+    let state_dir = options
+        .state_dir
+        .clone()
+        .unwrap_or_else(|| tmp.path().join("state"));
+    let store = Store::open(&state_dir).map_err(|e| {
+        StartError::Scenario(format!(
+            "cannot open the state directory {}: {e}",
+            state_dir.display()
+        ))
+    })?;
+    let agent = AgentConfig {
+        spec,
+        only: None,
+        connection: "lembas".into(),
+        misbehave: options.misbehave.clone(),
+        patience: options.patience,
+        stdio: true,
+    };
+    let http = reqwest::Client::builder()
+        .build()
+        .map_err(|e| StartError::Scenario(format!("cannot make an HTTP client: {e}")))?;
+    let sessions = Sessions::new(
+        store,
+        Limits::local(),
+        sessions_config(&options, &settings, &agent, &http),
+    );
+    let model = Arc::new(AgentModel::new(agent, sessions));
+    model.set_next_protocol(2);
+    let vars = options
+        .cell
+        .builtin_vars(&options.instance, &options.token, tmp.path());
+    let hub = Hub::for_scenario(model, None, vars, journal.clone(), findings.clone())
+        .map_err(StartError::Scenario)?;
+    let peer = hub.attach(connection);
+    tokio::select! {
+        _ = peer.closed() => {}
+        () = shutdown => peer.close(harness::transport::CLOSE_NORMAL, "fake-device is done"),
+    }
+    Ok(Finished {
+        outcome: None,
+        findings: findings.all(),
+        recent: journal.recent(200),
+        stopped: None,
     })
 }
 

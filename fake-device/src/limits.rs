@@ -41,6 +41,19 @@ impl Limits {
         }
     }
 
+    /// No remote limits (`serve --stdio`, where an editor runs the device as its own user):
+    /// any existing directory is a project, trusted, in any mode.
+    pub fn local() -> Self {
+        let everything = vec![PathBuf::from("/")];
+        Self {
+            trusted: everything.clone(),
+            roots: everything,
+            remote: true,
+            require_trust: false,
+            max_mode: "edit".into(),
+        }
+    }
+
     /// The roots as hello and initialize say them: none when remote work is off.
     pub fn said_roots(&self) -> Vec<String> {
         if !self.remote {

@@ -81,15 +81,89 @@ impl From<AgentArg> for harness::scenario::AgentKind {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Plain ACP on stdin/stdout for editors.
-    Serve {
-        /// Speak on stdin/stdout.
-        #[arg(long)]
-        stdio: bool,
-        /// A root (repeatable).
-        #[arg(long = "root", value_name = "DIR")]
-        roots: Vec<String>,
-    },
+    /// Plain ACP on stdin/stdout for editors (and ACP clients): no hello, `limits: null`, no
+    /// `_lembas` notifications, no question or plan cards. Only JSON-RPC on stdout; logs go to
+    /// stderr.
+    Serve(ServeArgs),
+}
+
+/// `fake-device serve`'s options.
+#[derive(Debug, clap::Args)]
+struct ServeArgs {
+    /// Speak on stdin/stdout, one message a line (the only transport `serve` has).
+    #[arg(long)]
+    stdio: bool,
+    /// What drives turns: echo, or model (the instance's model: needs --instance).
+    #[arg(long, value_enum, default_value = "echo")]
+    agent: AgentArg,
+    /// The instance whose model `--agent model` asks.
+    #[arg(long, value_name = "URL")]
+    instance: Option<String>,
+    /// The device token for the instance.
+    #[arg(
+        long,
+        value_name = "T",
+        env = "LEMBAS_DEVICE_TOKEN",
+        hide_env_values = true,
+        default_value = "lembas-test-token"
+    )]
+    token: String,
+    /// The scripted agent's scripts (a YAML list like a scenario's `device.scripts`).
+    #[arg(long, value_name = "FILE")]
+    scripts: Option<std::path::PathBuf>,
+    /// How long an approval waits for the editor's answer (default 30s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    approval_timeout: Option<harness::scenario::Dur>,
+    /// Where sessions are kept (default: a temporary directory of the run's own).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<std::path::PathBuf>,
+    /// The harness spec to implement: 1.0.0 or 1.1.0.
+    #[arg(long, default_value = "1.1.0")]
+    spec: String,
+}
+
+/// `fake-device serve --stdio`.
+fn serve(args: ServeArgs) -> ExitCode {
+    if !args.stdio {
+        eprintln!("error: say `serve --stdio` (stdin/stdout is the only transport serve has)");
+        return Exit::Usage.into();
+    }
+    if matches!(args.agent, AgentArg::Model) && args.instance.is_none() {
+        eprintln!("error: --agent model asks an instance's model: give --instance URL");
+        return Exit::Usage.into();
+    }
+    let scripts = match &args.scripts {
+        Some(path) => match harness::scenario::load_scripts(path) {
+            Ok(scripts) => scripts,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Exit::Usage.into();
+            }
+        },
+        None => Vec::new(),
+    };
+    let mut options = fake_device::Options::for_instance(args.instance.unwrap_or_default());
+    options.token = args.token;
+    options.agent = args.agent.into();
+    options.scripts = scripts;
+    options.approval_timeout = args.approval_timeout.map(|d| d.0);
+    options.state_dir = args.state_dir;
+    options.cell.spec = args.spec;
+    let runtime = match harness::cli::runtime(false) {
+        Ok(rt) => rt,
+        Err(exit) => return exit.into(),
+    };
+    let finished = runtime.block_on(async {
+        let connection = harness::transport::stdio::stdio(options.limits);
+        fake_device::serve_stdio(options, connection, harness::cli::shutdown_signal()).await
+    });
+    match finished {
+        Ok(_) => Exit::Passed.into(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            Exit::Usage.into()
+        }
+    }
 }
 
 fn parse_duration(text: &str) -> Result<harness::scenario::Dur, String> {
@@ -101,11 +175,8 @@ fn parse_duration(text: &str) -> Result<harness::scenario::Dur, String> {
 fn main() -> ExitCode {
     harness::cli::init_process("warn");
     let cli = Cli::parse();
-    if let Some(Command::Serve { .. }) = cli.command {
-        eprintln!(
-            "error: `serve --stdio` is not built yet (see the issue on the device's surface)"
-        );
-        return Exit::Usage.into();
+    if let Some(Command::Serve(args)) = cli.command {
+        return serve(args);
     }
     if cli.common.list_scenarios {
         harness::cli::list_scenarios(Side::Device);
