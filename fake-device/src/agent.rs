@@ -115,7 +115,7 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<W
 /// default (and `shell` comes only with `terminal`); file search with `@path` expansion and
 /// attachments come with the device's surface. A capability is listed only when all it promises
 /// works.
-const NOT_BUILT: [&str; 4] = ["terminal", "shell", "files", "attachments"];
+const NOT_BUILT: [&str; 3] = ["terminal", "shell", "files"];
 
 impl AgentConfig {
     /// The capabilities listed in initialize: the spec's, less the terminal ones (remote
@@ -334,11 +334,12 @@ impl AgentModel {
             _ => protocol,
         };
         let spec = self.config.spec;
+        let takes_attachments = self.capabilities().iter().any(|c| c == "attachments");
         let mut result = json!({
             "protocolVersion": 1,
             "agentCapabilities": {
                 "loadSession": false,
-                "promptCapabilities": { "image": false, "audio": false, "embeddedContext": false },
+                "promptCapabilities": { "image": takes_attachments, "audio": false, "embeddedContext": takes_attachments },
                 "mcpCapabilities": { "http": false, "sse": false }
             },
             "authMethods": [],

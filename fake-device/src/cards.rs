@@ -181,7 +181,7 @@ fn terminal_answer(method: &str, params: &Value, answer: CardAnswer) -> Value {
 
 impl Sessions {
     /// Whether this client may be asked questions and plans now.
-    fn may_ask(&self, client: &Client, capability: &str) -> bool {
+    pub(crate) fn may_ask(&self, client: &Client, capability: &str) -> bool {
         let asks_all = self.breaks(ids::DEVICE_QUESTION_PROTOCOL);
         self.has(capability)
             && (asks_all || (client.lembas() && client.protocol() >= 2 && client.asks()))

@@ -9,6 +9,7 @@
 pub mod account;
 pub mod actions;
 pub mod agent;
+pub mod attachments;
 pub mod cards;
 pub mod commands;
 pub mod dial;

@@ -820,6 +820,7 @@ impl Sessions {
             .iter()
             .filter(|m| !m.reverted)
             .map(|m| match m.role.as_str() {
+                "user" if !m.attachments.is_empty() => json!({ "role": "user", "text": m.text, "turnId": m.turn_id, "attachments": m.attachments }),
                 "user" => json!({ "role": "user", "text": m.text, "turnId": m.turn_id }),
                 _ => json!({ "role": "assistant", "text": m.text, "reasoning": m.reasoning, "tools": [] }),
             })

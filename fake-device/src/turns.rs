@@ -27,6 +27,8 @@ pub struct Job {
     pub typed: String,
     /// The command the prompt is, when it is one.
     pub command: Option<Slash>,
+    /// The files attached to it (`{name, mimeType, size}`), for the prompt event and history.
+    pub attachments: Vec<Value>,
 }
 
 /// The turn running in a session.
@@ -62,34 +64,6 @@ fn mark_running(state: &mut State, turn_id: &str) {
     });
 }
 
-/// The prompt's text: text blocks joined by a blank line, links as `(see <uri>)`.
-fn prompt_text(prompt: &Value) -> Result<String, RpcError> {
-    let blocks = prompt
-        .as_array()
-        .ok_or_else(|| refuse("`prompt` must be a list of content blocks"))?;
-    let mut parts = Vec::new();
-    for block in blocks {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => parts.push(
-                block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-            ),
-            Some("resource_link") => parts.push(format!(
-                "(see {})",
-                block.get("uri").and_then(Value::as_str).unwrap_or_default()
-            )),
-            Some(other) => {
-                tracing::info!("a `{other}` block is not read yet; left out of the prompt")
-            }
-            None => return Err(refuse("a content block has no `type`")),
-        }
-    }
-    Ok(parts.join("\n\n"))
-}
-
 /// The pieces the echo agent answers in: up to three, split at spaces.
 fn pieces(text: &str) -> Vec<String> {
     let words: Vec<&str> = text.split_inclusive(' ').collect();
@@ -109,7 +83,22 @@ impl Sessions {
         client: &Client,
     ) -> Result<Reply, RpcError> {
         let live = self.session(params).await?;
-        let text = prompt_text(params.get("prompt").unwrap_or(&Value::Null))?;
+        let session_id = live.state.lock().await.stored.id.clone();
+        let dir = self
+            .has("attachments")
+            .then(|| self.store.attachments_dir(&session_id));
+        // Misbehaving: a block may be twice the spec's limit.
+        let max_block = match self.breaks(ids::DEVICE_ATTACHMENTS_LIMITS) {
+            true => 2 * crate::attachments::MAX_BLOCK_BYTES,
+            false => crate::attachments::MAX_BLOCK_BYTES,
+        };
+        let read = crate::attachments::read_within(
+            params.get("prompt").unwrap_or(&Value::Null),
+            dir.as_deref(),
+            max_block,
+        )
+        .map_err(refuse)?;
+        let text = read.typed.clone();
         let meta = params.get("_meta");
         let given = meta
             .and_then(|m| m.pointer("/lembas/turnId"))
@@ -153,10 +142,11 @@ impl Sessions {
                         .then(|| crate::commands::parse(&text))
                         .flatten()
                         .filter(|_| !self.breaks(ids::DEVICE_COMMANDS_ACTIONS));
-                    let given_text = match &command {
+                    let mut given_text = match &command {
                         Some(Slash::Prompt { text, .. }) => text.clone(),
                         _ => text.clone(),
                     };
+                    given_text.push_str(&read.attached_text);
                     if live
                         .jobs
                         .send(Job {
@@ -164,6 +154,11 @@ impl Sessions {
                             text: given_text,
                             typed: text,
                             command,
+                            attachments: read
+                                .attachments
+                                .iter()
+                                .map(crate::attachments::Attachment::to_value)
+                                .collect(),
                         })
                         .is_err()
                     {
@@ -328,7 +323,12 @@ impl Sessions {
                 client.event(&session_id, event);
             }
         };
-        say(json!({ "type": "prompt", "text": job.typed, "turnId": job.turn_id }));
+        let mut prompt_event =
+            json!({ "type": "prompt", "text": job.typed, "turnId": job.turn_id });
+        if !job.attachments.is_empty() && !self.breaks(ids::DEVICE_ATTACHMENTS_NAMED) {
+            prompt_event["attachments"] = json!(job.attachments);
+        }
+        say(prompt_event);
         let task = |state: &str| {
             if self.breaks(ids::DEVICE_TASK_TERMINAL_TURN) && self.is_terminal_session(&session_id)
             {
@@ -440,15 +440,19 @@ impl Sessions {
         let said = if action {
             Vec::new()
         } else {
-            vec![("user", job.typed.clone()), ("assistant", reply)]
+            vec![
+                ("user", job.typed.clone(), job.attachments.clone()),
+                ("assistant", reply, Vec::new()),
+            ]
         };
-        for (role, text) in said {
+        for (role, text, attachments) in said {
             state.stored.messages.push(StoredMessage {
                 role: role.into(),
                 text,
                 turn_id: job.turn_id.clone(),
                 reasoning: String::new(),
                 reverted: false,
+                attachments,
             });
         }
         state
@@ -560,6 +564,14 @@ impl Sessions {
                     self.config.connection
                 ));
             }
+            if let Some(client) = client
+                && !self.may_ask(client, "ask")
+            {
+                system.push_str(
+                    "\n\nNobody can be asked questions or approve a plan in this session: decide \
+                     for yourself, and stop once a plan is submitted.",
+                );
+            }
             if let Some(personal) = &personal {
                 system.push_str("\n\n");
                 system.push_str(personal);
@@ -628,11 +640,19 @@ impl Sessions {
             messages.push(
                 json!({ "role": "assistant", "content": completion.text, "tool_calls": calls }),
             );
+            let mut plan_kept = false;
             for call in &completion.tool_calls {
                 let outcome = self.tool_step(client, session_id, call).await;
                 messages.push(
                     json!({ "role": "tool", "tool_call_id": call.id, "content": outcome.text }),
                 );
+                plan_kept |=
+                    call.name == "plan_submit" && client.is_some_and(|c| !self.may_ask(c, "plan"));
+            }
+            // Nobody to approve a plan (an editor, a protocol-1 client): it is kept, and the
+            // turn stops there (spec, serve --stdio).
+            if plan_kept {
+                return (reply, "end_turn");
             }
         }
         (reply, "max_turn_requests")
@@ -708,15 +728,6 @@ pub async fn worker(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prompt_text_joins_blocks_and_names_links() {
-        let prompt =
-            json!([{"type": "text", "text": "a"}, {"type": "resource_link", "uri": "file:///x"}]);
-        assert_eq!(prompt_text(&prompt).expect("reads"), "a\n\n(see file:///x)");
-        assert!(prompt_text(&json!("text")).is_err());
-        assert!(prompt_text(&json!([{"text": "no type"}])).is_err());
-    }
 
     #[test]
     fn the_echo_comes_back_in_at_most_three_pieces() {

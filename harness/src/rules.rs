@@ -182,6 +182,8 @@ pub mod ids {
     DEVICE_MODEL_TOOLCALL_INDEX = "device.model.toolcall_index",
     DEVICE_MODEL_SERVED_ID = "device.model.served_id",
     DEVICE_USAGE_ABSENT = "device.usage.absent",
+    DEVICE_ATTACHMENTS_NAMED = "device.attachments.named",
+    DEVICE_ATTACHMENTS_LIMITS = "device.attachments.limits",
     DEVICE_LIBRARY_SCOPE = "device.library.scope",
     DEVICE_PERSONALIZATION_PARTIAL = "device.personalization.partial",
     DEVICE_PERSONALIZATION_USE = "device.personalization.use",

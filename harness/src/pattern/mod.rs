@@ -108,4 +108,4 @@ mod proptests;
 pub use compile::{Pattern, PatternError, PatternErrorKind};
 pub use diff::render_diff;
 pub use matching::{MatchOutcome, Mismatch, nearest};
-pub use vars::{SubstError, Vars, substitute};
+pub use vars::{BASE64_OF, BASE64_OF_MAX, SubstError, Vars, generated, substitute};

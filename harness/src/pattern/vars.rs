@@ -1,5 +1,6 @@
 //! Scenario variables and `${...}` substitution into message templates.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -194,7 +195,7 @@ fn substitute_string(s: &str, vars: &Vars, at: &str) -> Result<Value, SubstError
         && inner.find('}') == Some(inner.len().saturating_sub(1))
         && let Some(name) = inner.strip_suffix('}')
     {
-        return resolve(name, vars, at).cloned();
+        return resolve(name, vars, at).map(Cow::into_owned);
     }
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
@@ -209,7 +210,7 @@ fn substitute_string(s: &str, vars: &Vars, at: &str) -> Result<Value, SubstError
                 text: s.to_owned(),
                 at: at.to_owned(),
             })?;
-            match resolve(&after[..close], vars, at)? {
+            match resolve(&after[..close], vars, at)?.as_ref() {
                 Value::String(text) => out.push_str(text),
                 other => out.push_str(&other.to_string()),
             }
@@ -223,11 +224,41 @@ fn substitute_string(s: &str, vars: &Vars, at: &str) -> Result<Value, SubstError
     Ok(Value::String(out))
 }
 
-fn resolve<'v>(name: &str, vars: &'v Vars, at: &str) -> Result<&'v Value, SubstError> {
-    vars.lookup(name).ok_or_else(|| SubstError::Unknown {
-        name: name.to_owned(),
-        at: at.to_owned(),
-    })
+fn resolve<'v>(name: &str, vars: &'v Vars, at: &str) -> Result<Cow<'v, Value>, SubstError> {
+    if let Some(made) = generated(name) {
+        return Ok(Cow::Owned(made));
+    }
+    vars.lookup(name)
+        .map(Cow::Borrowed)
+        .ok_or_else(|| SubstError::Unknown {
+            name: name.to_owned(),
+            at: at.to_owned(),
+        })
+}
+
+/// The prefix of a generated value: `${base64:N}` is the base64 text of N bytes, so a scenario
+/// can send a payload of an exact decoded size (an attachment just over a limit) without
+/// writing it out.
+pub const BASE64_OF: &str = "base64:";
+
+/// The most bytes `${base64:N}` makes.
+pub const BASE64_OF_MAX: usize = 64 * 1024 * 1024;
+
+/// A value made from its name, when the name is a generator's (`base64:N`, N at most
+/// [`BASE64_OF_MAX`]).
+pub fn generated(name: &str) -> Option<Value> {
+    let count: usize = name.strip_prefix(BASE64_OF)?.parse().ok()?;
+    if count > BASE64_OF_MAX {
+        return None;
+    }
+    // Three `x` bytes are `eHh4`: whole groups, then the padded rest.
+    let mut text = "eHh4".repeat(count / 3);
+    text.push_str(match count % 3 {
+        1 => "eA==",
+        2 => "eHg=",
+        _ => "",
+    });
+    Some(Value::String(text))
 }
 
 /// Whether `name` can be stored by a capture and read back by `${name}`.
@@ -254,6 +285,28 @@ mod tests {
         v.set("items", json!(["zero", "one", "two"]));
         v.set("nothing", Value::Null);
         v
+    }
+
+    #[test]
+    fn base64_of_n_bytes_decodes_to_exactly_n() {
+        for n in [0usize, 1, 2, 3, 4, 10] {
+            let Some(Value::String(text)) = generated(&format!("base64:{n}")) else {
+                panic!("base64:{n} makes a string");
+            };
+            assert_eq!(text.len(), n.div_ceil(3) * 4, "{n}: {text}");
+            assert!(text.ends_with(match n % 3 {
+                1 => "==",
+                2 => "=",
+                _ => "",
+            }));
+        }
+        assert_eq!(generated("base64:x"), None);
+        assert_eq!(generated(&format!("base64:{}", BASE64_OF_MAX + 1)), None);
+        let template = json!({"data": "${base64:4}", "mixed": "a${base64:1}b"});
+        assert_eq!(
+            substitute(&template, &Vars::new()).expect("filled"),
+            json!({"data": "eHh4eA==", "mixed": "aeA==b"})
+        );
     }
 
     #[test]

@@ -444,7 +444,10 @@ fn unknown_start_variable(value: &serde_json::Value, scenario: &Scenario) -> Opt
                     .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
                     .collect();
                 let escaped = at > 0 && rest[..at].ends_with('$');
+                let made =
+                    crate::pattern::generated(after.split('}').next().unwrap_or("")).is_some();
                 if !escaped
+                    && !made
                     && !START_VARIABLES.contains(&name.as_str())
                     && !scenario.vars.contains_key(&name)
                 {
