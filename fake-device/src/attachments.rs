@@ -86,51 +86,9 @@ pub fn read_within(
     attachments: Option<&Path>,
     max_block: usize,
 ) -> Result<Prompt, String> {
-    let max_prompt = max_block / 2 * 5;
-    let blocks = prompt
-        .as_array()
-        .ok_or("`prompt` must be a list of content blocks")?;
-    let mut typed = Vec::new();
-    let mut pending = Vec::new();
-    for (i, block) in blocks.iter().enumerate() {
-        let kind = block
-            .get("type")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("content block {i} has no `type`"))?;
-        match kind {
-            "text" => typed.push(
-                block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("text block {i} has no `text` string"))?
-                    .to_string(),
-            ),
-            "resource_link" => typed.push(format!(
-                "(see {})",
-                block.get("uri").and_then(Value::as_str).unwrap_or_default()
-            )),
-            "image" | "resource" if attachments.is_none() => {
-                return Err(format!(
-                    "block {i} is an `{kind}`, and this device takes no attachments"
-                ));
-            }
-            "image" => pending.push(image(i, block, max_block)?),
-            "resource" => pending.push(resource(i, block, max_block)?),
-            other => {
-                return Err(format!(
-                    "block {i} is of a kind this device does not read: `{other}`"
-                ));
-            }
-        }
-    }
-    let total: usize = pending.iter().map(Pending::size).sum();
-    if total > max_prompt {
-        return Err(format!(
-            "the prompt's attachments come to {total} bytes, over the {max_prompt} a prompt may hold"
-        ));
-    }
+    let (typed, pending) = parse(prompt, attachments.is_some(), max_block)?;
     let mut read = Prompt {
-        typed: typed.join("\n\n"),
+        typed,
         ..Prompt::default()
     };
     let Some(dir) = attachments.filter(|_| !pending.is_empty()) else {
@@ -168,6 +126,64 @@ pub fn read_within(
         });
     }
     Ok(read)
+}
+
+/// Checks a prompt's blocks as a device reads them (their kinds, shapes and sizes), writing
+/// nothing: what an instance may send (`takes_attachments`: the device listed `attachments`).
+pub fn check(prompt: &Value, takes_attachments: bool) -> Result<(), String> {
+    parse(prompt, takes_attachments, MAX_BLOCK_BYTES).map(|_| ())
+}
+
+/// The typed text and the attachments to write, every block checked and every size counted.
+fn parse(
+    prompt: &Value,
+    takes_attachments: bool,
+    max_block: usize,
+) -> Result<(String, Vec<Pending>), String> {
+    let max_prompt = max_block / 2 * 5;
+    let blocks = prompt
+        .as_array()
+        .ok_or("`prompt` must be a list of content blocks")?;
+    let mut typed = Vec::new();
+    let mut pending = Vec::new();
+    for (i, block) in blocks.iter().enumerate() {
+        let kind = block
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("content block {i} has no `type`"))?;
+        match kind {
+            "text" => typed.push(
+                block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("text block {i} has no `text` string"))?
+                    .to_string(),
+            ),
+            "resource_link" => typed.push(format!(
+                "(see {})",
+                block.get("uri").and_then(Value::as_str).unwrap_or_default()
+            )),
+            "image" | "resource" if !takes_attachments => {
+                return Err(format!(
+                    "block {i} is an `{kind}`, and this device takes no attachments"
+                ));
+            }
+            "image" => pending.push(image(i, block, max_block)?),
+            "resource" => pending.push(resource(i, block, max_block)?),
+            other => {
+                return Err(format!(
+                    "block {i} is of a kind this device does not read: `{other}`"
+                ));
+            }
+        }
+    }
+    let total: usize = pending.iter().map(Pending::size).sum();
+    if total > max_prompt {
+        return Err(format!(
+            "the prompt's attachments come to {total} bytes, over the {max_prompt} a prompt may hold"
+        ));
+    }
+    Ok((typed.join("\n\n"), pending))
 }
 
 /// Decodes base64, refusing more than one block may hold.

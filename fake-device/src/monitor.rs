@@ -351,6 +351,19 @@ pub fn check_capabilities(method: &str, params: &Value, listed: &[String]) -> Ve
             }
         }
     }
+    // A prompt's blocks: their shapes and sizes, and attachments only to a device that takes
+    // them (spec, session/prompt).
+    if method == "session/prompt"
+        && let Err(why) = crate::attachments::check(
+            params.get("prompt").unwrap_or(&Value::Null),
+            has("attachments"),
+        )
+    {
+        found.push(Finding::new(
+            ids::INSTANCE_PROMPT_BLOCKS,
+            format!("a session/prompt the device cannot take: {why}"),
+        ));
+    }
     found
 }
 

@@ -57,7 +57,10 @@ impl Actor for InstanceActor {
                     .await;
             }
             if let Some(send) = &action.send {
-                return self.chats.send(&peer, &facts, &send.chat, &send.text).await;
+                return self
+                    .chats
+                    .send(&peer, &facts, &send.chat, &send.text, &send.attach)
+                    .await;
             }
             if let Some(rewind) = &action.rewind {
                 return self

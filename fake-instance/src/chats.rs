@@ -67,6 +67,9 @@ pub struct Chat {
     /// The chat's `Context` (system_prompt, personalization, library, prototypes), as set.
     #[serde(default)]
     pub context: serde_json::Map<String, Value>,
+    /// The files' blocks a turn carries besides its text, by turn id (sent again with it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub attached: BTreeMap<String, Vec<Value>>,
     /// The agent's text of the turn now running, as it streams.
     #[serde(skip)]
     streaming: String,
@@ -494,6 +497,7 @@ impl Chats {
         facts: &LinkFacts,
         chat: &str,
         text: &str,
+        attach: &[harness::scenario::AttachFile],
     ) -> Result<Value, String> {
         let running = self
             .chat(chat)
@@ -501,6 +505,22 @@ impl Chats {
             .in_flight
             .first()
             .map(|(turn, _)| turn.clone());
+        if !attach.is_empty() {
+            // Files never go as a steer: a message with files is a prompt of its own.
+            let careless = self.breaks(ids::INSTANCE_PROMPT_BLOCKS);
+            if !careless && !facts.capabilities.iter().any(|c| c == "attachments") {
+                return Err(
+                    "the device takes no attachments (it did not list `attachments`)".into(),
+                );
+            }
+            let blocks = crate::attach::blocks(attach, careless)?;
+            let turn_id = self.fresh_message_id();
+            if let Some(c) = self.lock().chats.get_mut(chat) {
+                c.attached.insert(turn_id.clone(), blocks);
+            }
+            self.prompt(peer, facts, chat, &turn_id, text);
+            return Ok(json!({ "turnId": turn_id }));
+        }
         if running.is_some()
             && facts.capabilities.iter().any(|c| c == "steer")
             && !self.breaks(ids::INSTANCE_STEER_RUNNING)
@@ -567,7 +587,14 @@ impl Chats {
             self.say(chat, "user", text, Some(turn_id.to_string()));
         }
         self.save_chats();
-        let mut params = json!({ "sessionId": chat, "prompt": [{ "type": "text", "text": text }] });
+        let mut blocks = vec![json!({ "type": "text", "text": text })];
+        if let Some(files) = self
+            .chat(chat)
+            .and_then(|c| c.attached.get(turn_id).cloned())
+        {
+            blocks.extend(files);
+        }
+        let mut params = json!({ "sessionId": chat, "prompt": blocks });
         // The chat's Context again on every prompt (the device keeps the newest).
         let mut lembas = self
             .chat(chat)

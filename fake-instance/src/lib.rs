@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod actions;
+pub mod attach;
 pub mod cards;
 pub mod chats;
 pub mod client;

@@ -183,6 +183,7 @@ pub mod ids {
     DEVICE_MODEL_SERVED_ID = "device.model.served_id",
     DEVICE_USAGE_ABSENT = "device.usage.absent",
     DEVICE_ATTACHMENTS_NAMED = "device.attachments.named",
+    INSTANCE_PROMPT_BLOCKS = "instance.prompt.blocks",
     DEVICE_ATTACHMENTS_LIMITS = "device.attachments.limits",
     DEVICE_LIBRARY_SCOPE = "device.library.scope",
     DEVICE_PERSONALIZATION_PARTIAL = "device.personalization.partial",
