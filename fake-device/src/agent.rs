@@ -115,7 +115,7 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<W
 /// default (and `shell` comes only with `terminal`); file search with `@path` expansion and
 /// attachments come with the device's surface. A capability is listed only when all it promises
 /// works.
-const NOT_BUILT: [&str; 3] = ["terminal", "shell", "files"];
+const NOT_BUILT: [&str; 2] = ["terminal", "shell"];
 
 impl AgentConfig {
     /// The capabilities listed in initialize: the spec's, less the terminal ones (remote

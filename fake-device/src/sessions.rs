@@ -131,6 +131,8 @@ pub struct Sessions {
     /// The cards of the shared session waiting for an answer, oldest first: the person at the
     /// terminal may answer them (`answer_card`).
     pub(crate) terminal_cards: Mutex<Vec<TerminalCard>>,
+    /// What the person attached lately, for the file picker's order.
+    pub(crate) frecency: crate::files::Frecency,
 }
 
 /// A card of the shared session, as the terminal shows it.
@@ -165,6 +167,7 @@ impl Sessions {
             live: Mutex::new(HashMap::new()),
             terminal: Mutex::new(None),
             terminal_cards: Mutex::new(Vec::new()),
+            frecency: crate::files::Frecency::default(),
         })
     }
 
@@ -216,6 +219,7 @@ impl Sessions {
                 self.breaks(ids::DEVICE_DIRECTORIES_ROOTS),
             ),
             "_lembas/commands" if self.has("commands") => self.commands(params).await,
+            "_lembas/files/search" if self.has("files") => self.search_files(params).await,
             _ => return None,
         };
         Some(Reply::Now(answer))
@@ -870,6 +874,58 @@ impl Sessions {
             self.limits().check_cwd(cwd).map_err(refuse)?;
         }
         Ok(json!({ "commands": crate::commands::builtin_commands() }))
+    }
+
+    /// `_lembas/files/search`: the `@` picker over the session's directory (or a `cwd` that
+    /// session/new would accept).
+    async fn search_files(self: &Arc<Self>, params: &Value) -> Answer {
+        let root = if params.get("sessionId").is_some() {
+            let live = self.session(params).await?;
+            live.state.lock().await.stored.cwd.clone()
+        } else if let Some(cwd) = params.get("cwd") {
+            let cwd = cwd
+                .as_str()
+                .ok_or_else(|| refuse("`cwd` must be a string"))?;
+            self.limits().check_cwd(cwd).map_err(refuse)?
+        } else {
+            return Err(refuse("say `sessionId` or `cwd`"));
+        };
+        let query = param_str(params, "query")?;
+        let limit = match params.get("limit") {
+            None | Some(Value::Null) => crate::files::DEFAULT_LIMIT,
+            Some(limit) => limit
+                .as_u64()
+                .filter(|l| *l >= 1)
+                .and_then(|l| usize::try_from(l).ok())
+                .ok_or_else(|| refuse("`limit` must be a whole number from 1"))?,
+        };
+        // Misbehaving: as many as asked, and gitignored files too.
+        let careless = self.breaks(ids::DEVICE_FILES_SEARCH);
+        let limit = if careless {
+            limit
+        } else {
+            limit.min(crate::files::MAX_LIMIT)
+        };
+        let (frecency_root, query_owned) = (root.clone(), query.to_string());
+        let sessions = self.clone();
+        // The walk reads directories: off the async threads.
+        let found = tokio::task::spawn_blocking(move || {
+            let mut found = crate::files::search(
+                &frecency_root,
+                &query_owned,
+                limit,
+                &sessions.frecency,
+                careless,
+            );
+            if careless {
+                found.truncate(limit);
+            }
+            found
+        })
+        .await
+        .map_err(|e| refuse(format!("the search failed: {e}")))?;
+        let files: Vec<Value> = found.iter().map(crate::files::Entry::to_value).collect();
+        Ok(json!({ "root": root.display().to_string(), "files": files }))
     }
 
     async fn title(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {

@@ -83,7 +83,10 @@ impl Sessions {
         client: &Client,
     ) -> Result<Reply, RpcError> {
         let live = self.session(params).await?;
-        let session_id = live.state.lock().await.stored.id.clone();
+        let (session_id, project) = {
+            let state = live.state.lock().await;
+            (state.stored.id.clone(), state.stored.cwd.clone())
+        };
         let dir = self
             .has("attachments")
             .then(|| self.store.attachments_dir(&session_id));
@@ -99,6 +102,27 @@ impl Sessions {
         )
         .map_err(refuse)?;
         let text = read.typed.clone();
+        // `@path` in what the person typed (never in a command's own text), before any
+        // attached block's text.
+        let mentioned = if self.has("files") {
+            let limits = self
+                .limits
+                .read()
+                .map(|l| l.clone())
+                .unwrap_or_else(|p| p.into_inner().clone());
+            let reach = crate::mentions::Reach {
+                project: &project,
+                limits: &limits,
+                judges_unresolved: self.breaks(ids::DEVICE_FILES_MENTION),
+            };
+            let expanded = crate::mentions::expand(&text, &reach);
+            for path in &expanded.used {
+                self.frecency.used(path);
+            }
+            expanded.text
+        } else {
+            String::new()
+        };
         let meta = params.get("_meta");
         let given = meta
             .and_then(|m| m.pointer("/lembas/turnId"))
@@ -146,6 +170,7 @@ impl Sessions {
                         Some(Slash::Prompt { text, .. }) => text.clone(),
                         _ => text.clone(),
                     };
+                    given_text.push_str(&mentioned);
                     given_text.push_str(&read.attached_text);
                     if live
                         .jobs

@@ -78,11 +78,82 @@ impl Actor for InstanceActor {
                 self.chats.cancel(&peer, chat);
                 return Ok(json!({ "sessionId": chat }));
             }
+            if let Some(ask) = &action.search_files {
+                let mut params = composer_params(ask)?;
+                params["query"] = json!(ask.query.clone().unwrap_or_default());
+                if let Some(limit) = ask.limit {
+                    params["limit"] = json!(limit);
+                }
+                return self
+                    .composer(
+                        &peer,
+                        &facts,
+                        "files",
+                        "_lembas/files/search",
+                        params,
+                        timeout,
+                    )
+                    .await;
+            }
+            if let Some(ask) = &action.list_commands {
+                let params = composer_params(ask)?;
+                return self
+                    .composer(
+                        &peer,
+                        &facts,
+                        "commands",
+                        "_lembas/commands",
+                        params,
+                        timeout,
+                    )
+                    .await;
+            }
             Err(format!(
                 "fake-instance has no action `{}`",
                 action.actions().join(", ")
             ))
         })
+    }
+}
+
+impl InstanceActor {
+    /// Asks the device for the composer, only when it listed the capability (a misbehaving web
+    /// UI asks regardless).
+    async fn composer(
+        &self,
+        peer: &Arc<harness::jsonrpc::Peer>,
+        facts: &crate::chats::LinkFacts,
+        capability: &str,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, String> {
+        let listed = facts.capabilities.iter().any(|c| c == capability);
+        let careless = self
+            .chats
+            .misbehaves(harness::rules::ids::INSTANCE_COMPOSER_CAPABILITIES);
+        if !listed && !careless {
+            return Ok(json!({ "skipped": format!("the device did not list `{capability}`") }));
+        }
+        let mut params = params;
+        if careless && let Some(fields) = params.as_object_mut() {
+            // Misbehaving: the composer forgets which session it is about.
+            fields.remove("sessionId");
+        }
+        match peer.request(method, params, timeout).await {
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err(e)) => Ok(json!({ "error": e.to_value() })),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// The params naming what the composer is about: a chat's session or a directory.
+fn composer_params(ask: &harness::scenario::ComposerAsk) -> Result<Value, String> {
+    match (&ask.chat, &ask.cwd) {
+        (Some(chat), _) => Ok(json!({ "sessionId": chat })),
+        (None, Some(cwd)) => Ok(json!({ "cwd": cwd })),
+        (None, None) => Err("say the composer's `chat` or `cwd`".into()),
     }
 }
 

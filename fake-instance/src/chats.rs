@@ -175,6 +175,11 @@ impl Chats {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether this instance was told to break `rule`.
+    pub fn misbehaves(&self, rule: &str) -> bool {
+        self.breaks(rule)
+    }
+
     fn breaks(&self, rule: &str) -> bool {
         self.config.misbehave.breaks(rule)
     }

@@ -108,6 +108,46 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
     Ok((cases, unchecked))
 }
 
+/// Makes the files and links a scenario's `peer` says are in the device's root; a path under
+/// `../outside/` lands beside the root, outside it.
+fn lay_out_files(
+    root: &std::path::Path,
+    peer: &harness::scenario::PeerSetup,
+) -> Result<(), String> {
+    let place = |relative: &str| -> Result<std::path::PathBuf, String> {
+        let path = match relative.strip_prefix("../outside/") {
+            Some(rest) => root.with_file_name("outside").join(rest),
+            None if relative.split('/').any(|part| part == "..") => {
+                return Err(format!(
+                    "`{relative}`: only `../outside/` may leave the root"
+                ));
+            }
+            None => root.join(relative),
+        };
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+        }
+        Ok(path)
+    };
+    for (relative, text) in &peer.files {
+        let path = place(relative)?;
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    for (relative, target) in &peer.links {
+        let path = place(relative)?;
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(target, &path)
+            .map_err(|e| format!("cannot link {}: {e}", path.display()))?;
+        #[cfg(not(unix))]
+        return Err(format!(
+            "symbolic links ({}) need a Unix machine",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
 /// Runs one case: the scenario's double with the scenario, the other double simulated.
 pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), String> {
     let misbehave_rules: Vec<String> = case.misbehave.iter().cloned().collect();
@@ -119,13 +159,16 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let cell = case.cell.clone();
             // The device works in one remote root (trusted), as a CLI under test would be set up:
             // instance scenarios read it from hello's limits.
-            let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
-            let root_path = root.path().display().to_string();
+            let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
+            let root = scratch.path().join("root");
+            std::fs::create_dir_all(&root).map_err(|e| format!("cannot make a root: {e}"))?;
+            lay_out_files(&root, &case.scenario.peer)?;
+            let root_path = root.display().to_string();
             let with_root = case.scenario.peer.roots;
             let change_limits_after = case.scenario.peer.change_limits_after;
             let peer_setup = case.scenario.peer.clone();
             // The device's store, seeded with what the scenario says happened before it linked.
-            let state_dir = root.path().join(".state");
+            let state_dir = root.join(".state");
             let store = fake_device::store::Store::open(&state_dir)
                 .map_err(|e| format!("cannot make the device's store: {e}"))?;
             for id in &case.scenario.peer.pending_deletes {
@@ -134,7 +177,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     .map_err(|e| format!("cannot seed a pending delete: {e}"))?;
             }
             // Outside the one root, which is `root` itself: its sibling never is inside it.
-            let elsewhere = root.path().with_extension("elsewhere");
+            let elsewhere = root.with_extension("elsewhere");
             for id in &case.scenario.peer.foreign_sessions {
                 store
                     .save_session(&fake_device::store::StoredSession::new(

@@ -412,13 +412,15 @@ const DEVICE_ACTIONS: [&str; 8] = [
 ];
 
 /// fake-instance's actions (`act:`).
-const INSTANCE_ACTIONS: [&str; 6] = [
+const INSTANCE_ACTIONS: [&str; 8] = [
     "open_chat",
     "send",
     "rewind",
     "cancel",
     "delete_chat",
     "serve_protocols",
+    "search_files",
+    "list_commands",
 ];
 
 /// The variables every run has from its start (fake-device adds `link_protocol` per dial).

@@ -120,6 +120,15 @@ pub struct PeerSetup {
     /// its roots (a real CLI: sessions started at its terminal elsewhere and never shared).
     #[serde(default)]
     pub foreign_sessions: Vec<String>,
+    /// fake-device: files in its one root, path (relative, `/`-separated) → text. A path that
+    /// starts with `../outside/` goes to a directory beside the root, outside every root (a real
+    /// CLI: make the same files in its root and beside it).
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// fake-device: symbolic links in its root, path → target (as the link holds it, e.g.
+    /// `../outside/secret.txt`).
+    #[serde(default)]
+    pub links: BTreeMap<String, String>,
     /// fake-device: add a remote root this long after it starts (a real CLI: edit its `remote:`
     /// block during the test).
     #[serde(default)]
@@ -171,6 +180,8 @@ impl Default for PeerSetup {
             roots: true,
             pending_deletes: Vec::new(),
             foreign_sessions: Vec::new(),
+            files: BTreeMap::new(),
+            links: BTreeMap::new(),
             change_limits_after: None,
             share_session_after: None,
             leave_session_after: None,
@@ -735,6 +746,14 @@ pub struct ActStep {
     /// answered); result `{delivered}`.
     #[serde(default)]
     pub delete_chat: Option<String>,
+    /// fake-instance: the composer's `@` picker asks the device for files
+    /// (`_lembas/files/search`); result the device's answer.
+    #[serde(default)]
+    pub search_files: Option<ComposerAsk>,
+    /// fake-instance: the composer lists the device's commands (`_lembas/commands`); result
+    /// the device's answer.
+    #[serde(default)]
+    pub list_commands: Option<ComposerAsk>,
     /// fake-instance: serve discovery with this `protocols` list from now on (`[]`: no list at
     /// all), as an instance upgraded or rolled back between two dials; result `{protocols}`.
     #[serde(default)]
@@ -765,11 +784,32 @@ impl ActStep {
             ("cancel", self.cancel.is_some()),
             ("delete_chat", self.delete_chat.is_some()),
             ("serve_protocols", self.serve_protocols.is_some()),
+            ("search_files", self.search_files.is_some()),
+            ("list_commands", self.list_commands.is_some()),
         ]
         .into_iter()
         .filter_map(|(name, set)| set.then_some(name))
         .collect()
     }
+}
+
+/// What the web composer asks the device about: a chat's session, or a directory with no
+/// session yet.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComposerAsk {
+    /// The chat (its session id).
+    #[serde(default)]
+    pub chat: Option<String>,
+    /// A directory, for a composer with no session yet.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// What the person typed after `@` (`search_files` only).
+    #[serde(default)]
+    pub query: Option<String>,
+    /// How many results (`search_files` only; the device's default when absent).
+    #[serde(default)]
+    pub limit: Option<u64>,
 }
 
 /// One personalization field changed at the device.
