@@ -98,7 +98,7 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<W
                 }
                 Some(Reply::Now(answer)) => {
                     client.peer().respond(&id, answer.clone());
-                    sessions.after(&method, &answer, &client);
+                    sessions.after(&method, &answer, &client).await;
                 }
                 Some(later) => {
                     tokio::spawn(async move {

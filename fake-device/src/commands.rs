@@ -1,7 +1,12 @@
-//! The session's commands (capability `commands`): the built-ins, in the spec's order, listed
-//! in `available_commands_update` and `_lembas/commands`; and `/name` at the start of a prompt,
-//! read as the TUI reads it. `compact`, `undo` and `plan` without a task are actions; the others
-//! send their expanded text to the agent; a `/name` not in the set is plain text.
+//! The session's commands (capability `commands`), as the spec's `available_commands_update`
+//! paragraph orders them: the built-ins, then custom commands (`.agent/commands/<name>.md` in the
+//! project, then the device's own commands directory), then skills (`.agent/skills/<name>/SKILL.md`,
+//! then the device's own). A custom command or skill named like a built-in or a TUI command is
+//! not a command. `/name` at the start of a prompt is read as the TUI reads it: `compact`, `undo`
+//! and `plan` without a task are actions; the others send their expanded text to the agent; a
+//! `/name` not in the set is plain text.
+
+use std::path::Path;
 
 use serde_json::{Value, json};
 
@@ -16,18 +21,202 @@ const BUILTINS: [(&str, &str, Option<&str>); 7] = [
     ("continue", "Continue where the last turn stopped", None),
 ];
 
-/// The command set, as `availableCommands` lists it.
-pub fn builtin_commands() -> Vec<Value> {
-    BUILTINS
+/// Commands that need the TUI's own screens: never listed, and a custom command or skill of
+/// one of these names is not a command (the TUI's wins).
+pub const TUI_COMMANDS: [&str; 20] = [
+    "sessions", "settings", "theme", "login", "logout", "quit", "exit", "help", "model", "effort",
+    "usage", "clear", "new", "resume", "config", "copy", "export", "status", "keys", "doctor",
+];
+
+/// Where a command comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// One of the seven built-ins.
+    Builtin,
+    /// A command file.
+    Custom,
+    /// A skill.
+    Skill,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Builtin => "builtin",
+            Kind::Custom => "custom",
+            Kind::Skill => "skill",
+        }
+    }
+}
+
+/// One command of the set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// Its name (`/name`).
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// What to type after it.
+    pub hint: Option<String>,
+    /// Where it comes from.
+    pub kind: Kind,
+    /// A custom command's or skill's text (`$ARGUMENTS` is replaced with what follows the
+    /// name).
+    pub body: String,
+}
+
+impl Command {
+    /// As `availableCommands` lists it.
+    pub fn to_value(&self) -> Value {
+        let mut command = json!({ "name": self.name, "description": self.description, "_meta": { "lembas": { "kind": self.kind.as_str() } } });
+        if let Some(hint) = &self.hint {
+            command["input"] = json!({ "hint": hint });
+        }
+        command
+    }
+}
+
+/// Where custom commands and skills are found.
+#[derive(Debug, Clone, Copy)]
+pub struct Sources<'a> {
+    /// The session's project (`.agent/commands`, `.agent/skills`).
+    pub project: &'a Path,
+    /// The device's own configuration directory (`commands/`, `skills/`).
+    pub own: &'a Path,
+    /// Misbehaving: a custom command named like a TUI command is listed too.
+    pub keeps_tui_names: bool,
+}
+
+/// The command set for a session in `sources.project`.
+pub fn command_set(sources: Sources<'_>) -> Vec<Command> {
+    let mut set: Vec<Command> = BUILTINS
         .iter()
-        .map(|(name, description, hint)| {
-            let mut command = json!({ "name": name, "description": description, "_meta": { "lembas": { "kind": "builtin" } } });
-            if let Some(hint) = hint {
-                command["input"] = json!({ "hint": hint });
+        .map(|(name, description, hint)| Command {
+            name: (*name).into(),
+            description: (*description).into(),
+            hint: hint.map(String::from),
+            kind: Kind::Builtin,
+            body: String::new(),
+        })
+        .collect();
+    let commands = [
+        sources.project.join(".agent").join("commands"),
+        sources.own.join("commands"),
+    ];
+    let skills = [
+        sources.project.join(".agent").join("skills"),
+        sources.own.join("skills"),
+    ];
+    let mut found: Vec<Command> = Vec::new();
+    for dir in &commands {
+        found.extend(sorted(read_commands(dir)));
+    }
+    for dir in &skills {
+        found.extend(sorted(read_skills(dir)));
+    }
+    for command in found {
+        let taken = set.iter().any(|c| c.name == command.name)
+            || (TUI_COMMANDS.contains(&command.name.as_str()) && !sources.keeps_tui_names);
+        if !taken {
+            set.push(command);
+        }
+    }
+    set
+}
+
+fn sorted(mut commands: Vec<Command>) -> Vec<Command> {
+    commands.sort_by(|a, b| a.name.cmp(&b.name));
+    commands
+}
+
+/// A name a command may have: lower-case letters, digits, `-` and `_`.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+/// Splits `---` front matter (`key: value` lines) from the text after it.
+fn front_matter(text: &str) -> (Vec<(String, String)>, String) {
+    let Some(rest) = text.strip_prefix("---\n") else {
+        return (Vec::new(), text.to_string());
+    };
+    let Some(end) = rest.find("\n---") else {
+        return (Vec::new(), text.to_string());
+    };
+    let fields = rest[..end]
+        .lines()
+        .filter_map(|line| line.split_once(':'))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().trim_matches('"').to_string()))
+        .collect();
+    let body = rest[end + 4..].trim_start_matches('\n').to_string();
+    (fields, body)
+}
+
+fn field(fields: &[(String, String)], key: &str) -> Option<String> {
+    fields
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+}
+
+/// `<dir>/<name>.md` files.
+fn read_commands(dir: &Path) -> Vec<Command> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let path = entry.path();
+            let name = path.file_stem()?.to_str()?.to_string();
+            if path.extension()? != "md" || !valid_name(&name) {
+                return None;
             }
-            command
+            let text = std::fs::read_to_string(&path).ok()?;
+            let (fields, body) = front_matter(&text);
+            Some(Command {
+                description: field(&fields, "description")
+                    .unwrap_or_else(|| format!("Run the `{name}` command")),
+                hint: field(&fields, "hint").or_else(|| field(&fields, "argument-hint")),
+                name,
+                kind: Kind::Custom,
+                body,
+            })
         })
         .collect()
+}
+
+/// `<dir>/<name>/SKILL.md` skills.
+fn read_skills(dir: &Path) -> Vec<Command> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_str()?.to_string();
+            let text = std::fs::read_to_string(entry.path().join("SKILL.md")).ok()?;
+            if !valid_name(&name) {
+                return None;
+            }
+            let (fields, body) = front_matter(&text);
+            Some(Command {
+                description: field(&fields, "description")
+                    .unwrap_or_else(|| format!("Use the `{name}` skill")),
+                hint: None,
+                name,
+                kind: Kind::Skill,
+                body,
+            })
+        })
+        .collect()
+}
+
+/// The command set as `availableCommands` lists it.
+pub fn to_values(set: &[Command]) -> Vec<Value> {
+    set.iter().map(Command::to_value).collect()
 }
 
 /// A prompt that is a command.
@@ -42,7 +231,7 @@ pub enum Slash {
     /// A prompt command: its expanded text goes to the agent.
     Prompt {
         /// The command's name.
-        name: &'static str,
+        name: String,
         /// What the agent is given.
         text: String,
         /// The mode the command puts the session in first (`/plan <task>`).
@@ -52,7 +241,7 @@ pub enum Slash {
 
 impl Slash {
     /// The command's name, for `_meta.lembas.command` in the prompt's answer.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             Slash::Compact => "compact",
             Slash::Undo => "undo",
@@ -62,16 +251,34 @@ impl Slash {
     }
 }
 
-/// Reads a prompt's text as the TUI does: `/name rest`, where `name` is in the command set.
-/// Anything else (a path, a regex, a TUI-only command) is not a command.
-pub fn parse(text: &str) -> Option<Slash> {
+/// Reads a prompt's text as the TUI does: `/name rest`, where `name` is in `set`. Anything else
+/// (a path, a regex, a TUI-only command) is not a command.
+pub fn parse(text: &str, set: &[Command]) -> Option<Slash> {
     let rest = text.strip_prefix('/')?;
     let (name, args) = match rest.split_once(char::is_whitespace) {
         Some((name, args)) => (name, args.trim()),
         None => (rest, ""),
     };
-    let name = BUILTINS.iter().map(|(n, _, _)| *n).find(|n| *n == name)?;
-    let prompt = |text: String, mode: Option<&'static str>| Slash::Prompt { name, text, mode };
+    let command = set.iter().find(|c| c.name == name)?;
+    let prompt = |text: String, mode: Option<&'static str>| Slash::Prompt {
+        name: command.name.clone(),
+        text,
+        mode,
+    };
+    if command.kind != Kind::Builtin {
+        let text = if command.body.contains("$ARGUMENTS") {
+            command.body.replace("$ARGUMENTS", args)
+        } else if args.is_empty() {
+            command.body.clone()
+        } else {
+            format!("{}\n\n{args}", command.body.trim_end())
+        };
+        let text = match command.kind {
+            Kind::Skill => format!("Use the skill `{}`:\n\n{text}", command.name),
+            _ => text,
+        };
+        return Some(prompt(text, None));
+    }
     Some(match name {
         "compact" => Slash::Compact,
         "undo" => Slash::Undo,
@@ -100,27 +307,106 @@ pub fn parse(text: &str) -> Option<Slash> {
 mod tests {
     use super::*;
 
+    fn empty() -> Vec<Command> {
+        let nowhere = Path::new("/nonexistent-fake-device");
+        command_set(Sources {
+            project: nowhere,
+            own: nowhere,
+            keeps_tui_names: false,
+        })
+    }
+
     #[test]
     fn only_names_in_the_set_are_commands() {
-        assert_eq!(parse("/compact"), Some(Slash::Compact));
-        assert_eq!(parse("/undo"), Some(Slash::Undo));
-        assert_eq!(parse("/plan"), Some(Slash::PlanMode));
+        let set = empty();
+        assert_eq!(parse("/compact", &set), Some(Slash::Compact));
+        assert_eq!(parse("/undo", &set), Some(Slash::Undo));
+        assert_eq!(parse("/plan", &set), Some(Slash::PlanMode));
         assert!(matches!(
-            parse("/plan add a cache"),
+            parse("/plan add a cache", &set),
+            Some(Slash::Prompt { ref name, mode: Some("plan"), .. }) if name == "plan"
+        ));
+        assert!(matches!(
+            parse("/review main", &set),
+            Some(Slash::Prompt { ref name, ref text, .. }) if name == "review" && text.contains("main")
+        ));
+        assert_eq!(parse("/usr/bin/env", &set), None, "a path");
+        assert_eq!(parse("/settings", &set), None, "a TUI-only command");
+        assert_eq!(parse("compact", &set), None);
+        assert_eq!(set.len(), 7);
+        assert_eq!(to_values(&set)[0]["name"], "compact");
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write");
+    }
+
+    #[test]
+    fn custom_commands_then_skills_follow_the_builtins_and_tui_names_are_not_commands() {
+        let dir = tempfile::tempdir().expect("dir");
+        let (project, own) = (dir.path().join("p"), dir.path().join("own"));
+        write(
+            &project.join(".agent/commands/deploy.md"),
+            "---\ndescription: Deploy the site\nhint: env\n---\nDeploy to $ARGUMENTS now.\n",
+        );
+        write(
+            &project.join(".agent/commands/settings.md"),
+            "not a command",
+        );
+        write(
+            &project.join(".agent/commands/review.md"),
+            "the built-in wins",
+        );
+        write(&own.join("commands/audit.md"), "Audit the code.");
+        write(&own.join("commands/deploy.md"), "the project's wins");
+        write(
+            &project.join(".agent/skills/release/SKILL.md"),
+            "---\nname: release\ndescription: Cut a release\n---\nTag and publish.",
+        );
+        let sources = Sources {
+            project: &project,
+            own: &own,
+            keeps_tui_names: false,
+        };
+        let set = command_set(sources);
+        let names: Vec<&str> = set.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "compact",
+                "plan",
+                "undo",
+                "review",
+                "changelog",
+                "init",
+                "continue",
+                "deploy",
+                "audit",
+                "release"
+            ]
+        );
+        let values = to_values(&set);
+        assert_eq!(values[7]["_meta"]["lembas"]["kind"], "custom");
+        assert_eq!(values[7]["description"], "Deploy the site");
+        assert_eq!(values[7]["input"]["hint"], "env");
+        assert_eq!(values[9]["_meta"]["lembas"]["kind"], "skill");
+        assert_eq!(
+            parse("/deploy staging", &set),
             Some(Slash::Prompt {
-                name: "plan",
-                mode: Some("plan"),
-                ..
+                name: "deploy".into(),
+                text: "Deploy to staging now.\n".into(),
+                mode: None
             })
-        ));
-        assert!(matches!(
-            parse("/review main"),
-            Some(Slash::Prompt { name: "review", ref text, .. }) if text.contains("main")
-        ));
-        assert_eq!(parse("/usr/bin/env"), None, "a path");
-        assert_eq!(parse("/settings"), None, "a TUI-only command");
-        assert_eq!(parse("compact"), None);
-        assert_eq!(builtin_commands().len(), 7);
-        assert_eq!(builtin_commands()[0]["name"], "compact");
+        );
+        assert!(
+            matches!(parse("/release", &set), Some(Slash::Prompt { ref text, .. }) if text.contains("Tag and publish"))
+        );
+        assert_eq!(parse("/settings", &set), None);
+        let careless = command_set(Sources {
+            keeps_tui_names: true,
+            ..sources
+        });
+        assert!(careless.iter().any(|c| c.name == "settings"));
     }
 }

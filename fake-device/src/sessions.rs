@@ -133,6 +133,8 @@ pub struct Sessions {
     pub(crate) terminal_cards: Mutex<Vec<TerminalCard>>,
     /// What the person attached lately, for the file picker's order.
     pub(crate) frecency: crate::files::Frecency,
+    /// The command set each session's client was last told.
+    commands_sent: Mutex<HashMap<String, Vec<serde_json::Value>>>,
 }
 
 /// A card of the shared session, as the terminal shows it.
@@ -168,6 +170,7 @@ impl Sessions {
             terminal: Mutex::new(None),
             terminal_cards: Mutex::new(Vec::new()),
             frecency: crate::files::Frecency::default(),
+            commands_sent: Mutex::new(HashMap::new()),
         })
     }
 
@@ -227,7 +230,7 @@ impl Sessions {
 
     /// What follows an answer on the wire: after `session/new`, the command list (capability
     /// `commands`) and the plan, when the session has one.
-    pub fn after(&self, method: &str, answer: &Answer, client: &Client) {
+    pub async fn after(&self, method: &str, answer: &Answer, client: &Client) {
         if method != "session/new" {
             return;
         }
@@ -242,8 +245,60 @@ impl Sessions {
         if self.breaks(ids::DEVICE_UPDATE_SESSION) {
             client.update("ses_ghost", json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "boo" } }));
         }
-        if self.has("commands") {
-            client.update(id, json!({ "sessionUpdate": "available_commands_update", "availableCommands": crate::commands::builtin_commands() }));
+        if self.has("commands")
+            && let Some(live) = self.live_session(id)
+        {
+            let project = live.state.lock().await.stored.cwd.clone();
+            self.send_commands(id, &project, client);
+        }
+    }
+
+    /// The command set of a session in `project` (built-ins, custom commands, skills).
+    pub(crate) fn command_set(&self, project: &std::path::Path) -> Vec<crate::commands::Command> {
+        crate::commands::command_set(crate::commands::Sources {
+            project,
+            own: &self.store.config_dir(),
+            keeps_tui_names: self.breaks(ids::DEVICE_COMMANDS_CUSTOM),
+        })
+    }
+
+    /// Tells `client` a session's command set (`available_commands_update`), and remembers it
+    /// was told.
+    pub(crate) fn send_commands(
+        &self,
+        session_id: &str,
+        project: &std::path::Path,
+        client: &Client,
+    ) {
+        let values = crate::commands::to_values(&self.command_set(project));
+        client.update(
+            session_id,
+            json!({ "sessionUpdate": "available_commands_update", "availableCommands": values }),
+        );
+        if let Ok(mut sent) = self.commands_sent.lock() {
+            sent.insert(session_id.to_string(), values);
+        }
+    }
+
+    /// After a turn: the command set again, when it changed (a command file written, a skill
+    /// made).
+    pub(crate) fn commands_changed(
+        &self,
+        session_id: &str,
+        project: &std::path::Path,
+        client: &Client,
+    ) {
+        if !self.has("commands") {
+            return;
+        }
+        let now = crate::commands::to_values(&self.command_set(project));
+        let before = self
+            .commands_sent
+            .lock()
+            .ok()
+            .and_then(|sent| sent.get(session_id).cloned());
+        if before.is_some_and(|before| before != now) {
+            self.send_commands(session_id, project, client);
         }
     }
 
@@ -261,7 +316,7 @@ impl Sessions {
         }
         let id = state.stored.id.clone();
         if self.has("commands") {
-            client.update(&id, json!({ "sessionUpdate": "available_commands_update", "availableCommands": crate::commands::builtin_commands() }));
+            self.send_commands(&id, &state.stored.cwd, client);
         }
         if let Some(plan) = &state.stored.plan {
             client.update(&id, crate::cards::plan_update(plan, self.has("plan_state")));
@@ -867,13 +922,14 @@ impl Sessions {
     /// `_lembas/commands`: the command set of a session, or of a folder a session could start
     /// in (the `session/new` rules).
     async fn commands(self: &Arc<Self>, params: &Value) -> Answer {
-        if params.get("sessionId").is_some() {
-            self.session(params).await?;
+        let project = if params.get("sessionId").is_some() {
+            let live = self.session(params).await?;
+            live.state.lock().await.stored.cwd.clone()
         } else {
             let cwd = param_str(params, "cwd")?;
-            self.limits().check_cwd(cwd).map_err(refuse)?;
-        }
-        Ok(json!({ "commands": crate::commands::builtin_commands() }))
+            self.limits().check_cwd(cwd).map_err(refuse)?
+        };
+        Ok(json!({ "commands": crate::commands::to_values(&self.command_set(&project)) }))
     }
 
     /// `_lembas/files/search`: the `@` picker over the session's directory (or a `cwd` that

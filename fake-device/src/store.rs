@@ -199,6 +199,12 @@ impl Store {
         self.root.join("turns").join(format!("{id}.json"))
     }
 
+    /// The device's own configuration directory (its own `commands/` and `skills/`, as
+    /// `~/.config/lembas` is the CLI's).
+    pub fn config_dir(&self) -> PathBuf {
+        self.root.join("config")
+    }
+
     /// The attachment directory of a session.
     pub fn attachments_dir(&self, id: &str) -> PathBuf {
         self.root.join("attachments").join(id)

@@ -163,7 +163,7 @@ impl Sessions {
                     self.save(&state);
                     let command = self
                         .has("commands")
-                        .then(|| crate::commands::parse(&text))
+                        .then(|| crate::commands::parse(&text, &self.command_set(&project)))
                         .flatten()
                         .filter(|_| !self.breaks(ids::DEVICE_COMMANDS_ACTIONS));
                     let mut given_text = match &command {
@@ -441,6 +441,10 @@ impl Sessions {
         say(task("end"));
         say(json!({ "type": "done", "stopReason": stop }));
         let mut state = live.state.lock().await;
+        // The turn may have written a command file or made a skill.
+        if let Some(client) = &client {
+            self.commands_changed(&session_id, &state.stored.cwd, client);
+        }
         let finished = state.running.take();
         // The next turn is running from the moment this one ends, so a status in between
         // never sees an idle session with turns waiting.

@@ -184,6 +184,7 @@ pub mod ids {
     DEVICE_USAGE_ABSENT = "device.usage.absent",
     DEVICE_ATTACHMENTS_NAMED = "device.attachments.named",
     DEVICE_FILES_SEARCH = "device.files.search",
+    DEVICE_COMMANDS_CUSTOM = "device.commands.custom",
     DEVICE_FILES_MENTION = "device.files.mention",
     INSTANCE_PROMPT_BLOCKS = "instance.prompt.blocks",
     INSTANCE_COMPOSER_CAPABILITIES = "instance.composer.capabilities",
