@@ -31,6 +31,10 @@ pub struct AgentConfig {
     pub misbehave: Misbehaviours,
     /// How long the instance may take to send initialize.
     pub patience: Duration,
+    /// `remote.terminal`: remote terminals on (capabilities `terminal` and `shell`).
+    pub terminal: bool,
+    /// The terminals' shell's home instead of the user's (the self-test's).
+    pub terminal_home: Option<std::path::PathBuf>,
     /// Speaking plain ACP to an editor on stdin/stdout (`serve --stdio`): no hello, `limits:
     /// null`, and `_lembas/*` methods refused (they are only on the link).
     pub stdio: bool,
@@ -111,22 +115,18 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<W
     }
 }
 
-/// Capabilities of the spec that fake-device does not offer (yet): remote terminals are off by
-/// default (and `shell` comes only with `terminal`); file search with `@path` expansion and
-/// attachments come with the device's surface. A capability is listed only when all it promises
-/// works.
-const NOT_BUILT: [&str; 2] = ["terminal", "shell"];
+/// The capabilities that come only with `remote.terminal: true`.
+const TERMINAL_ONLY: [&str; 2] = ["terminal", "shell"];
 
 impl AgentConfig {
-    /// The capabilities listed in initialize: the spec's, less the terminal ones (remote
-    /// terminals are off by default, and `shell` comes only with `terminal`), reduced by the
-    /// scenario.
+    /// The capabilities listed in initialize: the spec's, less the terminal ones unless remote
+    /// terminals are on (`shell` comes only with `terminal`), reduced by the scenario.
     pub fn capabilities(&self) -> Vec<String> {
         let mut list: Vec<String> = self
             .spec
             .capabilities()
             .into_iter()
-            .filter(|c| !NOT_BUILT.contains(c))
+            .filter(|c| self.terminal || !TERMINAL_ONLY.contains(c))
             .filter(|c| {
                 self.only
                     .as_ref()
@@ -155,6 +155,7 @@ pub struct AgentModel {
     announced: std::sync::atomic::AtomicBool,
     config: AgentConfig,
     sessions: Arc<Sessions>,
+    terminals: Arc<crate::terminals::Terminals>,
     links: Arc<Mutex<HashMap<u32, LinkState>>>,
     next_protocol: Mutex<u8>,
     /// Every route made, to move those of ended links to the next one.
@@ -164,10 +165,18 @@ pub struct AgentModel {
 impl AgentModel {
     /// A device with this configuration, over its sessions.
     pub fn new(config: AgentConfig, sessions: Arc<Sessions>) -> Self {
+        let mut terminals = crate::terminals::Terminals::new(
+            config.terminal,
+            std::env::temp_dir().join(format!("fake-device-{}", std::process::id())),
+            config.misbehave.clone(),
+        );
+        terminals.home = config.terminal_home.clone();
+        let terminals = Arc::new(terminals);
         Self {
             announced: std::sync::atomic::AtomicBool::new(false),
             config,
             sessions,
+            terminals,
             links: Arc::new(Mutex::new(HashMap::new())),
             next_protocol: Mutex::new(1),
             routes: Mutex::new(Vec::new()),
@@ -207,6 +216,34 @@ impl AgentModel {
         if sessions.has("sessions") {
             sessions.announce_to(client).await;
         }
+    }
+
+    /// A terminal's directory: the one asked for, inside the roots, or the first root.
+    fn terminal_cwd(&self, params: &Value) -> Result<std::path::PathBuf, String> {
+        let limits = self
+            .sessions
+            .limits
+            .read()
+            .map(|l| l.clone())
+            .map_err(|_| "the limits are unavailable".to_string())?;
+        let asked = match params.get("cwd") {
+            None | Some(Value::Null) => limits
+                .roots
+                .first()
+                .cloned()
+                .ok_or("this device has no root to open a terminal in")?,
+            Some(Value::String(cwd)) => std::path::PathBuf::from(cwd),
+            Some(_) => return Err("`cwd` must be a path".into()),
+        };
+        let resolved = std::fs::canonicalize(&asked)
+            .map_err(|_| format!("`{}` is not a directory here", asked.display()))?;
+        if !resolved.is_dir() || !limits.inside_roots(&resolved) {
+            return Err(format!(
+                "`{}` is not a directory inside the device's roots",
+                asked.display()
+            ));
+        }
+        Ok(resolved)
     }
 
     /// Whether the client on `peer` said `_meta.lembas`.
@@ -467,11 +504,19 @@ impl Behaviour for AgentModel {
         {
             hub.findings().push(finding.on_link(peer.link()));
         }
-        if let LinkEvent::Closed(_) = event
-            && let Ok(mut links) = self.links.lock()
+        if let LinkEvent::Closed(_) = event {
+            // Every terminal closes with the link.
+            self.terminals.close_link(peer.link());
+            if let Ok(mut links) = self.links.lock() {
+                // Its work queue goes with it, which ends the link's task.
+                links.remove(&peer.link());
+            }
+        }
+        if let LinkEvent::Notification { method, params, .. } = event
+            && method.starts_with("_lembas/terminal/")
+            && self.capabilities().iter().any(|c| c == "terminal")
         {
-            // Its work queue goes with it, which ends the link's task.
-            links.remove(&peer.link());
+            self.terminals.notified(peer.link(), method, params);
         }
         if let LinkEvent::Notification { method, params, .. } = event
             && method == "session/cancel"
@@ -510,6 +555,23 @@ impl Behaviour for AgentModel {
                     (true, true, 2) => self.sessions.send_pending_deletes(peer, false),
                     _ => {}
                 }
+                true
+            }
+            "_lembas/terminal/open"
+                if !self.config.stdio && self.capabilities().iter().any(|c| c == "terminal") =>
+            {
+                let answer = self
+                    .terminal_cwd(&request.params)
+                    .and_then(|cwd| {
+                        self.terminals.open(
+                            peer,
+                            &request.params,
+                            cwd,
+                            self.capabilities().iter().any(|c| c == "shell"),
+                        )
+                    })
+                    .map_err(|why| RpcError::new(harness::jsonrpc::INVALID_PARAMS, why));
+                peer.respond(&request.id, answer);
                 true
             }
             method if self.config.stdio && method.starts_with("_lembas/") => {

@@ -25,6 +25,7 @@ pub mod script;
 pub mod sessions;
 pub mod store;
 pub mod stream;
+pub mod terminals;
 pub mod turns;
 
 use std::future::Future;
@@ -84,6 +85,11 @@ pub struct Options {
     pub approval_timeout: Option<Duration>,
     /// The scripted agent's scripts (`--scripts`); a scenario's `device.scripts` come first.
     pub scripts: Vec<harness::scenario::AgentScript>,
+    /// `remote.terminal`: remote terminals on (a scenario's `device.terminal` also turns them
+    /// on).
+    pub remote_terminal: bool,
+    /// The terminals' shell's home instead of the user's (the self-test gives an empty one).
+    pub terminal_home: Option<PathBuf>,
     /// What the person at the device does by itself from the start (`act` and `wait` steps;
     /// the self-test's `peer.steps`), when no scenario runs.
     pub steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
@@ -112,6 +118,8 @@ impl Options {
             terminal: TerminalPlay::default(),
             approval_timeout: None,
             scripts: Vec::new(),
+            remote_terminal: false,
+            terminal_home: None,
             steps: Vec::new(),
         }
     }
@@ -193,6 +201,8 @@ pub async fn run(
         connection: "lembas".into(),
         misbehave: options.misbehave.clone(),
         patience: options.patience,
+        terminal: settings.terminal || options.remote_terminal,
+        terminal_home: options.terminal_home.clone(),
         stdio: false,
     };
     let http = reqwest::Client::builder()
@@ -389,6 +399,8 @@ pub async fn serve_stdio(
         connection: "lembas".into(),
         misbehave: options.misbehave.clone(),
         patience: options.patience,
+        terminal: false,
+        terminal_home: None,
         stdio: true,
     };
     let http = reqwest::Client::builder()

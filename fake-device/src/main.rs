@@ -54,6 +54,10 @@ struct Cli {
     /// or a dismissal (`remote.approval_timeout`; default 30s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     approval_timeout: Option<harness::scenario::Dur>,
+    /// `remote.terminal: true`: the instance may open terminals on this device (a real login
+    /// shell in a PTY; capabilities `terminal` and `shell`).
+    #[arg(long)]
+    terminal: bool,
     /// The protocol to say: auto (from discovery), 1 or 2.
     #[arg(long, value_name = "auto|1|2", default_value = "auto")]
     protocol: String,
@@ -260,6 +264,8 @@ fn main() -> ExitCode {
         terminal: Default::default(),
         approval_timeout: cli.approval_timeout.map(|d| d.0),
         scripts,
+        remote_terminal: cli.terminal,
+        terminal_home: None,
         steps: Vec::new(),
     };
     let finished = runtime.block_on(async {

@@ -164,6 +164,11 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             std::fs::create_dir_all(&root).map_err(|e| format!("cannot make a root: {e}"))?;
             lay_out_files(&root, &case.scenario.peer)?;
             let root_path = root.display().to_string();
+            // The device's shells start from an empty home: this machine's own startup files
+            // are no part of the test.
+            let scratch_home = scratch.path().join("home");
+            std::fs::create_dir_all(&scratch_home)
+                .map_err(|e| format!("cannot make a home: {e}"))?;
             let with_root = case.scenario.peer.roots;
             let change_limits_after = case.scenario.peer.change_limits_after;
             let peer_setup = case.scenario.peer.clone();
@@ -208,6 +213,8 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                         leave_after: peer_setup.leave_session_after.map(|d| d.0),
                     },
                     approval_timeout: peer_setup.approval_timeout.map(|d| d.0),
+                    remote_terminal: peer_setup.terminal,
+                    terminal_home: Some(scratch_home.clone()),
                     steps: peer_setup.steps.clone(),
                     ..fake_device::Options::for_instance(format!("http://{addr}"))
                 };

@@ -164,6 +164,7 @@ pub(crate) enum Node {
     Capture(String, Option<Box<Node>>),
     Len(usize),
     Each(Box<Node>),
+    Base64(Box<Node>),
 }
 
 /// Whether an object key is an operator (`$x`) rather than a literal key
@@ -257,7 +258,8 @@ fn compile_string(s: &str, at: &str, pos: Position) -> Result<Node, PatternError
     })
 }
 
-const OPERATORS: [&str; 9] = [
+const OPERATORS: [&str; 10] = [
+    "$base64",
     "$regex",
     "$each",
     "$contains",
@@ -376,6 +378,9 @@ fn compile_operator(
             .ok_or_else(|| bad_operand(op, "a non-negative integer")),
         "$each" => {
             compile_node(operand, &here, Position::Value).map(|node| Node::Each(Box::new(node)))
+        }
+        "$base64" => {
+            compile_node(operand, &here, Position::Value).map(|node| Node::Base64(Box::new(node)))
         }
         // `$match` alone: `$capture` was handled above.
         _ => Err(err(

@@ -282,6 +282,17 @@ fn match_node(node: &Node, actual: Option<&Value>, at: &str, acc: &mut Acc) {
             }
             _ => acc.fail(1, at, "an array".into(), actual),
         },
+        Node::Base64(inner) => {
+            use base64::Engine;
+            let decoded = actual
+                .and_then(Value::as_str)
+                .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+                .map(|bytes| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+            match decoded {
+                Some(text) => match_node(inner, Some(&text), at, acc),
+                None => acc.fail(1, at, "base64 text".into(), actual),
+            }
+        }
         Node::Len(n) => {
             let len = match actual {
                 Some(Value::Array(a)) => Some(a.len()),
@@ -478,6 +489,27 @@ mod tests {
         assert!(!out.is_match(), "{p} should not match {v}");
         assert!(out.captures.is_empty());
         out.mismatches.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn base64_decodes_before_matching() {
+        // "lembas-42\n" and "\x1b]133;D;1\x07".
+        ok(
+            json!({"$base64": {"$regex": "lembas-42"}}),
+            json!("bGVtYmFzLTQyCg=="),
+        );
+        ok(
+            json!({"$base64": {"$regex": "133;D;1"}}),
+            json!("G10xMzM7RDsxBw=="),
+        );
+        bad(
+            json!({"$base64": {"$regex": "lembas-43"}}),
+            json!("bGVtYmFzLTQyCg=="),
+        );
+        assert_eq!(
+            bad(json!({"$base64": "x"}), json!("***")),
+            ["$: expected base64 text, got \"***\""]
+        );
     }
 
     #[test]

@@ -125,6 +125,9 @@ pub struct PeerSetup {
     /// CLI: make the same files in its root and beside it).
     #[serde(default)]
     pub files: BTreeMap<String, String>,
+    /// fake-device: remote terminals on (`remote.terminal: true`; a real CLI: the same setting).
+    #[serde(default)]
+    pub terminal: bool,
     /// fake-device: symbolic links in its root, path → target (as the link holds it, e.g.
     /// `../outside/secret.txt`).
     #[serde(default)]
@@ -182,6 +185,7 @@ impl Default for PeerSetup {
             foreign_sessions: Vec::new(),
             files: BTreeMap::new(),
             links: BTreeMap::new(),
+            terminal: false,
             change_limits_after: None,
             share_session_after: None,
             leave_session_after: None,
@@ -344,6 +348,10 @@ pub struct DeviceSettings {
     /// that script's steps (the first match wins); other prompts go to `agent`.
     #[serde(default)]
     pub scripts: Vec<super::AgentScript>,
+    /// `remote.terminal`: remote terminals on (`_lembas/terminal/*`, capabilities `terminal`
+    /// and `shell`). Default: off, as on a fresh CLI.
+    #[serde(default)]
+    pub terminal: bool,
     /// Redial backoff after a dropped link: first wait.
     #[serde(default)]
     pub redial_initial: Option<Dur>,

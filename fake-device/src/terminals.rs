@@ -1,0 +1,380 @@
+//! Remote terminals (`_lembas/terminal/*`, only with `remote.terminal: true`): a login shell as
+//! the device's user in a real PTY, at most four per link, its output and exit sent to the
+//! client, closed by SIGHUP when the client hangs up or the link goes.
+//!
+//! For bash, the shell starts with an rc wrapper (the spec's shell integration): the user's own
+//! login files first, then every prompt marked with OSC 133 (`A` prompt start, `B` command start,
+//! `C` output start, `D;<status>` when a command finished, none for an empty line) and OSC 7 (the
+//! working directory, percent-encoded byte by byte). Other shells run plainly (`integration:
+//! false`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
+use harness::jsonrpc::Peer;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The most terminals one link may hold open.
+pub const MAX_PER_LINK: usize = 4;
+/// Columns a terminal may have.
+pub const COLS: std::ops::RangeInclusive<u64> = 20..=500;
+/// Rows a terminal may have.
+pub const ROWS: std::ops::RangeInclusive<u64> = 5..=300;
+
+/// The bash rc wrapper: the login files as a login shell reads them, then the marks.
+const BASH_RC: &str = include_str!("bash_integration.sh");
+
+/// Which shell, as the answer names it.
+fn shell_kind(shell: &Path) -> &'static str {
+    match shell.file_name().and_then(|n| n.to_str()) {
+        Some("bash") => "bash",
+        Some("zsh") => "zsh",
+        Some("fish") => "fish",
+        _ => "other",
+    }
+}
+
+/// One open terminal.
+#[derive(Debug)]
+struct Terminal {
+    writer: Arc<tokio::sync::Mutex<pty_process::OwnedWritePty>>,
+    pid: Option<u32>,
+}
+
+/// The device's terminals, by link.
+#[derive(Debug)]
+pub struct Terminals {
+    /// `remote.terminal`: whether terminals may be opened at all.
+    pub enabled: bool,
+    /// The shell to run (`$SHELL`, else `/bin/bash`).
+    pub shell: PathBuf,
+    /// Where rc wrappers are written.
+    pub scratch: PathBuf,
+    /// The rules to break.
+    pub misbehave: harness::rules::Misbehaviours,
+    /// The shell's home instead of the user's (the self-test's: a machine's own startup files
+    /// are no part of a test, and may hang).
+    pub home: Option<PathBuf>,
+    open: Mutex<HashMap<u32, HashMap<String, Terminal>>>,
+    /// Each link's terminal notifications, handled one at a time in arrival order (a resize
+    /// then a keystroke must reach the PTY in that order).
+    queues: Mutex<HashMap<u32, tokio::sync::mpsc::UnboundedSender<(String, Value)>>>,
+}
+
+impl Terminals {
+    /// Terminals on or off, with the user's shell; rc wrappers go under `scratch`.
+    pub fn new(enabled: bool, scratch: PathBuf, misbehave: harness::rules::Misbehaviours) -> Self {
+        let shell = std::env::var_os("SHELL")
+            .map(PathBuf::from)
+            .filter(|s| s.is_absolute())
+            .unwrap_or_else(|| PathBuf::from("/bin/bash"));
+        Self {
+            enabled,
+            shell,
+            scratch,
+            misbehave,
+            home: None,
+            open: Mutex::new(HashMap::new()),
+            queues: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn count(&self, link: u32) -> usize {
+        self.open
+            .lock()
+            .map(|o| o.get(&link).map_or(0, HashMap::len))
+            .unwrap_or(0)
+    }
+
+    /// `_lembas/terminal/open`: `cwd` already checked against the roots. The error is the
+    /// -32602's sentence.
+    pub fn open(
+        self: &Arc<Self>,
+        peer: &Arc<Peer>,
+        params: &Value,
+        cwd: PathBuf,
+        with_shell_fields: bool,
+    ) -> Result<Value, String> {
+        if !self.enabled {
+            return Err("remote terminals are off on this device".into());
+        }
+        let size = |key: &str, range: &std::ops::RangeInclusive<u64>, default: u64| match params
+            .get(key)
+        {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => v.as_u64().filter(|n| range.contains(n)).ok_or_else(|| {
+                format!(
+                    "`{key}` must be a whole number from {} to {}",
+                    range.start(),
+                    range.end()
+                )
+            }),
+        };
+        let cols = size("cols", &COLS, 80)?;
+        let rows = size("rows", &ROWS, 24)?;
+        let link = peer.link();
+        if self.count(link) >= MAX_PER_LINK
+            && !self
+                .misbehave
+                .breaks(harness::rules::ids::DEVICE_TERMINAL_OPEN)
+        {
+            return Err(format!(
+                "at most {MAX_PER_LINK} terminals may be open on one link"
+            ));
+        }
+        let kind = shell_kind(&self.shell);
+        let (pty, pts) = pty_process::open().map_err(|e| format!("no PTY: {e}"))?;
+        let to_u16 = |n: u64| u16::try_from(n).unwrap_or(u16::MAX);
+        pty.resize(pty_process::Size::new(to_u16(rows), to_u16(cols)))
+            .map_err(|e| format!("cannot size the PTY: {e}"))?;
+        let mut command = pty_process::Command::new(&self.shell)
+            .current_dir(&cwd)
+            .env("TERM", "xterm-256color")
+            .kill_on_drop(true);
+        if let Some(home) = &self.home {
+            command = command.env("HOME", home);
+        }
+        let integration = kind == "bash";
+        // Misbehaving: says it integrates, and runs bash without the wrapper.
+        let plain = self
+            .misbehave
+            .breaks(harness::rules::ids::DEVICE_TERMINAL_INTEGRATION);
+        if integration && !plain {
+            let rc = self
+                .rc_file()
+                .map_err(|e| format!("cannot write the rc: {e}"))?;
+            command = command.arg("--rcfile").arg(&rc).arg("-i");
+        } else if plain {
+            command = command.arg("--norc").arg("-i");
+        } else {
+            // A login shell, as the device's user.
+            command = command.arg("-l");
+        }
+        let mut child = command
+            .spawn(pts)
+            .map_err(|e| format!("cannot start {}: {e}", self.shell.display()))?;
+        let pid = child.id();
+        let terminal_id = format!("term_{:08x}", rand::random::<u32>());
+        let (mut reader, writer) = pty.into_split();
+        if let Ok(mut open) = self.open.lock() {
+            open.entry(link).or_default().insert(
+                terminal_id.clone(),
+                Terminal {
+                    writer: Arc::new(tokio::sync::Mutex::new(writer)),
+                    pid,
+                },
+            );
+        }
+        let (terminals, peer, id) = (self.clone(), peer.clone(), terminal_id.clone());
+        tokio::spawn(async move {
+            let mut buffer = vec![0u8; 16 * 1024];
+            loop {
+                match reader.read(&mut buffer).await {
+                    // EIO when the shell is gone: the PTY has no writer left.
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let data = base64::engine::general_purpose::STANDARD.encode(&buffer[..n]);
+                        peer.notify(
+                            "_lembas/terminal/output",
+                            json!({ "terminalId": id, "data": data }),
+                        );
+                    }
+                }
+            }
+            let code = match child.wait().await {
+                Ok(status) => status.code().unwrap_or_else(|| {
+                    128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
+                }),
+                Err(_) => -1,
+            };
+            terminals.forget(peer.link(), &id);
+            if !peer.is_closed() {
+                peer.notify(
+                    "_lembas/terminal/exit",
+                    json!({ "terminalId": id, "code": code }),
+                );
+            }
+        });
+        let mut answer = json!({
+            "terminalId": terminal_id,
+            "cwd": cwd.display().to_string(),
+            "cols": cols,
+            "rows": rows,
+        });
+        if with_shell_fields {
+            answer["shell"] = json!(kind);
+            answer["integration"] = json!(integration);
+        }
+        Ok(answer)
+    }
+
+    /// The rc wrapper's file, written whole before any shell reads it: written to a file of its
+    /// own and renamed into place, so a shell starting meanwhile never reads half of it.
+    fn rc_file(&self) -> std::io::Result<PathBuf> {
+        let rc = self.scratch.join("bashrc-lembas");
+        if std::fs::read_to_string(&rc).is_ok_and(|text| text == BASH_RC) {
+            return Ok(rc);
+        }
+        std::fs::create_dir_all(&self.scratch)?;
+        let fresh = self
+            .scratch
+            .join(format!("bashrc-lembas.{:08x}", rand::random::<u32>()));
+        std::fs::write(&fresh, BASH_RC)?;
+        std::fs::rename(&fresh, &rc)?;
+        Ok(rc)
+    }
+
+    fn forget(&self, link: u32, id: &str) {
+        if let Ok(mut open) = self.open.lock()
+            && let Some(terminals) = open.get_mut(&link)
+        {
+            terminals.remove(id);
+        }
+    }
+
+    fn writer(
+        &self,
+        link: u32,
+        id: &str,
+    ) -> Option<Arc<tokio::sync::Mutex<pty_process::OwnedWritePty>>> {
+        self.open
+            .lock()
+            .ok()?
+            .get(&link)?
+            .get(id)
+            .map(|t| t.writer.clone())
+    }
+
+    /// `_lembas/terminal/input`: keystrokes (base64); unknown terminals and bad data are
+    /// dropped (a notification has no answer).
+    pub async fn input(&self, link: u32, params: &Value) {
+        let (Some(id), Some(data)) = (
+            params.get("terminalId").and_then(Value::as_str),
+            params.get("data").and_then(Value::as_str),
+        ) else {
+            return;
+        };
+        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(data) else {
+            tracing::info!("terminal input that is not base64, dropped");
+            return;
+        };
+        if let Some(writer) = self.writer(link, id) {
+            let mut writer = writer.lock().await;
+            let _ = writer.write_all(&bytes).await;
+            let _ = writer.flush().await;
+        }
+    }
+
+    /// `_lembas/terminal/resize`, within the spec's bounds.
+    pub async fn resize(&self, link: u32, params: &Value) {
+        if self
+            .misbehave
+            .breaks(harness::rules::ids::DEVICE_TERMINAL_IO)
+        {
+            return;
+        }
+        let id = params.get("terminalId").and_then(Value::as_str);
+        let cols = params
+            .get("cols")
+            .and_then(Value::as_u64)
+            .filter(|c| COLS.contains(c));
+        let rows = params
+            .get("rows")
+            .and_then(Value::as_u64)
+            .filter(|r| ROWS.contains(r));
+        let (Some(id), Some(cols), Some(rows)) = (id, cols, rows) else {
+            return;
+        };
+        if let Some(writer) = self.writer(link, id) {
+            let writer = writer.lock().await;
+            let to_u16 = |n: u64| u16::try_from(n).unwrap_or(u16::MAX);
+            let _ = writer.resize(pty_process::Size::new(to_u16(rows), to_u16(cols)));
+        }
+    }
+
+    /// `_lembas/terminal/close`: the shell is hung up (SIGHUP to its process group).
+    pub fn close(&self, link: u32, params: &Value) {
+        if let Some(id) = params.get("terminalId").and_then(Value::as_str) {
+            self.hang_up(link, Some(id));
+        }
+    }
+
+    /// Every terminal of a link that went: hung up.
+    pub fn close_link(&self, link: u32) {
+        if let Ok(mut queues) = self.queues.lock() {
+            queues.remove(&link);
+        }
+        self.hang_up(link, None);
+    }
+
+    /// Takes a terminal notification (`input`, `resize`, `close`) from a link, to be handled
+    /// after the ones before it.
+    pub fn notified(self: &Arc<Self>, link: u32, method: &str, params: &Value) {
+        let Ok(mut queues) = self.queues.lock() else {
+            return;
+        };
+        let queue = queues.entry(link).or_insert_with(|| {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Value)>();
+            let terminals = self.clone();
+            tokio::spawn(async move {
+                while let Some((method, params)) = rx.recv().await {
+                    match method.as_str() {
+                        "_lembas/terminal/input" => terminals.input(link, &params).await,
+                        "_lembas/terminal/resize" => terminals.resize(link, &params).await,
+                        "_lembas/terminal/close" => terminals.close(link, &params),
+                        _ => {}
+                    }
+                }
+            });
+            tx
+        });
+        let _ = queue.send((method.to_string(), params.clone()));
+    }
+
+    fn hang_up(&self, link: u32, only: Option<&str>) {
+        let pids: Vec<u32> = self
+            .open
+            .lock()
+            .ok()
+            .and_then(|o| {
+                o.get(&link).map(|terminals| {
+                    terminals
+                        .iter()
+                        .filter(|(id, _)| only.is_none_or(|o| o == id.as_str()))
+                        .filter_map(|(_, t)| t.pid)
+                        .collect()
+                })
+            })
+            .unwrap_or_default();
+        for pid in pids {
+            if let Ok(pid) = i32::try_from(pid) {
+                // The shell leads its own session: its group is its pid.
+                // SAFETY: kill(2) with a pid we started and a valid signal number.
+                unsafe {
+                    libc::kill(-pid, libc::SIGHUP);
+                }
+            }
+        }
+    }
+
+    /// The shell, for tests.
+    pub fn shell(&self) -> &Path {
+        &self.shell
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shells_are_named_by_their_file() {
+        assert_eq!(shell_kind(Path::new("/bin/bash")), "bash");
+        assert_eq!(shell_kind(Path::new("/usr/bin/zsh")), "zsh");
+        assert_eq!(shell_kind(Path::new("/opt/fish")), "fish");
+        assert_eq!(shell_kind(Path::new("/bin/sh")), "other");
+    }
+}
