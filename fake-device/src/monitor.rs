@@ -384,7 +384,8 @@ mod capability_tests {
             check_capabilities("_lembas/terminal/open", &json!({}), &listed).len(),
             1
         );
-        let prompt = json!({"_meta": {"lembas": {"turnId": "t1", "library": {"bases": []}}}});
+        let prompt =
+            json!({"prompt": [], "_meta": {"lembas": {"turnId": "t1", "library": {"bases": []}}}});
         let found = check_capabilities("session/prompt", &prompt, &listed);
         assert_eq!(found.len(), 1, "turnId is listed, library is not");
         assert!(found[0].summary.contains("library"));
