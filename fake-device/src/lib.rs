@@ -173,28 +173,18 @@ pub async fn run(
     scenario: Option<Scenario>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
-    let spec = Spec::parse(&options.cell.spec)
-        .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
     let settings = scenario
         .as_ref()
         .and_then(|s| s.device.clone())
         .unwrap_or_default();
-    let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
-    let findings = Arc::new(Findings::default());
-    let tmp = tempfile::tempdir()
-        .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
-    // The store lives in --state-dir, so a restart finds its sessions; else in this run's own
-    // temporary directory.
-    let state_dir = options
-        .state_dir
-        .clone()
-        .unwrap_or_else(|| tmp.path().join("state"));
-    let store = Store::open(&state_dir).map_err(|e| {
-        StartError::Scenario(format!(
-            "cannot open the state directory {}: {e}",
-            state_dir.display()
-        ))
-    })?;
+    let Basics {
+        spec,
+        journal,
+        findings,
+        tmp,
+        state_dir,
+        store,
+    } = Basics::open(&options)?;
     let agent = AgentConfig {
         spec,
         only: settings.capabilities.clone(),
@@ -320,6 +310,48 @@ pub async fn run(
     })
 }
 
+/// What every run starts from: its spec, journal and findings, a temporary directory of its own,
+/// and the store.
+struct Basics {
+    spec: Spec,
+    journal: Arc<Journal>,
+    findings: Arc<Findings>,
+    tmp: tempfile::TempDir,
+    state_dir: PathBuf,
+    store: Store,
+}
+
+impl Basics {
+    fn open(options: &Options) -> Result<Basics, StartError> {
+        let spec = Spec::parse(&options.cell.spec)
+            .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
+        let journal =
+            Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
+        let tmp = tempfile::tempdir()
+            .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
+        // The store lives in --state-dir, so a restart finds its sessions; else in this run's
+        // own temporary directory.
+        let state_dir = options
+            .state_dir
+            .clone()
+            .unwrap_or_else(|| tmp.path().join("state"));
+        let store = Store::open(&state_dir).map_err(|e| {
+            StartError::Scenario(format!(
+                "cannot open the state directory {}: {e}",
+                state_dir.display()
+            ))
+        })?;
+        Ok(Basics {
+            spec,
+            journal,
+            findings: Arc::new(Findings::default()),
+            tmp,
+            state_dir,
+            store,
+        })
+    }
+}
+
 /// How the sessions behave, from the options and the scenario's `device` section.
 fn sessions_config(
     options: &Options,
@@ -376,23 +408,15 @@ pub async fn serve_stdio(
     connection: harness::transport::Connection,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
-    let spec = Spec::parse(&options.cell.spec)
-        .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
     let settings = harness::scenario::DeviceSettings::default();
-    let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
-    let findings = Arc::new(Findings::default());
-    let tmp = tempfile::tempdir()
-        .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
-    let state_dir = options
-        .state_dir
-        .clone()
-        .unwrap_or_else(|| tmp.path().join("state"));
-    let store = Store::open(&state_dir).map_err(|e| {
-        StartError::Scenario(format!(
-            "cannot open the state directory {}: {e}",
-            state_dir.display()
-        ))
-    })?;
+    let Basics {
+        spec,
+        journal,
+        findings,
+        tmp,
+        store,
+        ..
+    } = Basics::open(&options)?;
     let agent = AgentConfig {
         spec,
         only: None,

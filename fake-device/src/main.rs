@@ -136,15 +136,9 @@ fn serve(args: ServeArgs) -> ExitCode {
         eprintln!("error: --agent model asks an instance's model: give --instance URL");
         return Exit::Usage.into();
     }
-    let scripts = match &args.scripts {
-        Some(path) => match harness::scenario::load_scripts(path) {
-            Ok(scripts) => scripts,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Exit::Usage.into();
-            }
-        },
-        None => Vec::new(),
+    let scripts = match scripts_of(args.scripts.as_deref()) {
+        Ok(scripts) => scripts,
+        Err(exit) => return exit,
     };
     let mut options = fake_device::Options::for_instance(args.instance.unwrap_or_default());
     options.token = args.token;
@@ -168,6 +162,19 @@ fn serve(args: ServeArgs) -> ExitCode {
             Exit::Usage.into()
         }
     }
+}
+
+/// The scripts of `--scripts FILE`, or the usage error saying why they do not load.
+fn scripts_of(
+    path: Option<&std::path::Path>,
+) -> Result<Vec<harness::scenario::AgentScript>, ExitCode> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    harness::scenario::load_scripts(path).map_err(|e| {
+        eprintln!("error: {e}");
+        Exit::Usage.into()
+    })
 }
 
 fn parse_duration(text: &str) -> Result<harness::scenario::Dur, String> {
@@ -199,15 +206,9 @@ fn main() -> ExitCode {
             return Exit::Usage.into();
         }
     };
-    let scripts = match &cli.scripts {
-        Some(path) => match harness::scenario::load_scripts(path) {
-            Ok(scripts) => scripts,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return Exit::Usage.into();
-            }
-        },
-        None => Vec::new(),
+    let scripts = match scripts_of(cli.scripts.as_deref()) {
+        Ok(scripts) => scripts,
+        Err(exit) => return exit,
     };
     let misbehave = match harness::cli::misbehaviours(&cli.common.misbehave, Binds::Device) {
         Ok(m) => m,
