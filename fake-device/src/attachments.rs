@@ -86,7 +86,39 @@ pub fn read_within(
     attachments: Option<&Path>,
     max_block: usize,
 ) -> Result<Prompt, String> {
-    let (typed, pending) = parse(prompt, attachments.is_some(), max_block)?;
+    prepare(prompt, attachments.is_some(), max_block)?.write(attachments)
+}
+
+/// A prompt whose blocks were all checked, its attachments not yet written.
+pub struct Prepared {
+    /// What the person wrote (see [`Prompt::typed`]).
+    pub typed: String,
+    pending: Vec<Pending>,
+}
+
+/// Checks a prompt's blocks, writing nothing yet (a turn the device already knows writes
+/// nothing at all).
+pub fn prepare(
+    prompt: &Value,
+    takes_attachments: bool,
+    max_block: usize,
+) -> Result<Prepared, String> {
+    let (typed, pending) = parse(prompt, takes_attachments, max_block)?;
+    Ok(Prepared { typed, pending })
+}
+
+impl Prepared {
+    /// Writes the attachments under `attachments` and says what they add for the model.
+    pub fn write(self, attachments: Option<&Path>) -> Result<Prompt, String> {
+        write_all(self.typed, self.pending, attachments)
+    }
+}
+
+fn write_all(
+    typed: String,
+    pending: Vec<Pending>,
+    attachments: Option<&Path>,
+) -> Result<Prompt, String> {
     let mut read = Prompt {
         typed,
         ..Prompt::default()

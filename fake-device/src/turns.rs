@@ -95,13 +95,13 @@ impl Sessions {
             true => 2 * crate::attachments::MAX_BLOCK_BYTES,
             false => crate::attachments::MAX_BLOCK_BYTES,
         };
-        let read = crate::attachments::read_within(
+        let prepared = crate::attachments::prepare(
             params.get("prompt").unwrap_or(&Value::Null),
-            dir.as_deref(),
+            dir.is_some(),
             max_block,
         )
         .map_err(refuse)?;
-        let text = read.typed.clone();
+        let text = prepared.typed.clone();
         // `@path` in what the person typed (never in a command's own text), before any
         // attached block's text.
         let mentioned = if self.has("files") {
@@ -152,6 +152,8 @@ impl Sessions {
                 }
                 Some(_) => state.waiters.entry(turn_id.clone()).or_default().push(tx),
                 None => {
+                    // Only a new turn keeps its attachments.
+                    let read = prepared.write(dir.as_deref()).map_err(refuse)?;
                     // A prompt to an idle session runs at once; otherwise it waits its turn.
                     state.turns.set(&turn_id, TurnState::Queued, None);
                     if state.running.is_none() && state.queued.is_empty() {
