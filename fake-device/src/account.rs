@@ -128,7 +128,7 @@ impl Account {
 pub fn personal_prompt(saved: &Value, ignores_enabled: bool) -> Option<String> {
     let text = |key: &str| saved.get(key).and_then(Value::as_str).unwrap_or_default();
     let enabled = saved.get("enabled").and_then(Value::as_bool) == Some(true);
-    let available = saved.get("available").and_then(Value::as_bool) != Some(false);
+    let available = saved.get("available").and_then(Value::as_bool) == Some(true);
     if !available || !(enabled || ignores_enabled) {
         return None;
     }
@@ -160,7 +160,8 @@ pub struct UsageView {
 /// Credits as the CLI writes them: two decimals below 1,000, whole above; with their money
 /// beside them when the instance says its currency.
 fn credits(value: f64, money: Option<f64>, currency: Option<&str>, rate: Option<f64>) -> String {
-    let amount = if value.abs() < 1000.0 {
+    // Rounded first: 999.995 is 1000 credits, not "1000.00".
+    let amount = if (value * 100.0).round().abs() < 100_000.0 {
         format!("{value:.2}")
     } else {
         // Half away from zero (`format!` alone rounds half to even).
@@ -255,10 +256,19 @@ mod tests {
         );
         let unavailable = json!({"enabled": true, "available": false, "instructions": "x"});
         assert_eq!(personal_prompt(&unavailable, false), None);
-        let unknown_preset = json!({"enabled": true, "personality": "grumpy"});
+        let unknown_preset = json!({"enabled": true, "available": true, "personality": "grumpy"});
         assert_eq!(personal_prompt(&unknown_preset, false), None);
         assert_eq!(
-            personal_prompt(&json!({"enabled": true, "personality": "concise"}), false).as_deref(),
+            personal_prompt(&json!({"enabled": true, "personality": "concise"}), false),
+            None,
+            "not said to be available"
+        );
+        assert_eq!(
+            personal_prompt(
+                &json!({"enabled": true, "available": true, "personality": "concise"}),
+                false
+            )
+            .as_deref(),
             Some("## Personality\n\nBe concise.")
         );
     }
@@ -312,6 +322,13 @@ mod tests {
             "no windows for an admin"
         );
         assert!(view.page.iter().any(|line| line.starts_with("This month")));
+    }
+
+    #[test]
+    fn credits_round_before_choosing_decimals() {
+        assert_eq!(credits(999.994, None, None, None), "999.99 credits");
+        assert_eq!(credits(999.995, None, None, None), "1000 credits");
+        assert_eq!(credits(1234.5, None, None, None), "1235 credits");
     }
 
     #[test]

@@ -457,7 +457,9 @@ impl Behaviour for AgentModel {
         {
             let said = request.params.pointer("/clientCapabilities/_meta/lembas");
             // `lembas: true` is protocol 1, `{protocol: N}` says N; false or null is no LLeMbas.
-            let lembas = said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object());
+            // On stdio the client is an editor whatever it says: plain ACP only (spec, intro).
+            let lembas = !self.config.stdio
+                && said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object());
             let client_protocol = said
                 .and_then(|l| l.get("protocol"))
                 .and_then(Value::as_u64)

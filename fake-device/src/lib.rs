@@ -368,6 +368,7 @@ fn sessions_config(
             .map(|d| d.0)
             .unwrap_or(Duration::from_millis(50)),
         connection: agent.connection.clone(),
+        stdio: agent.stdio,
         account: account::Account {
             base: options.instance.clone(),
             token: options.token.clone(),

@@ -74,7 +74,9 @@ impl crate::sessions::Sessions {
     /// not opened by the client, so its calls go without one).
     pub(crate) fn library_scope(&self, session_id: &str) -> Option<String> {
         let opened_by_client = self.terminal_session().as_deref() != Some(session_id);
+        // An editor's sessions (serve --stdio) are none of the instance's chats.
         (self.has("library")
+            && !self.config.stdio
             && opened_by_client
             && !self.breaks(harness::rules::ids::DEVICE_LIBRARY_SCOPE))
         .then(|| session_id.to_string())

@@ -71,6 +71,8 @@ pub struct SessionsConfig {
     pub step_delay: Duration,
     /// The device's name for the instance (`<connection>/<model>` refs).
     pub connection: String,
+    /// Serving an editor on stdio (`serve --stdio`): no session is an instance's chat.
+    pub stdio: bool,
     /// The device's account on the instance (personalization, usage).
     pub account: crate::account::Account,
     /// The instance's model, when turns ask it (`--agent model`); `None`: the echo agent.

@@ -139,18 +139,21 @@ impl Assembler {
 
 /// Splits SSE text into its `data:` payloads as bytes arrive: complete lines only, the rest kept
 /// for the next piece.
+/// Bytes are kept until their line is whole, so a character split between two network reads
+/// is decoded whole.
 #[derive(Debug, Default)]
 pub struct SseLines {
-    pending: String,
+    pending: Vec<u8>,
 }
 
 impl SseLines {
     /// Feeds bytes; returns the `data:` payloads of the lines they completed.
     pub fn feed(&mut self, bytes: &[u8]) -> Vec<String> {
-        self.pending.push_str(&String::from_utf8_lossy(bytes));
+        self.pending.extend_from_slice(bytes);
         let mut payloads = Vec::new();
-        while let Some(end) = self.pending.find('\n') {
-            let line: String = self.pending.drain(..=end).collect();
+        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
             let line = line.trim_end_matches(['\n', '\r']);
             if let Some(payload) = line.strip_prefix("data:") {
                 payloads.push(payload.trim_start().to_string());
@@ -217,6 +220,18 @@ mod tests {
         assert_ne!(
             commands(&completion),
             [json!("echo one"), json!("echo two")]
+        );
+    }
+
+    #[test]
+    fn a_character_split_between_reads_comes_out_whole() {
+        let mut lines = SseLines::default();
+        let line = "data: {\"t\":\"é\"}\n".as_bytes();
+        let split = line.iter().position(|b| *b == 0xC3).expect("é") + 1;
+        assert!(lines.feed(&line[..split]).is_empty());
+        assert_eq!(
+            lines.feed(&line[split..]),
+            vec!["{\"t\":\"é\"}".to_string()]
         );
     }
 

@@ -603,7 +603,20 @@ impl Sessions {
                      for yourself, and stop once a plan is submitted.",
                 );
             }
-            if let Some(personal) = &personal {
+            // The chat's own `Context.personalization` wins for its session (spec, Context);
+            // `null` or none: the account's, as read above.
+            let chat_personal = state
+                .stored
+                .context
+                .get("personalization")
+                .filter(|p| p.is_object())
+                .and_then(|p| {
+                    let mut saved = p.clone();
+                    saved["enabled"] = json!(true);
+                    saved["available"] = json!(true);
+                    crate::account::personal_prompt(&saved, false)
+                });
+            if let Some(personal) = chat_personal.as_ref().or(personal.as_ref()) {
                 system.push_str("\n\n");
                 system.push_str(personal);
             }

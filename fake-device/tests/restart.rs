@@ -75,6 +75,7 @@ fn sessions_stepping(
             misbehave: Default::default(),
             step_delay,
             connection: "lembas".into(),
+            stdio: false,
             account: fake_device::account::Account {
                 base: "http://127.0.0.1:9".into(),
                 token: "unused".into(),

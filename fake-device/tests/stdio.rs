@@ -160,7 +160,8 @@ async fn an_editor_gets_plain_acp_that_fits_the_official_schema() {
     let id = editor
         .request(
             "initialize",
-            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+            // Even an editor that says it is LLeMbas gets plain ACP on stdio.
+            json!({"protocolVersion": 1, "clientCapabilities": {"_meta": {"lembas": {"protocol": 2}}}}),
         )
         .await;
     let init = editor.answer_to(id, "once").await;
