@@ -277,13 +277,16 @@ impl Chats {
         let facts = self.link(peer.link()).unwrap_or_default();
         let redeliver = deletes && !self.breaks(ids::INSTANCE_DELETE_REDELIVER);
         let reattach = !self.breaks(ids::INSTANCE_REATTACH_STATUS);
+        // The turns to reattach are those cut short before this link was ready: taken now, not
+        // when the task below runs, by which time this link may have sent turns of its own.
+        let incomplete = self.incomplete(&facts.device);
         let (chats, peer) = (self.clone(), peer.clone());
         tokio::spawn(async move {
             if redeliver {
                 chats.redeliver(&peer, &facts.device).await;
             }
             if reattach {
-                chats.reattach(&peer, &facts).await;
+                chats.reattach(&peer, &facts, incomplete).await;
             }
         });
     }
@@ -669,18 +672,26 @@ impl Chats {
         }
     }
 
+    /// The device's chats with turns not yet answered, and those turns.
+    fn incomplete(&self, device: &str) -> Vec<(String, Vec<(String, String)>)> {
+        self.lock()
+            .chats
+            .values()
+            .filter(|c| !c.in_flight.is_empty() && c.device == device)
+            .map(|c| (c.session_id.clone(), c.in_flight.clone()))
+            .collect()
+    }
+
     /// Reattaches by turn on a new link (spec, `_lembas/session/status`): for each chat with
     /// incomplete turns it asks status; a turn running or queued is followed (its events end
     /// it), one done is imported from `history`, one the device does not know is sent again
     /// with its turn id.
-    async fn reattach(self: &Arc<Self>, peer: &Arc<Peer>, facts: &LinkFacts) {
-        let incomplete: Vec<(String, Vec<(String, String)>)> = self
-            .lock()
-            .chats
-            .values()
-            .filter(|c| !c.in_flight.is_empty() && c.device == facts.device)
-            .map(|c| (c.session_id.clone(), c.in_flight.clone()))
-            .collect();
+    async fn reattach(
+        self: &Arc<Self>,
+        peer: &Arc<Peer>,
+        facts: &LinkFacts,
+        incomplete: Vec<(String, Vec<(String, String)>)>,
+    ) {
         let has = |c: &str| facts.capabilities.iter().any(|x| x == c);
         for (chat, turns) in incomplete {
             let status = if has("status") {
