@@ -59,9 +59,10 @@ pub struct Terminals {
     /// are no part of a test, and may hang).
     pub home: Option<PathBuf>,
     open: Mutex<HashMap<u32, HashMap<String, Terminal>>>,
-    /// Each link's terminal notifications, handled one at a time in arrival order (a resize
-    /// then a keystroke must reach the PTY in that order).
-    queues: Mutex<HashMap<u32, tokio::sync::mpsc::UnboundedSender<(String, Value)>>>,
+    /// Each terminal's input and resizes, handled one at a time in arrival order (a resize then
+    /// a keystroke must reach the PTY in that order), by link and terminal id: a terminal whose
+    /// program reads nothing holds up only its own.
+    queues: Mutex<HashMap<(u32, String), tokio::sync::mpsc::UnboundedSender<(String, Value)>>>,
 }
 
 impl Terminals {
@@ -171,26 +172,49 @@ impl Terminals {
         let (terminals, peer, id) = (self.clone(), peer.clone(), terminal_id.clone());
         tokio::spawn(async move {
             let mut buffer = vec![0u8; 16 * 1024];
-            loop {
-                match reader.read(&mut buffer).await {
-                    // EIO when the shell is gone: the PTY has no writer left.
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let data = base64::engine::general_purpose::STANDARD.encode(&buffer[..n]);
-                        peer.notify(
-                            "_lembas/terminal/output",
-                            json!({ "terminalId": id, "data": data }),
-                        );
+            let send = |bytes: &[u8]| {
+                let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+                peer.notify(
+                    "_lembas/terminal/output",
+                    json!({ "terminalId": id, "data": data }),
+                );
+            };
+            // The shell's end, not the PTY's, is the terminal's: a job left in the background
+            // keeps the PTY open after the shell has gone.
+            let status = loop {
+                tokio::select! {
+                    read = reader.read(&mut buffer) => match read {
+                        // EIO once nothing holds the PTY's other end.
+                        Ok(0) | Err(_) => break child.wait().await,
+                        Ok(n) => send(&buffer[..n]),
+                    },
+                    status = child.wait() => {
+                        // What the shell wrote last, then no more.
+                        while let Ok(Ok(n)) = tokio::time::timeout(
+                            std::time::Duration::from_millis(50),
+                            reader.read(&mut buffer),
+                        )
+                        .await
+                        {
+                            if n == 0 {
+                                break;
+                            }
+                            send(&buffer[..n]);
+                        }
+                        break status;
                     }
                 }
-            }
-            let code = match child.wait().await {
+            };
+            let code = match status {
                 Ok(status) => status.code().unwrap_or_else(|| {
                     128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
                 }),
                 Err(_) => -1,
             };
+            // Forgotten (its writer dropped) and the reader dropped here: the PTY closes, and
+            // what is left in it is hung up.
             terminals.forget(peer.link(), &id);
+            drop(reader);
             if !peer.is_closed() {
                 peer.notify(
                     "_lembas/terminal/exit",
@@ -305,7 +329,7 @@ impl Terminals {
     /// Every terminal of a link that went: hung up.
     pub fn close_link(&self, link: u32) {
         if let Ok(mut queues) = self.queues.lock() {
-            queues.remove(&link);
+            queues.retain(|(l, _), _| *l != link);
         }
         self.hang_up(link, None);
     }
@@ -313,10 +337,24 @@ impl Terminals {
     /// Takes a terminal notification (`input`, `resize`, `close`) from a link, to be handled
     /// after the ones before it.
     pub fn notified(self: &Arc<Self>, link: u32, method: &str, params: &Value) {
+        // A hang-up is never held up behind input the program does not read.
+        if method == "_lembas/terminal/close" {
+            self.close(link, params);
+            if let (Ok(mut queues), Some(id)) = (
+                self.queues.lock(),
+                params.get("terminalId").and_then(Value::as_str),
+            ) {
+                queues.remove(&(link, id.to_string()));
+            }
+            return;
+        }
+        let Some(id) = params.get("terminalId").and_then(Value::as_str) else {
+            return;
+        };
         let Ok(mut queues) = self.queues.lock() else {
             return;
         };
-        let queue = queues.entry(link).or_insert_with(|| {
+        let queue = queues.entry((link, id.to_string())).or_insert_with(|| {
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Value)>();
             let terminals = self.clone();
             tokio::spawn(async move {
@@ -324,7 +362,6 @@ impl Terminals {
                     match method.as_str() {
                         "_lembas/terminal/input" => terminals.input(link, &params).await,
                         "_lembas/terminal/resize" => terminals.resize(link, &params).await,
-                        "_lembas/terminal/close" => terminals.close(link, &params),
                         _ => {}
                     }
                 }
@@ -349,14 +386,20 @@ impl Terminals {
                 })
             })
             .unwrap_or_default();
-        for pid in pids {
-            if let Ok(pid) = i32::try_from(pid) {
-                // The shell leads its own session: its group is its pid.
-                // SAFETY: kill(2) with a pid we started and a valid signal number.
-                unsafe {
-                    libc::kill(-pid, libc::SIGHUP);
-                }
+        for pid in pids.into_iter().filter_map(|p| i32::try_from(p).ok()) {
+            // The shell leads its own session: its group is its pid.
+            // SAFETY: kill(2) with a process group we started and a valid signal number.
+            unsafe {
+                libc::kill(-pid, libc::SIGHUP);
             }
+            // Whatever ignores the hang-up is ended a moment later.
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+                // SAFETY: as above; a group already gone makes this a no-op (ESRCH).
+                unsafe {
+                    libc::kill(-pid, libc::SIGKILL);
+                }
+            });
         }
     }
 
