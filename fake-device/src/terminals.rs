@@ -44,6 +44,9 @@ struct Terminal {
     pid: Option<u32>,
 }
 
+/// Where one terminal's input and resizes wait their turn: (method, params).
+type Queue = tokio::sync::mpsc::UnboundedSender<(String, Value)>;
+
 /// The device's terminals, by link.
 #[derive(Debug)]
 pub struct Terminals {
@@ -62,7 +65,7 @@ pub struct Terminals {
     /// Each terminal's input and resizes, handled one at a time in arrival order (a resize then
     /// a keystroke must reach the PTY in that order), by link and terminal id: a terminal whose
     /// program reads nothing holds up only its own.
-    queues: Mutex<HashMap<(u32, String), tokio::sync::mpsc::UnboundedSender<(String, Value)>>>,
+    queues: Mutex<HashMap<(u32, String), Queue>>,
 }
 
 impl Terminals {
