@@ -968,17 +968,13 @@ impl Sessions {
         let sessions = self.clone();
         // The walk reads directories: off the async threads.
         let found = tokio::task::spawn_blocking(move || {
-            let mut found = crate::files::search(
+            crate::files::search(
                 &frecency_root,
                 &query_owned,
                 limit,
                 &sessions.frecency,
                 careless,
-            );
-            if careless {
-                found.truncate(limit);
-            }
-            found
+            )
         })
         .await
         .map_err(|e| refuse(format!("the search failed: {e}")))?;

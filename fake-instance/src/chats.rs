@@ -462,10 +462,10 @@ impl Chats {
         Ok(json!({ "sessionId": id }))
     }
 
-    /// Learns of a `session/new` or `session/prompt` the device answered, whoever sent it (a
-    /// scenario's own steps too): a new session becomes a chat of the link's device, and the
-    /// `Context` fields either carries replace the chat's (the spec reads them on both), so a
-    /// library call's scope is judged against what the device was told.
+    /// Learns of a `session/new` the device answered or a `session/prompt` as it is sent,
+    /// whoever sent it (a scenario's own steps too): the session becomes a chat of the link's
+    /// device, and the `Context` fields either carries replace the chat's (the spec reads them on
+    /// both), so a library call made during the turn is judged against what the device was told.
     pub fn answered(&self, link: u32, method: &str, params: &Value, result: &Value) {
         let context = params
             .pointer("/_meta/lembas")

@@ -347,6 +347,7 @@ impl Behaviour for ClientModel {
             outcome: Ok(result),
             ..
         } = event
+            && method == "session/new"
         {
             self.chats
                 .answered(peer.link(), method, request_params, result);
@@ -396,6 +397,14 @@ impl Behaviour for ClientModel {
     }
 
     fn observe_sent(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, message: &Value) {
+        // A prompt's Context counts from when it is sent: the turn's library calls come before
+        // its answer.
+        if message.get("method").and_then(Value::as_str) == Some("session/prompt")
+            && let Some(params) = message.get("params")
+        {
+            self.chats
+                .answered(peer.link(), "session/prompt", params, &Value::Null);
+        }
         if let Ok(mut links) = self.links.lock() {
             links.entry(peer.link()).or_default().watch.sent(message);
         }
