@@ -8,7 +8,8 @@ done
 unset __lembas_f __lembas_ps1
 # `logout` and ~/.bash_logout, as in a login shell.
 logout() { exit "$@"; }
-trap '[ -r ~/.bash_logout ] && . ~/.bash_logout' EXIT
+# (Only when the user's files set no EXIT trap of their own: theirs stays.)
+if [ -z "$(trap -p EXIT)" ]; then trap '[ -r ~/.bash_logout ] && . ~/.bash_logout' EXIT; fi
 __lembas_enc() {
   local LC_ALL=C s=$1 out= c i
   for ((i = 0; i < ${#s}; i++)); do
@@ -23,7 +24,13 @@ __lembas_enc() {
 __lembas_seen=
 __lembas_status() {
   local status=$? n='\#'
-  n=${n@P}
+  # The command number (`\#`, expanded as a prompt: bash 4.4 and later); older bashes count
+  # history entries instead.
+  if (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )); then
+    n=${n@P}
+  else
+    n=$HISTCMD
+  fi
   # A command ran only when the command number moved: an empty line ends no command.
   if [ -n "$__lembas_seen" ] && [ "$n" != "$__lembas_seen" ]; then
     printf '\033]133;D;%s\007' "$status"
@@ -47,4 +54,4 @@ else
   unset __lembas_pc
 fi
 # PS0 is printed as is (no readline brackets): the output starts here.
-PS0=$'\e]133;C\a'
+PS0="${PS0}"$'\e]133;C\a'
