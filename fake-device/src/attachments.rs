@@ -110,54 +110,47 @@ pub fn prepare(
 impl Prepared {
     /// Writes the attachments under `attachments` and says what they add for the model.
     pub fn write(self, attachments: Option<&Path>) -> Result<Prompt, String> {
-        write_all(self.typed, self.pending, attachments)
-    }
-}
-
-fn write_all(
-    typed: String,
-    pending: Vec<Pending>,
-    attachments: Option<&Path>,
-) -> Result<Prompt, String> {
-    let mut read = Prompt {
-        typed,
-        ..Prompt::default()
-    };
-    let Some(dir) = attachments.filter(|_| !pending.is_empty()) else {
-        return Ok(read);
-    };
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot keep the attachments: {e}"))?;
-    for item in pending {
-        let path = dir.join(unique_name(&item.name));
-        let bytes: &[u8] = match &item.content {
-            Content::Image(bytes) | Content::Binary(bytes) => bytes,
-            Content::Text(text) => text.as_bytes(),
+        let Prepared { typed, pending } = self;
+        let mut read = Prompt {
+            typed,
+            ..Prompt::default()
         };
-        std::fs::write(&path, bytes).map_err(|e| format!("cannot keep an attachment: {e}"))?;
-        let shown = path.display();
-        let note = match &item.content {
-            Content::Image(_) => format!("[image {} attached at {shown}]", item.name),
-            Content::Text(text) => {
-                format!("{} (attached, at {shown}):\n{}", item.name, numbered(text))
-            }
-            Content::Binary(bytes) => {
-                format!(
-                    "{} at {shown} (binary file, {} bytes)",
-                    item.name,
-                    bytes.len()
-                )
-            }
+        let Some(dir) = attachments.filter(|_| !pending.is_empty()) else {
+            return Ok(read);
         };
-        read.attached_text.push_str("\n\n");
-        read.attached_text.push_str(&note);
-        read.attachments.push(Attachment {
-            size: item.size(),
-            name: item.name,
-            mime_type: item.mime_type,
-            path,
-        });
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot keep the attachments: {e}"))?;
+        for item in pending {
+            let path = dir.join(unique_name(&item.name));
+            let bytes: &[u8] = match &item.content {
+                Content::Image(bytes) | Content::Binary(bytes) => bytes,
+                Content::Text(text) => text.as_bytes(),
+            };
+            std::fs::write(&path, bytes).map_err(|e| format!("cannot keep an attachment: {e}"))?;
+            let shown = path.display();
+            let note = match &item.content {
+                Content::Image(_) => format!("[image {} attached at {shown}]", item.name),
+                Content::Text(text) => {
+                    format!("{} (attached, at {shown}):\n{}", item.name, numbered(text))
+                }
+                Content::Binary(bytes) => {
+                    format!(
+                        "{} at {shown} (binary file, {} bytes)",
+                        item.name,
+                        bytes.len()
+                    )
+                }
+            };
+            read.attached_text.push_str("\n\n");
+            read.attached_text.push_str(&note);
+            read.attachments.push(Attachment {
+                size: item.size(),
+                name: item.name,
+                mime_type: item.mime_type,
+                path,
+            });
+        }
+        Ok(read)
     }
-    Ok(read)
 }
 
 /// Checks a prompt's blocks as a device reads them (their kinds, shapes and sizes), writing

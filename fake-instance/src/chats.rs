@@ -466,7 +466,7 @@ impl Chats {
     /// whoever sent it (a scenario's own steps too): the session becomes a chat of the link's
     /// device, and the `Context` fields either carries replace the chat's (the spec reads them on
     /// both), so a library call made during the turn is judged against what the device was told.
-    pub fn answered(&self, link: u32, method: &str, params: &Value, result: &Value) {
+    pub fn learn(&self, link: u32, method: &str, params: &Value, result: &Value) {
         let context = params
             .pointer("/_meta/lembas")
             .and_then(Value::as_object)

@@ -350,7 +350,7 @@ impl Behaviour for ClientModel {
             && method == "session/new"
         {
             self.chats
-                .answered(peer.link(), method, request_params, result);
+                .learn(peer.link(), method, request_params, result);
         }
         match event {
             LinkEvent::Response {
@@ -403,7 +403,7 @@ impl Behaviour for ClientModel {
             && let Some(params) = message.get("params")
         {
             self.chats
-                .answered(peer.link(), "session/prompt", params, &Value::Null);
+                .learn(peer.link(), "session/prompt", params, &Value::Null);
         }
         if let Ok(mut links) = self.links.lock() {
             links.entry(peer.link()).or_default().watch.sent(message);

@@ -14,13 +14,15 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+mod common;
+
 /// The longest any one exchange may take before the test fails rather than hangs.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-/// A running fake-instance; dropping it stops the run.
+/// A running fake-instance, or an HTTP API of the test's own; dropping it stops it.
 struct Instance {
     url: String,
-    _stop: oneshot::Sender<()>,
+    _stop: Box<dyn std::any::Any + Send>,
 }
 
 /// Starts fake-instance (no scenario) in this cell's protocol, with this HTTP configuration.
@@ -52,7 +54,7 @@ async fn start_with(protocol: u8, http: HttpConfig, tokens: &[&str]) -> Instance
         .expect("fake-instance starts");
     Instance {
         url: format!("http://{addr}"),
-        _stop: stop,
+        _stop: Box::new(stop),
     }
 }
 
@@ -835,22 +837,10 @@ async fn malformed_bodies_get_a_detail_and_the_server_lives_on() {
 
 /// Serves an `HttpState` of our own, so its journals can be read.
 async fn serve_state(state: HttpState) -> Instance {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let addr = listener.local_addr().expect("an address");
-    let (stop, stop_rx) = oneshot::channel::<()>();
-    let app = fake_instance::http::router(state);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stop_rx.await;
-            })
-            .await;
-    });
+    let served = common::serve(state).await;
     Instance {
-        url: format!("http://{addr}"),
-        _stop: stop,
+        url: served.url.clone(),
+        _stop: Box::new(served),
     }
 }
 

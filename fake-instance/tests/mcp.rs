@@ -14,7 +14,8 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ServiceExt, model::JsonObject};
 use serde_json::{Value, json};
-use tokio::sync::oneshot;
+
+mod common;
 
 /// The longest any one exchange may take before the test fails rather than hangs.
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -24,11 +25,11 @@ const OTHER_TOKEN: &str = "other-device-token";
 /// A token without the `library` scope.
 const NO_LIBRARY_TOKEN: &str = "chat-only-token";
 
-/// A running HTTP API, the messages it told of, and a stop switch (dropped: stopped).
+/// A running HTTP API and the messages it told of (dropped: stopped).
 struct Library {
     url: String,
     told: Arc<Mutex<Vec<(String, Value)>>>,
-    _stop: oneshot::Sender<()>,
+    _served: common::Served,
 }
 
 /// Two bases, a default group of the second, and chats: device-1 has `s-alpha` (scoped to
@@ -72,23 +73,11 @@ async fn start() -> Library {
             .expect("not poisoned")
             .push((method.to_string(), params));
     }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("a port");
-    let addr = listener.local_addr().expect("an address");
-    let (stop, stop_rx) = oneshot::channel::<()>();
-    let app = fake_instance::http::router(state);
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stop_rx.await;
-            })
-            .await;
-    });
+    let served = common::serve(state).await;
     Library {
-        url: format!("http://{addr}/mcp"),
+        url: format!("{}/mcp", served.url),
         told,
-        _stop: stop,
+        _served: served,
     }
 }
 

@@ -1,0 +1,33 @@
+//! What fake-instance's HTTP tests share: an `HttpState` of the test's own, served on a free
+//! loopback port, so the test can read its journals.
+
+use fake_instance::http::HttpState;
+use tokio::sync::oneshot;
+
+/// A served HTTP API; dropping it stops the server.
+pub struct Served {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    _stop: oneshot::Sender<()>,
+}
+
+/// Serves `state`'s routes until the returned value is dropped.
+pub async fn serve(state: HttpState) -> Served {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a port");
+    let addr = listener.local_addr().expect("an address");
+    let (stop, stop_rx) = oneshot::channel::<()>();
+    let app = fake_instance::http::router(state);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stop_rx.await;
+            })
+            .await;
+    });
+    Served {
+        url: format!("http://{addr}"),
+        _stop: stop,
+    }
+}
