@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::engine::{Actor, Hub};
+use harness::engine::{ActError, Actor, Hub};
 use harness::rules::ids;
 use harness::scenario::ActStep;
 use serde_json::{Value, json};
@@ -167,8 +167,18 @@ impl Actor for DeviceActor {
         &'a self,
         action: ActStep,
         timeout: Duration,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
         Box::pin(async move {
+            self.act_now(action, timeout)
+                .await
+                .map_err(ActError::Failed)
+        })
+    }
+}
+
+impl DeviceActor {
+    async fn act_now(&self, action: ActStep, timeout: Duration) -> Result<Value, String> {
+        {
             if action.share_session == Some(true) {
                 return self.share_session().await;
             }
@@ -201,6 +211,6 @@ impl Actor for DeviceActor {
                 return self.show_usage().await;
             }
             Err("no action to do (`share_session: true`, `leave_session: true`, …)".into())
-        })
+        }
     }
 }

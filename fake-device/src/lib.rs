@@ -33,7 +33,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::engine::{Cell, Hub, RunOutcome, Runner};
+use harness::engine::{Arranged, Cell, Hub, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::Spec;
@@ -93,6 +93,14 @@ pub struct Options {
     /// What the person at the device does by itself from the start (`act` and `wait` steps;
     /// the self-test's `peer.steps`), when no scenario runs.
     pub steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
+    /// List only these of the spec's capabilities in `initialize` (`--capabilities`), and behave
+    /// as a device without the others does; a scenario's `device.capabilities` reduces further.
+    /// `None`: every one.
+    pub capabilities: Option<Vec<String>>,
+    /// Which of a scenario's `peer:` set-up something arranges for the instance under test (the
+    /// self-test's fake-instance does all of it; a real web server's test says what it does
+    /// with `--arranged`). A scenario needing more is not applicable.
+    pub arranged: Arranged,
 }
 
 impl Options {
@@ -121,6 +129,8 @@ impl Options {
             remote_terminal: false,
             terminal_home: None,
             steps: Vec::new(),
+            capabilities: None,
+            arranged: Arranged::Nothing,
         }
     }
 }
@@ -187,7 +197,10 @@ pub async fn run(
     } = Basics::open(&options)?;
     let agent = AgentConfig {
         spec,
-        only: settings.capabilities.clone(),
+        only: reduced(
+            options.capabilities.as_deref(),
+            settings.capabilities.as_deref(),
+        ),
         connection: "lembas".into(),
         misbehave: options.misbehave.clone(),
         patience: options.patience,
@@ -258,7 +271,11 @@ pub async fn run(
                 scenario.timeout.map(|d| d.0),
                 Some(dialer.clone()),
             )
-            .with_actor(actor.clone());
+            .with_actor(actor.clone())
+            .unarranged(harness::engine::applicability::unarranged(
+                &scenario.peer.needs(),
+                &options.arranged,
+            ));
             let outcome = tokio::select! {
                 outcome = runner.run(scenario) => Some(outcome),
                 () = shutdown => None,
@@ -308,6 +325,16 @@ pub async fn run(
         recent: journal.recent(200),
         stopped,
     })
+}
+
+/// The capabilities to list: those both the command line and the scenario keep (`None`: no
+/// reduction).
+fn reduced(options: Option<&[String]>, scenario: Option<&[String]>) -> Option<Vec<String>> {
+    match (options, scenario) {
+        (None, None) => None,
+        (Some(only), None) | (None, Some(only)) => Some(only.to_vec()),
+        (Some(a), Some(b)) => Some(a.iter().filter(|c| b.contains(c)).cloned().collect()),
+    }
 }
 
 /// What every run starts from: its spec, journal and findings, a temporary directory of its own,

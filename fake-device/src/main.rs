@@ -61,6 +61,10 @@ struct Cli {
     /// The protocol to say: auto (from discovery), 1 or 2.
     #[arg(long, value_name = "auto|1|2", default_value = "auto")]
     protocol: String,
+    /// List only these capabilities in `initialize` and behave as a device without the others
+    /// (comma-separated, e.g. turns,status,delete): a CLI that implements part of the spec.
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    capabilities: Option<Vec<String>>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -240,6 +244,17 @@ fn main() -> ExitCode {
         protocol: cell_protocol,
         spec: cli.common.spec.clone(),
     };
+    if let Some(list) = &cli.capabilities {
+        let spec =
+            harness::lembas::Spec::parse(&cell.spec).unwrap_or(harness::lembas::Spec::V1_1_0);
+        if let Some(unknown) = list.iter().find(|c| !spec.defines(c)) {
+            eprintln!(
+                "error: --capabilities: `{unknown}` is not a capability of harness spec {spec} ({})",
+                spec.capabilities().join(", ")
+            );
+            return Exit::Usage.into();
+        }
+    }
     let scenario = match &cli.common.scenario {
         Some(arg) => match harness::cli::load_scenario(arg, Side::Device, &cell) {
             Some(s) => Some(s),
@@ -268,6 +283,8 @@ fn main() -> ExitCode {
         remote_terminal: cli.terminal,
         terminal_home: None,
         steps: Vec::new(),
+        capabilities: cli.capabilities.clone(),
+        arranged: harness::engine::Arranged::from_names(&cli.common.arranged),
     };
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();
@@ -292,6 +309,7 @@ fn main() -> ExitCode {
                 &done.findings,
                 &done.recent,
                 &cli.common.reports,
+                cli.common.strict,
             )
             .into(),
         },

@@ -301,56 +301,33 @@ pub fn check_card_answer(method: &str, card: &Value, answer: &Value) -> Option<F
     }
 }
 
-/// The capability a method of the client's needs (spec, the capability table).
-pub fn capability_of(method: &str) -> Option<&'static str> {
-    Some(match method {
-        "_lembas/directories" => "directories",
-        "_lembas/configure" => "configure",
-        "_lembas/steer" => "steer",
-        "_lembas/session/status" => "status",
-        "_lembas/session/delete" => "delete",
-        "_lembas/session/compact" => "compact",
-        "_lembas/session/title" => "title",
-        "_lembas/session/history" => "sessions",
-        "_lembas/session/rewind" => "rewind",
-        "_lembas/files/search" => "files",
-        "_lembas/commands" => "commands",
-        m if m.starts_with("_lembas/terminal/") => "terminal",
-        _ => return None,
-    })
-}
-
 /// Checks a request or notification of the instance's against the capabilities the device
-/// listed: no method, nor `Context` field, whose capability is missing.
+/// listed: no method, nor `_meta.lembas` field, whose capability is missing (the spec's
+/// capability table, [`harness::lembas::capabilities`]). Blocks are judged below, under their own
+/// rule; text that would be expanded is no call at all (a device without the capability reads it
+/// as plain text).
 pub fn check_capabilities(method: &str, params: &Value, listed: &[String]) -> Vec<Finding> {
+    use harness::lembas::capabilities::{Mark, to_send};
     let has = |c: &str| listed.iter().any(|l| l == c);
-    let mut found = Vec::new();
-    if let Some(needed) = capability_of(method)
-        && !has(needed)
-    {
-        found.push(Finding::new(
-            ids::INSTANCE_CAPABILITIES_RESPECT,
-            format!("the instance calls `{method}`, but the device did not list `{needed}`"),
-        ));
-    }
-    if matches!(method, "session/new" | "session/prompt")
-        && let Some(lembas) = params.pointer("/_meta/lembas").and_then(Value::as_object)
-    {
-        for (field, needed) in [
-            ("system_prompt", "context"),
-            ("personalization", "context"),
-            ("library", "library"),
-            ("prototypes", "prototypes"),
-            ("turnId", "turns"),
-        ] {
-            if lembas.contains_key(field) && !has(needed) {
-                found.push(Finding::new(
-                    ids::INSTANCE_CAPABILITIES_RESPECT,
-                    format!("`{method}` sends `_meta.lembas.{field}`, but the device did not list `{needed}`"),
-                ));
-            }
-        }
-    }
+    let mut found: Vec<Finding> = to_send(method, params)
+        .into_iter()
+        .filter(|need| {
+            matches!(
+                need.mark,
+                Mark::Method(_) | Mark::Methods(_) | Mark::PromptMeta(_)
+            )
+        })
+        .filter(|need| !has(need.capability))
+        .map(|need| {
+            Finding::new(
+                ids::INSTANCE_CAPABILITIES_RESPECT,
+                format!(
+                    "the instance sends {}, but the device did not list `{}`",
+                    need.what, need.capability
+                ),
+            )
+        })
+        .collect();
     // A prompt's blocks: their shapes and sizes, and attachments only to a device that takes
     // them (spec, session/prompt).
     if method == "session/prompt"

@@ -257,6 +257,10 @@ impl Sessions {
             }
             return Err(refuse(format!("this session has no turn `{turn_id}`")));
         };
+        if self.breaks(ids::DEVICE_REWIND_REVERTS) {
+            // Misbehaving: says it rewound, and keeps every turn.
+            return Ok(json!({ "reverted": 1 }));
+        }
         // That turn and every later one leave the conversation; files are not touched.
         let mut reverted: Vec<String> = Vec::new();
         for message in state

@@ -134,3 +134,70 @@ fn listing_and_usage() {
     assert_eq!(code, 0);
     assert!(out.contains("Example"), "{out}");
 }
+
+#[test]
+fn capabilities_lists_only_those_and_refuses_ones_the_spec_lacks() {
+    let (code, _, err) = run(&[
+        "--instance",
+        "http://127.0.0.1:9",
+        "--protocol",
+        "2",
+        "--capabilities",
+        "turns,teleport",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("`teleport`"), "{err}");
+    let (url, stop, handle) = instance(None, &[]);
+    let dir = tempfile::tempdir().expect("tmp");
+    let journal = dir.path().join("j.jsonl");
+    let (code, out, err) = run(&[
+        "--instance",
+        &url,
+        "--scenario",
+        "negotiate",
+        "--capabilities",
+        "turns,status",
+        "--journal",
+        &journal.to_string_lossy(),
+    ]);
+    let _ = stop.send(());
+    let _ = handle.join();
+    assert_eq!(code, 0, "{out}{err}");
+    let journal = std::fs::read_to_string(journal).expect("journal written");
+    let lists: Vec<serde_json::Value> = journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|l| l["msg"]["result"]["_meta"]["lembas"]["capabilities"].clone())
+        .filter(|c| !c.is_null())
+        .collect();
+    assert!(!lists.is_empty(), "{journal}");
+    for listed in lists {
+        assert_eq!(listed, serde_json::json!(["status", "turns"]), "{journal}");
+    }
+}
+
+#[test]
+fn a_scenario_whose_web_ui_nobody_drives_is_not_applicable() {
+    let (url, stop, handle) = instance(None, &[]);
+    let (code, out, _) = run(&["--instance", &url, "--scenario", "composer"]);
+    let (strict, _, _) = run(&["--instance", &url, "--scenario", "composer", "--strict"]);
+    let (arranged, arranged_out, _) = run(&[
+        "--instance",
+        &url,
+        "--scenario",
+        "composer",
+        "--arranged",
+        "open_chat,search_files,list_commands",
+    ]);
+    let _ = stop.send(());
+    let _ = handle.join();
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("NOT APPLICABLE"), "{out}");
+    assert!(
+        out.contains("`open_chat`, `search_files`, `list_commands`"),
+        "{out}"
+    );
+    assert_eq!(strict, 1);
+    // Said to be arranged, it runs: and nothing opens a chat here, so it fails.
+    assert_eq!(arranged, 1, "{arranged_out}");
+}

@@ -1,11 +1,13 @@
 //! What a person does in LLeMbas's web UI, for `act` steps: open a chat, write in it, rewind
 //! it, stop its turn, delete it. Each waits (up to the step's deadline) for a device that is
-//! linked and initialized, and uses only what that device listed in its capabilities.
+//! linked and initialized, and uses only what that device listed in its capabilities: an action
+//! that would call what it did not list does not apply to that device (a scenario's run ends
+//! not applicable; the simulated web UI's own steps go on without it).
 
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use harness::engine::{Actor, Hub};
+use harness::engine::{ActError, Actor, Hub};
 use harness::lembas::Discovery;
 use harness::scenario::ActStep;
 use serde_json::{Value, json};
@@ -20,6 +22,9 @@ pub struct InstanceActor {
     pub hub: Arc<Hub>,
     /// What discovery serves (shared with the HTTP side).
     pub discovery: Arc<RwLock<Discovery>>,
+    /// The web UI's own steps (`--say`, the self-test's `peer.steps`), not a scenario's: an
+    /// action the device cannot take is skipped, as the web UI would, and the steps go on.
+    pub own_steps: bool,
 }
 
 impl Actor for InstanceActor {
@@ -27,25 +32,41 @@ impl Actor for InstanceActor {
         &'a self,
         action: ActStep,
         timeout: Duration,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
         Box::pin(async move {
+            match self.act_now(action, timeout).await {
+                Err(ActError::NotApplicable(why)) if self.own_steps => {
+                    tracing::info!("the web UI leaves an action out: {why}");
+                    Ok(json!({ "skipped": why }))
+                }
+                done => done,
+            }
+        })
+    }
+}
+
+impl InstanceActor {
+    async fn act_now(&self, action: ActStep, timeout: Duration) -> Result<Value, ActError> {
+        {
             if let Some(list) = &action.serve_protocols {
                 let protocols = (!list.is_empty()).then(|| list.clone());
                 let mut discovery = self
                     .discovery
                     .write()
-                    .map_err(|_| "discovery is unavailable")?;
+                    .map_err(|_| ActError::Failed("discovery is unavailable".into()))?;
                 *discovery = Discovery::for_protocols(protocols);
                 return Ok(json!({ "protocols": list }));
             }
             if let Some(chat) = &action.delete_chat {
                 // A delete is kept even with no device linked: it goes when one links.
                 let link = self.chats.ready_link(&self.hub, Duration::ZERO).await.ok();
-                return self.chats.delete(link, chat).await;
+                return Ok(self.chats.delete(link, chat).await?);
             }
             let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
             if let Some(open) = &action.open_chat {
-                return self
+                // `Context` fields the device did not list are left out, as the web UI does; a
+                // scenario that relies on them says so in its `needs`.
+                return Ok(self
                     .chats
                     .open(
                         &peer,
@@ -54,16 +75,23 @@ impl Actor for InstanceActor {
                         open.mode.as_deref(),
                         context_of(open),
                     )
-                    .await;
+                    .await?);
             }
             if let Some(send) = &action.send {
-                return self
+                let careless = self
+                    .chats
+                    .misbehaves(harness::rules::ids::INSTANCE_PROMPT_BLOCKS);
+                if !send.attach.is_empty() && !careless {
+                    unlisted(&facts, "attachments", "attached files")?;
+                }
+                return Ok(self
                     .chats
                     .send(&peer, &facts, &send.chat, &send.text, &send.attach)
-                    .await;
+                    .await?);
             }
             if let Some(rewind) = &action.rewind {
-                return self
+                unlisted(&facts, "rewind", "a rewind")?;
+                return Ok(self
                     .chats
                     .rewind(
                         &peer,
@@ -72,7 +100,7 @@ impl Actor for InstanceActor {
                         &rewind.turn,
                         rewind.text.as_deref(),
                     )
-                    .await;
+                    .await?);
             }
             if let Some(chat) = &action.cancel {
                 self.chats.cancel(&peer, chat);
@@ -108,12 +136,23 @@ impl Actor for InstanceActor {
                     )
                     .await;
             }
-            Err(format!(
+            Err(ActError::Failed(format!(
                 "fake-instance has no action `{}`",
                 action.actions().join(", ")
-            ))
-        })
+            )))
+        }
     }
+}
+
+/// An action needing a capability the device did not list does not apply to it (unless the web
+/// UI misbehaves on purpose: then it goes ahead, and the device's monitor catches it).
+fn unlisted(facts: &crate::chats::LinkFacts, capability: &str, what: &str) -> Result<(), ActError> {
+    if facts.capabilities.iter().any(|c| c == capability) {
+        return Ok(());
+    }
+    Err(ActError::NotApplicable(format!(
+        "{what} need `{capability}`, which the device did not list"
+    )))
 }
 
 impl InstanceActor {
@@ -127,13 +166,16 @@ impl InstanceActor {
         method: &str,
         params: Value,
         timeout: Duration,
-    ) -> Result<Value, String> {
-        let listed = facts.capabilities.iter().any(|c| c == capability);
+    ) -> Result<Value, ActError> {
         let careless = self
             .chats
             .misbehaves(harness::rules::ids::INSTANCE_COMPOSER_CAPABILITIES);
-        if !listed && !careless {
-            return Ok(json!({ "skipped": format!("the device did not list `{capability}`") }));
+        if !careless {
+            unlisted(
+                facts,
+                capability,
+                &format!("the composer's `{method}` calls"),
+            )?;
         }
         let mut params = params;
         if careless && let Some(fields) = params.as_object_mut() {
@@ -143,13 +185,13 @@ impl InstanceActor {
         match peer.request(method, params, timeout).await {
             Ok(Ok(answer)) => Ok(answer),
             Ok(Err(e)) => Ok(json!({ "error": e.to_value() })),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(ActError::Failed(e.to_string())),
         }
     }
 }
 
 /// The params naming what the composer is about: a chat's session or a directory.
-fn composer_params(ask: &harness::scenario::ComposerAsk) -> Result<Value, String> {
+fn composer_params(ask: &harness::scenario::ComposerAsk) -> Result<Value, ActError> {
     match (&ask.chat, &ask.cwd) {
         (Some(chat), _) => Ok(json!({ "sessionId": chat })),
         (None, Some(cwd)) => Ok(json!({ "cwd": cwd })),

@@ -24,6 +24,8 @@ const TURN_PATIENCE: Duration = Duration::from_secs(600);
 /// What the client knows of a link's device, from its hello and initialize.
 #[derive(Debug, Clone, Default)]
 pub struct LinkFacts {
+    /// The device said hello: `roots` are its.
+    pub hello: bool,
     /// `initialize` was answered: the link is ready for requests.
     pub ready: bool,
     /// The capabilities the device listed.
@@ -125,6 +127,9 @@ struct Inner {
     /// Cards taken down (`_lembas/permission/settled`), by toolCallId.
     settled: HashSet<String>,
     links: HashMap<u32, LinkFacts>,
+    /// What the newest link that said hello said, kept after it closes: between two links the
+    /// device is still the one it was.
+    latest: Option<(u32, LinkFacts)>,
     next_message: u64,
 }
 
@@ -252,7 +257,27 @@ impl Chats {
             .flatten()
             .filter_map(|r| r.as_str().map(String::from))
             .collect();
-        self.lock().links.entry(link).or_default().roots = roots;
+        let mut inner = self.lock();
+        let facts = inner.links.entry(link).or_default();
+        facts.hello = true;
+        facts.roots = roots;
+        let facts = facts.clone();
+        Self::remember(&mut inner, link, facts);
+    }
+
+    fn remember(inner: &mut Inner, link: u32, facts: LinkFacts) {
+        if inner
+            .latest
+            .as_ref()
+            .is_none_or(|(newest, _)| *newest <= link)
+        {
+            inner.latest = Some((link, facts));
+        }
+    }
+
+    /// What the device said on the newest link that said hello, open or not.
+    pub fn latest(&self) -> Option<LinkFacts> {
+        self.lock().latest.as_ref().map(|(_, facts)| facts.clone())
     }
 
     /// `initialize` was answered on a link: it is ready, and the deletes kept for the device
@@ -273,6 +298,8 @@ impl Chats {
             facts.ready = true;
             facts.capabilities = capabilities;
             facts.device = device;
+            let facts = facts.clone();
+            Self::remember(&mut inner, peer.link(), facts);
         }
         let facts = self.link(peer.link()).unwrap_or_default();
         let redeliver = deletes && !self.breaks(ids::INSTANCE_DELETE_REDELIVER);

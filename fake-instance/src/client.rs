@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use harness::engine::{Behaviour, Hub};
+use harness::engine::{Applies, Behaviour, Hub, Intent};
 use harness::finding::Finding;
 use harness::jsonrpc::{IncomingRequest, LinkEvent, Peer};
 use harness::lembas::{CLOSE_PROTOCOL_MISMATCH, Discovery, Spec};
@@ -15,6 +15,7 @@ use harness::rules::ids;
 use harness::scenario::{CardPolicy, ClientKind, Mode};
 use serde_json::{Value, json};
 
+use crate::applicability::Applicability;
 use crate::cards;
 use crate::chats::Chats;
 use crate::monitor;
@@ -57,6 +58,8 @@ pub struct ClientModel {
     known: Mutex<std::collections::HashSet<String>>,
     /// When this instance last closed each device's link with 4400.
     closed_4400: Mutex<HashMap<String, std::time::Instant>>,
+    /// Whether the scenario's steps apply to the device.
+    applicability: Option<Applicability>,
 }
 
 /// How soon after a 4400 close a device's new link counts as a redial.
@@ -72,7 +75,14 @@ impl ClientModel {
             chats,
             known: Mutex::new(Default::default()),
             closed_4400: Mutex::new(HashMap::new()),
+            applicability: None,
         }
+    }
+
+    /// Judges a scenario's steps against what the device claimed.
+    pub fn with_applicability(mut self, applicability: Applicability) -> Self {
+        self.applicability = Some(applicability);
+        self
     }
 
     /// Answers a card by the policy, as a person would: after the policy's delay, never for
@@ -408,6 +418,12 @@ impl Behaviour for ClientModel {
         if let Ok(mut links) = self.links.lock() {
             links.entry(peer.link()).or_default().watch.sent(message);
         }
+    }
+
+    fn applies(&self, _hub: &Arc<Hub>, intent: Intent<'_>) -> Applies {
+        self.applicability
+            .as_ref()
+            .map_or(Applies::Yes, |a| a.applies(intent))
     }
 
     fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {

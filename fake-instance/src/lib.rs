@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 pub mod actions;
+pub mod applicability;
 pub mod attach;
 pub mod cards;
 pub mod chats;
@@ -21,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use harness::engine::{Cell, Hub, RunOutcome, Runner};
+use harness::engine::{Arranged, Cell, Hub, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::{Discovery, LINK_PATH, Spec};
@@ -75,6 +76,10 @@ pub struct Options {
     /// What the simulated web UI does by itself from the start (`act` and `wait` steps; the
     /// self-test's `peer.steps`), when no scenario runs.
     pub steps: Vec<Spanned<Step>>,
+    /// Which of a scenario's `peer:` set-up something arranges for the device under test (the
+    /// self-test's fake-device does all of it; a real CLI's test says what it does with
+    /// `--arranged`). A scenario needing more is not applicable.
+    pub arranged: Arranged,
 }
 
 impl Default for Options {
@@ -95,6 +100,7 @@ impl Default for Options {
             cards: CardPolicy::default(),
             state_dir: None,
             steps: Vec::new(),
+            arranged: Arranged::Nothing,
         }
     }
 }
@@ -196,6 +202,14 @@ pub async fn run(
         Some(_) => settings.cards.clone(),
         None => options.cards.clone(),
     };
+    // Whether the device ever asks the instance's model: a step waiting for a model request from
+    // a device that talks to a model of its own does not apply to it.
+    let model_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let applicability = applicability::Applicability::new(
+        applicability::Standing::of(scenario.as_ref()),
+        chats.clone(),
+        model_asked.clone(),
+    );
     let model = ClientModel::new(
         ClientConfig {
             spec,
@@ -207,7 +221,8 @@ pub async fn run(
         },
         discovery.clone(),
         chats.clone(),
-    );
+    )
+    .with_applicability(applicability);
     let tmp = tempfile::tempdir()
         .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
     let token = options.tokens.first().cloned().unwrap_or_default();
@@ -238,6 +253,9 @@ pub async fn run(
     // "the model was asked exactly once for this turn" is an expect and an expect_none.
     let inbox_hub = hub.clone();
     http.observe(Arc::new(move |method, params| {
+        if method == HTTP_CHAT {
+            model_asked.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         inbox_hub
             .inbox
             .push(HTTP_LINK, json!({ "method": method, "params": params }));
@@ -267,6 +285,7 @@ pub async fn run(
         chats: chats.clone(),
         hub: hub.clone(),
         discovery: discovery_for_actor,
+        own_steps: scenario.is_none(),
     });
     let outcome = match &scenario {
         Some(scenario) => {
@@ -276,7 +295,11 @@ pub async fn run(
                 scenario.timeout.map(|d| d.0),
                 None,
             )
-            .with_actor(actor);
+            .with_actor(actor)
+            .unarranged(harness::engine::applicability::unarranged(
+                &scenario.peer.needs(),
+                &options.arranged,
+            ));
             tokio::select! {
                 outcome = runner.run(scenario) => Some(outcome),
                 () = shutdown => None,

@@ -129,6 +129,7 @@ fn main() -> ExitCode {
         },
         state_dir: cli.common.state_dir.clone(),
         steps,
+        arranged: harness::engine::Arranged::from_names(&cli.common.arranged),
         ..fake_instance::Options::default()
     };
     let runtime = match harness::cli::runtime(false) {
@@ -153,6 +154,7 @@ fn main() -> ExitCode {
             &done.findings,
             &done.recent,
             &cli.common.reports,
+            cli.common.strict,
         )
         .into(),
         Err(e) => {

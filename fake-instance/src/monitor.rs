@@ -64,15 +64,16 @@ pub fn check_hello(params: &Value, allowed_protocol: u8, spec: Spec) -> Vec<Find
         ),
         None => {}
     }
+    // `version` is the CLI's own version: any release may implement the spec (a CLI 1.3.1 of
+    // spec 1.1.0 is as right as 1.3.0), so it must be a version, not one particular one.
     let spec_said = params.get("harness_spec").and_then(Value::as_str);
     let version_said = params.get("version").and_then(Value::as_str);
-    if spec_said.is_some_and(|s| s != spec.as_str())
-        || version_said.is_some_and(|v| v != spec.cli_version())
+    if spec_said.is_some_and(|s| s != spec.as_str()) || version_said.is_some_and(|v| !is_version(v))
     {
         found.push(Finding::new(
             ids::DEVICE_HELLO_SPEC,
             format!(
-                "hello says harness_spec {} and version {}, but a device of spec {} says {} and {}",
+                "hello says harness_spec {} and version {}, but a device of spec {} says harness_spec {} and a version such as {}",
                 spec_said.unwrap_or("?"),
                 version_said.unwrap_or("?"),
                 spec,
@@ -82,6 +83,21 @@ pub fn check_hello(params: &Value, allowed_protocol: u8, spec: Spec) -> Vec<Find
         ));
     }
     found
+}
+
+/// A version as the CLI writes its own: `1.3.0`, `1.3.1-beta.2`, `2.0.0+build.5`.
+const VERSION_PATTERN: &str = r"^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]*)?$";
+
+/// Whether `text` is a version (see [`VERSION_PATTERN`]).
+pub fn is_version(text: &str) -> bool {
+    let core = text.split(['-', '+']).next().unwrap_or("");
+    let rest = &text[core.len()..];
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+        && (rest.is_empty() || rest.len() > 1)
 }
 
 /// Checks the device's answer to `initialize`: its shape, its protocol against hello's, and its
@@ -113,14 +129,25 @@ pub fn check_initialize(
             "mcpCapabilities": { "http": "$boolean", "sse": "$boolean" }
         },
         "authMethods": "$array",
-        "agentInfo": { "name": "$string", "version": spec.cli_version() },
+        "agentInfo": { "name": "$string", "version": { "$regex": VERSION_PATTERN } },
     });
     if lembas_client {
+        // `connection` comes with capability `model` (the capability table); a device without
+        // it may leave it out.
+        let lists_model = result
+            .pointer("/_meta/lembas/capabilities")
+            .and_then(Value::as_array)
+            .is_some_and(|listed| listed.iter().any(|c| c == "model"));
+        let connection = if lists_model {
+            json!({ "$one_of": ["$string", "$null"] })
+        } else {
+            json!({ "$one_of": ["$string", "$none"] })
+        };
         pattern["_meta"] = json!({ "lembas": {
             "protocol": "$integer",
             "harness_spec": spec.as_str(),
             "limits": { "$one_of": ["$object", "$null"] },
-            "connection": { "$one_of": ["$string", "$null"] },
+            "connection": connection,
             "capabilities": "$array"
         }});
     }
@@ -186,6 +213,24 @@ mod tests {
 
     fn rules_of(found: &[Finding]) -> Vec<&str> {
         found.iter().map(|f| f.rule.as_str()).collect()
+    }
+
+    #[test]
+    fn any_release_of_the_cli_is_a_version() {
+        for good in ["1.3.0", "1.3.1", "2.0.0-beta.2", "1.3.0+build.7"] {
+            assert!(is_version(good), "{good}");
+        }
+        for bad in ["1.3", "latest", "1.3.x", "", "1.3.0-"] {
+            assert!(!is_version(bad), "{bad}");
+        }
+        let mut newer = hello(2);
+        newer["version"] = json!("1.3.1");
+        assert!(check_hello(&newer, 2, Spec::V1_1_0).is_empty());
+        newer["version"] = json!("one point three");
+        assert_eq!(
+            rules_of(&check_hello(&newer, 2, Spec::V1_1_0)),
+            [ids::DEVICE_HELLO_SPEC]
+        );
     }
 
     #[test]

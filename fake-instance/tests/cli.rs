@@ -56,23 +56,35 @@ fn device(
     std::thread::JoinHandle<()>,
     tokio::sync::oneshot::Sender<()>,
 ) {
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let misbehave = Misbehaviours::parse(
         &misbehave.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         Binds::Device,
     )
     .expect("known misbehaviours");
     let spec = spec.to_string();
+    device_with(url, move |options| {
+        options.cell = Cell { protocol, spec };
+        options.misbehave = misbehave;
+    })
+}
+
+/// Links a fake device (the library) to `url`, its options changed by `shape`, until `stop`
+/// fires.
+fn device_with(
+    url: String,
+    shape: impl FnOnce(&mut fake_device::Options) + Send + 'static,
+) -> (
+    std::thread::JoinHandle<()>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let handle = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
-        let options = fake_device::Options {
-            cell: Cell { protocol, spec },
-            misbehave,
-            ..fake_device::Options::for_instance(url)
-        };
+        let mut options = fake_device::Options::for_instance(url);
+        shape(&mut options);
         let _ = runtime.block_on(fake_device::run(options, None, async {
             let _ = stop_rx.await;
         }));
@@ -158,6 +170,59 @@ fn a_misbehaving_device_fails_with_exit_1_naming_the_rule() {
         out.contains("FAIL") && out.contains("device.initialize.protocol"),
         "{out}"
     );
+}
+
+#[test]
+fn set_up_nothing_arranges_is_not_applicable_exit_0_or_1_when_strict() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let junit = dir.path().join("r.xml");
+    let json = dir.path().join("r.json");
+    let (code, out, _) = run(&[
+        "--scenario",
+        "pending-deletes.yaml",
+        "--report",
+        &format!("junit:{}", junit.display()),
+        "--report",
+        &format!("json:{}", json.display()),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("NOT APPLICABLE: the scenario needs set-up that nothing arranges here: `delete_unlinked`"),
+        "{out}"
+    );
+    let junit = std::fs::read_to_string(junit).expect("junit written");
+    assert!(
+        junit.contains("<skipped message=\"not applicable: the scenario needs set-up"),
+        "{junit}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).expect("json written"))
+            .expect("json report parses");
+    assert_eq!(json["verdict"], "not_applicable");
+    let (code, out, err) = run(&["--scenario", "pending-deletes.yaml", "--strict"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("--strict"), "{err}");
+}
+
+#[test]
+fn a_device_that_did_not_list_a_capability_is_not_asked_and_not_judged() {
+    let root = tempfile::tempdir().expect("root");
+    let (mut child, url, stdout) = start(&["--scenario", "commands.yaml"]);
+    let root_path = root.path().display().to_string();
+    let (device, stop) = device_with(url, move |options| {
+        options.roots = vec![root_path];
+        options.capabilities = Some(vec!["turns".into(), "status".into()]);
+    });
+    let code = wait(&mut child, Duration::from_secs(20));
+    let _ = stop.send(());
+    let _ = device.join();
+    let out = rest(stdout);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("NOT APPLICABLE: the device did not list `directories` (needed by `_lembas/directories`)"),
+        "{out}"
+    );
+    assert!(out.contains("n/a "), "{out}");
 }
 
 fn run(args: &[&str]) -> (i32, String, String) {

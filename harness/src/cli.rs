@@ -36,6 +36,15 @@ pub struct CommonArgs {
     /// Break the rule with this id on purpose, to prove a check fails (repeatable).
     #[arg(long = "misbehave", value_name = "RULE")]
     pub misbehave: Vec<String>,
+    /// A run that does not apply to the peer (a capability it did not list, set-up nothing
+    /// arranged) fails (exit 1) instead of passing as not applicable (exit 0): for a peer that
+    /// means to do everything.
+    #[arg(long)]
+    pub strict: bool,
+    /// Set-up of the scenario's `peer:` that the peer's own test arranges, by name (repeatable
+    /// or comma-separated; `all` for every one): the names a not-applicable verdict gives.
+    #[arg(long = "arranged", value_name = "NAME", value_delimiter = ',')]
+    pub arranged: Vec<String>,
 }
 
 /// Sets up a process: `RUST_LOG`-driven logs on stderr (stdout is for the ready line and
@@ -91,7 +100,8 @@ pub fn load_scenario(
     Some(scenario)
 }
 
-/// Prints the human report, writes the requested ones, and says how the process exits.
+/// Prints the human report, writes the requested ones, and says how the process exits: a run
+/// that did not apply exits 0, or 1 when `strict`.
 pub fn finish(
     double: &str,
     scenario: Option<&str>,
@@ -99,8 +109,10 @@ pub fn finish(
     findings: &[crate::finding::Finding],
     recent: &[crate::journal::Entry],
     reports: &[ReportTarget],
+    strict: bool,
 ) -> crate::Exit {
     use crate::Exit;
+    use crate::engine::Verdict;
     let Some(outcome) = outcome else {
         if let Some(name) = scenario {
             // A CI timeout or a kill must not read as a pass.
@@ -123,12 +135,15 @@ pub fn finish(
         eprintln!("error: cannot write a report: {e}");
         return Exit::Internal;
     }
-    if outcome.scenario_error() {
-        Exit::Usage
-    } else if outcome.passed() {
-        Exit::Passed
-    } else {
-        Exit::PeerFailed
+    match outcome.verdict() {
+        Verdict::ScenarioError => Exit::Usage,
+        Verdict::Passed => Exit::Passed,
+        Verdict::NotApplicable(_) if strict => {
+            eprintln!("{double}: --strict: a scenario that does not apply to the peer fails");
+            Exit::PeerFailed
+        }
+        Verdict::NotApplicable(_) => Exit::Passed,
+        Verdict::Failed => Exit::PeerFailed,
     }
 }
 

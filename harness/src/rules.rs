@@ -52,6 +52,9 @@ pub struct Rule {
     pub binds: Binds,
     /// The rule in one line, in our words.
     pub says: String,
+    /// Where the spec leaves room: every reading the check accepts, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readings: Option<String>,
     /// What the other double does when told `--misbehave ID`; absent: no misbehaviour yet.
     #[serde(default)]
     pub misbehaviour: Option<String>,
@@ -133,6 +136,7 @@ pub mod ids {
     DEVICE_STATUS_TURNS = "device.status.turns",
     DEVICE_DELETE_RESULT = "device.delete.result",
     DEVICE_REWIND_UNKNOWN = "device.rewind.unknown",
+    DEVICE_REWIND_REVERTS = "device.rewind.reverts",
     DEVICE_TITLE_LIMIT = "device.title.limit",
     DEVICE_EVENT_LEMBAS_ONLY = "device.event.lembas_only",
     DEVICE_PERMISSION_SHAPE = "device.permission.shape",

@@ -5,7 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::engine::{Behaviour, Cell, Hub, RunOutcome, Runner, StepStatus};
+use harness::engine::applicability::unarranged;
+use harness::engine::{
+    Applies, Arranged, Behaviour, Cell, Hub, Intent, RunOutcome, Runner, StepStatus, Verdict,
+};
 use harness::finding::Findings;
 use harness::journal::Journal;
 use harness::pattern::Vars;
@@ -78,11 +81,16 @@ struct Setup {
 const HEAD: &str = "name: t\nabout: a test\n";
 
 fn setup(body: &str) -> Setup {
+    setup_with(body, Arc::new(Quiet))
+}
+
+/// A setup whose double's model is `behaviour`.
+fn setup_with(body: &str, behaviour: Arc<dyn Behaviour>) -> Setup {
     let scenario = load_str(&format!("{HEAD}{body}"), "t.yaml", None)
         .unwrap_or_else(|e| panic!("the test scenario does not load: {e}"));
     let findings = Arc::new(Findings::default());
     let hub = Hub::for_scenario(
-        Arc::new(Quiet),
+        behaviour,
         Some(&scenario),
         Vars::default(),
         Arc::new(Journal::in_memory()),
@@ -912,4 +920,196 @@ async fn a_late_answer_is_no_finding_and_a_broken_response_gets_no_reply() {
             .all(|m| m.get("id") != Some(&json!(5))),
         "no reply to a broken response"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Applicability: what the peer never claimed is not judged
+
+/// A double whose peer never claimed capability `files`: a message needing it does not apply,
+/// and neither does a missed `model/asked` (the peer never used what would send it).
+struct Unclaimed;
+impl Behaviour for Unclaimed {
+    fn applies(&self, _hub: &Arc<Hub>, intent: Intent<'_>) -> Applies {
+        match intent {
+            Intent::Send {
+                method: "files/search",
+                ..
+            } => Applies::No("the peer did not list `files`".into()),
+            Intent::Missed { pattern } if pattern["method"] == "model/asked" => {
+                Applies::No("the peer never asked the model".into())
+            }
+            _ => Applies::Yes,
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_step_sending_what_the_peer_never_claimed_ends_the_run_not_applicable() {
+    let mut s = setup_with(
+        "steps:\n  - notify: { method: hello }\n  - request: { method: files/search }\n  - notify: { method: after }\n",
+        Arc::new(Unclaimed),
+    );
+    let (outcome, _) = run(&s).await;
+    assert_eq!(
+        statuses(&outcome),
+        [
+            StepStatus::Passed,
+            StepStatus::NotApplicable,
+            StepStatus::Skipped
+        ]
+    );
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::NotApplicable("the peer did not list `files`".into())
+    );
+    assert!(!outcome.passed());
+    assert_eq!(
+        outcome.steps[1].not_applicable.as_deref(),
+        Some("the peer did not list `files`")
+    );
+    // Nothing unclaimed went out.
+    let sent = s.remote.sent();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["method"], "hello");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_negative_test_sends_what_the_peer_never_claimed_and_judges_the_refusal() {
+    let mut s = setup_with(
+        "timeout: 1s\nsteps:\n  - request: { method: files/search, unlisted: true, error: { code: -32601 } }\n",
+        Arc::new(Unclaimed),
+    );
+    let run = spawn_run(&s);
+    let asked = s.remote.next().await;
+    assert_eq!(asked["method"], "files/search");
+    s.remote.send(json!({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32601, "message": "method not found"}}));
+    let (outcome, _) = run.await.expect("the run ends");
+    assert_eq!(outcome.verdict(), Verdict::Passed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_missed_message_the_peer_never_claimed_to_send_does_not_apply() {
+    let s = setup_with(
+        "timeout: 1s\nsteps:\n  - expect: { method: model/asked, rule: device.hello.first }\n",
+        Arc::new(Unclaimed),
+    );
+    let (outcome, _) = run(&s).await;
+    assert_eq!(statuses(&outcome), [StepStatus::NotApplicable]);
+    assert_eq!(
+        outcome.verdict(),
+        Verdict::NotApplicable("the peer never asked the model".into())
+    );
+    // The same wait for a message the peer did claim is a failure.
+    let s = setup_with(
+        "timeout: 1s\nsteps:\n  - expect: { method: other, rule: device.hello.first }\n",
+        Arc::new(Unclaimed),
+    );
+    let (outcome, _) = run(&s).await;
+    assert_eq!(outcome.verdict(), Verdict::Failed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_finding_fails_a_run_that_did_not_apply_further() {
+    let s = setup_with(
+        "steps:\n  - request: { method: files/search }\n",
+        Arc::new(Unclaimed),
+    );
+    s.remote.text("not json");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (outcome, _) = run(&s).await;
+    assert_eq!(statuses(&outcome), [StepStatus::NotApplicable]);
+    assert_eq!(outcome.verdict(), Verdict::Failed);
+}
+
+#[tokio::test(start_paused = true)]
+async fn set_up_nothing_arranges_makes_the_run_not_applicable_before_any_step() {
+    let s = setup("steps:\n  - notify: { method: hello }\n");
+    let outcome = runner(&s.hub, &s.scenario)
+        .unarranged(unarranged(&["share_session".into()], &Arranged::Nothing))
+        .run(&s.scenario)
+        .await;
+    assert_eq!(statuses(&outcome), [StepStatus::Skipped]);
+    match outcome.verdict() {
+        Verdict::NotApplicable(why) => assert!(why.contains("`share_session`"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_error_where_a_result_was_expected_shows_the_error() {
+    let mut s = setup(
+        "timeout: 1s\nsteps:\n  - request: { method: files/search, result: { files: $array }, rule: device.hello.first }\n",
+    );
+    let run = spawn_run(&s);
+    let asked = s.remote.next().await;
+    s.remote.send(json!({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -32601, "message": "method not found"}}));
+    let (outcome, _) = run.await.expect("the run ends");
+    let failure = outcome.steps[0].failure.clone().expect("a failure");
+    assert_eq!(
+        failure.summary,
+        "`files/search` was refused with error -32601 (method not found) where the spec wants a result"
+    );
+    let diff = failure.diff.expect("a diff");
+    assert!(diff.contains("+  \"error\": {"), "{diff}");
+    assert_eq!(
+        failure.nearest.expect("the answer")["error"]["code"],
+        -32601
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_expect_shows_no_other_method_as_nearest_but_what_came() {
+    let s = setup(
+        "timeout: 1s\nsteps:\n  - expect: { method: model/asked, rule: device.hello.first }\n",
+    );
+    s.remote
+        .send(notification("session/update", json!({"n": 1})));
+    s.remote
+        .send(notification("session/update", json!({"n": 2})));
+    let (outcome, _) = run(&s).await;
+    let failure = outcome.steps[0].failure.clone().expect("a failure");
+    assert!(failure.nearest.is_none(), "{failure:?}");
+    assert!(failure.diff.is_none(), "{failure:?}");
+    assert!(
+        failure.summary.contains("none came in the whole run"),
+        "{}",
+        failure.summary
+    );
+    assert!(
+        failure.summary.contains("2 × `session/update`"),
+        "{}",
+        failure.summary
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn when_on_a_value_runs_only_the_reading_that_holds() {
+    let s = setup(
+        "vars: { state: { turnId: t9 } }\nsteps:\n  - when: { that: \"${state}\", matches: { turnId: t9 }, steps: [ { notify: { method: running } } ] }\n  - when: { that: \"${state}\", matches: { turnId: $none }, steps: [ { notify: { method: unknown } } ] }\n",
+    );
+    let (outcome, _) = run(&s).await;
+    assert_eq!(
+        statuses(&outcome),
+        [StepStatus::Passed, StepStatus::Skipped]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_pattern_accepts_either_reading() {
+    for reply in [
+        json!({"result": {"title": "cut"}}),
+        json!({"error": {"code": -32602, "message": "too long"}}),
+    ] {
+        let mut s = setup(
+            "timeout: 1s\nsteps:\n  - request: { method: title, answer: { $one_of: [ { result: { title: $string } }, { error: { code: -32602 } } ] } }\n",
+        );
+        let run = spawn_run(&s);
+        let asked = s.remote.next().await;
+        let mut answer = reply.clone();
+        answer["jsonrpc"] = json!("2.0");
+        answer["id"] = asked["id"].clone();
+        s.remote.send(answer);
+        let (outcome, _) = run.await.expect("the run ends");
+        assert_eq!(outcome.verdict(), Verdict::Passed, "{reply}");
+    }
 }

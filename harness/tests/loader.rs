@@ -164,7 +164,7 @@ fn display_starts_with_file_line_column_and_key_path() {
     let e = load_err("steps:\n  - when: { steps: [] }\n", None);
     assert_eq!(
         e.to_string(),
-        "t.yaml:4:5: at `steps[0].when`: needs `protocol` or `spec`: otherwise its steps always run"
+        "t.yaml:4:5: at `steps[0].when`: needs `protocol`, `spec` or `that` with `matches`: otherwise its steps always run"
     );
 }
 
@@ -233,8 +233,61 @@ fn request_with_both_result_and_error() {
         Some(4),
         Some(5),
         "steps[0].request",
-        "has both `result` and `error`",
+        "has more than one of `result`, `error` and `answer`",
     );
+}
+
+#[test]
+fn request_with_answer_and_result() {
+    let e = load_err(
+        "steps:
+  - request: { method: m, result: 1, answer: { result: 1 } }
+",
+        None,
+    );
+    assert_at(
+        &e,
+        Some(4),
+        Some(5),
+        "steps[0].request",
+        "has more than one of `result`, `error` and `answer`",
+    );
+}
+
+#[test]
+fn when_on_a_value_needs_both_that_and_matches() {
+    let e = load_err(
+        "steps:
+  - when:
+      that: x
+      steps: [ { wait: 1s } ]
+",
+        None,
+    );
+    assert_at(
+        &e,
+        Some(4),
+        Some(5),
+        "steps[0].when",
+        "needs both `that` and `matches`",
+    );
+}
+
+#[test]
+fn needs_name_capabilities_of_every_spec_the_matrix_runs() {
+    let e = load_err("needs: [files, context]\nsteps: []\n", None);
+    assert_eq!(e.key_path.as_deref(), Some("needs[1]"));
+    assert!(
+        e.message
+            .contains("`context` is not a capability of harness spec 1.0.0"),
+        "{}",
+        e.message
+    );
+    let fine = load_ok(
+        "needs: [files, context]\nmatrix: { spec: [\"1.1.0\"] }\nsteps: []\n",
+        None,
+    );
+    assert_eq!(fine.needs, ["files", "context"]);
 }
 
 #[test]
@@ -257,7 +310,7 @@ fn when_without_protocol_or_spec() {
         Some(4),
         Some(5),
         "steps[0].when",
-        "needs `protocol` or `spec`",
+        "needs `protocol`, `spec` or `that` with `matches`",
     );
 }
 

@@ -113,6 +113,9 @@ fn print_rules() {
             rule.section
         );
         let _ = writeln!(out, "    {}", rule.says);
+        if let Some(readings) = &rule.readings {
+            let _ = writeln!(out, "    readings accepted: {readings}");
+        }
         let scenarios = checked_by
             .get(&rule.id)
             .map(|s| s.join(", "))

@@ -2,6 +2,11 @@
 //! double behaving well (it must pass) and misbehaving on each rule the scenario checks (it must
 //! fail, naming that rule). A check that no misbehaviour can make fail is a check that cannot
 //! fail; this is where we prove ours can.
+//!
+//! Then once more against a **reduced** peer, as a real one under test often is: a device that
+//! lists only some capabilities, talks to a model of its own and can be given no set-up, and an
+//! instance whose web UI nobody drives. Each run must pass or be not applicable, with its
+//! reason; a failure there is a check that holds a peer to what it never claimed.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -9,7 +14,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::engine::{Cell, RunOutcome};
+use harness::engine::{Cell, RunOutcome, Verdict};
 use harness::rules::{Binds, Misbehaviours, catalogue};
 use harness::scenario::catalogue::embedded;
 use harness::scenario::{Scenario, Side};
@@ -28,7 +33,16 @@ pub struct Case {
     pub cell: Cell,
     /// The rule the other double breaks, or none.
     pub misbehave: Option<String>,
+    /// The other double plays a reduced peer (see [`REDUCED_DEVICE`]) and nothing arranges its
+    /// set-up.
+    pub reduced: bool,
 }
+
+/// The capabilities the reduced device lists: those of an independent device written from the
+/// 1.1.0 spec by others (one root, a model of its own, no person at its terminal).
+pub const REDUCED_DEVICE: &[&str] = &[
+    "turns", "status", "delete", "title", "steer", "rewind", "ask",
+];
 
 /// What a case came to.
 #[derive(Debug)]
@@ -71,13 +85,16 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
                         protocol: *protocol,
                         spec: spec.clone(),
                     };
-                    cases.push(Case {
-                        side,
-                        file: file.file,
-                        scenario: scenario.clone(),
-                        cell: cell.clone(),
-                        misbehave: None,
-                    });
+                    for reduced in [false, true] {
+                        cases.push(Case {
+                            side,
+                            file: file.file,
+                            scenario: scenario.clone(),
+                            cell: cell.clone(),
+                            misbehave: None,
+                            reduced,
+                        });
+                    }
                     for rule in catalogue().misbehaviours_of(peer_binds) {
                         let shows_here = rule
                             .cells
@@ -90,6 +107,7 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
                                 scenario: scenario.clone(),
                                 cell: cell.clone(),
                                 misbehave: Some(rule.id.clone()),
+                                reduced: false,
                             });
                         }
                     }
@@ -162,28 +180,35 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
             let root = scratch.path().join("root");
             std::fs::create_dir_all(&root).map_err(|e| format!("cannot make a root: {e}"))?;
-            lay_out_files(&root, &case.scenario.peer)?;
+            // A reduced device is given no set-up: nothing arranges it.
+            let peer_setup = if case.reduced {
+                harness::scenario::PeerSetup::default()
+            } else {
+                case.scenario.peer.clone()
+            };
+            lay_out_files(&root, &peer_setup)?;
             let root_path = root.display().to_string();
             // The device's shells start from an empty home: this machine's own startup files
             // are no part of the test.
             let scratch_home = scratch.path().join("home");
             std::fs::create_dir_all(&scratch_home)
                 .map_err(|e| format!("cannot make a home: {e}"))?;
-            let with_root = case.scenario.peer.roots;
-            let change_limits_after = case.scenario.peer.change_limits_after;
-            let peer_setup = case.scenario.peer.clone();
+            // A scenario that wants a device with no roots gets one; any other, and the reduced
+            // device always, one root.
+            let with_root = peer_setup.roots != harness::scenario::RootsNeed::None;
+            let change_limits_after = peer_setup.change_limits_after;
             // The device's store, seeded with what the scenario says happened before it linked.
             let state_dir = root.join(".state");
             let store = fake_device::store::Store::open(&state_dir)
                 .map_err(|e| format!("cannot make the device's store: {e}"))?;
-            for id in &case.scenario.peer.pending_deletes {
+            for id in &peer_setup.pending_deletes {
                 store
                     .add_pending_delete(id)
                     .map_err(|e| format!("cannot seed a pending delete: {e}"))?;
             }
             // Outside the one root, which is `root` itself: its sibling never is inside it.
             let elsewhere = root.with_extension("elsewhere");
-            for id in &case.scenario.peer.foreign_sessions {
+            for id in &peer_setup.foreign_sessions {
                 store
                     .save_session(&fake_device::store::StoredSession::new(
                         id.clone(),
@@ -191,6 +216,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     ))
                     .map_err(|e| format!("cannot seed a session: {e}"))?;
             }
+            let reduced = case.reduced;
             let device = tokio::spawn(async move {
                 let Ok(addr) = addr_rx.await else { return };
                 let options = fake_device::Options {
@@ -203,8 +229,15 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     misbehave,
                     patience: PATIENCE,
                     state_dir: Some(state_dir),
-                    // The instance scenarios script the model; the device follows it, as a CLI does.
-                    agent: harness::scenario::AgentKind::Model,
+                    // The instance scenarios script the model; the device follows it, as a CLI
+                    // does. The reduced device talks to a model of its own (the echo agent).
+                    agent: if reduced {
+                        harness::scenario::AgentKind::Echo
+                    } else {
+                        harness::scenario::AgentKind::Model
+                    },
+                    capabilities: reduced
+                        .then(|| REDUCED_DEVICE.iter().map(|c| c.to_string()).collect()),
                     change_limits_after: change_limits_after.map(|d| d.0),
                     terminal: fake_device::TerminalPlay {
                         share_after: peer_setup.share_session_after.map(|d| d.0),
@@ -243,6 +276,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let options = fake_instance::Options {
                 cell: case.cell.clone(),
                 patience: PATIENCE,
+                arranged: arranged(case.reduced),
                 ..fake_instance::Options::default()
             };
             let finished = fake_instance::run(
@@ -269,16 +303,22 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             // Its state directory, so a restart keeps its chats and their turns in flight.
             let instance_state =
                 tempfile::tempdir().map_err(|e| format!("cannot make a state dir: {e}"))?;
+            // An instance whose web UI nobody drives is given no set-up.
+            let peer_setup = if case.reduced {
+                harness::scenario::PeerSetup::default()
+            } else {
+                case.scenario.peer.clone()
+            };
             let options = fake_instance::Options {
                 cell: case.cell.clone(),
                 misbehave,
                 patience: PATIENCE,
-                cards: case.scenario.peer.cards.clone().unwrap_or_default(),
-                steps: case.scenario.peer.steps.clone(),
+                cards: peer_setup.cards.clone().unwrap_or_default(),
+                steps: peer_setup.steps.clone(),
                 state_dir: Some(instance_state.path().to_path_buf()),
                 ..fake_instance::Options::default()
             };
-            let restart_after = case.scenario.peer.restart_after.map(|d| d.0);
+            let restart_after = peer_setup.restart_after.map(|d| d.0);
             let instance = tokio::spawn(async move {
                 // An instance the scenario restarts stops once, then serves again on the same
                 // address and state directory (its own steps done already).
@@ -328,6 +368,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 roots: vec![root.path().display().to_string()],
                 cell: case.cell.clone(),
                 patience: PATIENCE,
+                arranged: arranged(case.reduced),
                 ..fake_device::Options::for_instance(format!("http://{addr}"))
             };
             let finished = fake_device::run(
@@ -348,6 +389,16 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
     }
 }
 
+/// What the scenario's double may take as arranged: everything the other double does, or
+/// nothing for a reduced peer.
+fn arranged(reduced: bool) -> harness::engine::Arranged {
+    if reduced {
+        harness::engine::Arranged::Nothing
+    } else {
+        harness::engine::Arranged::Everything
+    }
+}
+
 fn judge(
     case: Case,
     result: Result<(RunOutcome, Vec<harness::journal::Entry>), String>,
@@ -356,6 +407,18 @@ fn judge(
     let double = case.side.double();
     let (ok, verdict, report) = match (&case.misbehave, result) {
         (_, Err(e)) => (false, format!("ERROR {e}"), None),
+        (None, Ok((outcome, recent))) if case.reduced => match outcome.verdict() {
+            Verdict::Passed => (true, "passed".to_string(), None),
+            Verdict::NotApplicable(why) => (true, format!("not applicable: {why}"), None),
+            _ => (
+                false,
+                format!(
+                    "FAILED against a reduced peer ({})",
+                    outcome.broken_rules().join(", ")
+                ),
+                Some(harness::report::human::render(double, &outcome, &recent)),
+            ),
+        },
         (None, Ok((outcome, recent))) if outcome.passed() => {
             let _ = recent;
             (true, "passed".to_string(), None)
@@ -443,11 +506,11 @@ pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Resul
             r.case.side.folder(),
             r.case.file,
             r.case.cell.to_string(),
-            r.case
-                .misbehave
-                .as_deref()
-                .map(|m| format!("breaks {m}"))
-                .unwrap_or_else(|| "well-behaved".into()),
+            match (&r.case.misbehave, r.case.reduced) {
+                (Some(m), _) => format!("breaks {m}"),
+                (None, true) => "reduced".into(),
+                (None, false) => "well-behaved".into(),
+            },
             r.elapsed.as_secs_f64() * 1000.0,
             r.verdict
         );

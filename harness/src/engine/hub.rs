@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::applicability::{Applies, Intent};
 use super::handlers::{Answer, HandlerSet};
 use super::inbox::Inbox;
 use crate::finding::Findings;
@@ -33,6 +34,12 @@ pub trait Behaviour: Send + Sync + 'static {
     /// false and the hub answers `-32601`.
     fn answer(&self, _hub: &Arc<Hub>, _peer: &Arc<Peer>, _request: &IncomingRequest) -> bool {
         false
+    }
+
+    /// Whether the peer claimed what a step is about to do needs (see [`Intent`]); a double
+    /// that cannot tell says [`Applies::Yes`].
+    fn applies(&self, _hub: &Arc<Hub>, _intent: Intent<'_>) -> Applies {
+        Applies::Yes
     }
 }
 
@@ -133,6 +140,14 @@ impl Hub {
             None => HandlerSet::default(),
         };
         Ok(Hub::new(behaviour, handlers, vars, journal, findings))
+    }
+
+    /// Asks the double whether its peer claimed what a step is about to do needs.
+    pub fn applies(&self, intent: Intent<'_>) -> Applies {
+        match self.me.upgrade() {
+            Some(me) => self.behaviour.applies(&me, intent),
+            None => Applies::Yes,
+        }
     }
 
     /// The run's journal.

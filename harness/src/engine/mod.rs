@@ -8,12 +8,14 @@
 //! The hub speaks JSON-RPC through [`crate::jsonrpc::Peer`] but knows no protocol rule: the
 //! LLeMbas knowledge lives in the doubles' behaviours.
 
+pub mod applicability;
 pub mod handlers;
 pub mod hub;
 pub mod inbox;
 pub mod runner;
 pub mod verdict;
 
+pub use applicability::{ActError, Applies, Arranged, Intent};
 pub use hub::{Behaviour, Hub, LinkRecord};
-pub use runner::{Actor, Cell, RunOutcome, Runner};
+pub use runner::{Actor, Cell, RunOutcome, Runner, Verdict};
 pub use verdict::{Failure, StepStatus, StepVerdict};

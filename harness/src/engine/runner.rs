@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use serde_saphyr::Spanned;
 use tokio::time::Instant;
 
+use super::applicability::{ActError, Applies, Intent};
 use super::hub::Hub;
 use super::verdict::{Failure, StepStatus, StepVerdict};
 use crate::finding::Finding;
@@ -21,6 +22,9 @@ use crate::transport::CLOSE_NORMAL;
 
 /// The default deadline of a step that waits.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often a step about to send asks again whether the peer has said its capabilities.
+const ADMIT_POLL: Duration = Duration::from_millis(10);
 
 /// One cell of the matrix: the link protocol and the harness spec of this run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -93,18 +97,48 @@ pub struct RunOutcome {
     pub steps: Vec<StepVerdict>,
     /// What the monitors found, besides the steps.
     pub findings: Vec<Finding>,
+    /// Why the run did not apply to the peer, when it did not: a capability it never listed, a
+    /// set-up nothing arranged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_applicable: Option<String>,
     /// How long the run took.
     pub elapsed_ms: f64,
 }
 
+/// What a run came to, for the exit code and the reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every step passed (or was skipped by `when`), and the monitors found nothing.
+    Passed,
+    /// The peer never claimed what the scenario needs, and broke nothing before that.
+    NotApplicable(String),
+    /// The peer broke a check.
+    Failed,
+    /// The scenario itself went wrong.
+    ScenarioError,
+}
+
 impl RunOutcome {
-    /// Whether the peer passed: every step passed or was skipped by `when`, nothing found.
+    /// The verdict: a scenario error over a failure over not applicable over a pass. A monitor
+    /// finding fails the run even when it did not apply further.
+    pub fn verdict(&self) -> Verdict {
+        if self.scenario_error() {
+            Verdict::ScenarioError
+        } else if !self.findings.is_empty()
+            || self.steps.iter().any(|s| s.status == StepStatus::Failed)
+        {
+            Verdict::Failed
+        } else if let Some(why) = &self.not_applicable {
+            Verdict::NotApplicable(why.clone())
+        } else {
+            Verdict::Passed
+        }
+    }
+
+    /// Whether the peer passed: every step passed or was skipped by `when`, nothing found, and
+    /// the scenario applied.
     pub fn passed(&self) -> bool {
-        self.findings.is_empty()
-            && self
-                .steps
-                .iter()
-                .all(|s| matches!(s.status, StepStatus::Passed | StepStatus::Skipped))
+        self.verdict() == Verdict::Passed
     }
 
     /// Whether the scenario itself went wrong (exit code 2 rather than 1).
@@ -130,12 +164,12 @@ impl RunOutcome {
 /// `act` steps use it.
 pub trait Actor: Send + Sync {
     /// Does the step's one action (its strings already substituted), within `timeout`; gives
-    /// the action's result for `capture`, or why it could not be done.
+    /// the action's result for `capture`, or why it could not be done (or does not apply).
     fn act<'a>(
         &'a self,
         action: ActStep,
         timeout: Duration,
-    ) -> Pin<Box<dyn Future<Output = Result<Value, String>> + Send + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>>;
 }
 
 /// Runs one scenario in one cell.
@@ -146,7 +180,12 @@ pub struct Runner {
     dialer: Option<Arc<dyn Dialer>>,
     actor: Option<Arc<dyn Actor>>,
     verdicts: Vec<StepVerdict>,
-    failed: bool,
+    /// A step failed, erred or did not apply: the rest are skipped.
+    stopped: bool,
+    /// Why the run does not apply to the peer, once a step found it does not.
+    not_applicable: Option<String>,
+    /// Set-up the scenario needs that nothing arranged: the run does not apply from the start.
+    unarranged: Option<String>,
     /// The link each captured message came on, by variable: a `reply` answers on that link
     /// (a redialled peer starts its ids again, so an id alone does not say which request).
     origins: std::sync::Mutex<std::collections::HashMap<String, u32>>,
@@ -166,6 +205,7 @@ enum Outcome {
     Passed,
     Failed(Box<Failure>),
     Error(String),
+    NotApplicable(String),
 }
 
 impl Outcome {
@@ -189,7 +229,9 @@ impl Runner {
             dialer,
             actor: None,
             verdicts: Vec::new(),
-            failed: false,
+            stopped: false,
+            not_applicable: None,
+            unarranged: None,
             origins: Default::default(),
             started: Default::default(),
         }
@@ -201,15 +243,29 @@ impl Runner {
         self
     }
 
-    /// Runs every step; the first failure skips the rest.
+    /// Set-up the scenario needs and nothing arranges (see
+    /// [`applicability::unarranged`](super::applicability::unarranged)): the run will not apply,
+    /// and runs no step.
+    pub fn unarranged(mut self, why: Option<String>) -> Self {
+        self.unarranged = why;
+        self
+    }
+
+    /// Runs every step; the first failure, or the first step that does not apply to the peer,
+    /// skips the rest.
     pub async fn run(mut self, scenario: &Scenario) -> RunOutcome {
         let started = Instant::now();
+        if let Some(why) = self.unarranged.take() {
+            self.stopped = true;
+            self.not_applicable = Some(why);
+        }
         self.steps(&scenario.steps, "").await;
         RunOutcome {
             scenario: scenario.name.clone(),
             cell: self.cell.clone(),
             steps: self.verdicts,
             findings: self.hub.findings().all(),
+            not_applicable: self.not_applicable,
             elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
         }
     }
@@ -223,18 +279,38 @@ impl Runner {
             for (i, step) in steps.iter().enumerate() {
                 let index = format!("{prefix}{}", i + 1);
                 if let Step::When(when) = &step.value {
-                    let applies = when.protocol.is_none_or(|p| p == self.cell.protocol)
+                    let in_cell = when.protocol.is_none_or(|p| p == self.cell.protocol)
                         && when.spec.as_ref().is_none_or(|s| *s == self.cell.spec);
-                    if applies && !self.failed {
-                        self.steps(&when.steps, &format!("{index}.")).await;
-                    } else {
-                        self.skip_all(&when.steps, &format!("{index}."));
+                    let holds = match (in_cell && !self.stopped, &when.that, &when.matches) {
+                        (true, Some(that), Some(matches)) => self.holds(that, matches),
+                        (in_cell, _, _) => Ok(in_cell),
+                    };
+                    match holds {
+                        Ok(true) if !self.stopped => {
+                            self.steps(&when.steps, &format!("{index}.")).await;
+                        }
+                        Ok(_) => self.skip_all(&when.steps, &format!("{index}.")),
+                        Err(message) => {
+                            self.stopped = true;
+                            self.verdicts.push(StepVerdict {
+                                index,
+                                line: step.referenced.line(),
+                                title: title(&step.value),
+                                status: StepStatus::Error,
+                                elapsed_ms: 0.0,
+                                failure: Some(Failure {
+                                    summary: message,
+                                    ..Failure::default()
+                                }),
+                                not_applicable: None,
+                            });
+                        }
                     }
                     continue;
                 }
                 let line = step.referenced.line();
                 let title = title(&step.value);
-                if self.failed {
+                if self.stopped {
                     self.verdicts.push(StepVerdict {
                         index,
                         line,
@@ -242,25 +318,35 @@ impl Runner {
                         status: StepStatus::Skipped,
                         elapsed_ms: 0.0,
                         failure: None,
+                        not_applicable: None,
                     });
                     continue;
                 }
                 let started = Instant::now();
                 tracing::debug!(step = %index, line, "{title}");
-                let outcome = self.step(&step.value).await;
+                // What the whole scenario relies on, as far as the double knows by now.
+                let outcome = match self.hub.applies(Intent::Step) {
+                    Applies::No(why) => Outcome::NotApplicable(why),
+                    Applies::Yes | Applies::NotYet => self.step(&step.value).await,
+                };
                 let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
-                let (status, failure) = match outcome {
-                    Outcome::Passed => (StepStatus::Passed, None),
-                    Outcome::Failed(f) => (StepStatus::Failed, Some(*f)),
+                let (status, failure, not_applicable) = match outcome {
+                    Outcome::Passed => (StepStatus::Passed, None, None),
+                    Outcome::Failed(f) => (StepStatus::Failed, Some(*f), None),
                     Outcome::Error(message) => (
                         StepStatus::Error,
                         Some(Failure {
                             summary: message,
                             ..Failure::default()
                         }),
+                        None,
                     ),
+                    Outcome::NotApplicable(why) => {
+                        self.not_applicable = Some(why.clone());
+                        (StepStatus::NotApplicable, None, Some(why))
+                    }
                 };
-                self.failed |= status != StepStatus::Passed;
+                self.stopped |= status != StepStatus::Passed;
                 self.verdicts.push(StepVerdict {
                     index,
                     line,
@@ -268,6 +354,7 @@ impl Runner {
                     status,
                     elapsed_ms,
                     failure,
+                    not_applicable,
                 });
             }
         })
@@ -288,8 +375,42 @@ impl Runner {
                 status: StepStatus::Skipped,
                 elapsed_ms: 0.0,
                 failure: None,
+                not_applicable: None,
             });
         }
+    }
+
+    /// Asks the double whether the peer claimed what `intent` needs. A message about to be sent
+    /// waits (up to `deadline`) for a peer that has not said its capabilities yet: a client
+    /// never calls before it knows what it may call.
+    async fn admit(&self, intent: Intent<'_>, deadline: Instant) -> Result<(), String> {
+        loop {
+            match self.hub.applies(intent) {
+                Applies::Yes => return Ok(()),
+                Applies::No(why) => return Err(why),
+                Applies::NotYet if Instant::now() >= deadline => return Ok(()),
+                Applies::NotYet => tokio::time::sleep(ADMIT_POLL).await,
+            }
+        }
+    }
+
+    /// Whether a message that did not come was one the peer never claimed to send, or whether
+    /// the peer never did what would make it: then the run does not apply, and says why.
+    fn missed_applies(&self, pattern: &Value) -> Option<String> {
+        for intent in [Intent::Await { pattern }, Intent::Missed { pattern }] {
+            if let Applies::No(why) = self.hub.applies(intent) {
+                return Some(why);
+            }
+        }
+        None
+    }
+
+    /// Whether a `when`'s value matches its pattern now.
+    fn holds(&self, that: &Value, matches: &Value) -> Result<bool, String> {
+        let that = self.render(that)?;
+        let wanted = self.render(matches)?;
+        let pattern = Pattern::compile(&wanted).map_err(|e| format!("bad pattern: {e}"))?;
+        Ok(pattern.matches(&that).is_match())
     }
 
     fn timeout(&self, own: Option<Dur>) -> Duration {
@@ -384,7 +505,17 @@ impl Runner {
             Ok(p) => p,
             Err(e) => return Outcome::Error(e),
         };
-        match self.link(Instant::now() + self.default_timeout).await {
+        let deadline = Instant::now() + self.default_timeout;
+        if !n.unlisted {
+            let intent = Intent::Send {
+                method: &n.method,
+                params: &params,
+            };
+            if let Err(why) = self.admit(intent, deadline).await {
+                return Outcome::NotApplicable(why);
+            }
+        }
+        match self.link(deadline).await {
             Ok(peer) => {
                 peer.notify(&n.method, params);
                 Outcome::Passed
@@ -416,6 +547,13 @@ impl Runner {
             Ok(p) => p,
             Err(e) => return Outcome::Error(e),
         };
+        if !r.unlisted
+            && let Err(why) = self
+                .admit_request(&r.method, &params, r.result.as_ref(), deadline)
+                .await
+        {
+            return Outcome::NotApplicable(why);
+        }
         let peer = match self.link(deadline).await {
             Ok(peer) => peer,
             Err(f) => {
@@ -441,16 +579,47 @@ impl Runner {
                 });
             }
         };
-        self.judge_answer(&r.method, answer, &r.result, &r.error, &r.capture, &r.rule)
+        let expected = Expected::of(&r.result, &r.error, &r.answer);
+        self.judge_answer(&r.method, answer, expected, &r.capture, &r.rule)
     }
 
-    /// Judges a request's answer against the step's `result` or `error` pattern, and captures.
+    /// Whether the peer claimed what a request needs: its method and params, and the fields
+    /// its result pattern names.
+    async fn admit_request(
+        &self,
+        method: &str,
+        params: &Value,
+        result: Option<&Value>,
+        deadline: Instant,
+    ) -> Result<(), String> {
+        self.admit(Intent::Send { method, params }, deadline)
+            .await?;
+        match result {
+            Some(result) => match self.render(result) {
+                Ok(result) => {
+                    self.admit(
+                        Intent::Answer {
+                            method,
+                            result: &result,
+                        },
+                        deadline,
+                    )
+                    .await
+                }
+                // The judge says what is wrong with it.
+                Err(_) => Ok(()),
+            },
+            None => Ok(()),
+        }
+    }
+
+    /// Judges a request's answer against the step's `result`, `error` or `answer` pattern, and
+    /// captures.
     fn judge_answer(
         &self,
         method: &str,
         answer: Result<Value, RpcError>,
-        result: &Option<Value>,
-        error: &Option<Value>,
+        expected: Expected<'_>,
         capture: &Captures,
         rule: &Option<String>,
     ) -> Outcome {
@@ -458,10 +627,11 @@ impl Runner {
             Ok(result) => json!({ "result": result }),
             Err(error) => json!({ "error": error.to_value() }),
         };
-        let wanted = match (result, error) {
-            (_, Some(error)) => json!({ "error": error }),
-            (Some(result), None) => json!({ "result": result }),
-            (None, None) => json!({ "result": "$any" }),
+        let wanted = match expected {
+            Expected::Answer(whole) => whole.clone(),
+            Expected::Error(error) => json!({ "error": error }),
+            Expected::Result(result) => json!({ "result": result }),
+            Expected::AnyResult => json!({ "result": "$any" }),
         };
         let wanted = match self.render(&wanted) {
             Ok(w) => w,
@@ -473,11 +643,10 @@ impl Runner {
         };
         let outcome = pattern.matches(&response);
         if !outcome.is_match() {
-            let kind = if answer.is_ok() { "result" } else { "error" };
             return Outcome::failed(Failure {
                 rule: rule.clone(),
-                summary: format!("the {kind} of `{}` is not what the spec says", method),
-                awaited: Some(format!("the answer to `{}`", method)),
+                summary: answer_summary(method, &answer, expected),
+                awaited: Some(format!("the answer to `{method}`")),
                 diff: Some(render_diff(&wanted, &response, &outcome)),
                 expected: Some(wanted),
                 nearest: Some(response),
@@ -498,7 +667,17 @@ impl Runner {
             Ok(p) => p,
             Err(e) => return Outcome::Error(e),
         };
-        let peer = match self.link(Instant::now() + self.default_timeout).await {
+        let deadline = Instant::now() + self.default_timeout;
+        if !st.unlisted {
+            let intent = Intent::Send {
+                method: &st.method,
+                params: &params,
+            };
+            if let Err(why) = self.admit(intent, deadline).await {
+                return Outcome::NotApplicable(why);
+            }
+        }
+        let peer = match self.link(deadline).await {
             Ok(peer) => peer,
             Err(f) => return Outcome::failed(f),
         };
@@ -533,6 +712,18 @@ impl Runner {
         }
         // The request carries its own deadline from `start`; this step may shorten it.
         let wait = a.timeout.map(|d| d.0).unwrap_or(timeout);
+        if let Some(result) = &a.result
+            && let Ok(result) = self.render(result)
+        {
+            let intent = Intent::Answer {
+                method: &method,
+                result: &result,
+            };
+            if let Err(why) = self.admit(intent, Instant::now() + wait).await {
+                answer.abort();
+                return Outcome::NotApplicable(why);
+            }
+        }
         let awaited = Some(format!(
             "the answer to `{method}` (started as `{}`), for {}",
             a.request,
@@ -553,7 +744,8 @@ impl Runner {
                 ..Failure::default()
             }),
             Ok(Ok(Ok(answer))) => {
-                self.judge_answer(&method, answer, &a.result, &a.error, &a.capture, &a.rule)
+                let expected = Expected::of(&a.result, &a.error, &a.answer);
+                self.judge_answer(&method, answer, expected, &a.capture, &a.rule)
             }
         }
     }
@@ -632,6 +824,17 @@ impl Runner {
         Ok((wanted, pattern))
     }
 
+    /// Where the run stands now, so a timed-out wait can say what came during it.
+    fn mark(&self) -> Mark {
+        Mark {
+            seq: self.hub.inbox.last_seq(),
+            ms: self.hub.journal().elapsed_ms(),
+        }
+    }
+
+    /// The failure of a wait for a message that did not come. The nearest message shown is one
+    /// of the same method only (another method is no near miss, only noise); with none, it
+    /// says so and what did come during the wait.
     fn missing(
         &self,
         rule: &Option<String>,
@@ -639,8 +842,18 @@ impl Runner {
         pattern: &Pattern,
         what: &str,
         timeout: Duration,
+        since: Mark,
     ) -> Failure {
-        let candidates = self.hub.inbox.unconsumed();
+        let method = wanted.get("method").and_then(Value::as_str);
+        let candidates: Vec<_> = self
+            .hub
+            .inbox
+            .unconsumed()
+            .into_iter()
+            .filter(|e| {
+                method.is_none_or(|m| e.message.get("method").and_then(Value::as_str) == Some(m))
+            })
+            .collect();
         let near = nearest(pattern, candidates.iter().map(|e| &e.message));
         let (nearest_message, diff) = match near {
             Some((message, outcome)) => (
@@ -649,13 +862,83 @@ impl Runner {
             ),
             None => (None, None),
         };
+        let mut summary = format!("{what} did not come within {}", Dur(timeout));
+        if nearest_message.is_none() {
+            let ever = method.is_some_and(|m| {
+                self.hub
+                    .inbox
+                    .all()
+                    .iter()
+                    .any(|e| e.message.get("method").and_then(Value::as_str) == Some(m))
+            });
+            summary.push_str(match (method, ever) {
+                (Some(_), false) => ", and none came in the whole run",
+                (Some(_), true) => ": none came that an earlier step had not taken",
+                (None, _) => ", and nothing like it came",
+            });
+            summary.push_str(&format!("; {}", self.meanwhile(since)));
+        }
         Failure {
             rule: rule.clone(),
-            summary: format!("{what} did not come within {}", Dur(timeout)),
+            summary,
             awaited: Some(format!("{what}, for {}", Dur(timeout))),
             expected: Some(wanted.clone()),
             nearest: nearest_message,
             diff,
+        }
+    }
+
+    /// What the peer sent since `since`, in a few words: each method with how often it came,
+    /// and the answers to this double's requests.
+    fn meanwhile(&self, since: Mark) -> String {
+        let mut counts: Vec<(String, usize)> = Vec::new();
+        for entry in self.hub.inbox.all().iter().filter(|e| e.seq > since.seq) {
+            let method = entry
+                .message
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or("a message")
+                .to_string();
+            match counts.iter_mut().find(|(m, _)| *m == method) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((method, 1)),
+            }
+        }
+        let recent = self.hub.journal().recent(200);
+        let answers: Vec<String> = recent
+            .iter()
+            .filter(|e| e.t_ms >= since.ms && e.dir == crate::journal::Direction::In)
+            .filter(|e| e.msg.get("method").is_none())
+            .filter_map(|e| {
+                let id = e.msg.get("id")?;
+                let asked = recent.iter().rev().find(|o| {
+                    o.dir == crate::journal::Direction::Out
+                        && o.link == e.link
+                        && o.msg.get("id") == Some(id)
+                        && o.msg.get("method").is_some()
+                })?;
+                let method = asked.msg.get("method")?.as_str()?;
+                Some(match (e.msg.get("result"), e.msg.get("error")) {
+                    (Some(result), _) => format!("the answer to `{method}`: {}", clip(result)),
+                    (None, Some(error)) => {
+                        format!("the error answering `{method}`: {}", clip(error))
+                    }
+                    (None, None) => format!("an answer to `{method}`"),
+                })
+            })
+            .collect();
+        let mut parts: Vec<String> = counts
+            .into_iter()
+            .map(|(method, n)| match n {
+                1 => format!("`{method}`"),
+                n => format!("{n} × `{method}`"),
+            })
+            .collect();
+        parts.extend(answers);
+        if parts.is_empty() {
+            "nothing came from the peer during the wait".to_string()
+        } else {
+            format!("during the wait came {}", parts.join(", "))
         }
     }
 
@@ -666,6 +949,10 @@ impl Runner {
             Err(err) => return Outcome::Error(err),
         };
         let what = describe(&e.method);
+        if let Applies::No(why) = self.hub.applies(Intent::Await { pattern: &wanted }) {
+            return Outcome::NotApplicable(why);
+        }
+        let since = self.mark();
         match self
             .hub
             .inbox
@@ -682,7 +969,12 @@ impl Runner {
                     }),
                 }
             }
-            None => Outcome::failed(self.missing(&e.rule, &wanted, &pattern, &what, timeout)),
+            None => match self.missed_applies(&wanted) {
+                Some(why) => Outcome::NotApplicable(why),
+                None => {
+                    Outcome::failed(self.missing(&e.rule, &wanted, &pattern, &what, timeout, since))
+                }
+            },
         }
     }
 
@@ -704,6 +996,12 @@ impl Runner {
             .max()
             .unwrap_or(self.default_timeout);
         let deadline = Instant::now() + timeout;
+        let since = self.mark();
+        for (_, wanted, _) in &expects {
+            if let Applies::No(why) = self.hub.applies(Intent::Await { pattern: wanted }) {
+                return Outcome::NotApplicable(why);
+            }
+        }
         // One deadline for the group: each is waited for in turn, but any order of arrival
         // passes, since every one looks at the whole inbox.
         for (e, wanted, pattern) in &expects {
@@ -720,12 +1018,16 @@ impl Runner {
                     }
                 }
                 None => {
+                    if let Some(why) = self.missed_applies(wanted) {
+                        return Outcome::NotApplicable(why);
+                    }
                     return Outcome::failed(self.missing(
                         &e.rule,
                         wanted,
                         pattern,
                         &describe(&e.method),
                         timeout,
+                        since,
                     ));
                 }
             }
@@ -1016,8 +1318,9 @@ impl Runner {
         }
         let result = match actor.act(action, self.timeout(a.timeout)).await {
             Ok(result) => result,
+            Err(ActError::NotApplicable(why)) => return Outcome::NotApplicable(why),
             // The double could not do what the scenario asked: the scenario's fault, not the peer's.
-            Err(why) => return Outcome::Error(format!("act: {why}")),
+            Err(ActError::Failed(why)) => return Outcome::Error(format!("act: {why}")),
         };
         match self.capture(&result, &MatchOutcome::default(), &a.capture, None) {
             Ok(()) => Outcome::Passed,
@@ -1072,6 +1375,78 @@ impl Runner {
     }
 }
 
+/// A point in the run: the newest inbox message and the journal's clock.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    seq: u64,
+    ms: f64,
+}
+
+/// A value in at most a line.
+fn clip(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= 120 {
+        return text;
+    }
+    format!("{}…", text.chars().take(120).collect::<String>())
+}
+
+/// What a step expects of an answer.
+#[derive(Debug, Clone, Copy)]
+enum Expected<'a> {
+    /// A result matching this.
+    Result(&'a Value),
+    /// An error matching this.
+    Error(&'a Value),
+    /// `{result}` or `{error}` matching this (a `$one_of` of readings).
+    Answer(&'a Value),
+    /// Any result.
+    AnyResult,
+}
+
+impl<'a> Expected<'a> {
+    fn of(result: &'a Option<Value>, error: &'a Option<Value>, answer: &'a Option<Value>) -> Self {
+        match (answer, error, result) {
+            (Some(whole), _, _) => Expected::Answer(whole),
+            (None, Some(error), _) => Expected::Error(error),
+            (None, None, Some(result)) => Expected::Result(result),
+            (None, None, None) => Expected::AnyResult,
+        }
+    }
+}
+
+/// The headline of an answer that is not what the spec says: what came (a result, or which
+/// error), against what kind of answer the step wanted, never implying a particular error was
+/// expected when a result was.
+fn answer_summary(
+    method: &str,
+    answer: &Result<Value, RpcError>,
+    expected: Expected<'_>,
+) -> String {
+    let refused = |e: &RpcError| {
+        format!(
+            "`{method}` was refused with error {} ({})",
+            e.code, e.message
+        )
+    };
+    match (answer, expected) {
+        (Err(e), Expected::Result(_) | Expected::AnyResult) => {
+            format!("{} where the spec wants a result", refused(e))
+        }
+        (Err(e), Expected::Error(_)) => format!("{}, not the error the spec wants", refused(e)),
+        (Err(e), Expected::Answer(_)) => {
+            format!("{}, which is no answer the spec allows", refused(e))
+        }
+        (Ok(_), Expected::Error(_)) => {
+            format!("`{method}` was answered with a result where the spec wants it refused")
+        }
+        (Ok(_), Expected::Answer(_)) => {
+            format!("the result of `{method}` is no answer the spec allows")
+        }
+        (Ok(_), _) => format!("the result of `{method}` is not what the spec says"),
+    }
+}
+
 /// How a checked value is named in a failure: the variable it came from, when it is one.
 fn describe_value(that: &Value) -> String {
     match that.as_str() {
@@ -1123,6 +1498,9 @@ pub fn title(step: &Step) -> String {
             None => "dial".into(),
         },
         Step::Act(a) => format!("act: {}", a.actions().join(", ")),
-        Step::When(_) => "when".into(),
+        Step::When(w) => match &w.that {
+            Some(that) => format!("when {}", describe_value(that).trim_matches('`')),
+            None => "when".into(),
+        },
     }
 }

@@ -15,6 +15,10 @@ pub enum StepStatus {
     Skipped,
     /// The scenario itself is wrong here (an unknown variable, a reply to nothing).
     Error,
+    /// The peer never claimed what this step needs (a capability it did not list, a set-up
+    /// nothing arranged): the run ends here, neither passed nor failed.
+    #[serde(rename = "not_applicable")]
+    NotApplicable,
 }
 
 /// Why a step failed, with everything a person needs to see what the peer did wrong.
@@ -55,4 +59,7 @@ pub struct StepVerdict {
     /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,
+    /// Why it did not apply to the peer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_applicable: Option<String>,
 }

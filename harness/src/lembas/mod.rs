@@ -1,6 +1,7 @@
 //! What both doubles know of the LLeMbas link, kept in one place so the two sides cannot
 //! disagree on a fact: spec versions and their capability sets, discovery, paths, close codes.
 
+pub mod capabilities;
 pub mod discovery;
 pub mod spec;
 

@@ -77,7 +77,7 @@ impl fmt::Display for PatternErrorKind {
             Self::UnknownPlaceholder(p) => write!(
                 f,
                 "unknown placeholder {p:?} (known: $any, $string, $number, $integer, \
-                 $boolean, $object, $array, $null, $absent; write $${} for a literal)",
+                 $boolean, $object, $array, $null, $absent, $none; write $${} for a literal)",
                 p.get(1..).unwrap_or_default()
             ),
             Self::UnknownOperator(op) => write!(
@@ -99,7 +99,7 @@ impl fmt::Display for PatternErrorKind {
             }
             Self::BadRegex(msg) => write!(f, "bad regex: {msg}"),
             Self::AbsentNotAllowed => f.write_str(
-                "$absent is only allowed as the value of an object key \
+                "$absent and $none are only allowed as the value of an object key \
                  (or inside $one_of/$not there)",
             ),
             Self::BadCaptureName(name) => write!(
@@ -153,6 +153,8 @@ pub(crate) enum Node {
     Literal(Value),
     Any,
     Absent,
+    /// Absent or `null`: an optional field (the spec's `x?`) left out either way.
+    Nothing,
     Type(Kind),
     Object(Vec<(String, Node)>),
     Array(Vec<Node>),
@@ -253,7 +255,8 @@ fn compile_string(s: &str, at: &str, pos: Position) -> Result<Node, PatternError
         "array" => Node::Type(Kind::Array),
         "null" => Node::Type(Kind::Null),
         "absent" if pos == Position::Field => Node::Absent,
-        "absent" => return Err(err(at, PatternErrorKind::AbsentNotAllowed)),
+        "none" if pos == Position::Field => Node::Nothing,
+        "absent" | "none" => return Err(err(at, PatternErrorKind::AbsentNotAllowed)),
         _ => return Err(err(at, PatternErrorKind::UnknownPlaceholder(s.to_owned()))),
     })
 }

@@ -78,14 +78,30 @@ fn focus(
         {
             let mut exp = Map::new();
             let mut got = Map::new();
+            let mut missing = false;
             for (key, sub) in fields {
                 let key = unescape_key(key);
-                let (e, g) = focus(sub, received.get(key), &path::child_key(at, key), bad);
+                let below = path::child_key(at, key);
+                missing |= !received.contains_key(key)
+                    && bad
+                        .iter()
+                        .any(|m| path::is_within(m, path::display(&below)));
+                let (e, g) = focus(sub, received.get(key), &below, bad);
                 if let Some(e) = e {
                     exp.insert(key.to_owned(), e);
                 }
                 if let Some(g) = g {
                     got.insert(key.to_owned(), g);
+                }
+            }
+            // A field that should be here is not: what came in its place is the news (an
+            // `error` where a `result` was expected), so the received side shows it.
+            if missing {
+                for (key, value) in received {
+                    let mentioned = fields.keys().any(|k| unescape_key(k) == key.as_str());
+                    if !mentioned {
+                        got.insert(key.clone(), value.clone());
+                    }
                 }
             }
             (Some(Value::Object(exp)), Some(Value::Object(got)))
@@ -204,6 +220,17 @@ mod tests {
 "#;
         assert_eq!(text, expected);
         assert!(!text.contains("noise"), "extra fields must be pruned");
+    }
+
+    #[test]
+    fn what_came_instead_of_a_missing_key_is_shown() {
+        let text = report(
+            json!({"result": {"files": "$array"}}),
+            json!({"error": {"code": -32601, "message": "method not found"}}),
+        );
+        assert!(text.contains("+  \"error\": {"), "{text}");
+        assert!(text.contains("-32601"), "{text}");
+        assert!(text.contains("method not found"), "{text}");
     }
 
     #[test]

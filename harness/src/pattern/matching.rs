@@ -186,6 +186,10 @@ fn match_node(node: &Node, actual: Option<&Value>, at: &str, acc: &mut Acc) {
             None => acc.pass(1),
             Some(v) => acc.fail(1, at, "absent".into(), Some(v)),
         },
+        Node::Nothing => match actual {
+            None | Some(Value::Null) => acc.pass(1),
+            Some(v) => acc.fail(1, at, "absent or null".into(), Some(v)),
+        },
         Node::Any => match actual {
             Some(_) => acc.pass(1),
             None => acc.fail(1, at, "any value".into(), None),
@@ -618,6 +622,20 @@ mod tests {
         assert_eq!(
             bad(json!("$integer"), json!(1.5)),
             ["$: expected an integer, got 1.5"]
+        );
+    }
+
+    #[test]
+    fn none_is_absent_or_null() {
+        ok(json!({"turnId": "$none"}), json!({}));
+        ok(json!({"turnId": "$none"}), json!({"turnId": null}));
+        assert_eq!(
+            bad(json!({"turnId": "$none"}), json!({"turnId": "t1"})),
+            ["turnId: expected absent or null, got \"t1\""]
+        );
+        ok(
+            json!({"e": {"$one_of": ["$none", [1]]}}),
+            json!({"e": null}),
         );
     }
 

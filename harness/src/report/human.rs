@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::engine::{Failure, RunOutcome, StepStatus};
+use crate::engine::{Failure, RunOutcome, StepStatus, Verdict};
 use crate::journal::{Direction, Entry};
 use crate::rules::catalogue;
 
@@ -27,6 +27,7 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
             StepStatus::Failed => "FAIL",
             StepStatus::Skipped => "skip",
             StepStatus::Error => "ERR ",
+            StepStatus::NotApplicable => "n/a ",
         };
         let _ = writeln!(
             out,
@@ -37,6 +38,9 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
             for line in failure_text(failure).lines() {
                 let _ = writeln!(out, "         {line}");
             }
+        }
+        if let Some(why) = &step.not_applicable {
+            let _ = writeln!(out, "         not applicable: {why}");
         }
     }
     if !outcome.findings.is_empty() {
@@ -53,7 +57,8 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
             }
         }
     }
-    if !outcome.passed() {
+    let verdict = outcome.verdict();
+    if matches!(verdict, Verdict::Failed | Verdict::ScenarioError) {
         let _ = writeln!(out, "  last messages:");
         let skip = recent.len().saturating_sub(LAST_MESSAGES);
         for entry in &recent[skip..] {
@@ -71,26 +76,27 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
             );
         }
     }
-    let verdict = if outcome.passed() {
-        "PASSED".to_string()
-    } else if outcome.scenario_error() {
-        "SCENARIO ERROR".to_string()
-    } else if outcome.broken_rules().is_empty() {
-        // A failed step that names no rule: its summary is the best account of what went wrong.
-        let first = outcome
-            .steps
-            .iter()
-            .find_map(|s| s.failure.as_ref())
-            .map(|f| f.summary.clone());
-        format!(
-            "FAILED: {}",
-            first.unwrap_or_else(|| "a step failed".into())
-        )
-    } else {
-        format!(
+    let verdict = match verdict {
+        Verdict::Passed => "PASSED".to_string(),
+        Verdict::NotApplicable(why) => format!("NOT APPLICABLE: {why}"),
+        Verdict::ScenarioError => "SCENARIO ERROR".to_string(),
+        Verdict::Failed if outcome.broken_rules().is_empty() => {
+            // A failed step that names no rule: its summary is the best account of what went
+            // wrong.
+            let first = outcome
+                .steps
+                .iter()
+                .find_map(|s| s.failure.as_ref())
+                .map(|f| f.summary.clone());
+            format!(
+                "FAILED: {}",
+                first.unwrap_or_else(|| "a step failed".into())
+            )
+        }
+        Verdict::Failed => format!(
             "FAILED: the peer broke {}",
             outcome.broken_rules().join(", ")
-        )
+        ),
     };
     let _ = writeln!(out, "  {verdict} in {:.0} ms", outcome.elapsed_ms);
     out
@@ -103,6 +109,9 @@ pub fn failure_text(failure: &Failure) -> String {
         match catalogue().get(id) {
             Some(rule) => {
                 let _ = writeln!(out, "rule {id}: {} (spec: {})", rule.says, rule.section);
+                if let Some(readings) = &rule.readings {
+                    let _ = writeln!(out, "readings accepted: {readings}");
+                }
             }
             None => {
                 let _ = writeln!(out, "rule {id}");

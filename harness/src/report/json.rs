@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::engine::RunOutcome;
+use crate::engine::{RunOutcome, Verdict};
 use crate::journal::Entry;
 use crate::rules::catalogue;
 
@@ -13,8 +13,15 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
         .iter()
         .filter_map(|id| catalogue().get(id).cloned())
         .collect();
+    let verdict = match outcome.verdict() {
+        Verdict::Passed => "passed",
+        Verdict::NotApplicable(_) => "not_applicable",
+        Verdict::Failed => "failed",
+        Verdict::ScenarioError => "scenario_error",
+    };
     let value = json!({
         "double": double,
+        "verdict": verdict,
         "passed": outcome.passed(),
         "outcome": outcome,
         "broken_rules": rules,

@@ -5,19 +5,38 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::engine::{RunOutcome, StepStatus};
+use crate::engine::{RunOutcome, StepStatus, Verdict};
 
 /// Renders the outcome.
 pub fn render(double: &str, outcome: &RunOutcome) -> String {
     let mut report = Report::new(double);
     let mut suite = TestSuite::new(format!("{} [{}]", outcome.scenario, outcome.cell));
+    // A run that did not apply says why on the step that found it, or, when it applied to no
+    // step at all (set-up nothing arranged), on every step.
+    let not_applicable = match outcome.verdict() {
+        Verdict::NotApplicable(why) => Some(why),
+        _ => None,
+    };
+    let found_on_a_step = outcome
+        .steps
+        .iter()
+        .any(|s| s.status == StepStatus::NotApplicable);
     for step in &outcome.steps {
         let mut status = match step.status {
             StepStatus::Passed => TestCaseStatus::success(),
-            StepStatus::Skipped => TestCaseStatus::skipped(),
+            StepStatus::Skipped | StepStatus::NotApplicable => TestCaseStatus::skipped(),
             StepStatus::Failed => TestCaseStatus::non_success(NonSuccessKind::Failure),
             StepStatus::Error => TestCaseStatus::non_success(NonSuccessKind::Error),
         };
+        match (&step.not_applicable, &not_applicable) {
+            (Some(why), _) => {
+                status.set_message(format!("not applicable: {why}"));
+            }
+            (None, Some(why)) if step.status == StepStatus::Skipped && !found_on_a_step => {
+                status.set_message(format!("not applicable: {why}"));
+            }
+            _ => {}
+        }
         if let Some(failure) = &step.failure {
             let message = match &failure.rule {
                 Some(rule) => format!("[{rule}] {}", failure.summary),

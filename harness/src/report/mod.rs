@@ -49,3 +49,66 @@ pub fn write_all(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::{Cell, RunOutcome, StepStatus, StepVerdict};
+
+    fn not_applicable() -> RunOutcome {
+        let step = |index: &str, status, not_applicable: Option<&str>| StepVerdict {
+            index: index.into(),
+            line: 3,
+            title: "request _lembas/files/search".into(),
+            status,
+            elapsed_ms: 1.0,
+            failure: None,
+            not_applicable: not_applicable.map(String::from),
+        };
+        RunOutcome {
+            scenario: "files-search".into(),
+            cell: Cell {
+                protocol: 2,
+                spec: "1.1.0".into(),
+            },
+            steps: vec![
+                step("1", StepStatus::Passed, None),
+                step(
+                    "2",
+                    StepStatus::NotApplicable,
+                    Some("the device did not list `files`"),
+                ),
+                step("3", StepStatus::Skipped, None),
+            ],
+            findings: Vec::new(),
+            not_applicable: Some("the device did not list `files`".into()),
+            elapsed_ms: 3.0,
+        }
+    }
+
+    #[test]
+    fn a_run_that_did_not_apply_says_why_in_every_report() {
+        let outcome = not_applicable();
+        let human = super::human::render("fake-instance", &outcome, &[]);
+        assert!(
+            human.contains("NOT APPLICABLE: the device did not list `files`"),
+            "{human}"
+        );
+        assert!(human.contains("n/a  2"), "{human}");
+        assert!(!human.contains("last messages"), "{human}");
+        let junit = super::junit::render("fake-instance", &outcome);
+        assert!(
+            junit.contains("<skipped message=\"not applicable: the device did not list `files`\""),
+            "{junit}"
+        );
+        assert!(!junit.contains("<failure"), "{junit}");
+        let json: serde_json::Value =
+            serde_json::from_str(&super::json::render("fake-instance", &outcome, &[]))
+                .expect("JSON");
+        assert_eq!(json["verdict"], "not_applicable");
+        assert_eq!(
+            json["outcome"]["not_applicable"],
+            "the device did not list `files`"
+        );
+        assert_eq!(json["outcome"]["steps"][1]["status"], "not_applicable");
+    }
+}

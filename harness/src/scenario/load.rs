@@ -200,16 +200,17 @@ impl Checker<'_> {
                         ),
                     ));
                 }
-                Step::Await(a) if a.result.is_some() && a.error.is_some() => {
+                Step::Await(a) if answer_patterns(&a.result, &a.error, &a.answer) > 1 => {
                     return Err(self.error(
                         step,
                         format!("{path}.await"),
-                        "has both `result` and `error`: a response has one".into(),
+                        "has more than one of `result`, `error` and `answer`: a response has one (`answer` with `$one_of` allows either)".into(),
                     ));
                 }
                 Step::Await(a)
                     if a.none_for.is_some()
-                        && (a.result.is_some() || a.error.is_some() || !a.capture.is_empty()) =>
+                        && (answer_patterns(&a.result, &a.error, &a.answer) > 0
+                            || !a.capture.is_empty()) =>
                 {
                     return Err(self.error(
                         step,
@@ -290,15 +291,16 @@ impl Checker<'_> {
                     )?;
                 }
                 Step::Request(r) => {
-                    if r.result.is_some() && r.error.is_some() {
+                    if answer_patterns(&r.result, &r.error, &r.answer) > 1 {
                         return Err(self.error(
                             step,
                             format!("{path}.request"),
-                            "has both `result` and `error`: a response has one".into(),
+                            "has more than one of `result`, `error` and `answer`: a response has one (`answer` with `$one_of` allows either)".into(),
                         ));
                     }
                     self.pattern(step, &format!("{path}.request.result"), r.result.as_ref())?;
                     self.pattern(step, &format!("{path}.request.error"), r.error.as_ref())?;
+                    self.pattern(step, &format!("{path}.request.answer"), r.answer.as_ref())?;
                 }
                 Step::Reply(r) if r.result.is_some() == r.error.is_some() => {
                     return Err(self.error(
@@ -329,13 +331,21 @@ impl Checker<'_> {
                     self.steps(inner, &format!("{path}.any_order"), side)?;
                 }
                 Step::When(w) => {
-                    if w.protocol.is_none() && w.spec.is_none() {
+                    if w.that.is_some() != w.matches.is_some() {
                         return Err(self.error(
                             step,
                             format!("{path}.when"),
-                            "needs `protocol` or `spec`: otherwise its steps always run".into(),
+                            "needs both `that` and `matches`, or neither".into(),
                         ));
                     }
+                    if w.protocol.is_none() && w.spec.is_none() && w.that.is_none() {
+                        return Err(self.error(
+                            step,
+                            format!("{path}.when"),
+                            "needs `protocol`, `spec` or `that` with `matches`: otherwise its steps always run".into(),
+                        ));
+                    }
+                    self.pattern(step, &format!("{path}.when.matches"), w.matches.as_ref())?;
                     self.steps(&w.steps, &format!("{path}.when.steps"), side)?;
                 }
                 Step::Dial(_) if side == Some(Side::Instance) => {
@@ -501,6 +511,18 @@ pub fn step_key(step: &Step) -> &'static str {
     }
 }
 
+/// How many of a request's answer patterns are given (at most one may be).
+fn answer_patterns(
+    result: &Option<serde_json::Value>,
+    error: &Option<serde_json::Value>,
+    answer: &Option<serde_json::Value>,
+) -> usize {
+    [result, error, answer]
+        .iter()
+        .filter(|p| p.is_some())
+        .count()
+}
+
 fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Result<(), LoadError> {
     let top = |key: &str, message: String| {
         let section = key.split(['.', '[']).next().unwrap_or(key);
@@ -544,6 +566,22 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Res
             "matrix.spec",
             format!("`{bad}` is not a harness spec version (1.0.0 or 1.1.0)"),
         ));
+    }
+    for (i, need) in scenario.needs.iter().enumerate() {
+        for spec in &scenario.matrix.spec {
+            let Some(version) = crate::lembas::Spec::parse(spec) else {
+                continue;
+            };
+            if !version.defines(need) {
+                return Err(top(
+                    &format!("needs[{i}]"),
+                    format!(
+                        "`{need}` is not a capability of harness spec {spec}, which the matrix runs (capabilities: {})",
+                        version.capabilities().join(", ")
+                    ),
+                ));
+            }
+        }
     }
     let checker = Checker { file };
     for (i, handler) in scenario.handlers.iter().enumerate() {

@@ -24,6 +24,11 @@ pub struct Scenario {
     /// The catalogue rules (ids from `conformance/rules.yaml`) this scenario checks.
     #[serde(default)]
     pub rules: Vec<String>,
+    /// Capabilities the scenario relies on beyond those its steps' messages show (a method, a
+    /// block, a `_meta.lembas` field, a result field: the spec's capability table derives
+    /// those). A peer that did not list one makes the run not applicable.
+    #[serde(default)]
+    pub needs: Vec<String>,
     /// The protocol and spec cells the scenario applies to; `harness selftest` runs each.
     #[serde(default)]
     pub matrix: Matrix,
@@ -61,6 +66,7 @@ impl Scenario {
             name: name.into(),
             about: String::new(),
             rules: Vec::new(),
+            needs: Vec::new(),
             matrix: Matrix::default(),
             timeout: Some(Dur(std::time::Duration::from_secs(30))),
             vars: BTreeMap::new(),
@@ -108,10 +114,12 @@ impl Default for Matrix {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PeerSetup {
-    /// fake-device (for scenarios in `instance/`): one trusted remote root (`true`, the default)
-    /// or none at all (`false`).
-    #[serde(default = "PeerSetup::yes")]
-    pub roots: bool,
+    /// fake-device (for scenarios in `instance/`): the device has a trusted remote root (`true`,
+    /// the default: the scenario opens sessions in it; a hello with none makes the run not
+    /// applicable), has none at all (`false`: set-up `no_roots`, since the hello is what is
+    /// judged), or either (`any`).
+    #[serde(default)]
+    pub roots: RootsNeed,
     /// fake-device: sessions it deleted while no link was up, kept in its store for the next
     /// link (a real CLI: delete them with the CLI while it is offline).
     #[serde(default)]
@@ -172,15 +180,96 @@ pub struct PeerSetup {
 }
 
 impl PeerSetup {
-    fn yes() -> bool {
-        true
+    /// The set-up actions the peer must be given before or during the run, by name: what the
+    /// other double does by itself in the self-test, and what a real peer's test must arrange
+    /// (see [`crate::engine::Arranged`]). Conditions the double can see for itself (a root to
+    /// open sessions in, remote terminals) are not among them: they are judged from the peer's
+    /// hello and capabilities.
+    pub fn needs(&self) -> Vec<String> {
+        let mut needs: Vec<String> = [
+            // A device with no roots is the set-up under test: its hello is what is judged, so
+            // it cannot also say whether the set-up was made.
+            ("no_roots", self.roots == RootsNeed::None),
+            ("delete_unlinked", !self.pending_deletes.is_empty()),
+            ("seed_foreign_session", !self.foreign_sessions.is_empty()),
+            (
+                "lay_out_root",
+                !self.files.is_empty() || !self.links.is_empty(),
+            ),
+            ("change_limits", self.change_limits_after.is_some()),
+            ("share_session", self.share_session_after.is_some()),
+            ("leave_session", self.leave_session_after.is_some()),
+            ("terminal_prompt", self.terminal_prompt_after.is_some()),
+            ("answer_card", self.terminal_answers_after.is_some()),
+            ("approval_timeout", self.approval_timeout.is_some()),
+            ("restart", self.restart_after.is_some()),
+            ("answer_cards", self.cards.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, needed)| *needed)
+        .map(|(name, _)| name.to_string())
+        .collect();
+        for step in &self.steps {
+            if let Step::Act(act) = &step.value {
+                for action in act.actions() {
+                    if !needs.iter().any(|n| n == action) {
+                        needs.push(action.to_string());
+                    }
+                }
+            }
+        }
+        needs
+    }
+}
+
+/// Whether the device under test must have a remote root.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RootsNeed {
+    /// `true`: one trusted root (the scenario opens sessions in it).
+    #[default]
+    One,
+    /// `false`: none at all.
+    None,
+    /// `any`: either.
+    Any,
+}
+
+impl<'de> Deserialize<'de> for RootsNeed {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Said {
+            Flag(bool),
+            Word(String),
+        }
+        match Said::deserialize(deserializer)? {
+            Said::Flag(true) => Ok(RootsNeed::One),
+            Said::Flag(false) => Ok(RootsNeed::None),
+            Said::Word(word) if word == "any" => Ok(RootsNeed::Any),
+            Said::Word(word) => Err(serde::de::Error::custom(format!(
+                "`{word}` is not `true`, `false` or `any`"
+            ))),
+        }
+    }
+}
+
+impl JsonSchema for RootsNeed {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RootsNeed".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "oneOf": [{ "type": "boolean" }, { "const": "any" }],
+            "description": "true: the device has a trusted root; false: it has none; any: either."
+        })
     }
 }
 
 impl Default for PeerSetup {
     fn default() -> Self {
         Self {
-            roots: true,
+            roots: RootsNeed::One,
             pending_deletes: Vec::new(),
             foreign_sessions: Vec::new(),
             files: BTreeMap::new(),
@@ -459,6 +548,10 @@ pub struct NotifyStep {
     /// The params (`${...}` substituted).
     #[serde(default)]
     pub params: Option<Value>,
+    /// Send it even to a peer that did not list the capability it needs: a negative test (the
+    /// peer must refuse it). Without it, such a step makes the run not applicable.
+    #[serde(default)]
+    pub unlisted: bool,
 }
 
 /// Send a request, then expect its answer.
@@ -476,6 +569,11 @@ pub struct RequestStep {
     /// A pattern the error must match (the request is expected to fail).
     #[serde(default)]
     pub error: Option<Value>,
+    /// A pattern the whole answer must match, `{result: ...}` or `{error: ...}`: for a request
+    /// the spec lets the peer either answer or refuse, with `$one_of` (instead of `result` and
+    /// `error`).
+    #[serde(default)]
+    pub answer: Option<Value>,
     /// Variables to take from the response (paths like `result.sessionId`).
     #[serde(default)]
     pub capture: Captures,
@@ -485,6 +583,10 @@ pub struct RequestStep {
     /// This step's deadline.
     #[serde(default)]
     pub timeout: Option<Dur>,
+    /// Send it even to a peer that did not list the capability it needs: a negative test (the
+    /// peer must refuse it). Without it, such a step makes the run not applicable.
+    #[serde(default)]
+    pub unlisted: bool,
 }
 
 /// Send a request without waiting for its answer.
@@ -502,6 +604,10 @@ pub struct StartStep {
     /// How long its answer may take in all (default: the scenario's timeout).
     #[serde(default)]
     pub timeout: Option<Dur>,
+    /// Send it even to a peer that did not list the capability it needs: a negative test (the
+    /// peer must refuse it). Without it, such a step makes the run not applicable.
+    #[serde(default)]
+    pub unlisted: bool,
 }
 
 /// Wait for a started request's answer.
@@ -516,6 +622,11 @@ pub struct AwaitStep {
     /// A pattern the error must match.
     #[serde(default)]
     pub error: Option<Value>,
+    /// A pattern the whole answer must match, `{result: ...}` or `{error: ...}`: for a request
+    /// the spec lets the peer either answer or refuse, with `$one_of` (instead of `result` and
+    /// `error`).
+    #[serde(default)]
+    pub answer: Option<Value>,
     /// Variables to take from the response.
     #[serde(default)]
     pub capture: Captures,
@@ -924,7 +1035,8 @@ pub struct LimitsChange {
     pub remote: Option<bool>,
 }
 
-/// Steps that run only in some cells.
+/// Steps that run only in some cells, or only when a value (a capture) matches a pattern: for
+/// a peer the spec lets do one of several things, each reading's own checks.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WhenStep {
@@ -934,6 +1046,12 @@ pub struct WhenStep {
     /// Only at this harness spec.
     #[serde(default)]
     pub spec: Option<String>,
+    /// Only when this value (usually a capture: `${status.turnId}`) matches `matches`.
+    #[serde(default)]
+    pub that: Option<Value>,
+    /// The pattern `that` must match for the steps to run.
+    #[serde(default)]
+    pub matches: Option<Value>,
     /// The steps.
     #[schemars(with = "Vec<Step>")]
     pub steps: Vec<Spanned<Step>>,

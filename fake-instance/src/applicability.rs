@@ -1,0 +1,157 @@
+//! Whether a scenario applies to the device under test: what its steps need (by the spec's
+//! capability table) and what the scenario relies on, against what the device said in its
+//! hello and listed in `initialize`. A device that never claimed what a step needs is not
+//! judged on it: the run ends not applicable, naming the capability.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use harness::engine::{Applies, Intent};
+use harness::lembas::capabilities::{self, Need};
+use harness::scenario::{RootsNeed, Scenario};
+use serde_json::Value;
+
+use crate::HTTP_CHAT;
+use crate::chats::{Chats, LinkFacts};
+
+/// What a run relies on beyond its steps' messages.
+#[derive(Debug, Clone, Default)]
+pub struct Standing {
+    /// Capabilities the scenario needs (`needs:`, and `terminal` for `peer.terminal`).
+    pub capabilities: Vec<String>,
+    /// Whether the device must have a root, or none.
+    pub roots: RootsNeed,
+    /// The scenario scripts the instance's model (`instance.http.scripts`): it drives the
+    /// device's turns through that model, so it relies on a device that asks it.
+    pub drives_the_model: bool,
+}
+
+impl Standing {
+    /// What `scenario` relies on; nothing without one (a simulated instance judges nothing).
+    pub fn of(scenario: Option<&Scenario>) -> Standing {
+        let Some(scenario) = scenario else {
+            return Standing {
+                capabilities: Vec::new(),
+                roots: RootsNeed::Any,
+                drives_the_model: false,
+            };
+        };
+        let mut capabilities = scenario.needs.clone();
+        if scenario.peer.terminal && !capabilities.iter().any(|c| c == "terminal") {
+            capabilities.push("terminal".into());
+        }
+        let drives_the_model = scenario
+            .instance
+            .as_ref()
+            .and_then(|i| i.http.as_ref())
+            .and_then(|http| http.get("scripts"))
+            .and_then(Value::as_array)
+            .is_some_and(|scripts| !scripts.is_empty());
+        Standing {
+            capabilities,
+            roots: scenario.peer.roots,
+            drives_the_model,
+        }
+    }
+}
+
+/// Judges intents against the device the instance knows.
+#[derive(Debug)]
+pub struct Applicability {
+    standing: Standing,
+    chats: Arc<Chats>,
+    /// Whether the device ever asked the instance's model (an `http/chat` came).
+    model_asked: Arc<AtomicBool>,
+}
+
+impl Applicability {
+    /// A judge for a run relying on `standing`.
+    pub fn new(standing: Standing, chats: Arc<Chats>, model_asked: Arc<AtomicBool>) -> Self {
+        Self {
+            standing,
+            chats,
+            model_asked,
+        }
+    }
+
+    /// The answer for one intent.
+    pub fn applies(&self, intent: Intent<'_>) -> Applies {
+        let facts = self.chats.latest();
+        match intent {
+            Intent::Step => self.standing(facts.as_ref()),
+            Intent::Send { method, params } => {
+                listed(facts.as_ref(), &capabilities::to_send(method, params))
+            }
+            Intent::Answer { method, result } => {
+                listed(facts.as_ref(), &capabilities::in_result(method, result))
+            }
+            Intent::Await { pattern } => listed(facts.as_ref(), &capabilities::to_receive(pattern)),
+            Intent::Missed { pattern } => self.missed(pattern),
+        }
+    }
+
+    fn standing(&self, facts: Option<&LinkFacts>) -> Applies {
+        let Some(facts) = facts.filter(|f| f.hello) else {
+            return Applies::NotYet;
+        };
+        // A device that must have no roots is set-up (`no_roots`), not judged here: that its
+        // hello says so is the very check.
+        if self.standing.roots == RootsNeed::One && facts.roots.is_empty() {
+            return Applies::No(
+                "the device has no remote root (its hello says `roots: []`), and this scenario opens sessions in one: give it a trusted root".into(),
+            );
+        }
+        if !facts.ready {
+            return Applies::NotYet;
+        }
+        match self
+            .standing
+            .capabilities
+            .iter()
+            .find(|c| !facts.capabilities.contains(c))
+        {
+            Some(missing) => Applies::No(format!(
+                "the device did not list `{missing}`, which this scenario relies on"
+            )),
+            None => Applies::Yes,
+        }
+    }
+
+    /// A message that never came from a device that never asked the instance's model at all:
+    /// an `http/chat` it was never going to send (it talks to a model of its own), or anything
+    /// a scenario that scripts that model meant the model to make it do.
+    fn missed(&self, pattern: &Value) -> Applies {
+        if self.model_asked.load(Ordering::Relaxed) {
+            return Applies::Yes;
+        }
+        let method = pattern.get("method").and_then(Value::as_str);
+        if method == Some(HTTP_CHAT) {
+            return Applies::No(format!(
+                "the device never asked the instance's model (no `{HTTP_CHAT}` came in the whole run), and this step judges what it asks: run it against a device whose model is the instance's"
+            ));
+        }
+        if self.standing.drives_the_model {
+            return Applies::No(format!(
+                "the device never asked the instance's model (no `{HTTP_CHAT}` came in the whole run), and this scenario drives the device's turns through that model's scripted answers: run it against a device whose model is the instance's"
+            ));
+        }
+        Applies::Yes
+    }
+}
+
+/// Whether the device listed every capability of `needs`.
+fn listed(facts: Option<&LinkFacts>, needs: &[Need]) -> Applies {
+    if needs.is_empty() {
+        return Applies::Yes;
+    }
+    let Some(facts) = facts.filter(|f| f.ready) else {
+        return Applies::NotYet;
+    };
+    match capabilities::first_unlisted(needs, &facts.capabilities) {
+        Some(need) => Applies::No(format!(
+            "the device did not list `{}` (needed by {})",
+            need.capability, need.what
+        )),
+        None => Applies::Yes,
+    }
+}

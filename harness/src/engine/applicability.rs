@@ -1,0 +1,157 @@
+//! Whether a run applies to the peer under test.
+//!
+//! A real peer implements only some of the protocol, and says which part: a device lists its
+//! capabilities, and its test can arrange only some set-up. A step that needs what the peer
+//! never claimed cannot judge it, so the run ends **not applicable**, naming the need, instead
+//! of failing. The engine does not know what a capability is: before a step sends or waits, it
+//! tells the double's [`Behaviour`](super::Behaviour) what the step is about to do, and the
+//! double answers from its protocol model.
+
+use serde_json::Value;
+
+/// What a step is about to do, for the double to judge against what its peer claimed.
+#[derive(Debug, Clone, Copy)]
+pub enum Intent<'a> {
+    /// Any step is about to run: what the whole scenario relies on (its `needs`, the peer's
+    /// set-up it can see).
+    Step,
+    /// The step sends this message (`request`, `start`, `notify`).
+    Send {
+        /// Its method.
+        method: &'a str,
+        /// Its params, substituted.
+        params: &'a Value,
+    },
+    /// The step judges the answer to a request of this method against a result pattern.
+    Answer {
+        /// The request's method.
+        method: &'a str,
+        /// The pattern the result must match.
+        result: &'a Value,
+    },
+    /// The step waits for a message matching this pattern (`expect`).
+    Await {
+        /// The whole-message pattern.
+        pattern: &'a Value,
+    },
+    /// The step waited for a message matching this pattern and none came: whether the peer
+    /// ever did what would produce it.
+    Missed {
+        /// The whole-message pattern.
+        pattern: &'a Value,
+    },
+}
+
+/// The double's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applies {
+    /// The peer claimed what the step needs (or the step needs nothing).
+    Yes,
+    /// Not known yet (the peer has not said its capabilities): a step that sends waits a little
+    /// for the answer, one that waits goes on and asks again at its deadline.
+    NotYet,
+    /// The peer did not claim it: the run is not applicable, for this reason.
+    No(String),
+}
+
+/// An action a double could not do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ActError {
+    /// The peer did not claim what the action needs (the run is not applicable).
+    NotApplicable(String),
+    /// The action went wrong: the scenario asked for something impossible, or the peer did not
+    /// answer.
+    Failed(String),
+}
+
+impl From<String> for ActError {
+    fn from(why: String) -> Self {
+        ActError::Failed(why)
+    }
+}
+
+impl From<&str> for ActError {
+    fn from(why: &str) -> Self {
+        ActError::Failed(why.to_string())
+    }
+}
+
+/// What a run needs of the peer's set-up that nothing arranged: the run is not applicable
+/// before it starts. `needs` are the set-up actions the scenario's `peer:` asks for; `arranged`
+/// says which of them something does (the other double in the self-test, the user's own test).
+pub fn unarranged(needs: &[String], arranged: &Arranged) -> Option<String> {
+    let missing: Vec<&str> = needs
+        .iter()
+        .filter(|n| !arranged.covers(n))
+        .map(String::as_str)
+        .collect();
+    (!missing.is_empty()).then(|| {
+        format!(
+            "the scenario needs set-up that nothing arranges here: {} (arrange it in the peer's test and say so with `--arranged {}`)",
+            missing
+                .iter()
+                .map(|m| format!("`{m}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            missing.join(",")
+        )
+    })
+}
+
+/// Which set-up actions something arranges for the peer under test.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Arranged {
+    /// None: a real peer that only links and talks.
+    #[default]
+    Nothing,
+    /// These, by name.
+    Only(Vec<String>),
+    /// Every one (the self-test's other double does them all).
+    Everything,
+}
+
+impl Arranged {
+    /// Reads `--arranged` values: names, or `all`.
+    pub fn from_names(names: &[String]) -> Arranged {
+        if names.iter().any(|n| n == "all") {
+            Arranged::Everything
+        } else if names.is_empty() {
+            Arranged::Nothing
+        } else {
+            Arranged::Only(names.to_vec())
+        }
+    }
+
+    /// Whether this set-up action is arranged.
+    pub fn covers(&self, need: &str) -> bool {
+        match self {
+            Arranged::Nothing => false,
+            Arranged::Only(names) => names.iter().any(|n| n == need),
+            Arranged::Everything => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unarranged_set_up_is_named_with_how_to_arrange_it() {
+        let needs = vec!["share_session".to_string(), "restart".to_string()];
+        let why = unarranged(&needs, &Arranged::Nothing).expect("nothing is arranged");
+        assert!(why.contains("`share_session`, `restart`"), "{why}");
+        assert!(why.contains("--arranged share_session,restart"), "{why}");
+        let some = Arranged::from_names(&["restart".into()]);
+        assert!(
+            unarranged(&needs, &some)
+                .expect("one is missing")
+                .contains("`share_session`")
+        );
+        assert_eq!(
+            unarranged(&needs, &Arranged::from_names(&["all".into()])),
+            None
+        );
+        assert_eq!(unarranged(&[], &Arranged::Nothing), None);
+    }
+}
