@@ -14,7 +14,7 @@ use harness::rules::ids;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::events::{Client, Route};
+use crate::events::{Client, Quirks, Route};
 use crate::monitor;
 use crate::sessions::{Reply, Sessions};
 
@@ -269,14 +269,17 @@ impl AgentModel {
 
     /// The client on a link, as its initialize described it.
     pub fn client(&self, peer: &Arc<Peer>) -> Client {
-        let events_to_all = self.breaks(ids::DEVICE_EVENT_LEMBAS_ONLY);
+        let quirks = Quirks {
+            events_to_all: self.breaks(ids::DEVICE_EVENT_LEMBAS_ONLY),
+            no_text_updates: self.breaks(ids::DEVICE_TURN_STREAM),
+        };
         let route = self
             .links
             .lock()
             .ok()
             .and_then(|l| l.get(&peer.link()).and_then(|s| s.route.clone()));
         match route {
-            Some(route) => Client::on(route, events_to_all),
+            Some(route) => Client::on(route, quirks),
             // Before initialize: a client that said nothing yet.
             None => Client::new(
                 Route {
@@ -285,7 +288,7 @@ impl AgentModel {
                     protocol: 1,
                     asks: true,
                 },
-                events_to_all,
+                quirks,
             ),
         }
     }

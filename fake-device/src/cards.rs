@@ -511,6 +511,13 @@ impl Sessions {
                 ran: true,
             };
         }
+        if self.breaks(ids::DEVICE_PERMISSION_ASK) {
+            // Misbehaving: it runs without asking.
+            return ToolOutcome {
+                text: format!("{title}: done (exit 0)."),
+                ran: true,
+            };
+        }
         let mut options = vec![
             json!({ "optionId": "once", "name": "Allow once", "kind": "allow_once" }),
             json!({ "optionId": "session", "name": "Allow for this session", "kind": "allow_always" }),

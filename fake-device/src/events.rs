@@ -22,26 +22,32 @@ pub struct Route {
     pub asks: bool,
 }
 
+/// How a misbehaving device talks to its clients (all off for a correct one).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Quirks {
+    /// Send `_lembas/event` even to a plain client.
+    pub events_to_all: bool,
+    /// Send the turn's text only as `_lembas/event`s, never as session updates.
+    pub no_text_updates: bool,
+}
+
 /// A linked client, as initialize described it.
 #[derive(Debug, Clone)]
 pub struct Client {
     route: Arc<RwLock<Route>>,
-    /// Send `_lembas/event` even to a plain client (only when misbehaving on purpose).
-    pub events_to_all: bool,
+    /// How it is misbehaved to, on purpose.
+    pub quirks: Quirks,
 }
 
 impl Client {
     /// A client on its own route.
-    pub fn new(route: Route, events_to_all: bool) -> Client {
-        Client::on(Arc::new(RwLock::new(route)), events_to_all)
+    pub fn new(route: Route, quirks: Quirks) -> Client {
+        Client::on(Arc::new(RwLock::new(route)), quirks)
     }
 
     /// A client on a shared route.
-    pub fn on(route: Arc<RwLock<Route>>, events_to_all: bool) -> Client {
-        Client {
-            route,
-            events_to_all,
-        }
+    pub fn on(route: Arc<RwLock<Route>>, quirks: Quirks) -> Client {
+        Client { route, quirks }
     }
 
     fn route(&self) -> Route {
@@ -88,7 +94,7 @@ impl Client {
 
     /// Sends a `_lembas/event`, when this client may have it.
     pub fn event(&self, session_id: &str, event: Value) {
-        if self.lembas() || self.events_to_all {
+        if self.lembas() || self.quirks.events_to_all {
             self.peer().notify(
                 "_lembas/event",
                 json!({ "sessionId": session_id, "event": event }),
@@ -98,7 +104,9 @@ impl Client {
 
     /// A piece of the agent's answer, both ways.
     pub fn text(&self, session_id: &str, text: &str) {
-        self.update(session_id, json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": text } }));
+        if !self.quirks.no_text_updates {
+            self.update(session_id, json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": text } }));
+        }
         self.event(session_id, json!({ "type": "text", "text": text }));
     }
 }

@@ -470,7 +470,12 @@ impl Sessions {
         if let Some(fields) = lembas.as_object_mut() {
             fields.extend(extra);
         }
-        let answer = json!({ "stopReason": stop, "_meta": { "lembas": lembas } });
+        let said_stop = if self.breaks(ids::DEVICE_PROMPT_ANSWER) {
+            "done" // Misbehaving: a stop reason the spec does not have.
+        } else {
+            stop
+        };
+        let answer = json!({ "stopReason": said_stop, "_meta": { "lembas": lembas } });
         // An action leaves nothing in the conversation; a prompt command is kept as typed.
         let said = if action {
             Vec::new()

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_device::events::{Client, Route};
+use fake_device::events::{Client, Quirks, Route};
 use fake_device::limits::Limits;
 use fake_device::sessions::{Sessions, SessionsConfig};
 use fake_device::store::Store;
@@ -49,7 +49,7 @@ fn client() -> (
                 protocol: 2,
                 asks: true,
             },
-            false,
+            Quirks::default(),
         ),
         sent,
         keep_open,

@@ -448,6 +448,9 @@ impl Chats {
         mode: Option<&str>,
         context: serde_json::Map<String, Value>,
     ) -> Result<Value, String> {
+        if self.breaks(ids::INSTANCE_CHAT_OPEN) {
+            return Err("misbehaving on purpose: the chat is opened on no device".into());
+        }
         let chat = Chat {
             context,
             device: facts.device.clone(),
@@ -540,6 +543,11 @@ impl Chats {
             .in_flight
             .first()
             .map(|(turn, _)| turn.clone());
+        if self.breaks(ids::INSTANCE_PROMPT_SEND) {
+            // Misbehaving: the message is shown in the chat and goes nowhere.
+            self.say(chat, "user", text, None);
+            return Ok(json!({ "turnId": self.fresh_message_id() }));
+        }
         if !attach.is_empty() {
             // Files never go as a steer: a message with files is a prompt of its own.
             let careless = self.breaks(ids::INSTANCE_PROMPT_BLOCKS);

@@ -119,6 +119,12 @@ macro_rules! rule_ids {
 pub mod ids {
     rule_ids! {
     DEVICE_HELLO_FIRST = "device.hello.first",
+    DEVICE_LINK_DIAL = "device.link.dial",
+    DEVICE_PROMPT_ANSWER = "device.prompt.answer",
+    DEVICE_TURN_STREAM = "device.turn.stream",
+    DEVICE_PERMISSION_ASK = "device.permission.ask",
+    INSTANCE_PROMPT_SEND = "instance.prompt.send",
+    INSTANCE_CHAT_OPEN = "instance.chat.open",
     DEVICE_HELLO_ONCE = "device.hello.once",
     DEVICE_HELLO_PROTOCOL = "device.hello.protocol",
     DEVICE_HELLO_SHAPE = "device.hello.shape",

@@ -186,6 +186,10 @@ pub struct Runner {
     not_applicable: Option<String>,
     /// Set-up the scenario needs that nothing arranged: the run does not apply from the start.
     unarranged: Option<String>,
+    /// The link the scenario last talked on (0: none yet): what the peer sent a step, or a step
+    /// sent on. `expect_close` watches it, so a peer that closes one link and dials the next at
+    /// once is judged on the link the scenario was using, not on the new one.
+    focus: std::sync::atomic::AtomicU32,
     /// The link each captured message came on, by variable: a `reply` answers on that link
     /// (a redialled peer starts its ids again, so an id alone does not say which request).
     origins: std::sync::Mutex<std::collections::HashMap<String, u32>>,
@@ -232,6 +236,7 @@ impl Runner {
             stopped: false,
             not_applicable: None,
             unarranged: None,
+            focus: std::sync::atomic::AtomicU32::new(0),
             origins: Default::default(),
             started: Default::default(),
         }
@@ -405,6 +410,13 @@ impl Runner {
         None
     }
 
+    /// The scenario talked on this link (link 0, the HTTP side, is no link to close).
+    fn focus_on(&self, link: u32) {
+        if link != 0 {
+            self.focus.store(link, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     /// Whether a `when`'s value matches its pattern now.
     fn holds(&self, that: &Value, matches: &Value) -> Result<bool, String> {
         let that = self.render(that)?;
@@ -564,6 +576,7 @@ impl Runner {
             }
         };
         let remaining = deadline.saturating_duration_since(Instant::now());
+        self.focus_on(peer.link());
         let answer = match peer.request(&r.method, params, remaining).await {
             Ok(answer) => answer,
             Err(e) => {
@@ -682,6 +695,7 @@ impl Runner {
             Err(f) => return Outcome::failed(f),
         };
         let (method, timeout) = (st.method.clone(), self.timeout(st.timeout));
+        self.focus_on(peer.link());
         // Sent now, in step order; only the wait for the answer runs on its own.
         let answer = tokio::spawn(peer.begin_request(&method, params, timeout));
         match self.started.lock() {
@@ -960,6 +974,7 @@ impl Runner {
             .await
         {
             Some((entry, outcome)) => {
+                self.focus_on(entry.link);
                 match self.capture(&entry.message, &outcome, &e.capture, Some(entry.link)) {
                     Ok(()) => Outcome::Passed,
                     Err(err) => Outcome::failed(Failure {
@@ -1007,6 +1022,7 @@ impl Runner {
         for (e, wanted, pattern) in &expects {
             match self.hub.inbox.wait_take(pattern, 0, deadline).await {
                 Some((entry, outcome)) => {
+                    self.focus_on(entry.link);
                     if let Err(err) =
                         self.capture(&entry.message, &outcome, &e.capture, Some(entry.link))
                     {
@@ -1063,7 +1079,10 @@ impl Runner {
 
     async fn expect_link(&self, e: &ExpectLinkStep) -> Outcome {
         match self.hub.wait_current(Instant::now() + e.within.0).await {
-            Some(_) => Outcome::Passed,
+            Some(peer) => {
+                self.focus_on(peer.link());
+                Outcome::Passed
+            }
             None => Outcome::failed(Failure {
                 rule: e.rule.clone(),
                 summary: format!("the peer did not link within {}", e.within),
@@ -1155,10 +1174,15 @@ impl Runner {
     async fn expect_close(&self, e: &ExpectCloseStep) -> Outcome {
         let timeout = self.timeout(e.timeout);
         let deadline = Instant::now() + timeout;
-        // The newest link, open or not: a peer may close it (say with 4400 right after a
-        // `dial`) before this step starts, and that close is what the step is about.
-        let newest = self.hub.links().last().map(|l| l.peer.clone());
-        let peer = match newest {
+        // The link the scenario last talked on, open or not: a peer may close it (say with 4400
+        // right after a `dial`) before this step starts, and that close is what the step is
+        // about, even when the peer has already dialled a new one. Before any, the newest.
+        let focus = self.focus.load(std::sync::atomic::Ordering::Relaxed);
+        let watched = self
+            .hub
+            .link(focus)
+            .or_else(|| self.hub.links().last().map(|l| l.peer.clone()));
+        let peer = match watched {
             Some(peer) => peer,
             None => match self.link(deadline).await {
                 Ok(peer) => peer,
@@ -1225,7 +1249,10 @@ impl Runner {
             })
             .await;
         match found {
-            Some(_) => Outcome::Passed,
+            Some(link) => {
+                self.focus_on(link);
+                Outcome::Passed
+            }
             None => Outcome::failed(Failure {
                 rule: e.rule.clone(),
                 summary: format!("the peer did not link again within {}", e.within),
@@ -1356,7 +1383,10 @@ impl Runner {
             })
         };
         match (d.refused, result) {
-            (None, DialResult::Linked(_)) => Outcome::Passed,
+            (None, DialResult::Linked(peer)) => {
+                self.focus_on(peer.link());
+                Outcome::Passed
+            }
             (Some(status), DialResult::Refused(got)) if got == status => Outcome::Passed,
             (Some(status), DialResult::Linked(peer)) => {
                 peer.close(CLOSE_NORMAL, "this dial should have been refused");
