@@ -8,12 +8,76 @@ use std::time::Duration;
 
 use harness::engine::{ActError, Actor, Hub};
 use harness::rules::ids;
-use harness::scenario::ActStep;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::AgentModel;
 use crate::dial::DeviceDialer;
 use crate::sessions::Sessions;
+
+/// What happens on the device off the link: an `act` step of a fake-device scenario (or of an
+/// instance-side scenario's `peer.steps`, which fake-device does). Each variant is one action
+/// key; its result is what `capture` reads.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum DeviceAction {
+    /// A person starts a session at the terminal and shares it (`true`); result `{sessionId}`.
+    ShareSession(bool),
+    /// The person types this into the shared session (a turn with a device-made id); result
+    /// `{sessionId, turnId}`.
+    TerminalPrompt(String),
+    /// The person answers the oldest card waiting in the shared session at the terminal:
+    /// `allow` (allow once, the first option, approve) or `deny` (deny, dismiss); result
+    /// `{toolCallId}`.
+    AnswerCard(CardAnswer),
+    /// The terminal lets the shared session go (`true`); result `{sessionId}`.
+    LeaveSession(bool),
+    /// The session is deleted on the device, as its terminal would; result `{sessionId, told}`
+    /// (`told` false when no link was up: the delete is kept for the next one).
+    DeleteSession(String),
+    /// The `remote:` block is edited; the device relinks once no session works; result
+    /// `{roots, remote}`.
+    ChangeLimits(LimitsChange),
+    /// A person changes one personalization field at the device (`/settings`), which it writes
+    /// back to the instance; result `{status, body}` of the write.
+    SetPersonalization(PersonalizationChange),
+    /// A person opens `/usage` (`true`); result `{status_bar, page}`, or `{absent: true}` for an
+    /// instance without usage.
+    ShowUsage(bool),
+}
+
+/// How the person at the terminal answers a card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CardAnswer {
+    /// Allow once; the first option of each question; approve the plan in `edit`.
+    Allow,
+    /// Deny; dismiss the questions or the plan.
+    Deny,
+}
+
+/// An edit of the device's `remote:` block.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsChange {
+    /// Add a new (trusted) root directory, made for the run.
+    #[serde(default)]
+    pub add_root: bool,
+    /// Turn remote work on or off.
+    #[serde(default)]
+    pub remote: Option<bool>,
+}
+
+/// One personalization field changed at the device.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PersonalizationChange {
+    /// `personality`, `personality_custom` or `instructions`.
+    pub field: String,
+    /// Its new text.
+    pub value: String,
+}
 
 /// The device's own side.
 pub struct DeviceActor {
@@ -165,10 +229,12 @@ impl DeviceActor {
 impl Actor for DeviceActor {
     fn act<'a>(
         &'a self,
-        action: ActStep,
+        action: Value,
         timeout: Duration,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
         Box::pin(async move {
+            let action: DeviceAction = serde_json::from_value(action)
+                .map_err(|e| ActError::Failed(format!("not an action of fake-device: {e}")))?;
             self.act_now(action, timeout)
                 .await
                 .map_err(ActError::Failed)
@@ -177,40 +243,34 @@ impl Actor for DeviceActor {
 }
 
 impl DeviceActor {
-    async fn act_now(&self, action: ActStep, timeout: Duration) -> Result<Value, String> {
-        {
-            if action.share_session == Some(true) {
-                return self.share_session().await;
-            }
-            if let Some(text) = &action.terminal_prompt {
-                return self.terminal_prompt(text).await;
-            }
-            if let Some(answer) = action.answer_card {
+    async fn act_now(&self, action: DeviceAction, timeout: Duration) -> Result<Value, String> {
+        match action {
+            DeviceAction::ShareSession(true) => self.share_session().await,
+            DeviceAction::TerminalPrompt(text) => self.terminal_prompt(&text).await,
+            DeviceAction::AnswerCard(answer) => {
                 let call = self.sessions.answer_terminal_card(answer, timeout).await?;
-                return Ok(json!({ "toolCallId": call }));
+                Ok(json!({ "toolCallId": call }))
             }
-            if action.leave_session == Some(true) {
-                return self.leave_session();
+            DeviceAction::LeaveSession(true) => self.leave_session(),
+            DeviceAction::DeleteSession(id) => self.delete_session(&id).await,
+            DeviceAction::ChangeLimits(change) => {
+                self.change_limits(change.add_root, change.remote)
             }
-            if let Some(id) = &action.delete_session {
-                return self.delete_session(id).await;
-            }
-            if let Some(change) = &action.change_limits {
-                return self.change_limits(change.add_root, change.remote);
-            }
-            if let Some(change) = &action.set_personalization {
+            DeviceAction::SetPersonalization(change) => {
                 let answer = self
                     .sessions
                     .config
                     .account
                     .change(&change.field, &change.value)
                     .await?;
-                return Ok(json!({ "status": answer.status, "body": answer.body }));
+                Ok(json!({ "status": answer.status, "body": answer.body }))
             }
-            if action.show_usage == Some(true) {
-                return self.show_usage().await;
+            DeviceAction::ShowUsage(true) => self.show_usage().await,
+            DeviceAction::ShareSession(false)
+            | DeviceAction::LeaveSession(false)
+            | DeviceAction::ShowUsage(false) => {
+                Err("an action set to `false` does nothing: write `true`".into())
             }
-            Err("no action to do (`share_session: true`, `leave_session: true`, …)".into())
         }
     }
 }

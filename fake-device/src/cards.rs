@@ -11,7 +11,7 @@ use harness::jsonrpc::{METHOD_NOT_FOUND, RequestError};
 use harness::rules::ids;
 use serde_json::{Value, json};
 
-use harness::scenario::CardAnswer;
+use crate::actions::CardAnswer;
 use tokio::sync::oneshot;
 
 use crate::events::Client;

@@ -38,7 +38,7 @@ use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::Spec;
 use harness::rules::{Misbehaviours, ids};
-use harness::scenario::{AgentKind, Mode, Scenario};
+use harness::scenario::{AgentKind, Mode, Scenario, check_actions};
 
 use crate::actions::DeviceActor;
 use crate::agent::{AgentConfig, AgentModel};
@@ -183,6 +183,13 @@ pub async fn run(
     scenario: Option<Scenario>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
+    // The actions are this double's vocabulary: checked here, each against its own type.
+    if let Some(scenario) = &scenario {
+        check_actions::<actions::DeviceAction>(&scenario.steps, "steps", &scenario.source)
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
+    }
+    check_actions::<actions::DeviceAction>(&options.steps, "peer.steps", "the device's own steps")
+        .map_err(|e| StartError::Scenario(e.to_string()))?;
     let settings = scenario
         .as_ref()
         .and_then(|s| s.device.clone())

@@ -145,7 +145,7 @@ pub(crate) struct TerminalCard {
     /// Its toolCallId.
     pub call_id: String,
     /// Where the terminal's answer goes.
-    pub answer: oneshot::Sender<harness::scenario::CardAnswer>,
+    pub answer: oneshot::Sender<crate::actions::CardAnswer>,
 }
 
 pub(crate) fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
@@ -454,7 +454,7 @@ impl Sessions {
     /// waiting up to `within` for one to show; gives its toolCallId.
     pub async fn answer_terminal_card(
         &self,
-        answer: harness::scenario::CardAnswer,
+        answer: crate::actions::CardAnswer,
         within: Duration,
     ) -> Result<String, String> {
         let deadline = tokio::time::Instant::now() + within;
@@ -983,8 +983,12 @@ impl Sessions {
     }
 
     async fn title(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
-        let live = self.session(params).await?;
         let asked = param_str(params, "title")?;
+        if self.breaks(ids::DEVICE_SESSION_UNKNOWN) && self.session(params).await.is_err() {
+            // Misbehaving: a session it does not have is titled as if it did.
+            return Ok(json!({ "title": asked }));
+        }
+        let live = self.session(params).await?;
         // The spec bounds a title at 200 characters and answers with the title kept; a longer
         // one is cut rather than refused, the way the CLI's own titles are.
         let title: String = if self.breaks(ids::DEVICE_TITLE_LIMIT) {

@@ -50,12 +50,33 @@ fn an_act_step_needs_exactly_one_action_and_belongs_to_fake_device() {
     let err =
         harness::scenario::load_str(two, "x.yaml", Some(Side::Device)).expect_err("two actions");
     assert!(
-        err.to_string().contains("share_session and leave_session"),
+        err.to_string()
+            .contains("not `share_session` and `leave_session`"),
         "{err}"
     );
-    let instance = "name: x\nabout: y\nsteps:\n  - act: { share_session: true }\n";
-    let err = harness::scenario::load_str(instance, "x.yaml", Some(Side::Instance))
-        .expect_err("fake-instance has no such action");
-    assert!(err.to_string().contains("x.yaml:4"), "{err}");
-    assert!(err.to_string().contains("act.share_session"), "{err}");
+    // The loader knows no double's actions; each double reads its own, and fake-instance has
+    // no `share_session`.
+    let instance = "name: x\nabout: y\nsteps:\n  - wait: 1s\n  - act: { share_session: true }\n";
+    let scenario =
+        harness::scenario::load_str(instance, "x.yaml", Some(Side::Instance)).expect("it loads");
+    let err = harness::scenario::check_actions::<fake_instance::actions::WebAction>(
+        &scenario.steps,
+        "steps",
+        &scenario.source,
+    )
+    .expect_err("fake-instance has no such action");
+    assert!(err.to_string().contains("x.yaml:5"), "{err}");
+    assert!(err.to_string().contains("at `steps[1].act`"), "{err}");
+    assert!(
+        err.to_string().contains("unknown variant `share_session`"),
+        "{err}"
+    );
+    assert!(
+        harness::scenario::check_actions::<fake_device::actions::DeviceAction>(
+            &scenario.steps,
+            "steps",
+            &scenario.source,
+        )
+        .is_ok()
+    );
 }

@@ -18,6 +18,19 @@ fn instance(
     tokio::sync::oneshot::Sender<()>,
     std::thread::JoinHandle<()>,
 ) {
+    instance_doing(protocols, misbehave, Vec::new())
+}
+
+/// Like [`instance`], its web UI doing `steps` by itself (as the self-test's `peer.steps`).
+fn instance_doing(
+    protocols: Option<Vec<u8>>,
+    misbehave: &[&str],
+    steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
+) -> (
+    String,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
     let misbehave = Misbehaviours::parse(
@@ -43,6 +56,7 @@ fn instance(
                 spec: "1.1.0".into(),
             },
             patience: Duration::from_secs(5),
+            steps,
             ..fake_instance::Options::default()
         };
         let _ = runtime.block_on(fake_instance::run(
@@ -200,4 +214,58 @@ fn a_scenario_whose_web_ui_nobody_drives_is_not_applicable() {
     assert_eq!(strict, 1);
     // Said to be arranged, it runs: and nothing opens a chat here, so it fails.
     assert_eq!(arranged, 1, "{arranged_out}");
+}
+
+/// The web UI's own steps, read as a scenario's `peer.steps`.
+fn web_ui(steps: &str) -> Vec<harness::scenario::Spanned<harness::scenario::Step>> {
+    let yaml = format!("name: ui\nabout: ui\nsteps: []\npeer:\n  steps:\n{steps}");
+    harness::scenario::load_str(&yaml, "ui.yaml", None)
+        .expect("the web UI's steps load")
+        .peer
+        .steps
+}
+
+#[test]
+fn the_composer_must_name_the_chat_s_own_session() {
+    let root = tempfile::tempdir().expect("a root");
+    let root = root.path().display().to_string();
+    let arranged = [
+        "--arranged",
+        "open_chat,search_files,list_commands",
+        "--root",
+        &root,
+    ];
+    // The right session: passes.
+    let (url, stop, handle) = instance_doing(
+        None,
+        &[],
+        web_ui(
+            "    - act: { open_chat: {}, capture: { chat: sessionId } }\n    - act: { search_files: { chat: \"${chat}\", query: main } }\n    - act: { list_commands: { chat: \"${chat}\" } }\n",
+        ),
+    );
+    let (code, out, _) = run(&[
+        &["--instance", &url, "--scenario", "composer"][..],
+        &arranged,
+    ]
+    .concat());
+    let _ = stop.send(());
+    let _ = handle.join();
+    assert_eq!(code, 0, "{out}");
+    // Another session (a variable left unsubstituted, say): fails, naming the rule.
+    let (url, stop, handle) = instance_doing(
+        None,
+        &[],
+        web_ui(
+            "    - act: { open_chat: {} }\n    - act: { search_files: { chat: ses_not_the_chat, query: main } }\n    - act: { list_commands: { chat: ses_not_the_chat } }\n",
+        ),
+    );
+    let (code, out, _) = run(&[
+        &["--instance", &url, "--scenario", "composer"][..],
+        &arranged,
+    ]
+    .concat());
+    let _ = stop.send(());
+    let _ = handle.join();
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("instance.composer.capabilities"), "{out}");
 }

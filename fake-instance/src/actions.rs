@@ -9,10 +9,131 @@ use std::time::Duration;
 
 use harness::engine::{ActError, Actor, Hub};
 use harness::lembas::Discovery;
-use harness::scenario::ActStep;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::chats::Chats;
+
+/// What a person does in the web UI: an `act` step of a fake-instance scenario (or of a
+/// device-side scenario's `peer.steps`, which fake-instance does). Each variant is one action
+/// key; its result is what `capture` reads.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum WebAction {
+    /// Open a chat on the device (`session/new`); result `{sessionId}`.
+    OpenChat(OpenChat),
+    /// Write in a chat: a prompt with a new turn id, or a steer while a turn runs; result
+    /// `{turnId}` or `{steered: true}`.
+    Send(SendMessage),
+    /// Edit or regenerate from a turn (`_lembas/session/rewind`, then `text` as a new turn when
+    /// given); result `{reverted, turnId?}`.
+    Rewind(RewindChat),
+    /// Stop the chat's running turn (`session/cancel`); result `{sessionId}`.
+    Cancel(String),
+    /// Delete a chat (`_lembas/session/delete`, kept and sent again until answered); result
+    /// `{delivered}`.
+    DeleteChat(String),
+    /// The composer's `@` picker asks the device for files (`_lembas/files/search`); result the
+    /// device's answer.
+    SearchFiles(ComposerAsk),
+    /// The composer lists the device's commands (`_lembas/commands`); result the device's answer.
+    ListCommands(ComposerAsk),
+    /// Serve discovery with this `protocols` list from now on (`[]`: no list at all), as an
+    /// instance upgraded or rolled back between two dials; result `{protocols}`.
+    ServeProtocols(Vec<u8>),
+}
+
+/// What the web composer asks the device about: a chat's session, or a directory with no
+/// session yet.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ComposerAsk {
+    /// The chat (its session id).
+    #[serde(default)]
+    pub chat: Option<String>,
+    /// A directory, for a composer with no session yet.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// What the person typed after `@` (`search_files` only).
+    #[serde(default)]
+    pub query: Option<String>,
+    /// How many results (`search_files` only; the device's default when absent).
+    #[serde(default)]
+    pub limit: Option<u64>,
+}
+
+/// A chat to open.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenChat {
+    /// Its folder (default: the device's first root, from its hello).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Its mode (`plan`, `manual`, `edit`).
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// The chat's authored system prompt, sent as `Context` on session/new and every prompt
+    /// when the device lists `context`.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// The account's personalization (`{personality, personality_custom, instructions}` or
+    /// `null`), sent when the device lists `context`.
+    #[serde(default)]
+    pub personalization: Option<Value>,
+    /// The knowledge bases the chat may search (`{bases: [{id, name}]}`), sent when the device
+    /// lists `library`.
+    #[serde(default)]
+    pub library: Option<Value>,
+    /// Whether the model may write prototypes (`{offered, sources}`), sent when the device lists
+    /// `prototypes`.
+    #[serde(default)]
+    pub prototypes: Option<Value>,
+}
+
+/// A message written in a chat.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessage {
+    /// The chat (its session id).
+    pub chat: String,
+    /// What the person wrote.
+    pub text: String,
+    /// Files the person attached (a message with files always goes as a prompt).
+    #[serde(default)]
+    pub attach: Vec<AttachFile>,
+}
+
+/// A file attached in the web UI's composer.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachFile {
+    /// Its name.
+    pub name: String,
+    /// Its type (default: `text/plain` with `text`, else `application/octet-stream`); an
+    /// image type makes an `image` block.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+    /// Its text (a text file: a `resource` with `text`).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Its size in bytes, for a binary file or an image of made-up content.
+    #[serde(default)]
+    pub bytes: Option<usize>,
+}
+
+/// An edit or a regeneration from a turn.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RewindChat {
+    /// The chat (its session id).
+    pub chat: String,
+    /// The first turn to take back.
+    pub turn: String,
+    /// The message sent in its place (an edit; the same text: a regeneration).
+    #[serde(default)]
+    pub text: Option<String>,
+}
 
 /// The instance's own side.
 pub struct InstanceActor {
@@ -30,10 +151,12 @@ pub struct InstanceActor {
 impl Actor for InstanceActor {
     fn act<'a>(
         &'a self,
-        action: ActStep,
+        action: Value,
         timeout: Duration,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
         Box::pin(async move {
+            let action: WebAction = serde_json::from_value(action)
+                .map_err(|e| ActError::Failed(format!("not an action of fake-instance: {e}")))?;
             match self.act_now(action, timeout).await {
                 Err(ActError::NotApplicable(why)) if self.own_steps => {
                     tracing::info!("the web UI leaves an action out: {why}");
@@ -46,52 +169,54 @@ impl Actor for InstanceActor {
 }
 
 impl InstanceActor {
-    async fn act_now(&self, action: ActStep, timeout: Duration) -> Result<Value, ActError> {
-        {
-            if let Some(list) = &action.serve_protocols {
+    async fn act_now(&self, action: WebAction, timeout: Duration) -> Result<Value, ActError> {
+        match action {
+            WebAction::ServeProtocols(list) => {
                 let protocols = (!list.is_empty()).then(|| list.clone());
                 let mut discovery = self
                     .discovery
                     .write()
                     .map_err(|_| ActError::Failed("discovery is unavailable".into()))?;
                 *discovery = Discovery::for_protocols(protocols);
-                return Ok(json!({ "protocols": list }));
+                Ok(json!({ "protocols": list }))
             }
-            if let Some(chat) = &action.delete_chat {
+            WebAction::DeleteChat(chat) => {
                 // A delete is kept even with no device linked: it goes when one links.
                 let link = self.chats.ready_link(&self.hub, Duration::ZERO).await.ok();
-                return Ok(self.chats.delete(link, chat).await?);
+                Ok(self.chats.delete(link, &chat).await?)
             }
-            let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-            if let Some(open) = &action.open_chat {
+            WebAction::OpenChat(open) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
                 // `Context` fields the device did not list are left out, as the web UI does; a
                 // scenario that relies on them says so in its `needs`.
-                return Ok(self
+                Ok(self
                     .chats
                     .open(
                         &peer,
                         &facts,
                         open.cwd.as_deref(),
                         open.mode.as_deref(),
-                        context_of(open),
+                        context_of(&open),
                     )
-                    .await?);
+                    .await?)
             }
-            if let Some(send) = &action.send {
+            WebAction::Send(send) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
                 let careless = self
                     .chats
                     .misbehaves(harness::rules::ids::INSTANCE_PROMPT_BLOCKS);
                 if !send.attach.is_empty() && !careless {
                     unlisted(&facts, "attachments", "attached files")?;
                 }
-                return Ok(self
+                Ok(self
                     .chats
                     .send(&peer, &facts, &send.chat, &send.text, &send.attach)
-                    .await?);
+                    .await?)
             }
-            if let Some(rewind) = &action.rewind {
+            WebAction::Rewind(rewind) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
                 unlisted(&facts, "rewind", "a rewind")?;
-                return Ok(self
+                Ok(self
                     .chats
                     .rewind(
                         &peer,
@@ -100,46 +225,43 @@ impl InstanceActor {
                         &rewind.turn,
                         rewind.text.as_deref(),
                     )
-                    .await?);
+                    .await?)
             }
-            if let Some(chat) = &action.cancel {
-                self.chats.cancel(&peer, chat);
-                return Ok(json!({ "sessionId": chat }));
+            WebAction::Cancel(chat) => {
+                let (peer, _) = self.chats.ready_link(&self.hub, timeout).await?;
+                self.chats.cancel(&peer, &chat);
+                Ok(json!({ "sessionId": chat }))
             }
-            if let Some(ask) = &action.search_files {
-                let mut params = composer_params(ask)?;
+            WebAction::SearchFiles(ask) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                let mut params = composer_params(&ask)?;
                 params["query"] = json!(ask.query.clone().unwrap_or_default());
                 if let Some(limit) = ask.limit {
                     params["limit"] = json!(limit);
                 }
-                return self
-                    .composer(
-                        &peer,
-                        &facts,
-                        "files",
-                        "_lembas/files/search",
-                        params,
-                        timeout,
-                    )
-                    .await;
+                self.composer(
+                    &peer,
+                    &facts,
+                    "files",
+                    "_lembas/files/search",
+                    params,
+                    timeout,
+                )
+                .await
             }
-            if let Some(ask) = &action.list_commands {
-                let params = composer_params(ask)?;
-                return self
-                    .composer(
-                        &peer,
-                        &facts,
-                        "commands",
-                        "_lembas/commands",
-                        params,
-                        timeout,
-                    )
-                    .await;
+            WebAction::ListCommands(ask) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                let params = composer_params(&ask)?;
+                self.composer(
+                    &peer,
+                    &facts,
+                    "commands",
+                    "_lembas/commands",
+                    params,
+                    timeout,
+                )
+                .await
             }
-            Err(ActError::Failed(format!(
-                "fake-instance has no action `{}`",
-                action.actions().join(", ")
-            )))
         }
     }
 }
@@ -191,7 +313,7 @@ impl InstanceActor {
 }
 
 /// The params naming what the composer is about: a chat's session or a directory.
-fn composer_params(ask: &harness::scenario::ComposerAsk) -> Result<Value, ActError> {
+fn composer_params(ask: &ComposerAsk) -> Result<Value, ActError> {
     match (&ask.chat, &ask.cwd) {
         (Some(chat), _) => Ok(json!({ "sessionId": chat })),
         (None, Some(cwd)) => Ok(json!({ "cwd": cwd })),
@@ -200,7 +322,7 @@ fn composer_params(ask: &harness::scenario::ComposerAsk) -> Result<Value, ActErr
 }
 
 /// The `Context` fields a chat is opened with.
-fn context_of(open: &harness::scenario::OpenChat) -> serde_json::Map<String, Value> {
+fn context_of(open: &OpenChat) -> serde_json::Map<String, Value> {
     let mut context = serde_json::Map::new();
     if let Some(prompt) = &open.system_prompt {
         context.insert("system_prompt".into(), json!(prompt));

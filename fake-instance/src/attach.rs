@@ -3,8 +3,8 @@
 //! `text`, any other file as a `resource` with a base64 `blob`. The web UI refuses what is over
 //! the limits (10 MB a file, 25 MB a message, decoded) before anything is sent.
 
+use crate::actions::AttachFile;
 use base64::Engine;
-use harness::scenario::AttachFile;
 use serde_json::{Value, json};
 
 /// The most one file may hold.

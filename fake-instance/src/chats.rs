@@ -535,7 +535,7 @@ impl Chats {
         facts: &LinkFacts,
         chat: &str,
         text: &str,
-        attach: &[harness::scenario::AttachFile],
+        attach: &[crate::actions::AttachFile],
     ) -> Result<Value, String> {
         let running = self
             .chat(chat)

@@ -27,7 +27,7 @@ use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::{Discovery, LINK_PATH, Spec};
 use harness::rules::Misbehaviours;
-use harness::scenario::{CardPolicy, InstanceSettings, Scenario, Spanned, Step};
+use harness::scenario::{CardPolicy, InstanceSettings, Scenario, Spanned, Step, check_actions};
 use harness::transport::FrameLimits;
 use serde_json::json;
 
@@ -165,6 +165,13 @@ pub async fn run(
 ) -> Result<Finished, StartError> {
     let spec = Spec::parse(&options.cell.spec)
         .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
+    // The actions are this double's vocabulary: checked here, each against its own type.
+    if let Some(scenario) = &scenario {
+        check_actions::<actions::WebAction>(&scenario.steps, "steps", &scenario.source)
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
+    }
+    check_actions::<actions::WebAction>(&options.steps, "peer.steps", "the web UI's own steps")
+        .map_err(|e| StartError::Scenario(e.to_string()))?;
     let settings = scenario
         .as_ref()
         .and_then(|s| s.instance.clone())

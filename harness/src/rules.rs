@@ -120,6 +120,7 @@ pub mod ids {
     rule_ids! {
     DEVICE_HELLO_FIRST = "device.hello.first",
     DEVICE_LINK_DIAL = "device.link.dial",
+    DEVICE_SESSION_UNKNOWN = "device.session.unknown",
     DEVICE_PROMPT_ANSWER = "device.prompt.answer",
     DEVICE_TURN_STREAM = "device.turn.stream",
     DEVICE_PERMISSION_ASK = "device.permission.ask",

@@ -1113,3 +1113,48 @@ async fn an_answer_pattern_accepts_either_reading() {
         assert_eq!(outcome.verdict(), Verdict::Passed, "{reply}");
     }
 }
+
+/// An actor that records the actions it is given and answers with a session id.
+#[derive(Default)]
+struct Recorder(std::sync::Mutex<Vec<Value>>);
+impl harness::engine::Actor for Recorder {
+    fn act<'a>(
+        &'a self,
+        action: Value,
+        _timeout: Duration,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Value, harness::engine::ActError>> + Send + 'a>,
+    > {
+        self.0.lock().expect("lock").push(action);
+        Box::pin(async { Ok(json!({ "sessionId": "ses_42" })) })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_action_gets_its_variables_substituted_wherever_they_stand() {
+    let s = setup(
+        "steps:\n  - act: { open: {}, capture: { chat: sessionId } }\n  - act: { ask: { chat: \"${chat}\", deep: [{ also: \"in ${chat} too\" }] } }\n",
+    );
+    let recorder = Arc::new(Recorder::default());
+    let outcome = runner(&s.hub, &s.scenario)
+        .with_actor(recorder.clone())
+        .run(&s.scenario)
+        .await;
+    assert_eq!(outcome.verdict(), Verdict::Passed);
+    let actions = recorder.0.lock().expect("lock").clone();
+    assert_eq!(
+        actions[1],
+        json!({ "ask": { "chat": "ses_42", "deep": [{ "also": "in ses_42 too" }] } })
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_expect_captures_what_this_double_answered_the_request() {
+    let s = setup(
+        "timeout: 1s\nsteps:\n  - expect: { method: session/new, capture: { code: answer.error.code, asked: params.cwd } }\n  - check: { that: \"${code}\", matches: -32601, rule: device.hello.first }\n",
+    );
+    s.remote
+        .send(request(json!(7), "session/new", json!({ "cwd": "/w" })));
+    let (outcome, _) = run(&s).await;
+    assert_eq!(outcome.verdict(), Verdict::Passed, "{outcome:?}");
+}

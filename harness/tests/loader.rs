@@ -674,3 +674,56 @@ fn handler_params_may_use_only_what_is_known_at_the_start() {
         None,
     );
 }
+
+#[test]
+fn an_act_holds_exactly_one_action_beside_capture_and_timeout() {
+    let e = load_err(
+        "steps:\n  - act: { open_chat: {}, send: { chat: c, text: t } }\n",
+        None,
+    );
+    assert!(
+        e.message
+            .contains("needs exactly one action, not `open_chat` and `send`"),
+        "{e}"
+    );
+    assert_eq!(e.line, Some(4), "{e}");
+    let e = load_err("steps:\n  - act: { capture: { x: sessionId } }\n", None);
+    assert!(e.message.contains("not none"), "{e}");
+    let fine = load_ok(
+        "steps:\n  - act: { whatever_the_double_says: { a: 1 }, capture: { x: y }, timeout: 2s }\n",
+        None,
+    );
+    let harness::scenario::Step::Act(act) = &fine.steps[0].value else {
+        panic!("an act step");
+    };
+    assert_eq!(act.name, "whatever_the_double_says");
+    assert_eq!(
+        act.action(),
+        serde_json::json!({ "whatever_the_double_says": { "a": 1 } })
+    );
+    assert_eq!(act.capture.get("x").map(String::as_str), Some("y"));
+}
+
+#[test]
+fn check_actions_reads_each_act_as_the_double_s_type_and_locates_the_fault() {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "snake_case", deny_unknown_fields)]
+    #[allow(dead_code)]
+    enum Own {
+        Open { cwd: String },
+    }
+    let scenario = load_ok(
+        "steps:\n  - wait: 1s\n  - when:\n      protocol: 2\n      steps:\n        - act: { open: { cwd: /w, bogus: 1 } }\n",
+        None,
+    );
+    let e = harness::scenario::check_actions::<Own>(&scenario.steps, "steps", FILE)
+        .expect_err("bogus is no field of `open`");
+    assert_eq!(
+        e.key_path.as_deref(),
+        Some("steps[1].when.steps[0].act.open.bogus")
+    );
+    assert_eq!(e.line, Some(8), "{e}");
+    assert!(e.message.contains("unknown field `bogus`"), "{e}");
+    let fine = load_ok("steps:\n  - act: { open: { cwd: /w } }\n", None);
+    assert!(harness::scenario::check_actions::<Own>(&fine.steps, "steps", FILE).is_ok());
+}

@@ -4,11 +4,17 @@
 pub mod selftest;
 
 /// The scenario format's JSON Schema, whole: the harness's model with the sections the doubles
-/// type themselves (fake-instance's `instance.http`) in place.
+/// type themselves (fake-instance's `instance.http`) and both doubles' actions in place.
 pub fn scenario_schema() -> String {
-    use harness::scenario::schema::{Section, json_schema_with};
-    json_schema_with(&[Section::of::<fake_instance::http::HttpConfig>(
-        "InstanceSettings",
-        "http",
-    )])
+    use harness::scenario::schema::{Section, actions_of, json_schema_with};
+    json_schema_with(
+        &[Section::of::<fake_instance::http::HttpConfig>(
+            "InstanceSettings",
+            "http",
+        )],
+        &[
+            actions_of::<fake_instance::actions::WebAction>,
+            actions_of::<fake_device::actions::DeviceAction>,
+        ],
+    )
 }

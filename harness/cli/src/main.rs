@@ -47,6 +47,31 @@ enum Command {
     Rules,
 }
 
+/// Loads a scenario and checks its actions against the doubles that do them: its own steps'
+/// against its double's, its `peer.steps` against the other's.
+fn load_checked(
+    load: impl FnOnce() -> Result<harness::scenario::Scenario, harness::scenario::LoadError>,
+    side: Option<Side>,
+) -> Result<harness::scenario::Scenario, harness::scenario::LoadError> {
+    use fake_device::actions::DeviceAction;
+    use fake_instance::actions::WebAction;
+    use harness::scenario::check_actions;
+    let scenario = load()?;
+    let file = scenario.source.clone();
+    match side {
+        Some(Side::Instance) => {
+            check_actions::<WebAction>(&scenario.steps, "steps", &file)?;
+            check_actions::<DeviceAction>(&scenario.peer.steps, "peer.steps", &file)?;
+        }
+        Some(Side::Device) => {
+            check_actions::<DeviceAction>(&scenario.steps, "steps", &file)?;
+            check_actions::<WebAction>(&scenario.peer.steps, "peer.steps", &file)?;
+        }
+        None => {}
+    }
+    Ok(scenario)
+}
+
 fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
     let side = side.map(|s| {
         if s == "instance" {
@@ -59,7 +84,7 @@ fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
     if files.is_empty() {
         for side in [Side::Instance, Side::Device] {
             for embedded in harness::scenario::catalogue::embedded(side) {
-                match embedded.load() {
+                match load_checked(|| embedded.load(), Some(side)) {
                     Ok(s) => {
                         let _ =
                             writeln!(std::io::stdout(), "ok    {} ({})", embedded.label(), s.name);
@@ -73,7 +98,8 @@ fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
         }
     }
     for file in files {
-        match load_file(file, side) {
+        let side = side.or_else(|| Side::from_path(file));
+        match load_checked(|| load_file(file, side), side) {
             Ok(s) => {
                 let _ = writeln!(std::io::stdout(), "ok    {} ({})", file.display(), s.name);
             }

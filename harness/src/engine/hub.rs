@@ -54,6 +54,9 @@ pub struct LinkRecord {
     pub closed: Option<Option<CloseInfo>>,
 }
 
+/// How many of its own answers a hub keeps for captures (the oldest go first).
+const ANSWERS_KEPT: usize = 1024;
+
 /// The meeting point of links, scenario and model.
 pub struct Hub {
     journal: Arc<Journal>,
@@ -67,6 +70,10 @@ pub struct Hub {
     links: Mutex<Vec<LinkRecord>>,
     links_changed: Notify,
     held: Mutex<Vec<(u32, Value)>>,
+    /// The answers this double sent, newest last (link, request id, `{result}` or `{error}`),
+    /// for a step that captures what the double answered a request it expected.
+    answers: Mutex<std::collections::VecDeque<(u32, Value, Value)>>,
+    answers_changed: Notify,
     /// The last link number given out (links may open at once: numbers are reserved here).
     next_link: std::sync::atomic::AtomicU32,
     me: Weak<Hub>,
@@ -91,6 +98,7 @@ impl Dispatch for HubDispatch {
     fn on_sent(&self, peer: &Arc<Peer>, message: &Value) {
         if let Some(hub) = self.0.upgrade() {
             hub.behaviour.observe_sent(&hub, peer, message);
+            hub.answered(peer.link(), message);
         }
     }
 }
@@ -114,6 +122,8 @@ impl Hub {
             links: Mutex::new(Vec::new()),
             links_changed: Notify::new(),
             held: Mutex::new(Vec::new()),
+            answers: Mutex::new(std::collections::VecDeque::new()),
+            answers_changed: Notify::new(),
             next_link: std::sync::atomic::AtomicU32::new(0),
             me: me.clone(),
         })
@@ -272,6 +282,48 @@ impl Hub {
             held_id == id && link.is_none_or(|l| l == *held_link)
         })?;
         Some(held.remove(at).0)
+    }
+
+    /// Keeps an answer this double sent (a response: an id, a result or an error, no method).
+    fn answered(&self, link: u32, message: &Value) {
+        let (Some(id), None) = (message.get("id"), message.get("method")) else {
+            return;
+        };
+        let answer = match (message.get("result"), message.get("error")) {
+            (Some(result), _) => json!({ "result": result }),
+            (None, Some(error)) => json!({ "error": error }),
+            (None, None) => return,
+        };
+        if let Ok(mut answers) = self.answers.lock() {
+            if answers.len() == ANSWERS_KEPT {
+                answers.pop_front();
+            }
+            answers.push_back((link, id.clone(), answer));
+        }
+        self.answers_changed.notify_waiters();
+    }
+
+    /// Waits until this double has answered request `id` of `link`, at most until the deadline;
+    /// gives its answer, `{result}` or `{error}`.
+    pub async fn wait_answer(&self, link: u32, id: &Value, deadline: Instant) -> Option<Value> {
+        loop {
+            let changed = self.answers_changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let found = self.answers.lock().ok().and_then(|answers| {
+                answers
+                    .iter()
+                    .rev()
+                    .find(|(l, i, _)| *l == link && i == id)
+                    .map(|(_, _, answer)| answer.clone())
+            });
+            if found.is_some() {
+                return found;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return None;
+            }
+        }
     }
 
     /// The link with this number.

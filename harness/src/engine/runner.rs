@@ -163,11 +163,12 @@ impl RunOutcome {
 /// A double that acts off the link (fake-device: a person at its terminal, its settings);
 /// `act` steps use it.
 pub trait Actor: Send + Sync {
-    /// Does the step's one action (its strings already substituted), within `timeout`; gives
-    /// the action's result for `capture`, or why it could not be done (or does not apply).
+    /// Does the step's one action, `{name: value}` with every `${...}` in it substituted, within
+    /// `timeout`: the double reads it as its own action type. Gives the action's result for
+    /// `capture`, or why it could not be done (or does not apply).
     fn act<'a>(
         &'a self,
-        action: ActStep,
+        action: Value,
         timeout: Duration,
     ) -> Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>>;
 }
@@ -838,6 +839,34 @@ impl Runner {
         Ok((wanted, pattern))
     }
 
+    /// The matched message with `answer` beside its fields when a capture reads it (`capture:
+    /// { chat: answer.result.sessionId }`): what this double answered the request, waited for
+    /// until the step's deadline.
+    async fn with_answer(
+        &self,
+        message: &Value,
+        link: u32,
+        paths: &Captures,
+        deadline: Instant,
+    ) -> Result<Value, String> {
+        let wants_answer = paths
+            .values()
+            .any(|p| p == "answer" || p.starts_with("answer.") || p.starts_with("answer["));
+        let Some(id) = message.get("id").filter(|_| wants_answer) else {
+            return Ok(message.clone());
+        };
+        match self.hub.wait_answer(link, id, deadline).await {
+            Some(answer) => {
+                let mut message = message.clone();
+                message["answer"] = answer;
+                Ok(message)
+            }
+            None => Err(format!(
+                "this double did not answer request {id} before the step's deadline, so `answer` cannot be captured (a request held by a handler is answered by a `reply`)"
+            )),
+        }
+    }
+
     /// Where the run stands now, so a timed-out wait can say what came during it.
     fn mark(&self) -> Mark {
         Mark {
@@ -967,15 +996,19 @@ impl Runner {
             return Outcome::NotApplicable(why);
         }
         let since = self.mark();
-        match self
-            .hub
-            .inbox
-            .wait_take(&pattern, 0, Instant::now() + timeout)
-            .await
-        {
+        let deadline = Instant::now() + timeout;
+        match self.hub.inbox.wait_take(&pattern, 0, deadline).await {
             Some((entry, outcome)) => {
                 self.focus_on(entry.link);
-                match self.capture(&entry.message, &outcome, &e.capture, Some(entry.link)) {
+                let message = match self
+                    .with_answer(&entry.message, entry.link, &e.capture, deadline)
+                    .await
+                {
+                    Ok(message) => message,
+                    // Our own answer is missing (a held request): the scenario's doing.
+                    Err(why) => return Outcome::Error(why),
+                };
+                match self.capture(&message, &outcome, &e.capture, Some(entry.link)) {
                     Ok(()) => Outcome::Passed,
                     Err(err) => Outcome::failed(Failure {
                         rule: e.rule.clone(),
@@ -1297,52 +1330,12 @@ impl Runner {
         let Some(actor) = &self.actor else {
             return Outcome::Error("this double has no actions".into());
         };
-        let mut action = a.clone();
-        if let Some(open) = &mut action.open_chat {
-            for value in [
-                &mut open.personalization,
-                &mut open.library,
-                &mut open.prototypes,
-            ]
-            .into_iter()
-            .flatten()
-            {
-                match self.render(value) {
-                    Ok(rendered) => *value = rendered,
-                    Err(e) => return Outcome::Error(e),
-                }
-            }
-        }
-        let mut texts: Vec<&mut String> = [
-            &mut action.terminal_prompt,
-            &mut action.delete_session,
-            &mut action.cancel,
-            &mut action.delete_chat,
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        if let Some(open) = &mut action.open_chat {
-            texts.extend(open.cwd.as_mut());
-            texts.extend(open.mode.as_mut());
-            texts.extend(open.system_prompt.as_mut());
-        }
-        if let Some(send) = &mut action.send {
-            texts.push(&mut send.chat);
-            texts.push(&mut send.text);
-        }
-        if let Some(rewind) = &mut action.rewind {
-            texts.push(&mut rewind.chat);
-            texts.push(&mut rewind.turn);
-            texts.extend(rewind.text.as_mut());
-        }
-        for text in texts {
-            match self.render(&json!(text)) {
-                Ok(Value::String(rendered)) => *text = rendered,
-                Ok(other) => *text = other.to_string(),
-                Err(e) => return Outcome::Error(e),
-            }
-        }
+        // Substituted across the whole action, whatever its keys: the engine does not know
+        // which of a double's fields may hold a variable, so every one may.
+        let action = match self.render(&a.action()) {
+            Ok(action) => action,
+            Err(e) => return Outcome::Error(e),
+        };
         let result = match actor.act(action, self.timeout(a.timeout)).await {
             Ok(result) => result,
             Err(ActError::NotApplicable(why)) => return Outcome::NotApplicable(why),
@@ -1527,7 +1520,7 @@ pub fn title(step: &Step) -> String {
             Some(status) => format!("dial, expecting refusal {status}"),
             None => "dial".into(),
         },
-        Step::Act(a) => format!("act: {}", a.actions().join(", ")),
+        Step::Act(a) => format!("act: {}", a.name),
         Step::When(w) => match &w.that {
             Some(that) => format!("when {}", describe_value(that).trim_matches('`')),
             None => "when".into(),

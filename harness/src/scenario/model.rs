@@ -57,6 +57,10 @@ pub struct Scenario {
     /// What to do and expect, in order.
     #[schemars(with = "Vec<Step>")]
     pub steps: Vec<Spanned<Step>>,
+    /// The file it was read from (or its embedded name), for errors found after loading.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub source: String,
 }
 
 impl Scenario {
@@ -75,6 +79,7 @@ impl Scenario {
             peer: PeerSetup::default(),
             handlers: Vec::new(),
             steps,
+            source: name.into(),
         }
     }
 }
@@ -210,12 +215,10 @@ impl PeerSetup {
         .map(|(name, _)| name.to_string())
         .collect();
         for step in &self.steps {
-            if let Step::Act(act) = &step.value {
-                for action in act.actions() {
-                    if !needs.iter().any(|n| n == action) {
-                        needs.push(action.to_string());
-                    }
-                }
+            if let Step::Act(act) = &step.value
+                && !needs.contains(&act.name)
+            {
+                needs.push(act.name.clone());
             }
         }
         needs
@@ -528,8 +531,8 @@ pub enum Step {
     ExpectNoReconnect(ExpectNoReconnectStep),
     /// Dial the instance (fake-device only): a fresh link, or an expected refusal.
     Dial(DialStep),
-    /// Act as the double's own side would, off the link: a person at the device's terminal, a
-    /// change of the device's settings (fake-device).
+    /// Act as the double's own side would, off the link: a person in LLeMbas's web UI
+    /// (fake-instance), a person at the device or an edit of its settings (fake-device).
     Act(Box<ActStep>),
     /// Run these steps only in the cells that match.
     When(WhenStep),
@@ -809,230 +812,81 @@ pub struct DialStep {
     pub timeout: Option<Dur>,
 }
 
-/// An action of the double's own side. Exactly one action key; `capture` reads its result.
-///
-/// fake-device's actions play a person at the device: `share_session` (a session started at the
-/// terminal and shared; result `{sessionId}`), `terminal_prompt` (text typed into it; result
-/// `{sessionId, turnId}`), `answer_card` (the oldest card of the shared session answered at the
-/// terminal; result `{toolCallId}`), `leave_session` (result `{sessionId}`), `delete_session`
-/// (deleted on the device; result `{sessionId, told}`, `told` false when no link was up), and
-/// `change_limits` (the `remote:` block edited; result `{roots, remote}`).
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// An action of the double's own side: exactly one action key, whose vocabulary is the double's
+/// (fake-instance plays a person in LLeMbas's web UI, fake-device a person at the device; each
+/// reads its actions into a type of its own), beside `capture` and `timeout`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct ActStep {
-    /// fake-device: start a session at the terminal and share it (`true`).
-    #[serde(default)]
-    pub share_session: Option<bool>,
-    /// fake-device: the person types this into the shared session (a turn with a device-made id).
-    #[serde(default)]
-    pub terminal_prompt: Option<String>,
-    /// fake-device: answer the oldest card waiting in the shared session at the terminal:
-    /// `allow` (allow once, the first option, approve), or `deny` (deny, dismiss).
-    #[serde(default)]
-    pub answer_card: Option<CardAnswer>,
-    /// fake-device: the terminal lets the shared session go (`true`).
-    #[serde(default)]
-    pub leave_session: Option<bool>,
-    /// fake-device: delete this session on the device, as its terminal would.
-    #[serde(default)]
-    pub delete_session: Option<String>,
-    /// fake-device: edit its `remote:` block; the device relinks once no session works.
-    #[serde(default)]
-    pub change_limits: Option<LimitsChange>,
-    /// fake-device: a person changes one personalization field at the device (`/settings`),
-    /// which it writes back to the instance; result `{status, body}` of the write.
-    #[serde(default)]
-    pub set_personalization: Option<PersonalizationChange>,
-    /// fake-device: a person opens `/usage` (`true`); result `{status_bar, page}`, or
-    /// `{absent: true}` for an instance without usage.
-    #[serde(default)]
-    pub show_usage: Option<bool>,
-    /// fake-instance: open a chat on the device (`session/new`); result `{sessionId}`.
-    #[serde(default)]
-    pub open_chat: Option<OpenChat>,
-    /// fake-instance: the person writes in a chat: a prompt with a new turn id, or a steer
-    /// while a turn runs; result `{turnId}` or `{steered: true}`.
-    #[serde(default)]
-    pub send: Option<SendMessage>,
-    /// fake-instance: edit or regenerate from a turn (`_lembas/session/rewind`, then `text` as a
-    /// new turn when given); result `{reverted, turnId?}`.
-    #[serde(default)]
-    pub rewind: Option<RewindChat>,
-    /// fake-instance: stop the chat's running turn (`session/cancel`).
-    #[serde(default)]
-    pub cancel: Option<String>,
-    /// fake-instance: delete a chat (`_lembas/session/delete`, kept and sent again until
-    /// answered); result `{delivered}`.
-    #[serde(default)]
-    pub delete_chat: Option<String>,
-    /// fake-instance: the composer's `@` picker asks the device for files
-    /// (`_lembas/files/search`); result the device's answer.
-    #[serde(default)]
-    pub search_files: Option<ComposerAsk>,
-    /// fake-instance: the composer lists the device's commands (`_lembas/commands`); result
-    /// the device's answer.
-    #[serde(default)]
-    pub list_commands: Option<ComposerAsk>,
-    /// fake-instance: serve discovery with this `protocols` list from now on (`[]`: no list at
-    /// all), as an instance upgraded or rolled back between two dials; result `{protocols}`.
-    #[serde(default)]
-    pub serve_protocols: Option<Vec<u8>>,
+    /// The action's name (`open_chat`, `share_session`).
+    pub name: String,
+    /// What the action says, as written (`${...}` is substituted across all of it when it runs).
+    pub value: Value,
     /// Variables from the action's result: `name: path` (`sessionId`, `turnId`, …).
-    #[serde(default)]
     pub capture: Captures,
     /// This step's deadline (for actions that wait, like `answer_card` for a card to show).
-    #[serde(default)]
     pub timeout: Option<Dur>,
 }
 
 impl ActStep {
-    /// The action keys that are set, by name.
-    pub fn actions(&self) -> Vec<&'static str> {
-        [
-            ("share_session", self.share_session.is_some()),
-            ("terminal_prompt", self.terminal_prompt.is_some()),
-            ("answer_card", self.answer_card.is_some()),
-            ("leave_session", self.leave_session.is_some()),
-            ("delete_session", self.delete_session.is_some()),
-            ("change_limits", self.change_limits.is_some()),
-            ("set_personalization", self.set_personalization.is_some()),
-            ("show_usage", self.show_usage.is_some()),
-            ("open_chat", self.open_chat.is_some()),
-            ("send", self.send.is_some()),
-            ("rewind", self.rewind.is_some()),
-            ("cancel", self.cancel.is_some()),
-            ("delete_chat", self.delete_chat.is_some()),
-            ("serve_protocols", self.serve_protocols.is_some()),
-            ("search_files", self.search_files.is_some()),
-            ("list_commands", self.list_commands.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(name, set)| set.then_some(name))
-        .collect()
+    /// The action as a one-key mapping, `{name: value}`: what a double's action type reads.
+    pub fn action(&self) -> Value {
+        let mut action = serde_json::Map::new();
+        action.insert(self.name.clone(), self.value.clone());
+        Value::Object(action)
     }
 }
 
-/// What the web composer asks the device about: a chat's session, or a directory with no
-/// session yet.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ComposerAsk {
-    /// The chat (its session id).
-    #[serde(default)]
-    pub chat: Option<String>,
-    /// A directory, for a composer with no session yet.
-    #[serde(default)]
-    pub cwd: Option<String>,
-    /// What the person typed after `@` (`search_files` only).
-    #[serde(default)]
-    pub query: Option<String>,
-    /// How many results (`search_files` only; the device's default when absent).
-    #[serde(default)]
-    pub limit: Option<u64>,
+impl<'de> Deserialize<'de> for ActStep {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut fields = serde_json::Map::<String, Value>::deserialize(deserializer)?;
+        let capture = match fields.remove("capture") {
+            Some(value) => serde_json::from_value(value)
+                .map_err(|e| D::Error::custom(format!("`capture`: {e}")))?,
+            None => Captures::new(),
+        };
+        let timeout = match fields.remove("timeout") {
+            Some(value) => Some(
+                serde_json::from_value(value)
+                    .map_err(|e| D::Error::custom(format!("`timeout`: {e}")))?,
+            ),
+            None => None,
+        };
+        let mut actions = fields.into_iter();
+        match (actions.next(), actions.next()) {
+            (Some((name, value)), None) => Ok(ActStep {
+                name,
+                value,
+                capture,
+                timeout,
+            }),
+            (None, _) => Err(D::Error::custom(
+                "needs exactly one action (see the format reference's `act`), not none",
+            )),
+            (Some((first, _)), Some((second, _))) => Err(D::Error::custom(format!(
+                "needs exactly one action, not `{first}` and `{second}`"
+            ))),
+        }
+    }
 }
 
-/// One personalization field changed at the device.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PersonalizationChange {
-    /// `personality`, `personality_custom` or `instructions`.
-    pub field: String,
-    /// Its new text.
-    pub value: String,
-}
+impl JsonSchema for ActStep {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ActStep".into()
+    }
 
-/// A chat to open.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OpenChat {
-    /// Its folder (default: the device's first root, from its hello).
-    #[serde(default)]
-    pub cwd: Option<String>,
-    /// Its mode (`plan`, `manual`, `edit`).
-    #[serde(default)]
-    pub mode: Option<String>,
-    /// The chat's authored system prompt, sent as `Context` on session/new and every prompt
-    /// when the device lists `context`.
-    #[serde(default)]
-    pub system_prompt: Option<String>,
-    /// The account's personalization (`{personality, personality_custom, instructions}` or
-    /// `null`), sent when the device lists `context`.
-    #[serde(default)]
-    pub personalization: Option<Value>,
-    /// The knowledge bases the chat may search (`{bases: [{id, name}]}`), sent when the device
-    /// lists `library`.
-    #[serde(default)]
-    pub library: Option<Value>,
-    /// Whether the model may write prototypes (`{offered, sources}`), sent when the device lists
-    /// `prototypes`.
-    #[serde(default)]
-    pub prototypes: Option<Value>,
-}
-
-/// A message written in a chat.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SendMessage {
-    /// The chat (its session id).
-    pub chat: String,
-    /// What the person wrote.
-    pub text: String,
-    /// Files the person attached (a message with files always goes as a prompt).
-    #[serde(default)]
-    pub attach: Vec<AttachFile>,
-}
-
-/// A file attached in the web UI's composer.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AttachFile {
-    /// Its name.
-    pub name: String,
-    /// Its type (default: `text/plain` with `text`, else `application/octet-stream`); an
-    /// image type makes an `image` block.
-    #[serde(default)]
-    pub mime_type: Option<String>,
-    /// Its text (a text file: a `resource` with `text`).
-    #[serde(default)]
-    pub text: Option<String>,
-    /// Its size in bytes, for a binary file or an image of made-up content.
-    #[serde(default)]
-    pub bytes: Option<usize>,
-}
-
-/// An edit or a regeneration from a turn.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RewindChat {
-    /// The chat (its session id).
-    pub chat: String,
-    /// The first turn to take back.
-    pub turn: String,
-    /// The message sent in its place (an edit; the same text: a regeneration).
-    #[serde(default)]
-    pub text: Option<String>,
-}
-
-/// How the person at the terminal answers a card.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CardAnswer {
-    /// Allow once; the first option of each question; approve the plan in `edit`.
-    Allow,
-    /// Deny; dismiss the questions or the plan.
-    Deny,
-}
-
-/// An edit of the device's `remote:` block.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LimitsChange {
-    /// Add a new (trusted) root directory, made for the run.
-    #[serde(default)]
-    pub add_root: bool,
-    /// Turn remote work on or off.
-    #[serde(default)]
-    pub remote: Option<bool>,
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // The actions are the doubles' own: `harness schema` puts their schemas in place.
+        schemars::json_schema!({
+            "type": "object",
+            "description": "One action of the double's own side, with `capture` (variables from its result) and `timeout`.",
+            "properties": {
+                "capture": { "type": "object", "additionalProperties": { "type": "string" } },
+                "timeout": { "type": "string" }
+            },
+            "minProperties": 1
+        })
+    }
 }
 
 /// Steps that run only in some cells, or only when a value (a capture) matches a pattern: for

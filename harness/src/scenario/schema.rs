@@ -33,17 +33,44 @@ impl Section {
 
 /// The schema as pretty JSON, ending in a newline (sections typed elsewhere stay open JSON).
 pub fn json_schema() -> String {
-    json_schema_with(&[])
+    json_schema_with(&[], &[])
 }
 
-/// The schema with these sections' types in place of open JSON.
-pub fn json_schema_with(sections: &[Section]) -> String {
+/// The schema of a double's action type: an externally tagged enum, one action key a variant.
+pub type Actions = fn(&mut SchemaGenerator) -> Schema;
+
+/// The schema of a double's action type `A`.
+pub fn actions_of<A: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    generator.subschema_for::<A>()
+}
+
+/// The schema with these sections' types in place of open JSON, and every double's actions as
+/// the keys an `act` step may hold.
+pub fn json_schema_with(sections: &[Section], actions: &[Actions]) -> String {
     let mut generator = SchemaGenerator::new(SchemaSettings::draft2020_12());
     let typed: Vec<(&Section, Schema)> = sections
         .iter()
         .map(|s| (s, (s.schema)(&mut generator)))
         .collect();
+    let action_refs: Vec<Schema> = actions.iter().map(|a| a(&mut generator)).collect();
     let mut schema = generator.into_root_schema_for::<Scenario>();
+    let action_keys = action_properties(&schema, &action_refs);
+    if let Some(act) = schema
+        .pointer_mut("/$defs/ActStep/properties")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        act.extend(action_keys);
+    }
+    if !actions.is_empty()
+        && let Some(act) = schema
+            .pointer_mut("/$defs/ActStep")
+            .and_then(serde_json::Value::as_object_mut)
+    {
+        act.insert(
+            "additionalProperties".into(),
+            serde_json::Value::Bool(false),
+        );
+    }
     for (section, typed) in typed {
         let pointer = format!(
             "/$defs/{}/properties/{}",
@@ -61,4 +88,46 @@ pub fn json_schema_with(sections: &[Section]) -> String {
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// Each action key of the doubles' action types, with its schema and description: the variants
+/// of each (an externally tagged enum's `oneOf`, each an object of one required key).
+fn action_properties(
+    schema: &Schema,
+    refs: &[Schema],
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut keys = serde_json::Map::new();
+    for reference in refs {
+        let Some(path) = reference
+            .get("$ref")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|r| r.strip_prefix('#'))
+        else {
+            continue;
+        };
+        let variants = schema
+            .pointer(path)
+            .and_then(|def| def.get("oneOf"))
+            .and_then(serde_json::Value::as_array);
+        for variant in variants.into_iter().flatten() {
+            let Some(properties) = variant
+                .get("properties")
+                .and_then(serde_json::Value::as_object)
+            else {
+                continue;
+            };
+            for (key, value) in properties {
+                let mut value = value.clone();
+                if let (Some(fields), Some(description)) =
+                    (value.as_object_mut(), variant.get("description"))
+                {
+                    fields
+                        .entry("description")
+                        .or_insert_with(|| description.clone());
+                }
+                keys.insert(key.clone(), value);
+            }
+        }
+    }
+    keys
 }
