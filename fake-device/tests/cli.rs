@@ -229,43 +229,32 @@ fn web_ui(steps: &str) -> Vec<harness::scenario::Spanned<harness::scenario::Step
 fn the_composer_must_name_the_chat_s_own_session() {
     let root = tempfile::tempdir().expect("a root");
     let root = root.path().display().to_string();
-    let arranged = [
-        "--arranged",
-        "open_chat,search_files,list_commands",
-        "--root",
-        &root,
-    ];
+    // Runs the composer scenario against a web UI doing `steps`; gives the exit code and report.
+    let composer_against = |steps: &str| {
+        let (url, stop, handle) = instance_doing(None, &[], web_ui(steps));
+        let (code, out, _) = run(&[
+            "--instance",
+            &url,
+            "--scenario",
+            "composer",
+            "--arranged",
+            "open_chat,search_files,list_commands",
+            "--root",
+            &root,
+        ]);
+        let _ = stop.send(());
+        let _ = handle.join();
+        (code, out)
+    };
     // The right session: passes.
-    let (url, stop, handle) = instance_doing(
-        None,
-        &[],
-        web_ui(
-            "    - act: { open_chat: {}, capture: { chat: sessionId } }\n    - act: { search_files: { chat: \"${chat}\", query: main } }\n    - act: { list_commands: { chat: \"${chat}\" } }\n",
-        ),
+    let (code, out) = composer_against(
+        "    - act: { open_chat: {}, capture: { chat: sessionId } }\n    - act: { search_files: { chat: \"${chat}\", query: main } }\n    - act: { list_commands: { chat: \"${chat}\" } }\n",
     );
-    let (code, out, _) = run(&[
-        &["--instance", &url, "--scenario", "composer"][..],
-        &arranged,
-    ]
-    .concat());
-    let _ = stop.send(());
-    let _ = handle.join();
     assert_eq!(code, 0, "{out}");
     // Another session (a variable left unsubstituted, say): fails, naming the rule.
-    let (url, stop, handle) = instance_doing(
-        None,
-        &[],
-        web_ui(
-            "    - act: { open_chat: {} }\n    - act: { search_files: { chat: ses_not_the_chat, query: main } }\n    - act: { list_commands: { chat: ses_not_the_chat } }\n",
-        ),
+    let (code, out) = composer_against(
+        "    - act: { open_chat: {} }\n    - act: { search_files: { chat: ses_not_the_chat, query: main } }\n    - act: { list_commands: { chat: ses_not_the_chat } }\n",
     );
-    let (code, out, _) = run(&[
-        &["--instance", &url, "--scenario", "composer"][..],
-        &arranged,
-    ]
-    .concat());
-    let _ = stop.send(());
-    let _ = handle.join();
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("instance.composer.capabilities"), "{out}");
 }

@@ -223,45 +223,26 @@ fn reply_with_neither_result_nor_error() {
 }
 
 #[test]
-fn request_with_both_result_and_error() {
-    let e = load_err(
+fn request_with_more_than_one_answer_pattern() {
+    for body in [
         "steps:\n  - request: { method: m, result: 1, error: { code: 1 } }\n",
-        None,
-    );
-    assert_at(
-        &e,
-        Some(4),
-        Some(5),
-        "steps[0].request",
-        "has more than one of `result`, `error` and `answer`",
-    );
-}
-
-#[test]
-fn request_with_answer_and_result() {
-    let e = load_err(
-        "steps:
-  - request: { method: m, result: 1, answer: { result: 1 } }
-",
-        None,
-    );
-    assert_at(
-        &e,
-        Some(4),
-        Some(5),
-        "steps[0].request",
-        "has more than one of `result`, `error` and `answer`",
-    );
+        "steps:\n  - request: { method: m, result: 1, answer: { result: 1 } }\n",
+    ] {
+        let e = load_err(body, None);
+        assert_at(
+            &e,
+            Some(4),
+            Some(5),
+            "steps[0].request",
+            "has more than one of `result`, `error` and `answer`",
+        );
+    }
 }
 
 #[test]
 fn when_on_a_value_needs_both_that_and_matches() {
     let e = load_err(
-        "steps:
-  - when:
-      that: x
-      steps: [ { wait: 1s } ]
-",
+        "steps:\n  - when:\n      that: x\n      steps: [ { wait: 1s } ]\n",
         None,
     );
     assert_at(
