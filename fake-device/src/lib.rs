@@ -22,7 +22,9 @@ pub mod mentions;
 pub mod model;
 pub mod monitor;
 pub mod script;
+pub mod scripts;
 pub mod sessions;
+pub mod settings;
 pub mod store;
 pub mod stream;
 pub mod terminals;
@@ -38,7 +40,9 @@ use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::Spec;
 use harness::rules::{Misbehaviours, ids};
-use harness::scenario::{AgentKind, Mode, Scenario, check_actions};
+use harness::scenario::{Mode, Scenario, check_actions};
+
+use crate::settings::{AgentKind, DeviceSettings};
 
 use crate::actions::DeviceActor;
 use crate::agent::{AgentConfig, AgentModel};
@@ -84,7 +88,7 @@ pub struct Options {
     /// How long a card waits for an answer, unless a scenario says (default 30s).
     pub approval_timeout: Option<Duration>,
     /// The scripted agent's scripts (`--scripts`); a scenario's `device.scripts` come first.
-    pub scripts: Vec<harness::scenario::AgentScript>,
+    pub scripts: Vec<crate::scripts::AgentScript>,
     /// `remote.terminal`: remote terminals on (a scenario's `device.terminal` also turns them
     /// on).
     pub remote_terminal: bool,
@@ -190,10 +194,12 @@ pub async fn run(
     }
     check_actions::<actions::DeviceAction>(&options.steps, "peer.steps", "the device's own steps")
         .map_err(|e| StartError::Scenario(e.to_string()))?;
-    let settings = scenario
-        .as_ref()
-        .and_then(|s| s.device.clone())
-        .unwrap_or_default();
+    let settings = match &scenario {
+        Some(scenario) => {
+            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?
+        }
+        None => DeviceSettings::default(),
+    };
     let Basics {
         spec,
         journal,
@@ -389,7 +395,7 @@ impl Basics {
 /// How the sessions behave, from the options and the scenario's `device` section.
 fn sessions_config(
     options: &Options,
-    settings: &harness::scenario::DeviceSettings,
+    settings: &DeviceSettings,
     agent: &AgentConfig,
     http: &reqwest::Client,
 ) -> SessionsConfig {
@@ -443,7 +449,7 @@ pub async fn serve_stdio(
     connection: harness::transport::Connection,
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
-    let settings = harness::scenario::DeviceSettings::default();
+    let settings = DeviceSettings::default();
     let Basics {
         spec,
         journal,

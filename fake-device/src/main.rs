@@ -78,7 +78,7 @@ enum AgentArg {
     Model,
 }
 
-impl From<AgentArg> for harness::scenario::AgentKind {
+impl From<AgentArg> for fake_device::settings::AgentKind {
     fn from(arg: AgentArg) -> Self {
         match arg {
             AgentArg::Echo => Self::Echo,
@@ -171,11 +171,11 @@ fn serve(args: ServeArgs) -> ExitCode {
 /// The scripts of `--scripts FILE`, or the usage error saying why they do not load.
 fn scripts_of(
     path: Option<&std::path::Path>,
-) -> Result<Vec<harness::scenario::AgentScript>, ExitCode> {
+) -> Result<Vec<fake_device::scripts::AgentScript>, ExitCode> {
     let Some(path) = path else {
         return Ok(Vec::new());
     };
-    harness::scenario::load_scripts(path).map_err(|e| {
+    harness::scenario::load_yaml_file(path).map_err(|e| {
         eprintln!("error: {e}");
         Exit::Usage.into()
     })

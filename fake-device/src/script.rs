@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use harness::scenario::AgentScript;
-use harness::scenario::script::{Say, ScriptStep};
+use crate::scripts::AgentScript;
+use crate::scripts::{Say, ScriptStep};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 

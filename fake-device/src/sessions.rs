@@ -80,7 +80,7 @@ pub struct SessionsConfig {
     /// How long a card waits for an answer.
     pub approval_timeout: Duration,
     /// The scripted agent's scripts: a prompt one matches runs it instead of the agent.
-    pub scripts: Vec<harness::scenario::AgentScript>,
+    pub scripts: Vec<crate::scripts::AgentScript>,
     /// A person at the terminal answers the cards of the session it shares this long after
     /// they are shown (`None`: nobody answers there).
     pub terminal_answers_after: Option<Duration>,

@@ -30,7 +30,7 @@ fn start(scripts: &str) -> Editor {
     let (editor_read, editor_write) = tokio::io::split(editor_side);
     let mut options = Options::for_instance("");
     options.scripts =
-        harness::scenario::load_scripts(std::path::Path::new(scripts)).expect("the scripts load");
+        harness::scenario::load_yaml_file(std::path::Path::new(scripts)).expect("the scripts load");
     options.approval_timeout = Some(Duration::from_secs(5));
     let connection = harness::transport::stdio::from_streams(
         device_read,

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::HTTP_CHAT;
 use crate::chats::{Chats, LinkFacts};
+use crate::settings::InstanceSettings;
 
 /// What a run relies on beyond its steps' messages.
 #[derive(Debug, Clone, Default)]
@@ -27,8 +28,9 @@ pub struct Standing {
 }
 
 impl Standing {
-    /// What `scenario` relies on; nothing without one (a simulated instance judges nothing).
-    pub fn of(scenario: Option<&Scenario>) -> Standing {
+    /// What `scenario` relies on (with its settings read); nothing without one (a simulated
+    /// instance judges nothing).
+    pub fn of(scenario: Option<&Scenario>, settings: &InstanceSettings) -> Standing {
         let Some(scenario) = scenario else {
             return Standing {
                 capabilities: Vec::new(),
@@ -40,13 +42,10 @@ impl Standing {
         if scenario.peer.terminal && !capabilities.iter().any(|c| c == "terminal") {
             capabilities.push("terminal".into());
         }
-        let drives_the_model = scenario
-            .instance
+        let drives_the_model = settings
+            .http
             .as_ref()
-            .and_then(|i| i.http.as_ref())
-            .and_then(|http| http.get("scripts"))
-            .and_then(Value::as_array)
-            .is_some_and(|scripts| !scripts.is_empty());
+            .is_some_and(|http| !http.scripts.is_empty());
         Standing {
             capabilities,
             roots: scenario.peer.roots,

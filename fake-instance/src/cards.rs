@@ -2,7 +2,7 @@
 //! answered with its recommended option (else the first), a plan approved in `edit` mode; a
 //! scenario's card policy (`instance.cards`) or its handlers answer otherwise.
 
-use harness::scenario::{CardPolicy, PermissionPolicy, PlanPolicy, QuestionPolicy};
+use crate::settings::{CardPolicy, PermissionPolicy, PlanPolicy, QuestionPolicy};
 use serde_json::{Value, json};
 
 /// The methods that are cards.

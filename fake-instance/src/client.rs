@@ -12,7 +12,9 @@ use harness::jsonrpc::{IncomingRequest, LinkEvent, Peer};
 use harness::lembas::{CLOSE_PROTOCOL_MISMATCH, Discovery, Spec};
 use harness::rules::Misbehaviours;
 use harness::rules::ids;
-use harness::scenario::{CardPolicy, ClientKind, Mode};
+use harness::scenario::Mode;
+
+use crate::settings::{CardPolicy, ClientKind};
 use serde_json::{Value, json};
 
 use crate::applicability::Applicability;

@@ -15,6 +15,7 @@ pub mod client;
 pub mod http;
 pub mod monitor;
 pub mod server;
+pub mod settings;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -27,7 +28,9 @@ use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::{Discovery, LINK_PATH, Spec};
 use harness::rules::Misbehaviours;
-use harness::scenario::{CardPolicy, InstanceSettings, Scenario, Spanned, Step, check_actions};
+use harness::scenario::{Scenario, Spanned, Step, check_actions};
+
+use crate::settings::{CardPolicy, InstanceSettings};
 use harness::transport::FrameLimits;
 use serde_json::json;
 
@@ -172,21 +175,16 @@ pub async fn run(
     }
     check_actions::<actions::WebAction>(&options.steps, "peer.steps", "the web UI's own steps")
         .map_err(|e| StartError::Scenario(e.to_string()))?;
-    let settings = scenario
-        .as_ref()
-        .and_then(|s| s.instance.clone())
-        .unwrap_or_default();
-    let http_config = match &settings.http {
-        Some(value) => serde_path_to_error::deserialize::<_, http::HttpConfig>(value.clone())
-            .map_err(|e| {
-                StartError::Scenario(format!(
-                    "the scenario's `instance.http.{}`: {}",
-                    e.path(),
-                    e.inner()
-                ))
-            })?,
-        None => options.http.clone(),
+    let settings = match &scenario {
+        Some(scenario) => {
+            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?
+        }
+        None => InstanceSettings::default(),
     };
+    let http_config = settings
+        .http
+        .clone()
+        .unwrap_or_else(|| options.http.clone());
     let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
     let findings = Arc::new(Findings::default());
     let listener = tokio::net::TcpListener::bind(options.listen)
@@ -213,7 +211,7 @@ pub async fn run(
     // a device that talks to a model of its own does not apply to it.
     let model_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let applicability = applicability::Applicability::new(
-        applicability::Standing::of(scenario.as_ref()),
+        applicability::Standing::of(scenario.as_ref(), &settings),
         chats.clone(),
         model_asked.clone(),
     );

@@ -207,7 +207,7 @@ fn set_up_nothing_arranges_is_not_applicable_exit_0_or_1_when_strict() {
 #[test]
 fn a_device_that_did_not_list_a_capability_is_not_asked_and_not_judged() {
     let root = tempfile::tempdir().expect("root");
-    let (mut child, url, stdout) = start(&["--scenario", "commands.yaml"]);
+    let (mut child, url, stdout) = start(&["--scenario", "directories.yaml"]);
     let root_path = root.path().display().to_string();
     let (device, stop) = device_with(url, move |options| {
         options.roots = vec![root_path];

@@ -4,14 +4,15 @@
 pub mod selftest;
 
 /// The scenario format's JSON Schema, whole: the harness's model with the sections the doubles
-/// type themselves (fake-instance's `instance.http`) and both doubles' actions in place.
+/// type themselves (their settings, how the web UI answers cards, their actions) in place.
 pub fn scenario_schema() -> String {
     use harness::scenario::schema::{Section, actions_of, json_schema_with};
     json_schema_with(
-        &[Section::of::<fake_instance::http::HttpConfig>(
-            "InstanceSettings",
-            "http",
-        )],
+        &[
+            Section::of::<fake_instance::settings::InstanceSettings>("", "instance"),
+            Section::of::<fake_device::settings::DeviceSettings>("", "device"),
+            Section::of::<fake_instance::settings::CardPolicy>("PeerSetup", "cards"),
+        ],
         &[
             actions_of::<fake_instance::actions::WebAction>,
             actions_of::<fake_device::actions::DeviceAction>,

@@ -47,8 +47,9 @@ enum Command {
     Rules,
 }
 
-/// Loads a scenario and checks its actions against the doubles that do them: its own steps'
-/// against its double's, its `peer.steps` against the other's.
+/// Loads a scenario and checks what the doubles read themselves: its settings and its own steps'
+/// actions against its double's types, its `peer.steps` (and the web UI's `peer.cards`) against
+/// the other's.
 fn load_checked(
     load: impl FnOnce() -> Result<harness::scenario::Scenario, harness::scenario::LoadError>,
     side: Option<Side>,
@@ -60,10 +61,17 @@ fn load_checked(
     let file = scenario.source.clone();
     match side {
         Some(Side::Instance) => {
+            fake_instance::settings::of(&scenario)?;
             check_actions::<WebAction>(&scenario.steps, "steps", &file)?;
             check_actions::<DeviceAction>(&scenario.peer.steps, "peer.steps", &file)?;
         }
         Some(Side::Device) => {
+            fake_device::settings::of(&scenario)?;
+            fake_instance::settings::read::<fake_instance::settings::CardPolicy>(
+                scenario.peer.cards.as_ref(),
+                "peer.cards",
+                &file,
+            )?;
             check_actions::<DeviceAction>(&scenario.steps, "steps", &file)?;
             check_actions::<WebAction>(&scenario.peer.steps, "peer.steps", &file)?;
         }

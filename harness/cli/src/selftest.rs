@@ -232,9 +232,9 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     // The instance scenarios script the model; the device follows it, as a CLI
                     // does. The reduced device talks to a model of its own (the echo agent).
                     agent: if reduced {
-                        harness::scenario::AgentKind::Echo
+                        fake_device::settings::AgentKind::Echo
                     } else {
-                        harness::scenario::AgentKind::Model
+                        fake_device::settings::AgentKind::Model
                     },
                     capabilities: reduced
                         .then(|| REDUCED_DEVICE.iter().map(|c| c.to_string()).collect()),
@@ -309,11 +309,18 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             } else {
                 case.scenario.peer.clone()
             };
+            // How the web UI's person answers cards is fake-instance's own vocabulary.
+            let cards: fake_instance::settings::CardPolicy = fake_instance::settings::read(
+                peer_setup.cards.as_ref(),
+                "peer.cards",
+                &case.scenario.source,
+            )
+            .map_err(|e| e.to_string())?;
             let options = fake_instance::Options {
                 cell: case.cell.clone(),
                 misbehave,
                 patience: PATIENCE,
-                cards: peer_setup.cards.clone().unwrap_or_default(),
+                cards,
                 steps: peer_setup.steps.clone(),
                 state_dir: Some(instance_state.path().to_path_buf()),
                 ..fake_instance::Options::default()

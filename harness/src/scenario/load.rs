@@ -106,9 +106,9 @@ pub fn load_file(path: &Path, side: Option<Side>) -> Result<Scenario, LoadError>
     load_str(&text, &file, side.or_else(|| Side::from_path(path)))
 }
 
-/// Reads the scripted agent's scripts from a file (`fake-device --scripts`): a YAML list of
-/// scripts, as under a scenario's `device.scripts`, with located errors.
-pub fn load_scripts(path: &Path) -> Result<Vec<super::AgentScript>, LoadError> {
+/// Reads a YAML file as a `T` of a double's own (fake-device's `--scripts`), with the same
+/// located errors as a scenario and the same reading of YAML (only `true`/`false` are booleans).
+pub fn load_yaml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
     let (text, file) = read(path)?;
     parse(&text, &file)
 }

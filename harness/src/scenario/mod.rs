@@ -9,11 +9,9 @@ pub mod duration;
 pub mod load;
 pub mod model;
 pub mod schema;
-pub mod script;
 
 pub use duration::Dur;
-pub use load::{LoadError, Side, check_actions, load_file, load_scripts, load_str};
+pub use load::{LoadError, Side, check_actions, load_file, load_str, load_yaml_file};
 pub use model::*;
-pub use script::{AgentScript, ScriptStep, StopReason};
 /// A value with the line it was written on (steps and handlers carry it, for reports).
 pub use serde_saphyr::Spanned;

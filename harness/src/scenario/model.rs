@@ -40,12 +40,16 @@ pub struct Scenario {
     /// (fake-device, after each dial).
     #[serde(default)]
     pub vars: BTreeMap<String, Value>,
-    /// How fake-instance behaves by default in this scenario (only in scenarios it runs).
+    /// How fake-instance behaves by default in this scenario (only in scenarios it runs). Its
+    /// keys are fake-instance's own (it reads them when the run starts; `harness check` too).
     #[serde(default)]
-    pub instance: Option<InstanceSettings>,
-    /// How fake-device behaves by default in this scenario (only in scenarios it runs).
+    #[schemars(with = "Option<Value>")]
+    pub instance: Option<Spanned<Value>>,
+    /// How fake-device behaves by default in this scenario (only in scenarios it runs). Its keys
+    /// are fake-device's own (it reads them when the run starts; `harness check` too).
     #[serde(default)]
-    pub device: Option<DeviceSettings>,
+    #[schemars(with = "Option<Value>")]
+    pub device: Option<Spanned<Value>>,
     /// How `harness selftest` sets up the other double for this scenario. A real peer under
     /// test must be set up alike (say how in the scenario's comments).
     #[serde(default)]
@@ -172,10 +176,11 @@ pub struct PeerSetup {
     /// directory (a real CLI: restart its service).
     #[serde(default)]
     pub restart_after: Option<Dur>,
-    /// fake-instance: how the person in the web UI answers the device's cards (a real
-    /// LLeMbas: answer them so in the test).
+    /// fake-instance: how the person in the web UI answers the device's cards, as
+    /// `instance.cards` says it (a real LLeMbas: answer them so in the test).
     #[serde(default)]
-    pub cards: Option<CardPolicy>,
+    #[schemars(with = "Option<Value>")]
+    pub cards: Option<Spanned<Value>>,
     /// What the other double does by itself, in order, from its first link: `act` steps (its
     /// own actions: a person at the device's terminal, or in LLeMbas's web UI) and `wait`
     /// steps. A real peer under test must be made to do the same (by its test).
@@ -300,167 +305,6 @@ pub enum Mode {
     Auto,
     /// The steps do it.
     Manual,
-}
-
-/// fake-instance's default behaviour.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct InstanceSettings {
-    /// The `protocols` list discovery serves. Default: `[1, 2]` in protocol-2 cells, `[1]` in
-    /// protocol-1 cells.
-    #[serde(default)]
-    pub protocols: Option<Vec<u8>>,
-    /// Serve discovery without a `protocols` list at all (only `protocol: 1`).
-    #[serde(default)]
-    pub omit_protocols: bool,
-    /// `auto`: send `initialize` after the device's hello; `manual`: the steps send it.
-    #[serde(default)]
-    pub initialize: Mode,
-    /// `lembas` (default): say `_meta.lembas` in initialize; `plain`: act as a plain ACP client.
-    #[serde(default)]
-    pub client: ClientKind,
-    /// The HTTP API the CLI uses: models, the scripted chat model, usage, personalization and
-    /// the instance's description (see "The HTTP API fake-instance serves" in the format
-    /// reference). Checked when the run starts.
-    #[serde(default)]
-    pub http: Option<Value>,
-    /// How the person in the web UI answers the device's cards.
-    #[serde(default)]
-    pub cards: CardPolicy,
-}
-
-/// How fake-instance answers cards (approvals, questions, plans).
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CardPolicy {
-    /// Approvals: `allow_once` (default), `allow_always`, `deny`, or `ignore` (never answered;
-    /// the device's timeout runs).
-    #[serde(default)]
-    pub permission: PermissionPolicy,
-    /// Questions: `recommended` (default: the recommended option, else the first), `first`,
-    /// `custom` (a written answer), `skip`, `dismiss`, or `ignore`.
-    #[serde(default)]
-    pub question: QuestionPolicy,
-    /// Plans: `approve` (default, in `edit`), `approve_manual`, `revise`, `dismiss`, or `ignore`.
-    #[serde(default)]
-    pub plan: PlanPolicy,
-    /// How long the person takes to answer (default: at once).
-    #[serde(default)]
-    pub delay: Option<Dur>,
-    /// How long a card that is not patient stays up unanswered before LLeMbas dismisses it
-    /// (default 30s). A patient card is never timed out.
-    #[serde(default)]
-    pub timeout: Option<Dur>,
-}
-
-/// How approvals are answered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PermissionPolicy {
-    /// The `once` option.
-    #[default]
-    AllowOnce,
-    /// The `session` option (allow always), else once.
-    AllowAlways,
-    /// The `deny` option, with feedback.
-    Deny,
-    /// Never answered.
-    Ignore,
-}
-
-/// How questions are answered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum QuestionPolicy {
-    /// The recommended option, else the first.
-    #[default]
-    Recommended,
-    /// The first option.
-    First,
-    /// A written answer of the person's own.
-    Custom,
-    /// Each question left blank.
-    Skip,
-    /// The card dismissed.
-    Dismiss,
-    /// Never answered.
-    Ignore,
-}
-
-/// How plans are answered.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum PlanPolicy {
-    /// Approved, to go on in `edit`.
-    #[default]
-    Approve,
-    /// Approved, to go on in `manual`.
-    ApproveManual,
-    /// Sent back with feedback.
-    Revise,
-    /// Dismissed.
-    Dismiss,
-    /// Never answered.
-    Ignore,
-}
-
-/// What kind of ACP client fake-instance claims to be.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ClientKind {
-    /// LLeMbas: `clientCapabilities._meta.lembas` present.
-    #[default]
-    Lembas,
-    /// An editor: no `_meta.lembas`.
-    Plain,
-}
-
-/// fake-device's default behaviour.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DeviceSettings {
-    /// `auto`: read discovery and dial at start; `manual`: only `dial` steps dial.
-    #[serde(default)]
-    pub dial: Mode,
-    /// Advertise only these capabilities (to test that an instance respects the list).
-    #[serde(default)]
-    pub capabilities: Option<Vec<String>>,
-    /// `echo` (default): the agent echoes each prompt; `model`: it asks the instance's model
-    /// (`/v1/chat/completions`) and follows its tool calls with the cards they need.
-    #[serde(default)]
-    pub agent: Option<AgentKind>,
-    /// How long a card (approval, question, plan) waits for an answer (default 30s).
-    #[serde(default)]
-    pub approval_timeout: Option<Dur>,
-    /// The pause between the pieces of the default (echo) agent's answer (default 50ms): a turn
-    /// runs at least three of these, which is when cancel and steer can reach it.
-    #[serde(default)]
-    pub step_delay: Option<Dur>,
-    /// The scripted agent: for a prompt whose text matches a script's `when`, the turn does
-    /// that script's steps (the first match wins); other prompts go to `agent`.
-    #[serde(default)]
-    pub scripts: Vec<super::AgentScript>,
-    /// `remote.terminal`: remote terminals on (`_lembas/terminal/*`, capabilities `terminal`
-    /// and `shell`). Default: off, as on a fresh CLI.
-    #[serde(default)]
-    pub terminal: bool,
-    /// Redial backoff after a dropped link: first wait.
-    #[serde(default)]
-    pub redial_initial: Option<Dur>,
-    /// Redial backoff after a dropped link: longest wait.
-    #[serde(default)]
-    pub redial_cap: Option<Dur>,
-}
-
-/// What drives fake-device's turns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentKind {
-    /// Echo the prompt back in three pieces.
-    #[default]
-    Echo,
-    /// Ask the instance's model, as the CLI does, and follow its tool calls.
-    Model,
 }
 
 /// A handler: answers the peer's matching requests, for the whole run or `times` times.

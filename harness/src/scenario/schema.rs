@@ -1,9 +1,10 @@
 //! The JSON Schema of the scenario format, generated from the model so it cannot drift.
 //! `docs/scenario.schema.json` holds it for editors; a test keeps that file current.
 //!
-//! A few sections are typed by the double that reads them (fake-instance's `instance.http`):
-//! the harness keeps them as plain JSON, and [`json_schema_with`] lets the caller that knows
-//! their types put those types' schemas in place.
+//! The doubles' own vocabulary (the `instance:` and `device:` settings, how the web UI answers
+//! cards, each double's actions) is typed by the double that reads it: the harness keeps those
+//! sections as plain JSON, and [`json_schema_with`] lets the caller that knows their types put
+//! those types' schemas in place.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings};
 
@@ -12,7 +13,7 @@ use super::model::Scenario;
 /// A section typed elsewhere: where it sits (the `$defs` entry and its property) and how to
 /// make its schema with the same generator (so its own definitions join the file's).
 pub struct Section {
-    /// The `$defs` entry holding the property, e.g. `InstanceSettings`.
+    /// The `$defs` entry holding the property, e.g. `PeerSetup`; empty: the scenario itself.
     pub definition: &'static str,
     /// The property, e.g. `http`.
     pub property: &'static str,
@@ -72,10 +73,14 @@ pub fn json_schema_with(sections: &[Section], actions: &[Actions]) -> String {
         );
     }
     for (section, typed) in typed {
-        let pointer = format!(
-            "/$defs/{}/properties/{}",
-            section.definition, section.property
-        );
+        let pointer = if section.definition.is_empty() {
+            format!("/properties/{}", section.property)
+        } else {
+            format!(
+                "/$defs/{}/properties/{}",
+                section.definition, section.property
+            )
+        };
         if let Some(slot) = schema.pointer_mut(&pointer)
             && let (Some(slot), serde_json::Value::Object(typed)) =
                 (slot.as_object_mut(), typed.to_value())

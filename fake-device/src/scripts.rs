@@ -1,4 +1,5 @@
-//! The scripted agent: what fake-device's turns do when a scenario says so (`device.scripts`).
+//! The scripted agent's format: what a scenario's `device.scripts` and `fake-device --scripts`
+//! hold, read here (the engine does not know it); [`crate::script`] runs a script's turn.
 //!
 //! A script is chosen by matching the prompt's text; its steps are what an agent does in a turn
 //! (say text, think, use tools, ask for approval, ask questions, write and submit a plan, name
@@ -11,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::Dur;
+use harness::scenario::Dur;
 
 /// A regular expression, compiled when the scenario is read (so a bad one is a located error).
 #[derive(Debug, Clone)]
