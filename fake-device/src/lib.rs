@@ -25,6 +25,7 @@ pub mod script;
 pub mod scripts;
 pub mod sessions;
 pub mod settings;
+pub mod setup;
 pub mod store;
 pub mod stream;
 pub mod terminals;
@@ -194,11 +195,12 @@ pub async fn run(
     }
     check_actions::<actions::DeviceAction>(&options.steps, "peer.steps", "the device's own steps")
         .map_err(|e| StartError::Scenario(e.to_string()))?;
-    let settings = match &scenario {
-        Some(scenario) => {
-            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?
-        }
-        None => DeviceSettings::default(),
+    let (settings, instance_setup) = match &scenario {
+        Some(scenario) => (
+            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
+            setup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
+        ),
+        None => (DeviceSettings::default(), setup::InstanceSetup::default()),
     };
     let Basics {
         spec,
@@ -286,7 +288,7 @@ pub async fn run(
             )
             .with_actor(actor.clone())
             .unarranged(harness::engine::applicability::unarranged(
-                &scenario.peer.needs(),
+                &scenario.set_up_needs(instance_setup.needs()),
                 &options.arranged,
             ));
             let outcome = tokio::select! {

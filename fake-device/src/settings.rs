@@ -58,22 +58,13 @@ pub enum AgentKind {
 /// Reads a scenario's `device:` section (the defaults without one); an error names the file, the
 /// section's line and the key at fault.
 pub fn of(scenario: &Scenario) -> Result<DeviceSettings, LoadError> {
-    let Some(section) = scenario.device.as_ref() else {
-        return Ok(DeviceSettings::default());
-    };
-    serde_path_to_error::deserialize::<_, DeviceSettings>(section.value.clone()).map_err(|e| {
-        let at = e.path().to_string();
-        LoadError {
-            file: scenario.source.clone(),
-            line: u32::try_from(section.referenced.line()).ok(),
-            column: u32::try_from(section.referenced.column()).ok(),
-            key_path: Some(if at == "." {
-                "device".to_string()
-            } else {
-                format!("device.{at}")
-            }),
-            message: e.into_inner().to_string(),
-            snippet: None,
-        }
-    })
+    match scenario.device.as_ref() {
+        Some(section) => harness::scenario::read_section(
+            section.value.clone(),
+            "device",
+            &scenario.source,
+            section,
+        ),
+        None => Ok(DeviceSettings::default()),
+    }
 }

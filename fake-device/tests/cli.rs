@@ -221,8 +221,8 @@ fn web_ui(steps: &str) -> Vec<harness::scenario::Spanned<harness::scenario::Step
     let yaml = format!("name: ui\nabout: ui\nsteps: []\npeer:\n  steps:\n{steps}");
     harness::scenario::load_str(&yaml, "ui.yaml", None)
         .expect("the web UI's steps load")
-        .peer
-        .steps
+        .peer_steps()
+        .to_vec()
 }
 
 #[test]

@@ -8,12 +8,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use harness::engine::{Applies, Intent};
 use harness::lembas::capabilities::{self, Need};
-use harness::scenario::{RootsNeed, Scenario};
+use harness::scenario::Scenario;
 use serde_json::Value;
 
 use crate::HTTP_CHAT;
 use crate::chats::{Chats, LinkFacts};
 use crate::settings::InstanceSettings;
+use crate::setup::{DeviceSetup, RootsNeed};
 
 /// What a run relies on beyond its steps' messages.
 #[derive(Debug, Clone, Default)]
@@ -28,9 +29,13 @@ pub struct Standing {
 }
 
 impl Standing {
-    /// What `scenario` relies on (with its settings read); nothing without one (a simulated
-    /// instance judges nothing).
-    pub fn of(scenario: Option<&Scenario>, settings: &InstanceSettings) -> Standing {
+    /// What `scenario` relies on (with its settings and its device's set-up read); nothing
+    /// without one (a simulated instance judges nothing).
+    pub fn of(
+        scenario: Option<&Scenario>,
+        settings: &InstanceSettings,
+        setup: &DeviceSetup,
+    ) -> Standing {
         let Some(scenario) = scenario else {
             return Standing {
                 capabilities: Vec::new(),
@@ -39,7 +44,7 @@ impl Standing {
             };
         };
         let mut capabilities = scenario.needs.clone();
-        if scenario.peer.terminal && !capabilities.iter().any(|c| c == "terminal") {
+        if setup.terminal && !capabilities.iter().any(|c| c == "terminal") {
             capabilities.push("terminal".into());
         }
         let drives_the_model = settings
@@ -48,7 +53,7 @@ impl Standing {
             .is_some_and(|http| !http.scripts.is_empty());
         Standing {
             capabilities,
-            roots: scenario.peer.roots,
+            roots: setup.roots,
             drives_the_model,
         }
     }

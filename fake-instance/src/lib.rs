@@ -16,6 +16,7 @@ pub mod http;
 pub mod monitor;
 pub mod server;
 pub mod settings;
+pub mod setup;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -175,11 +176,12 @@ pub async fn run(
     }
     check_actions::<actions::WebAction>(&options.steps, "peer.steps", "the web UI's own steps")
         .map_err(|e| StartError::Scenario(e.to_string()))?;
-    let settings = match &scenario {
-        Some(scenario) => {
-            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?
-        }
-        None => InstanceSettings::default(),
+    let (settings, device_setup) = match &scenario {
+        Some(scenario) => (
+            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
+            setup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
+        ),
+        None => Default::default(),
     };
     let http_config = settings
         .http
@@ -211,7 +213,7 @@ pub async fn run(
     // a device that talks to a model of its own does not apply to it.
     let model_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let applicability = applicability::Applicability::new(
-        applicability::Standing::of(scenario.as_ref(), &settings),
+        applicability::Standing::of(scenario.as_ref(), &settings, &device_setup),
         chats.clone(),
         model_asked.clone(),
     );
@@ -302,7 +304,7 @@ pub async fn run(
             )
             .with_actor(actor)
             .unarranged(harness::engine::applicability::unarranged(
-                &scenario.peer.needs(),
+                &scenario.set_up_needs(device_setup.needs()),
                 &options.arranged,
             ));
             tokio::select! {

@@ -64,7 +64,7 @@ fn say_steps(
         ));
     }
     harness::scenario::load_str(&yaml, "--say", None)
-        .map(|s| s.peer.steps)
+        .map(|s| s.peer_steps().to_vec())
         .map_err(|e| e.to_string())
 }
 

@@ -133,22 +133,10 @@ pub fn read<T: serde::de::DeserializeOwned + Default>(
     name: &str,
     file: &str,
 ) -> Result<T, LoadError> {
-    let Some(section) = section else {
-        return Ok(T::default());
-    };
-    serde_path_to_error::deserialize::<_, T>(section.value.clone()).map_err(|e| {
-        let at = e.path().to_string();
-        LoadError {
-            file: file.to_string(),
-            line: u32::try_from(section.referenced.line()).ok(),
-            column: u32::try_from(section.referenced.column()).ok(),
-            key_path: Some(if at == "." {
-                name.to_string()
-            } else {
-                format!("{name}.{at}")
-            }),
-            message: e.into_inner().to_string(),
-            snippet: None,
+    match section {
+        Some(section) => {
+            harness::scenario::read_section(section.value.clone(), name, file, section)
         }
-    })
+        None => Ok(T::default()),
+    }
 }

@@ -6,16 +6,17 @@ pub mod selftest;
 /// The scenario format's JSON Schema, whole: the harness's model with the sections the doubles
 /// type themselves (their settings, how the web UI answers cards, their actions) in place.
 pub fn scenario_schema() -> String {
-    use harness::scenario::schema::{Section, actions_of, json_schema_with};
+    use harness::scenario::schema::{Merge, Section, json_schema_with};
     json_schema_with(
         &[
             Section::of::<fake_instance::settings::InstanceSettings>("", "instance"),
             Section::of::<fake_device::settings::DeviceSettings>("", "device"),
-            Section::of::<fake_instance::settings::CardPolicy>("PeerSetup", "cards"),
         ],
         &[
-            actions_of::<fake_instance::actions::WebAction>,
-            actions_of::<fake_device::actions::DeviceAction>,
+            Merge::of::<fake_instance::actions::WebAction>("ActStep"),
+            Merge::of::<fake_device::actions::DeviceAction>("ActStep"),
+            Merge::of::<fake_instance::setup::DeviceSetup>("PeerSetup"),
+            Merge::of::<fake_device::setup::InstanceSetup>("PeerSetup"),
         ],
     )
 }

@@ -62,18 +62,23 @@ fn load_checked(
     match side {
         Some(Side::Instance) => {
             fake_instance::settings::of(&scenario)?;
+            fake_instance::setup::of(&scenario)?;
             check_actions::<WebAction>(&scenario.steps, "steps", &file)?;
-            check_actions::<DeviceAction>(&scenario.peer.steps, "peer.steps", &file)?;
+            check_actions::<DeviceAction>(scenario.peer_steps(), "peer.steps", &file)?;
         }
         Some(Side::Device) => {
             fake_device::settings::of(&scenario)?;
-            fake_instance::settings::read::<fake_instance::settings::CardPolicy>(
-                scenario.peer.cards.as_ref(),
-                "peer.cards",
-                &file,
-            )?;
+            let setup = fake_device::setup::of(&scenario)?;
+            if let (Some(cards), Some(peer)) = (setup.cards, scenario.peer.as_ref()) {
+                harness::scenario::read_section::<fake_instance::settings::CardPolicy, _>(
+                    cards,
+                    "peer.cards",
+                    &file,
+                    peer,
+                )?;
+            }
             check_actions::<DeviceAction>(&scenario.steps, "steps", &file)?;
-            check_actions::<WebAction>(&scenario.peer.steps, "peer.steps", &file)?;
+            check_actions::<WebAction>(scenario.peer_steps(), "peer.steps", &file)?;
         }
         None => {}
     }

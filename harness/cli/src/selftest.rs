@@ -130,7 +130,7 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
 /// `../outside/` lands beside the root, outside it.
 fn lay_out_files(
     root: &std::path::Path,
-    peer: &harness::scenario::PeerSetup,
+    peer: &fake_instance::setup::DeviceSetup,
 ) -> Result<(), String> {
     let place = |relative: &str| -> Result<std::path::PathBuf, String> {
         let path = match relative.strip_prefix("../outside/") {
@@ -181,10 +181,13 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let root = scratch.path().join("root");
             std::fs::create_dir_all(&root).map_err(|e| format!("cannot make a root: {e}"))?;
             // A reduced device is given no set-up: nothing arranges it.
-            let peer_setup = if case.reduced {
-                harness::scenario::PeerSetup::default()
+            let (peer_setup, peer_steps) = if case.reduced {
+                (fake_instance::setup::DeviceSetup::default(), Vec::new())
             } else {
-                case.scenario.peer.clone()
+                (
+                    fake_instance::setup::of(&case.scenario).map_err(|e| e.to_string())?,
+                    case.scenario.peer_steps().to_vec(),
+                )
             };
             lay_out_files(&root, &peer_setup)?;
             let root_path = root.display().to_string();
@@ -195,7 +198,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 .map_err(|e| format!("cannot make a home: {e}"))?;
             // A scenario that wants a device with no roots gets one; any other, and the reduced
             // device always, one root.
-            let with_root = peer_setup.roots != harness::scenario::RootsNeed::None;
+            let with_root = peer_setup.roots != fake_instance::setup::RootsNeed::None;
             let change_limits_after = peer_setup.change_limits_after;
             // The device's store, seeded with what the scenario says happened before it linked.
             let state_dir = root.join(".state");
@@ -248,7 +251,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     approval_timeout: peer_setup.approval_timeout.map(|d| d.0),
                     remote_terminal: peer_setup.terminal,
                     terminal_home: Some(scratch_home.clone()),
-                    steps: peer_setup.steps.clone(),
+                    steps: peer_steps,
                     ..fake_device::Options::for_instance(format!("http://{addr}"))
                 };
                 // A device the scenario restarts stops once, then runs again on the same store.
@@ -304,24 +307,32 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let instance_state =
                 tempfile::tempdir().map_err(|e| format!("cannot make a state dir: {e}"))?;
             // An instance whose web UI nobody drives is given no set-up.
-            let peer_setup = if case.reduced {
-                harness::scenario::PeerSetup::default()
+            let (peer_setup, peer_steps) = if case.reduced {
+                (fake_device::setup::InstanceSetup::default(), Vec::new())
             } else {
-                case.scenario.peer.clone()
+                (
+                    fake_device::setup::of(&case.scenario).map_err(|e| e.to_string())?,
+                    case.scenario.peer_steps().to_vec(),
+                )
             };
             // How the web UI's person answers cards is fake-instance's own vocabulary.
-            let cards: fake_instance::settings::CardPolicy = fake_instance::settings::read(
-                peer_setup.cards.as_ref(),
-                "peer.cards",
-                &case.scenario.source,
-            )
-            .map_err(|e| e.to_string())?;
+            let cards: fake_instance::settings::CardPolicy =
+                match (&peer_setup.cards, case.scenario.peer.as_ref()) {
+                    (Some(cards), Some(peer)) => harness::scenario::read_section(
+                        cards.clone(),
+                        "peer.cards",
+                        &case.scenario.source,
+                        peer,
+                    )
+                    .map_err(|e| e.to_string())?,
+                    _ => Default::default(),
+                };
             let options = fake_instance::Options {
                 cell: case.cell.clone(),
                 misbehave,
                 patience: PATIENCE,
                 cards,
-                steps: peer_setup.steps.clone(),
+                steps: peer_steps,
                 state_dir: Some(instance_state.path().to_path_buf()),
                 ..fake_instance::Options::default()
             };

@@ -121,6 +121,32 @@ pub fn load_str(text: &str, file: &str, side: Option<Side>) -> Result<Scenario, 
     Ok(scenario)
 }
 
+/// Reads a section the engine kept as written (`instance:`, `device:`, the peer's set-up) as a
+/// double's own type `T`; an error names the file, the line `at` was written on, and the key at
+/// fault under `name` (`instance.http.scripts[0].reply.colour`).
+pub fn read_section<T: serde::de::DeserializeOwned, S>(
+    value: serde_json::Value,
+    name: &str,
+    file: &str,
+    at: &Spanned<S>,
+) -> Result<T, LoadError> {
+    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
+        let path = e.path().to_string();
+        LoadError {
+            file: file.to_string(),
+            line: u32::try_from(at.referenced.line()).ok(),
+            column: u32::try_from(at.referenced.column()).ok(),
+            key_path: Some(if path == "." {
+                name.to_string()
+            } else {
+                format!("{name}.{path}")
+            }),
+            message: e.into_inner().to_string(),
+            snippet: None,
+        }
+    })
+}
+
 /// Checks every `act` of `steps` (nested ones too) against `A`, the action type of the double
 /// that does them: the engine knows no double's actions, the double's type does. The first
 /// action that does not read as an `A` is an error with its step's line and the key at fault
@@ -596,7 +622,7 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Res
     checker.steps(&scenario.steps, "steps", side)?;
     checker.started(&scenario.steps, "steps", &mut Vec::new())?;
     // `peer.steps` are done by the other double, and are only its actions and pauses.
-    for (i, step) in scenario.peer.steps.iter().enumerate() {
+    for (i, step) in scenario.peer_steps().iter().enumerate() {
         if !matches!(step.value, Step::Act(_) | Step::Wait(_)) {
             return Err(checker.error(
                 step,
@@ -609,7 +635,7 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Res
         Side::Instance => Side::Device,
         Side::Device => Side::Instance,
     });
-    checker.steps(&scenario.peer.steps, "peer.steps", other)?;
+    checker.steps(scenario.peer_steps(), "peer.steps", other)?;
     check_rules(scenario, file, text)
 }
 

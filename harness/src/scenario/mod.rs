@@ -11,7 +11,7 @@ pub mod model;
 pub mod schema;
 
 pub use duration::Dur;
-pub use load::{LoadError, Side, check_actions, load_file, load_str, load_yaml_file};
+pub use load::{LoadError, Side, check_actions, load_file, load_str, load_yaml_file, read_section};
 pub use model::*;
 /// A value with the line it was written on (steps and handlers carry it, for reports).
 pub use serde_saphyr::Spanned;

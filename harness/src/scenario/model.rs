@@ -50,10 +50,11 @@ pub struct Scenario {
     #[serde(default)]
     #[schemars(with = "Option<Value>")]
     pub device: Option<Spanned<Value>>,
-    /// How `harness selftest` sets up the other double for this scenario. A real peer under
-    /// test must be set up alike (say how in the scenario's comments).
+    /// What the peer under test must be given, and what the other double does by itself in the
+    /// self-test. A real peer's test must set it up alike (`--arranged` says it did).
     #[serde(default)]
-    pub peer: PeerSetup,
+    #[schemars(with = "Option<PeerSetup>")]
+    pub peer: Option<Spanned<PeerSetup>>,
     /// Rules that answer the peer's matching requests instead of the default behaviour.
     #[serde(default)]
     #[schemars(with = "Vec<Handler>")]
@@ -68,6 +69,25 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// What the other double does by itself (`peer.steps`).
+    pub fn peer_steps(&self) -> &[Spanned<Step>] {
+        self.peer.as_ref().map_or(&[], |p| &p.value.steps)
+    }
+
+    /// Every set-up the peer under test needs, by name: `own` (what the double running the
+    /// scenario reads from its `peer:` set-up), then each action of `peer.steps`, once each.
+    pub fn set_up_needs(&self, own: Vec<String>) -> Vec<String> {
+        let mut needs = own;
+        if let Some(peer) = &self.peer {
+            for action in peer.value.actions() {
+                if !needs.contains(&action) {
+                    needs.push(action);
+                }
+            }
+        }
+        needs
+    }
+
     /// A scenario of nothing but these steps (a double's own steps, run by its runner).
     pub fn of_steps(name: &str, steps: Vec<Spanned<Step>>) -> Scenario {
         Scenario {
@@ -80,7 +100,7 @@ impl Scenario {
             vars: BTreeMap::new(),
             instance: None,
             device: None,
-            peer: PeerSetup::default(),
+            peer: None,
             handlers: Vec::new(),
             steps,
             source: name.into(),
@@ -119,180 +139,78 @@ impl Default for Matrix {
     }
 }
 
-/// How the self-test sets up the other double.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// The peer under test's set-up: what the other double does by itself (`steps`), and the rest
+/// of the section as written, which the double running the scenario reads as a type of its own
+/// (fake-instance: what a device must be given; fake-device: what an instance must be made to
+/// do). The engine knows neither.
+#[derive(Debug, Clone, Default)]
 pub struct PeerSetup {
-    /// fake-device (for scenarios in `instance/`): the device has a trusted remote root (`true`,
-    /// the default: the scenario opens sessions in it; a hello with none makes the run not
-    /// applicable), has none at all (`false`: set-up `no_roots`, since the hello is what is
-    /// judged), or either (`any`).
-    #[serde(default)]
-    pub roots: RootsNeed,
-    /// fake-device: sessions it deleted while no link was up, kept in its store for the next
-    /// link (a real CLI: delete them with the CLI while it is offline).
-    #[serde(default)]
-    pub pending_deletes: Vec<String>,
-    /// fake-device: sessions in its store that no client was ever given, in a directory outside
-    /// its roots (a real CLI: sessions started at its terminal elsewhere and never shared).
-    #[serde(default)]
-    pub foreign_sessions: Vec<String>,
-    /// fake-device: files in its one root, path (relative, `/`-separated) → text. A path that
-    /// starts with `../outside/` goes to a directory beside the root, outside every root (a real
-    /// CLI: make the same files in its root and beside it).
-    #[serde(default)]
-    pub files: BTreeMap<String, String>,
-    /// fake-device: remote terminals on (`remote.terminal: true`; a real CLI: the same setting).
-    #[serde(default)]
-    pub terminal: bool,
-    /// fake-device: symbolic links in its root, path → target (as the link holds it, e.g.
-    /// `../outside/secret.txt`).
-    #[serde(default)]
-    pub links: BTreeMap<String, String>,
-    /// fake-device: add a remote root this long after it starts (a real CLI: edit its `remote:`
-    /// block during the test).
-    #[serde(default)]
-    pub change_limits_after: Option<Dur>,
-    /// fake-device: a person at its terminal shares a session this long after it starts (a real
-    /// CLI: start a session in a terminal and share it).
-    #[serde(default)]
-    pub share_session_after: Option<Dur>,
-    /// fake-device: the terminal lets that session go this long after sharing it.
-    #[serde(default)]
-    pub leave_session_after: Option<Dur>,
-    /// fake-device: the person at the terminal types a prompt (`typed at the terminal`) into the
-    /// shared session this long after sharing it (a real CLI: type it).
-    #[serde(default)]
-    pub terminal_prompt_after: Option<Dur>,
-    /// fake-device: the person at the terminal answers each card of the shared session this long
-    /// after it is shown — allow once, the first option, approve (a real CLI: answer it there).
-    #[serde(default)]
-    pub terminal_answers_after: Option<Dur>,
-    /// fake-device: how long a card waits for the client's answer (a real CLI:
-    /// `remote.approval_timeout`).
-    #[serde(default)]
-    pub approval_timeout: Option<Dur>,
-    /// fake-device: it stops this long after starting and starts again on the same state
-    /// directory (a real CLI: restart its service).
-    #[serde(default)]
-    pub restart_after: Option<Dur>,
-    /// fake-instance: how the person in the web UI answers the device's cards, as
-    /// `instance.cards` says it (a real LLeMbas: answer them so in the test).
-    #[serde(default)]
-    #[schemars(with = "Option<Value>")]
-    pub cards: Option<Spanned<Value>>,
     /// What the other double does by itself, in order, from its first link: `act` steps (its
-    /// own actions: a person at the device's terminal, or in LLeMbas's web UI) and `wait`
-    /// steps. A real peer under test must be made to do the same (by its test).
-    #[serde(default)]
-    #[schemars(with = "Vec<Step>")]
+    /// own actions: a person at the device's terminal, or in LLeMbas's web UI) and `wait` steps.
+    /// A real peer under test must be made to do the same (by its test).
     pub steps: Vec<Spanned<Step>>,
+    /// Every other key of the section, as written.
+    pub setup: serde_json::Map<String, Value>,
 }
 
 impl PeerSetup {
-    /// The set-up actions the peer must be given before or during the run, by name: what the
-    /// other double does by itself in the self-test, and what a real peer's test must arrange
-    /// (see [`crate::engine::Arranged`]). Conditions the double can see for itself (a root to
-    /// open sessions in, remote terminals) are not among them: they are judged from the peer's
-    /// hello and capabilities.
-    pub fn needs(&self) -> Vec<String> {
-        let mut needs: Vec<String> = [
-            // A device with no roots is the set-up under test: its hello is what is judged, so
-            // it cannot also say whether the set-up was made.
-            ("no_roots", self.roots == RootsNeed::None),
-            ("delete_unlinked", !self.pending_deletes.is_empty()),
-            ("seed_foreign_session", !self.foreign_sessions.is_empty()),
-            (
-                "lay_out_root",
-                !self.files.is_empty() || !self.links.is_empty(),
-            ),
-            ("change_limits", self.change_limits_after.is_some()),
-            ("share_session", self.share_session_after.is_some()),
-            ("leave_session", self.leave_session_after.is_some()),
-            ("terminal_prompt", self.terminal_prompt_after.is_some()),
-            ("answer_card", self.terminal_answers_after.is_some()),
-            ("approval_timeout", self.approval_timeout.is_some()),
-            ("restart", self.restart_after.is_some()),
-            ("answer_cards", self.cards.is_some()),
-        ]
-        .into_iter()
-        .filter(|(_, needed)| *needed)
-        .map(|(name, _)| name.to_string())
-        .collect();
+    /// The actions of `steps`, by name, once each: set-up a real peer's test must do.
+    pub fn actions(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
         for step in &self.steps {
             if let Step::Act(act) = &step.value
-                && !needs.contains(&act.name)
+                && !names.contains(&act.name)
             {
-                needs.push(act.name.clone());
+                names.push(act.name.clone());
             }
         }
-        needs
+        names
     }
 }
 
-/// Whether the device under test must have a remote root.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum RootsNeed {
-    /// `true`: one trusted root (the scenario opens sessions in it).
-    #[default]
-    One,
-    /// `false`: none at all.
-    None,
-    /// `any`: either.
-    Any,
-}
-
-impl<'de> Deserialize<'de> for RootsNeed {
+impl<'de> Deserialize<'de> for PeerSetup {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Said {
-            Flag(bool),
-            Word(String),
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = PeerSetup;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("the peer's set-up (a mapping)")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<PeerSetup, A::Error> {
+                let mut peer = PeerSetup::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    // Read straight from the YAML, so each step keeps its line.
+                    if key == "steps" {
+                        peer.steps = map.next_value()?;
+                    } else {
+                        let value = map.next_value()?;
+                        peer.setup.insert(key, value);
+                    }
+                }
+                Ok(peer)
+            }
         }
-        match Said::deserialize(deserializer)? {
-            Said::Flag(true) => Ok(RootsNeed::One),
-            Said::Flag(false) => Ok(RootsNeed::None),
-            Said::Word(word) if word == "any" => Ok(RootsNeed::Any),
-            Said::Word(word) => Err(serde::de::Error::custom(format!(
-                "`{word}` is not `true`, `false` or `any`"
-            ))),
-        }
+        deserializer.deserialize_map(Fields)
     }
 }
 
-impl JsonSchema for RootsNeed {
+impl JsonSchema for PeerSetup {
     fn schema_name() -> std::borrow::Cow<'static, str> {
-        "RootsNeed".into()
+        "PeerSetup".into()
     }
 
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        // The set-up keys are the doubles' own: `harness schema` puts them in place.
+        let steps = generator.subschema_for::<Vec<Step>>();
         schemars::json_schema!({
-            "oneOf": [{ "type": "boolean" }, { "const": "any" }],
-            "description": "true: the device has a trusted root; false: it has none; any: either."
+            "type": "object",
+            "properties": { "steps": steps }
         })
-    }
-}
-
-impl Default for PeerSetup {
-    fn default() -> Self {
-        Self {
-            roots: RootsNeed::One,
-            pending_deletes: Vec::new(),
-            foreign_sessions: Vec::new(),
-            files: BTreeMap::new(),
-            links: BTreeMap::new(),
-            terminal: false,
-            change_limits_after: None,
-            share_session_after: None,
-            leave_session_after: None,
-            terminal_prompt_after: None,
-            terminal_answers_after: None,
-            approval_timeout: None,
-            restart_after: None,
-            cards: None,
-            steps: Vec::new(),
-        }
     }
 }
 

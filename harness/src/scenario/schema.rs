@@ -37,40 +37,57 @@ pub fn json_schema() -> String {
     json_schema_with(&[], &[])
 }
 
-/// The schema of a double's action type: an externally tagged enum, one action key a variant.
-pub type Actions = fn(&mut SchemaGenerator) -> Schema;
-
-/// The schema of a double's action type `A`.
-pub fn actions_of<A: JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
-    generator.subschema_for::<A>()
+/// Keys the doubles define that join a definition of the format's (the `act` step's actions,
+/// the peer's set-up): the properties of a type (a struct's, or each variant's of an externally
+/// tagged enum), merged into `$defs/<definition>/properties`, which then allows no other key.
+pub struct Merge {
+    /// The `$defs` entry that takes the keys, e.g. `ActStep`.
+    pub definition: &'static str,
+    /// The type whose keys it takes.
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
 }
 
-/// The schema with these sections' types in place of open JSON, and every double's actions as
-/// the keys an `act` step may hold.
-pub fn json_schema_with(sections: &[Section], actions: &[Actions]) -> String {
+impl Merge {
+    /// `T`'s keys, into `definition`.
+    pub fn of<T: JsonSchema>(definition: &'static str) -> Self {
+        Self {
+            definition,
+            schema: |generator| generator.subschema_for::<T>(),
+        }
+    }
+}
+
+/// The schema with these sections' types in place of open JSON, and the doubles' keys merged
+/// where they belong.
+pub fn json_schema_with(sections: &[Section], merges: &[Merge]) -> String {
     let mut generator = SchemaGenerator::new(SchemaSettings::draft2020_12());
     let typed: Vec<(&Section, Schema)> = sections
         .iter()
         .map(|s| (s, (s.schema)(&mut generator)))
         .collect();
-    let action_refs: Vec<Schema> = actions.iter().map(|a| a(&mut generator)).collect();
+    let merged: Vec<(&Merge, Schema)> = merges
+        .iter()
+        .map(|m| (m, (m.schema)(&mut generator)))
+        .collect();
     let mut schema = generator.into_root_schema_for::<Scenario>();
-    let action_keys = action_properties(&schema, &action_refs);
-    if let Some(act) = schema
-        .pointer_mut("/$defs/ActStep/properties")
-        .and_then(serde_json::Value::as_object_mut)
-    {
-        act.extend(action_keys);
-    }
-    if !actions.is_empty()
-        && let Some(act) = schema
-            .pointer_mut("/$defs/ActStep")
+    for (merge, reference) in merged {
+        let keys = properties_of(&schema, &reference);
+        if let Some(definition) = schema
+            .pointer_mut(&format!("/$defs/{}", merge.definition))
             .and_then(serde_json::Value::as_object_mut)
-    {
-        act.insert(
-            "additionalProperties".into(),
-            serde_json::Value::Bool(false),
-        );
+        {
+            definition.insert(
+                "additionalProperties".into(),
+                serde_json::Value::Bool(false),
+            );
+            if let Some(properties) = definition
+                .entry("properties")
+                .or_insert_with(|| serde_json::json!({}))
+                .as_object_mut()
+            {
+                properties.extend(keys);
+            }
+        }
     }
     for (section, typed) in typed {
         let pointer = if section.definition.is_empty() {
@@ -95,43 +112,43 @@ pub fn json_schema_with(sections: &[Section], actions: &[Actions]) -> String {
     text
 }
 
-/// Each action key of the doubles' action types, with its schema and description: the variants
-/// of each (an externally tagged enum's `oneOf`, each an object of one required key).
-fn action_properties(
+/// The keys of the type `reference` points at, with their schemas: a struct's properties, or
+/// each variant's of an externally tagged enum (its `oneOf`, each an object of one key, whose
+/// description goes to its key).
+fn properties_of(
     schema: &Schema,
-    refs: &[Schema],
+    reference: &Schema,
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut keys = serde_json::Map::new();
-    for reference in refs {
-        let Some(path) = reference
-            .get("$ref")
-            .and_then(serde_json::Value::as_str)
-            .and_then(|r| r.strip_prefix('#'))
+    let Some(definition) = reference
+        .get("$ref")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(|path| schema.pointer(path))
+    else {
+        return keys;
+    };
+    let (variants, enum_like): (Vec<&serde_json::Value>, bool) = match definition.get("oneOf") {
+        Some(serde_json::Value::Array(variants)) => (variants.iter().collect(), true),
+        _ => (vec![definition], false),
+    };
+    for variant in variants {
+        let Some(properties) = variant
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
         else {
             continue;
         };
-        let variants = schema
-            .pointer(path)
-            .and_then(|def| def.get("oneOf"))
-            .and_then(serde_json::Value::as_array);
-        for variant in variants.into_iter().flatten() {
-            let Some(properties) = variant
-                .get("properties")
-                .and_then(serde_json::Value::as_object)
-            else {
-                continue;
-            };
-            for (key, value) in properties {
-                let mut value = value.clone();
-                if let (Some(fields), Some(description)) =
-                    (value.as_object_mut(), variant.get("description"))
-                {
-                    fields
-                        .entry("description")
-                        .or_insert_with(|| description.clone());
-                }
-                keys.insert(key.clone(), value);
+        for (key, value) in properties {
+            let mut value = value.clone();
+            if let (true, Some(fields), Some(description)) =
+                (enum_like, value.as_object_mut(), variant.get("description"))
+            {
+                fields
+                    .entry("description")
+                    .or_insert_with(|| description.clone());
             }
+            keys.insert(key.clone(), value);
         }
     }
     keys

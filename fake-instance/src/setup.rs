@@ -1,0 +1,206 @@
+//! What a device under test must be given for a fake-instance scenario: its `peer:` section
+//! (beside `steps`, the device's own actions, which fake-device does in the self-test). The
+//! engine keeps the section as written; fake-instance reads it, judges from it what a device's
+//! hello and capabilities must show, and names the set-up a real CLI's test must arrange.
+
+use std::collections::BTreeMap;
+
+use harness::scenario::{Dur, LoadError, Scenario};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// The device's set-up, as a fake-instance scenario's `peer:` says it.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSetup {
+    /// fake-device (for scenarios in `instance/`): the device has a trusted remote root (`true`,
+    /// the default: the scenario opens sessions in it; a hello with none makes the run not
+    /// applicable), has none at all (`false`: set-up `no_roots`, since the hello is what is
+    /// judged), or either (`any`).
+    #[serde(default)]
+    pub roots: RootsNeed,
+    /// fake-device: sessions it deleted while no link was up, kept in its store for the next
+    /// link (a real CLI: delete them with the CLI while it is offline).
+    #[serde(default)]
+    pub pending_deletes: Vec<String>,
+    /// fake-device: sessions in its store that no client was ever given, in a directory outside
+    /// its roots (a real CLI: sessions started at its terminal elsewhere and never shared).
+    #[serde(default)]
+    pub foreign_sessions: Vec<String>,
+    /// fake-device: files in its one root, path (relative, `/`-separated) → text. A path that
+    /// starts with `../outside/` goes to a directory beside the root, outside every root (a real
+    /// CLI: make the same files in its root and beside it).
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// fake-device: remote terminals on (`remote.terminal: true`; a real CLI: the same setting).
+    #[serde(default)]
+    pub terminal: bool,
+    /// fake-device: symbolic links in its root, path → target (as the link holds it, e.g.
+    /// `../outside/secret.txt`).
+    #[serde(default)]
+    pub links: BTreeMap<String, String>,
+    /// fake-device: add a remote root this long after it starts (a real CLI: edit its `remote:`
+    /// block during the test).
+    #[serde(default)]
+    pub change_limits_after: Option<Dur>,
+    /// fake-device: a person at its terminal shares a session this long after it starts (a real
+    /// CLI: start a session in a terminal and share it).
+    #[serde(default)]
+    pub share_session_after: Option<Dur>,
+    /// fake-device: the terminal lets that session go this long after sharing it.
+    #[serde(default)]
+    pub leave_session_after: Option<Dur>,
+    /// fake-device: the person at the terminal types a prompt (`typed at the terminal`) into the
+    /// shared session this long after sharing it (a real CLI: type it).
+    #[serde(default)]
+    pub terminal_prompt_after: Option<Dur>,
+    /// fake-device: the person at the terminal answers each card of the shared session this long
+    /// after it is shown — allow once, the first option, approve (a real CLI: answer it there).
+    #[serde(default)]
+    pub terminal_answers_after: Option<Dur>,
+    /// fake-device: how long a card waits for the client's answer (a real CLI:
+    /// `remote.approval_timeout`).
+    #[serde(default)]
+    pub approval_timeout: Option<Dur>,
+    /// fake-device: it stops this long after starting and starts again on the same state
+    /// directory (a real CLI: restart its service).
+    #[serde(default)]
+    pub restart_after: Option<Dur>,
+}
+
+impl DeviceSetup {
+    /// The set-up actions the device must be given before or during the run, by name: what
+    /// fake-device does by itself in the self-test, and what a real CLI's test must arrange
+    /// (`--arranged`). Conditions fake-instance can see for itself (a root to open sessions in,
+    /// remote terminals) are not among them: the device's hello and capabilities show those.
+    pub fn needs(&self) -> Vec<String> {
+        [
+            // A device with no roots is the set-up under test: its hello is what is judged, so
+            // it cannot also say whether the set-up was made.
+            ("no_roots", self.roots == RootsNeed::None),
+            ("delete_unlinked", !self.pending_deletes.is_empty()),
+            ("seed_foreign_session", !self.foreign_sessions.is_empty()),
+            (
+                "lay_out_root",
+                !self.files.is_empty() || !self.links.is_empty(),
+            ),
+            ("change_limits", self.change_limits_after.is_some()),
+            ("share_session", self.share_session_after.is_some()),
+            ("leave_session", self.leave_session_after.is_some()),
+            ("terminal_prompt", self.terminal_prompt_after.is_some()),
+            ("answer_card", self.terminal_answers_after.is_some()),
+            ("approval_timeout", self.approval_timeout.is_some()),
+            ("restart", self.restart_after.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, needed)| *needed)
+        .map(|(name, _)| name.to_string())
+        .collect()
+    }
+}
+
+/// Reads a scenario's `peer:` set-up (the defaults without one); an error names the file, the
+/// section's line and the key at fault.
+pub fn of(scenario: &Scenario) -> Result<DeviceSetup, LoadError> {
+    let Some(peer) = scenario.peer.as_ref() else {
+        return Ok(DeviceSetup::default());
+    };
+    harness::scenario::read_section(
+        serde_json::Value::Object(peer.value.setup.clone()),
+        "peer",
+        &scenario.source,
+        peer,
+    )
+}
+
+/// Whether the device under test must have a remote root.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RootsNeed {
+    /// `true`: one trusted root (the scenario opens sessions in it).
+    #[default]
+    One,
+    /// `false`: none at all.
+    None,
+    /// `any`: either.
+    Any,
+}
+
+impl<'de> Deserialize<'de> for RootsNeed {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Said {
+            Flag(bool),
+            Word(String),
+        }
+        match Said::deserialize(deserializer)? {
+            Said::Flag(true) => Ok(RootsNeed::One),
+            Said::Flag(false) => Ok(RootsNeed::None),
+            Said::Word(word) if word == "any" => Ok(RootsNeed::Any),
+            Said::Word(word) => Err(serde::de::Error::custom(format!(
+                "`{word}` is not `true`, `false` or `any`"
+            ))),
+        }
+    }
+}
+
+impl JsonSchema for RootsNeed {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RootsNeed".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "oneOf": [{ "type": "boolean" }, { "const": "any" }],
+            "description": "true: the device has a trusted root; false: it has none; any: either."
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(peer: &str) -> Scenario {
+        harness::scenario::load_str(
+            &format!("name: t\nabout: t\nsteps: []\npeer:\n{peer}"),
+            "t.yaml",
+            None,
+        )
+        .expect("it loads")
+    }
+
+    #[test]
+    fn the_device_s_set_up_is_read_here_and_names_what_a_test_must_arrange() {
+        let read = of(&scenario(
+            "  roots: false\n  pending_deletes: [ses_x]\n  share_session_after: 1s\n  steps:\n    - act: { show_usage: true }\n",
+        ))
+        .expect("a device's set-up");
+        assert_eq!(read.roots, RootsNeed::None);
+        let s = scenario(
+            "  roots: false\n  pending_deletes: [ses_x]\n  share_session_after: 1s\n  steps:\n    - act: { show_usage: true }\n",
+        );
+        assert_eq!(
+            s.set_up_needs(read.needs()),
+            ["no_roots", "delete_unlinked", "share_session", "show_usage"]
+        );
+        assert_eq!(
+            of(&scenario("  roots: any\n")).expect("any").roots,
+            RootsNeed::Any
+        );
+    }
+
+    #[test]
+    fn a_key_a_device_set_up_lacks_is_located() {
+        let e = of(&scenario("  roots: true\n  pending_delets: [x]\n")).expect_err("a typo");
+        assert_eq!(e.key_path.as_deref(), Some("peer.pending_delets"));
+        assert!(e.message.contains("unknown field `pending_delets`"), "{e}");
+        assert_eq!(e.line, Some(5), "{e}");
+        let e = of(&scenario("  roots: maybe\n")).expect_err("not a roots need");
+        assert!(
+            e.message
+                .contains("`maybe` is not `true`, `false` or `any`"),
+            "{e}"
+        );
+    }
+}
