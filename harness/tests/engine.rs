@@ -1158,3 +1158,13 @@ async fn an_expect_captures_what_this_double_answered_the_request() {
     let (outcome, _) = run(&s).await;
     assert_eq!(outcome.verdict(), Verdict::Passed, "{outcome:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_too_large_to_keep_is_not_kept_whole() {
+    let s = setup(
+        "timeout: 1s\nhandlers:\n  - { method: big, result: { blob: \"${base64:70000}\" } }\nsteps:\n  - expect: { method: big, capture: { kept: answer } }\n  - check: { that: \"${kept}\", matches: { too_large_to_keep: 65536 }, rule: device.hello.first }\n",
+    );
+    s.remote.send(request(json!(1), "big", json!({})));
+    let (outcome, _) = run(&s).await;
+    assert_eq!(outcome.verdict(), Verdict::Passed, "{outcome:?}");
+}

@@ -55,7 +55,10 @@ pub struct LinkRecord {
 }
 
 /// How many of its own answers a hub keeps for captures (the oldest go first).
-const ANSWERS_KEPT: usize = 1024;
+const ANSWERS_KEPT: usize = 256;
+
+/// The largest answer kept for captures, serialized (256 of them: at most 16 MiB).
+const ANSWER_BYTES_KEPT: usize = 64 * 1024;
 
 /// The meeting point of links, scenario and model.
 pub struct Hub {
@@ -293,6 +296,13 @@ impl Hub {
             (Some(result), _) => json!({ "result": result }),
             (None, Some(error)) => json!({ "error": error }),
             (None, None) => return,
+        };
+        // What is kept is bounded in bytes, not only in number: an answer can carry what the
+        // peer sent (a history of its prompts). A large one is kept as a note saying so.
+        let answer = if answer.to_string().len() > ANSWER_BYTES_KEPT {
+            json!({ "too_large_to_keep": ANSWER_BYTES_KEPT })
+        } else {
+            answer
         };
         if let Ok(mut answers) = self.answers.lock() {
             if answers.len() == ANSWERS_KEPT {
