@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use harness::engine::{Applies, Intent};
+use harness::engine::{Applies, Hub, Intent};
 use harness::lembas::capabilities::{self, Need};
 use harness::scenario::Scenario;
 use serde_json::Value;
@@ -66,6 +66,9 @@ pub struct Applicability {
     chats: Arc<Chats>,
     /// Whether the device ever asked the instance's model (an `http/chat` came).
     model_asked: Arc<AtomicBool>,
+    /// Whether the device answered a prompt: with no `http/chat`, it ran that turn on a model
+    /// of its own.
+    turn_answered: AtomicBool,
 }
 
 impl Applicability {
@@ -75,21 +78,41 @@ impl Applicability {
             standing,
             chats,
             model_asked,
+            turn_answered: AtomicBool::new(false),
         }
     }
 
-    /// The answer for one intent.
-    pub fn applies(&self, intent: Intent<'_>) -> Applies {
-        let facts = self.chats.latest();
+    /// The device answered a prompt.
+    pub fn turn_answered(&self) {
+        self.turn_answered.store(true, Ordering::Relaxed);
+    }
+
+    /// The answer for one intent. What is about to be sent is judged by the link it goes on
+    /// (the newest open one, ready once its initialize was answered); what is awaited by the
+    /// newest link that said hello, open or not (between two links the device is the same).
+    pub fn applies(&self, hub: &Arc<Hub>, intent: Intent<'_>) -> Applies {
+        let latest = self.chats.latest();
+        let sending = || hub.current().and_then(|peer| self.chats.link(peer.link()));
         match intent {
-            Intent::Step => self.standing(facts.as_ref()),
+            Intent::Step => self.standing(latest.as_ref()),
             Intent::Send { method, params } => {
-                listed(facts.as_ref(), &capabilities::to_send(method, params))
+                listed(sending().as_ref(), &capabilities::to_send(method, params))
             }
             Intent::Answer { method, result } => {
-                listed(facts.as_ref(), &capabilities::in_result(method, result))
+                listed(sending().as_ref(), &capabilities::in_result(method, result))
             }
-            Intent::Await { pattern } => listed(facts.as_ref(), &capabilities::to_receive(pattern)),
+            Intent::Await { pattern } => {
+                listed(latest.as_ref(), &capabilities::to_receive(pattern))
+            }
+            Intent::Claims { needs } => {
+                let Some(facts) = latest.as_ref().filter(|f| f.ready) else {
+                    return Applies::NotYet;
+                };
+                match needs.iter().find(|n| !facts.capabilities.contains(n)) {
+                    Some(missing) => Applies::No(format!("the device did not list `{missing}`")),
+                    None => Applies::Yes,
+                }
+            }
             Intent::Missed { pattern } => self.missed(pattern),
         }
     }
@@ -122,8 +145,10 @@ impl Applicability {
     }
 
     /// A message that never came from a device that never asked the instance's model at all:
-    /// an `http/chat` it was never going to send (it talks to a model of its own), or anything
-    /// a scenario that scripts that model meant the model to make it do.
+    /// an `http/chat` it was never going to send (it talks to a model of its own), or, once it
+    /// has shown it runs its turns on a model of its own (it answered a prompt with no model
+    /// request), anything a scenario that scripts the instance's model meant that model to make
+    /// it do. A device that never got so far as a turn is judged as usual.
     fn missed(&self, pattern: &Value) -> Applies {
         if self.model_asked.load(Ordering::Relaxed) {
             return Applies::Yes;
@@ -134,7 +159,7 @@ impl Applicability {
                 "the device never asked the instance's model (no `{HTTP_CHAT}` came in the whole run), and this step judges what it asks: run it against a device whose model is the instance's"
             ));
         }
-        if self.standing.drives_the_model {
+        if self.standing.drives_the_model && self.turn_answered.load(Ordering::Relaxed) {
             return Applies::No(format!(
                 "the device never asked the instance's model (no `{HTTP_CHAT}` came in the whole run), and this scenario drives the device's turns through that model's scripted answers: run it against a device whose model is the instance's"
             ));

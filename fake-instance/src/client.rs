@@ -353,6 +353,18 @@ impl Behaviour for ClientModel {
             }
         }
         self.watch(hub, peer, event);
+        if let (
+            LinkEvent::Response {
+                method,
+                outcome: Ok(_),
+                ..
+            },
+            Some(applicability),
+        ) = (event, &self.applicability)
+            && method == "session/prompt"
+        {
+            applicability.turn_answered();
+        }
         if let LinkEvent::Response {
             method,
             request_params,
@@ -422,10 +434,10 @@ impl Behaviour for ClientModel {
         }
     }
 
-    fn applies(&self, _hub: &Arc<Hub>, intent: Intent<'_>) -> Applies {
+    fn applies(&self, hub: &Arc<Hub>, intent: Intent<'_>) -> Applies {
         self.applicability
             .as_ref()
-            .map_or(Applies::Yes, |a| a.applies(intent))
+            .map_or(Applies::Yes, |a| a.applies(hub, intent))
     }
 
     fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {

@@ -64,16 +64,17 @@ pub fn check_hello(params: &Value, allowed_protocol: u8, spec: Spec) -> Vec<Find
         ),
         None => {}
     }
-    // `version` is the CLI's own version: any release may implement the spec (a CLI 1.3.1 of
-    // spec 1.1.0 is as right as 1.3.0), so it must be a version, not one particular one.
+    // `version` is the CLI's own version: any release from the first that implemented the spec
+    // (a CLI 1.3.1 of spec 1.1.0 is as right as 1.3.0), not one particular one.
     let spec_said = params.get("harness_spec").and_then(Value::as_str);
     let version_said = params.get("version").and_then(Value::as_str);
-    if spec_said.is_some_and(|s| s != spec.as_str()) || version_said.is_some_and(|v| !is_version(v))
+    if spec_said.is_some_and(|s| s != spec.as_str())
+        || version_said.is_some_and(|v| !is_version_from(v, spec.cli_version()))
     {
         found.push(Finding::new(
             ids::DEVICE_HELLO_SPEC,
             format!(
-                "hello says harness_spec {} and version {}, but a device of spec {} says harness_spec {} and a version such as {}",
+                "hello says harness_spec {} and version {}, but a device of spec {} says harness_spec {} and a version from {} on",
                 spec_said.unwrap_or("?"),
                 version_said.unwrap_or("?"),
                 spec,
@@ -90,14 +91,32 @@ const VERSION_PATTERN: &str = r"^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]*)?$";
 
 /// Whether `text` is a version (see [`VERSION_PATTERN`]).
 pub fn is_version(text: &str) -> bool {
+    release(text).is_some()
+}
+
+/// Whether `text` is a version no older than `first` (compared by major, minor and patch).
+pub fn is_version_from(text: &str, first: &str) -> bool {
+    matches!((release(text), release(first)), (Some(said), Some(first)) if said >= first)
+}
+
+/// A version's major, minor and patch, when it is one.
+fn release(text: &str) -> Option<(u64, u64, u64)> {
     let core = text.split(['-', '+']).next().unwrap_or("");
     let rest = &text[core.len()..];
-    let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3
-        && parts
-            .iter()
-            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
-        && (rest.is_empty() || rest.len() > 1)
+    if !(rest.is_empty() || rest.len() > 1) {
+        return None;
+    }
+    let mut parts = core.split('.').map(|p| {
+        (!p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+            .then(|| p.parse::<u64>().ok())
+            .flatten()
+    });
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(Some(major)), Some(Some(minor)), Some(Some(patch)), None) => {
+            Some((major, minor, patch))
+        }
+        _ => None,
+    }
 }
 
 /// Checks the device's answer to `initialize`: its shape, its protocol against hello's, and its
@@ -226,6 +245,12 @@ mod tests {
         let mut newer = hello(2);
         newer["version"] = json!("1.3.1");
         assert!(check_hello(&newer, 2, Spec::V1_1_0).is_empty());
+        newer["version"] = json!("1.2.9");
+        assert_eq!(
+            rules_of(&check_hello(&newer, 2, Spec::V1_1_0)),
+            [ids::DEVICE_HELLO_SPEC],
+            "older than the first CLI of spec 1.1.0"
+        );
         newer["version"] = json!("one point three");
         assert_eq!(
             rules_of(&check_hello(&newer, 2, Spec::V1_1_0)),

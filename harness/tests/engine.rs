@@ -938,6 +938,13 @@ impl Behaviour for Unclaimed {
             Intent::Missed { pattern } if pattern["method"] == "model/asked" => {
                 Applies::No("the peer never asked the model".into())
             }
+            Intent::Claims { needs } if needs.iter().any(|n| n == "files") => {
+                Applies::No("the peer did not list `files`".into())
+            }
+            Intent::Send {
+                method: "never/said",
+                ..
+            } => Applies::NotYet,
             _ => Applies::Yes,
         }
     }
@@ -1167,4 +1174,39 @@ async fn an_answer_too_large_to_keep_is_not_kept_whole() {
     s.remote.send(request(json!(1), "big", json!({})));
     let (outcome, _) = run(&s).await;
     assert_eq!(outcome.verdict(), Verdict::Passed, "{outcome:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_when_on_needs_skips_what_the_peer_did_not_claim_and_goes_on() {
+    let mut s = setup_with(
+        "steps:\n  - when: { needs: [files], steps: [ { request: { method: files/search } } ] }\n  - when: { needs: [title], steps: [ { notify: { method: titled } } ] }\n  - notify: { method: after }\n",
+        Arc::new(Unclaimed),
+    );
+    let (outcome, _) = run(&s).await;
+    assert_eq!(
+        statuses(&outcome),
+        [StepStatus::Skipped, StepStatus::Passed, StepStatus::Passed]
+    );
+    assert_eq!(outcome.verdict(), Verdict::Passed);
+    let sent: Vec<Value> = s.remote.sent();
+    let methods: Vec<&str> = sent.iter().filter_map(|m| m["method"].as_str()).collect();
+    assert_eq!(methods, ["titled", "after"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn nothing_is_sent_to_a_peer_that_never_said_what_it_claims() {
+    let mut s = setup_with(
+        "timeout: 1s\nsteps:\n  - request: { method: never/said, rule: device.hello.first }\n",
+        Arc::new(Unclaimed),
+    );
+    let (outcome, elapsed) = run(&s).await;
+    assert_elapsed(elapsed, Duration::from_secs(1));
+    assert_eq!(outcome.verdict(), Verdict::Failed);
+    let failure = outcome.steps[0].failure.clone().expect("a failure");
+    assert!(
+        failure.summary.contains("was not sent"),
+        "{}",
+        failure.summary
+    );
+    assert!(s.remote.sent().is_empty());
 }

@@ -164,7 +164,7 @@ fn display_starts_with_file_line_column_and_key_path() {
     let e = load_err("steps:\n  - when: { steps: [] }\n", None);
     assert_eq!(
         e.to_string(),
-        "t.yaml:4:5: at `steps[0].when`: needs `protocol`, `spec` or `that` with `matches`: otherwise its steps always run"
+        "t.yaml:4:5: at `steps[0].when`: needs `protocol`, `spec`, `needs` or `that` with `matches`: otherwise its steps always run"
     );
 }
 
@@ -291,7 +291,7 @@ fn when_without_protocol_or_spec() {
         Some(4),
         Some(5),
         "steps[0].when",
-        "needs `protocol`, `spec` or `that` with `matches`",
+        "needs `protocol`, `spec`, `needs` or `that` with `matches`",
     );
 }
 

@@ -34,6 +34,12 @@ pub enum Intent<'a> {
         /// The whole-message pattern.
         pattern: &'a Value,
     },
+    /// A `when` runs its steps only if the peer claimed these (the scenario's words for what the
+    /// double checks: fake-instance reads them as capabilities).
+    Claims {
+        /// What the steps need.
+        needs: &'a [String],
+    },
     /// The step waited for a message matching this pattern and none came: whether the peer
     /// ever did what would produce it.
     Missed {

@@ -60,6 +60,9 @@ const ANSWERS_KEPT: usize = 256;
 /// The largest answer kept for captures, serialized (256 of them: at most 16 MiB).
 const ANSWER_BYTES_KEPT: usize = 64 * 1024;
 
+/// The largest request id whose answer is kept, serialized.
+const ANSWER_ID_BYTES_KEPT: usize = 256;
+
 /// The meeting point of links, scenario and model.
 pub struct Hub {
     journal: Arc<Journal>,
@@ -292,6 +295,10 @@ impl Hub {
         let (Some(id), None) = (message.get("id"), message.get("method")) else {
             return;
         };
+        // The id is the peer's: one too large to look up by is not kept either.
+        if id.to_string().len() > ANSWER_ID_BYTES_KEPT {
+            return;
+        }
         let answer = match (message.get("result"), message.get("error")) {
             (Some(result), _) => json!({ "result": result }),
             (None, Some(error)) => json!({ "error": error }),

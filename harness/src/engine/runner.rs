@@ -287,10 +287,15 @@ impl Runner {
                 if let Step::When(when) = &step.value {
                     let in_cell = when.protocol.is_none_or(|p| p == self.cell.protocol)
                         && when.spec.as_ref().is_none_or(|s| *s == self.cell.spec);
-                    let holds = match (in_cell && !self.stopped, &when.that, &when.matches) {
+                    let mut holds = match (in_cell && !self.stopped, &when.that, &when.matches) {
                         (true, Some(that), Some(matches)) => self.holds(that, matches),
                         (in_cell, _, _) => Ok(in_cell),
                     };
+                    if matches!(holds, Ok(true)) && !when.needs.is_empty() {
+                        let intent = Intent::Claims { needs: &when.needs };
+                        let deadline = Instant::now() + self.default_timeout;
+                        holds = Ok(self.admit(intent, deadline).await.is_ok());
+                    }
                     match holds {
                         Ok(true) if !self.stopped => {
                             self.steps(&when.steps, &format!("{index}.")).await;
@@ -389,12 +394,12 @@ impl Runner {
     /// Asks the double whether the peer claimed what `intent` needs. A message about to be sent
     /// waits (up to `deadline`) for a peer that has not said its capabilities yet: a client
     /// never calls before it knows what it may call.
-    async fn admit(&self, intent: Intent<'_>, deadline: Instant) -> Result<(), String> {
+    async fn admit(&self, intent: Intent<'_>, deadline: Instant) -> Result<(), Unadmitted> {
         loop {
             match self.hub.applies(intent) {
                 Applies::Yes => return Ok(()),
-                Applies::No(why) => return Err(why),
-                Applies::NotYet if Instant::now() >= deadline => return Ok(()),
+                Applies::No(why) => return Err(Unadmitted::NotClaimed(why)),
+                Applies::NotYet if Instant::now() >= deadline => return Err(Unadmitted::Unsaid),
                 Applies::NotYet => tokio::time::sleep(ADMIT_POLL).await,
             }
         }
@@ -411,11 +416,12 @@ impl Runner {
         None
     }
 
-    /// The scenario talked on this link (link 0, the HTTP side, is no link to close).
+    /// The scenario talked on this link. Only forward: a message taken late from an older link
+    /// does not make a link the peer closed long ago the one `expect_close` watches. (Links
+    /// count from 1; a message that came on no link is on 0 and moves nothing.)
     fn focus_on(&self, link: u32) {
-        if link != 0 {
-            self.focus.store(link, std::sync::atomic::Ordering::Relaxed);
-        }
+        self.focus
+            .fetch_max(link, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Whether a `when`'s value matches its pattern now.
@@ -524,8 +530,8 @@ impl Runner {
                 method: &n.method,
                 params: &params,
             };
-            if let Err(why) = self.admit(intent, deadline).await {
-                return Outcome::NotApplicable(why);
+            if let Err(unadmitted) = self.admit(intent, deadline).await {
+                return unadmitted.outcome(&None, &n.method);
             }
         }
         match self.link(deadline).await {
@@ -561,11 +567,11 @@ impl Runner {
             Err(e) => return Outcome::Error(e),
         };
         if !r.unlisted
-            && let Err(why) = self
-                .admit_request(&r.method, &params, r.result.as_ref(), deadline)
+            && let Err(unadmitted) = self
+                .admit_request(&r.method, &params, &r.result, &r.answer, deadline)
                 .await
         {
-            return Outcome::NotApplicable(why);
+            return unadmitted.outcome(&r.rule, &r.method);
         }
         let peer = match self.link(deadline).await {
             Ok(peer) => peer,
@@ -603,28 +609,46 @@ impl Runner {
         &self,
         method: &str,
         params: &Value,
-        result: Option<&Value>,
+        result: &Option<Value>,
+        answer: &Option<Value>,
         deadline: Instant,
-    ) -> Result<(), String> {
+    ) -> Result<(), Unadmitted> {
         self.admit(Intent::Send { method, params }, deadline)
             .await?;
-        match result {
-            Some(result) => match self.render(result) {
-                Ok(result) => {
-                    self.admit(
-                        Intent::Answer {
-                            method,
-                            result: &result,
-                        },
-                        deadline,
-                    )
-                    .await
-                }
-                // The judge says what is wrong with it.
-                Err(_) => Ok(()),
-            },
-            None => Ok(()),
+        self.admit_answer(method, result, answer, deadline).await
+    }
+
+    /// Whether the peer claimed what the fields an answer's pattern names need: the `result`
+    /// pattern, or the `result` of an `answer` pattern (each alternative of a `$one_of`).
+    async fn admit_answer(
+        &self,
+        method: &str,
+        result: &Option<Value>,
+        answer: &Option<Value>,
+        deadline: Instant,
+    ) -> Result<(), Unadmitted> {
+        let mut results = Vec::new();
+        if let Some(result) = result {
+            results.push(result.clone());
         }
+        if let Some(answer) = answer {
+            let alternatives = match answer.get("$one_of").and_then(Value::as_array) {
+                Some(alternatives) => alternatives.clone(),
+                None => vec![answer.clone()],
+            };
+            results.extend(alternatives.iter().filter_map(|a| a.get("result").cloned()));
+        }
+        for result in results {
+            // A pattern that does not render is the judge's to report.
+            if let Ok(result) = self.render(&result) {
+                let intent = Intent::Answer {
+                    method,
+                    result: &result,
+                };
+                self.admit(intent, deadline).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Judges a request's answer against the step's `result`, `error` or `answer` pattern, and
@@ -687,8 +711,8 @@ impl Runner {
                 method: &st.method,
                 params: &params,
             };
-            if let Err(why) = self.admit(intent, deadline).await {
-                return Outcome::NotApplicable(why);
+            if let Err(unadmitted) = self.admit(intent, deadline).await {
+                return unadmitted.outcome(&None, &st.method);
             }
         }
         let peer = match self.link(deadline).await {
@@ -727,18 +751,15 @@ impl Runner {
         }
         // The request carries its own deadline from `start`; this step may shorten it.
         let wait = a.timeout.map(|d| d.0).unwrap_or(timeout);
-        if let Some(result) = &a.result
-            && let Ok(result) = self.render(result)
+        let deadline = Instant::now() + wait;
+        if let Err(unadmitted) = self
+            .admit_answer(&method, &a.result, &a.answer, deadline)
+            .await
         {
-            let intent = Intent::Answer {
-                method: &method,
-                result: &result,
-            };
-            if let Err(why) = self.admit(intent, Instant::now() + wait).await {
-                answer.abort();
-                return Outcome::NotApplicable(why);
-            }
+            answer.abort();
+            return unadmitted.outcome(&a.rule, &method);
         }
+        let wait = deadline.saturating_duration_since(Instant::now());
         let awaited = Some(format!(
             "the answer to `{method}` (started as `{}`), for {}",
             a.request,
@@ -1056,8 +1077,14 @@ impl Runner {
             match self.hub.inbox.wait_take(pattern, 0, deadline).await {
                 Some((entry, outcome)) => {
                     self.focus_on(entry.link);
-                    if let Err(err) =
-                        self.capture(&entry.message, &outcome, &e.capture, Some(entry.link))
+                    let message = match self
+                        .with_answer(&entry.message, entry.link, &e.capture, deadline)
+                        .await
+                    {
+                        Ok(message) => message,
+                        Err(why) => return Outcome::Error(why),
+                    };
+                    if let Err(err) = self.capture(&message, &outcome, &e.capture, Some(entry.link))
                     {
                         return Outcome::failed(Failure {
                             rule: e.rule.clone(),
@@ -1394,6 +1421,31 @@ impl Runner {
                 fail(format!("the instance refused the link with {got}"))
             }
             (_, DialResult::Failed(why)) => fail(format!("the dial failed: {why}")),
+        }
+    }
+}
+
+/// Why a message a step is about to send was not sent.
+enum Unadmitted {
+    /// The peer did not claim what it needs: the run does not apply.
+    NotClaimed(String),
+    /// The peer had not said what it claims by the step's deadline (no answer to initialize):
+    /// nothing it might not have listed is sent, and the step fails.
+    Unsaid,
+}
+
+impl Unadmitted {
+    fn outcome(self, rule: &Option<String>, method: &str) -> Outcome {
+        match self {
+            Unadmitted::NotClaimed(why) => Outcome::NotApplicable(why),
+            Unadmitted::Unsaid => Outcome::failed(Failure {
+                rule: rule.clone(),
+                summary: format!(
+                    "`{method}` was not sent: by the step's deadline the peer had not said what it supports (its answer to initialize), and nothing it may not have listed is sent"
+                ),
+                awaited: Some("the peer's capabilities".into()),
+                ..Failure::default()
+            }),
         }
     }
 }

@@ -297,19 +297,23 @@ fn first_word(text: &str) -> &str {
 }
 
 /// Whether a value (a message or a pattern) has a key at this pointer: a pattern's `$absent`
-/// names the field as much as a value does.
+/// names the field as much as a value does, and so does any alternative of a `$one_of`.
 fn has_field(value: &Value, pointer: &str) -> bool {
-    let Some((parent, key)) = pointer.rsplit_once('/') else {
-        return false;
-    };
-    let parent = if parent.is_empty() {
-        Some(value)
-    } else {
-        value.pointer(parent)
-    };
-    parent
-        .and_then(Value::as_object)
-        .is_some_and(|fields: &Map<String, Value>| fields.contains_key(key))
+    let keys: Vec<&str> = pointer.split('/').filter(|k| !k.is_empty()).collect();
+    names(value, &keys)
+}
+
+fn names(value: &Value, keys: &[&str]) -> bool {
+    if let Some(alternatives) = value.get("$one_of").and_then(Value::as_array) {
+        return alternatives.iter().any(|a| names(a, keys));
+    }
+    match keys {
+        [] => true,
+        [key, rest @ ..] => value
+            .as_object()
+            .and_then(|fields: &Map<String, Value>| fields.get(*key))
+            .is_some_and(|below| names(below, rest)),
+    }
 }
 
 /// `/_meta/lembas/plan` as `._meta.lembas.plan`.
@@ -420,6 +424,12 @@ mod tests {
             ["turns", "plan_state"]
         );
         assert!(in_result("_lembas/session/status", &json!({ "exists": true })).is_empty());
+        let either =
+            json!({ "$one_of": [{ "busy": true, "turnId": "t9" }, { "turnId": "$none" }] });
+        assert_eq!(
+            capabilities(&in_result("_lembas/session/status", &either)),
+            ["turns"]
+        );
         let unsent = json!({ "_meta": { "lembas": { "unsent": ["x"] } } });
         assert_eq!(
             capabilities(&in_result("session/prompt", &unsent)),

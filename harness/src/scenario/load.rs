@@ -404,11 +404,27 @@ impl Checker<'_> {
                             "needs both `that` and `matches`, or neither".into(),
                         ));
                     }
-                    if w.protocol.is_none() && w.spec.is_none() && w.that.is_none() {
+                    if w.protocol.is_none()
+                        && w.spec.is_none()
+                        && w.that.is_none()
+                        && w.needs.is_empty()
+                    {
                         return Err(self.error(
                             step,
                             format!("{path}.when"),
-                            "needs `protocol`, `spec` or `that` with `matches`: otherwise its steps always run".into(),
+                            "needs `protocol`, `spec`, `needs` or `that` with `matches`: otherwise its steps always run".into(),
+                        ));
+                    }
+                    if let Some((i, need)) = w
+                        .needs
+                        .iter()
+                        .enumerate()
+                        .find(|(_, n)| !crate::lembas::Spec::V1_1_0.defines(n))
+                    {
+                        return Err(self.error(
+                            step,
+                            format!("{path}.when.needs[{i}]"),
+                            format!("`{need}` is not a capability of the spec"),
                         ));
                     }
                     self.pattern(step, &format!("{path}.when.matches"), w.matches.as_ref())?;

@@ -662,6 +662,11 @@ pub struct WhenStep {
     /// Only at this harness spec.
     #[serde(default)]
     pub spec: Option<String>,
+    /// Only when the peer claimed these (fake-instance: capabilities the device listed): a
+    /// part of a scenario that judges what not every peer implements. Where it did not, the
+    /// steps are skipped and the rest of the scenario goes on.
+    #[serde(default)]
+    pub needs: Vec<String>,
     /// Only when this value (usually a capture: `${status.turnId}`) matches `matches`.
     #[serde(default)]
     pub that: Option<Value>,
