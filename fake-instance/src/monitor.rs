@@ -86,13 +86,9 @@ pub fn check_hello(params: &Value, allowed_protocol: u8, spec: Spec) -> Vec<Find
     found
 }
 
-/// A version as the CLI writes its own: `1.3.0`, `1.3.1-beta.2`, `2.0.0+build.5`.
+/// A version as the CLI writes its own: `1.3.0`, `1.3.1-beta.2`, `2.0.0+build.5` (what
+/// [`release`] reads).
 const VERSION_PATTERN: &str = r"^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]*)?$";
-
-/// Whether `text` is a version (see [`VERSION_PATTERN`]).
-pub fn is_version(text: &str) -> bool {
-    release(text).is_some()
-}
 
 /// Whether `text` is a version no older than `first` (compared by major, minor and patch).
 pub fn is_version_from(text: &str, first: &str) -> bool {
@@ -237,10 +233,10 @@ mod tests {
     #[test]
     fn any_release_of_the_cli_is_a_version() {
         for good in ["1.3.0", "1.3.1", "2.0.0-beta.2", "1.3.0+build.7"] {
-            assert!(is_version(good), "{good}");
+            assert!(release(good).is_some(), "{good}");
         }
         for bad in ["1.3", "latest", "1.3.x", "", "1.3.0-"] {
-            assert!(!is_version(bad), "{bad}");
+            assert!(release(bad).is_none(), "{bad}");
         }
         let mut newer = hello(2);
         newer["version"] = json!("1.3.1");

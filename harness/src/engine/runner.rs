@@ -405,6 +405,23 @@ impl Runner {
         }
     }
 
+    /// Whether a message a `notify` or `start` step is about to send may go (always, when the
+    /// step says `unlisted: true`); the step's outcome when not.
+    async fn admit_send(
+        &self,
+        method: &str,
+        params: &Value,
+        unlisted: bool,
+        deadline: Instant,
+    ) -> Result<(), Outcome> {
+        if unlisted {
+            return Ok(());
+        }
+        self.admit(Intent::Send { method, params }, deadline)
+            .await
+            .map_err(|unadmitted| unadmitted.outcome(&None, method))
+    }
+
     /// Whether a message that did not come was one the peer never claimed to send, or whether
     /// the peer never did what would make it: then the run does not apply, and says why.
     fn missed_applies(&self, pattern: &Value) -> Option<String> {
@@ -525,14 +542,11 @@ impl Runner {
             Err(e) => return Outcome::Error(e),
         };
         let deadline = Instant::now() + self.default_timeout;
-        if !n.unlisted {
-            let intent = Intent::Send {
-                method: &n.method,
-                params: &params,
-            };
-            if let Err(unadmitted) = self.admit(intent, deadline).await {
-                return unadmitted.outcome(&None, &n.method);
-            }
+        if let Err(outcome) = self
+            .admit_send(&n.method, &params, n.unlisted, deadline)
+            .await
+        {
+            return outcome;
         }
         match self.link(deadline).await {
             Ok(peer) => {
@@ -706,14 +720,11 @@ impl Runner {
             Err(e) => return Outcome::Error(e),
         };
         let deadline = Instant::now() + self.default_timeout;
-        if !st.unlisted {
-            let intent = Intent::Send {
-                method: &st.method,
-                params: &params,
-            };
-            if let Err(unadmitted) = self.admit(intent, deadline).await {
-                return unadmitted.outcome(&None, &st.method);
-            }
+        if let Err(outcome) = self
+            .admit_send(&st.method, &params, st.unlisted, deadline)
+            .await
+        {
+            return outcome;
         }
         let peer = match self.link(deadline).await {
             Ok(peer) => peer,
