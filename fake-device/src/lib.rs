@@ -36,10 +36,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::engine::{Arranged, Cell, Hub, RunOutcome, Runner};
+use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::Spec;
+use harness::process::{Placeholders, Sut, SutSpec};
 use harness::rules::{Misbehaviours, ids};
 use harness::scenario::{Mode, Scenario, check_actions};
 
@@ -106,6 +107,12 @@ pub struct Options {
     /// self-test's fake-instance does all of it; a real web server's test says what it does
     /// with `--arranged`). A scenario needing more is not applicable.
     pub arranged: Arranged,
+    /// The instance under test, started for this run ([`start_instance`]): `restart_peer` and the
+    /// process steps use it, and the run ends it with every process it started.
+    pub sut: Option<Arc<Sut>>,
+    /// The instance as a process something else runs (the self-test's fake-instance in this
+    /// process), when no `sut` is started.
+    pub process: Option<Arc<dyn PeerProcess>>,
 }
 
 impl Options {
@@ -136,8 +143,48 @@ impl Options {
             steps: Vec::new(),
             capabilities: None,
             arranged: Arranged::Nothing,
+            sut: None,
+            process: None,
         }
     }
+}
+
+/// Starts the instance under test (`--exec`) for a device whose root is `root`: `{port}` is a
+/// free port for it to listen on, and `{url}` the instance's address, `instance` when given,
+/// else `http://127.0.0.1:{port}`; `{tmp}` is a directory of its own. Gives it and its URL.
+pub async fn start_instance(
+    spec: SutSpec,
+    instance: Option<&str>,
+    token: &str,
+    cell: &Cell,
+    root: &std::path::Path,
+) -> Result<(Arc<Sut>, String), String> {
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .map_err(|e| format!("cannot find a free port: {e}"))?
+        .port();
+    let url = instance
+        .map(|u| u.trim_end_matches('/').to_string())
+        .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));
+    let ws_url = format!(
+        "{}{}",
+        url.replacen("http", "ws", 1),
+        harness::lembas::LINK_PATH
+    );
+    let scratch =
+        tempfile::tempdir().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+    let mut placeholders = Placeholders::new();
+    placeholders
+        .set("url", url.clone())
+        .set("ws_url", ws_url)
+        .set("port", port.to_string())
+        .set("token", token)
+        .set("tmp", scratch.path().display().to_string())
+        .set("root", root.display().to_string())
+        .set("protocol", cell.protocol.to_string())
+        .set("spec", cell.spec.clone());
+    let sut = Sut::start(spec, placeholders, Some(scratch)).await?;
+    Ok((sut, url))
 }
 
 /// A person at the device's terminal, played on a timer (the self-test's stand-in for what a
@@ -287,6 +334,10 @@ pub async fn run(
                 Some(dialer.clone()),
             )
             .with_actor(actor.clone())
+            .with_process(match &options.sut {
+                Some(sut) => Some(sut.clone() as Arc<dyn PeerProcess>),
+                None => options.process.clone(),
+            })
             .unarranged(harness::engine::applicability::unarranged(
                 &scenario.set_up_needs(instance_setup.needs()),
                 &options.arranged,
@@ -332,6 +383,13 @@ pub async fn run(
         if !link.peer.is_closed() {
             link.peer
                 .close(harness::transport::CLOSE_NORMAL, "fake-device is done");
+        }
+    }
+    let mut outcome = outcome;
+    if let Some(sut) = &options.sut {
+        sut.stop().await;
+        if let Some(outcome) = outcome.as_mut() {
+            outcome.process = Some(sut.report());
         }
     }
     Ok(Finished {

@@ -28,7 +28,8 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// The instance's base URL (http:// or https://).
-    #[arg(long, value_name = "URL", required_unless_present_any = ["list_scenarios"])]
+    /// With --exec and no --instance: the one it starts, on `{port}`.
+    #[arg(long, value_name = "URL", required_unless_present_any = ["list_scenarios", "exec"])]
     instance: Option<String>,
     /// The device token.
     #[arg(
@@ -197,7 +198,54 @@ fn main() -> ExitCode {
         harness::cli::list_scenarios(Side::Device);
         return Exit::Passed.into();
     }
-    let Some(instance) = cli.instance.clone() else {
+    let runtime = match harness::cli::runtime(false) {
+        Ok(rt) => rt,
+        Err(exit) => return exit.into(),
+    };
+    // The instance under test, when this run starts it: before discovery is read, since it
+    // serves it. The device's root is `{root}`: its first --root, else one made here.
+    let mut roots = cli.roots.clone();
+    let made_root = match (&cli.common.exec, roots.is_empty()) {
+        (Some(_), true) => match tempfile::tempdir() {
+            Ok(dir) => {
+                roots.push(dir.path().display().to_string());
+                Some(dir)
+            }
+            Err(e) => {
+                eprintln!("error: cannot make a root: {e}");
+                return Exit::Internal.into();
+            }
+        },
+        _ => None,
+    };
+    let started = match &cli.common.exec {
+        Some(exec) => {
+            let cell = Cell {
+                protocol: cli.protocol.parse().unwrap_or(2),
+                spec: cli.common.spec.clone(),
+            };
+            let root = std::path::PathBuf::from(&roots[0]);
+            match runtime.block_on(fake_device::start_instance(
+                harness::process::SutSpec::command(exec.clone()),
+                cli.instance.as_deref(),
+                &cli.token,
+                &cell,
+                &root,
+            )) {
+                Ok(started) => Some(started),
+                Err(e) => {
+                    eprintln!("error: --exec: {e}");
+                    return Exit::Usage.into();
+                }
+            }
+        }
+        None => None,
+    };
+    let Some(instance) = cli
+        .instance
+        .clone()
+        .or_else(|| started.as_ref().map(|(_, url)| url.clone()))
+    else {
         eprintln!("error: --instance URL is required");
         return Exit::Usage.into();
     };
@@ -216,10 +264,6 @@ fn main() -> ExitCode {
     };
     let misbehave = match harness::cli::misbehaviours(&cli.common.misbehave, Binds::Device) {
         Ok(m) => m,
-        Err(exit) => return exit.into(),
-    };
-    let runtime = match harness::cli::runtime(false) {
-        Ok(rt) => rt,
         Err(exit) => return exit.into(),
     };
     // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which under
@@ -265,7 +309,7 @@ fn main() -> ExitCode {
     let options = fake_device::Options {
         instance,
         token: cli.token.clone(),
-        roots: cli.roots.clone(),
+        roots,
         protocol,
         cell,
         journal: cli.common.journal.clone(),
@@ -285,11 +329,14 @@ fn main() -> ExitCode {
         steps: Vec::new(),
         capabilities: cli.capabilities.clone(),
         arranged: harness::engine::Arranged::from_names(&cli.common.arranged),
+        sut: started.map(|(sut, _)| sut),
+        process: None,
     };
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();
         fake_device::run(options, scenario, shutdown).await
     });
+    drop(made_root);
     match finished {
         Ok(done) => match done.stopped {
             Some(Stopped::ProtocolMismatch) => {

@@ -24,10 +24,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use harness::engine::{Arranged, Cell, Hub, RunOutcome, Runner};
+use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::{Discovery, LINK_PATH, Spec};
+use harness::process::{Placeholders, Sut, SutSpec};
 use harness::rules::Misbehaviours;
 use harness::scenario::{Scenario, Spanned, Step, check_actions};
 
@@ -84,6 +85,13 @@ pub struct Options {
     /// self-test's fake-device does all of it; a real CLI's test says what it does with
     /// `--arranged`). A scenario needing more is not applicable.
     pub arranged: Arranged,
+    /// The device under test to start once listening (`--exec`); `None`: the scenario's `sut:`,
+    /// if it has one. It gets `{url}`, `{token}`, a `{root}` laid out as the scenario's `peer:`
+    /// says, and is ended with every process it started when the run ends.
+    pub sut: Option<SutSpec>,
+    /// The device as a process something else runs (the self-test's fake-device in this
+    /// process), for `restart_peer` and the like when no `sut` is started.
+    pub process: Option<Arc<dyn PeerProcess>>,
 }
 
 impl Default for Options {
@@ -105,6 +113,8 @@ impl Default for Options {
             state_dir: None,
             steps: Vec::new(),
             arranged: Arranged::Nothing,
+            sut: None,
+            process: None,
         }
     }
 }
@@ -157,6 +167,35 @@ fn discovery_for(options: &Options, settings: &InstanceSettings) -> Discovery {
             }
         });
     Discovery::for_protocols(Some(list))
+}
+
+/// Starts the device under test: `{root}` made and laid out as the scenario's `peer:` says,
+/// `{tmp}` its own, and the instance's address in `{url}`, `{ws_url}` and `{port}`.
+async fn start_device(
+    spec: SutSpec,
+    cell: &Cell,
+    addr: SocketAddr,
+    token: &str,
+    tmp: &std::path::Path,
+    setup: &setup::DeviceSetup,
+) -> Result<Arc<Sut>, String> {
+    let root = tmp.join("root");
+    let own = tmp.join("sut");
+    for dir in [&root, &own] {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    }
+    setup.lay_out(&root)?;
+    let mut placeholders = Placeholders::new();
+    placeholders
+        .set("url", format!("http://{addr}"))
+        .set("ws_url", format!("ws://{addr}{LINK_PATH}"))
+        .set("port", addr.port().to_string())
+        .set("token", token)
+        .set("tmp", own.display().to_string())
+        .set("root", root.display().to_string())
+        .set("protocol", cell.protocol.to_string())
+        .set("spec", cell.spec.clone());
+    Sut::start(spec, placeholders, None).await
 }
 
 /// Runs fake-instance: binds, calls `ready` with the address, then runs the scenario to its
@@ -288,6 +327,28 @@ pub async fn run(
         }
     });
     ready(addr);
+    // The device under test starts once the instance answers, so its first dial finds it.
+    let sut = match options
+        .sut
+        .clone()
+        .or_else(|| scenario.as_ref().and_then(|s| s.sut.clone()))
+    {
+        Some(spec) => Some(
+            start_device(spec, &options.cell, addr, &token, tmp.path(), &device_setup)
+                .await
+                .map_err(StartError::Scenario)?,
+        ),
+        None => None,
+    };
+    let process: Option<Arc<dyn PeerProcess>> = match &sut {
+        Some(sut) => Some(sut.clone()),
+        None => options.process.clone(),
+    };
+    // A device it starts gets its root laid out by fake-instance itself.
+    let arranged = options
+        .arranged
+        .clone()
+        .and(sut.as_ref().map(|_| "lay_out_root".to_string()));
     let actor = Arc::new(InstanceActor {
         chats: chats.clone(),
         hub: hub.clone(),
@@ -303,9 +364,10 @@ pub async fn run(
                 None,
             )
             .with_actor(actor)
+            .with_process(process)
             .unarranged(harness::engine::applicability::unarranged(
                 &scenario.set_up_needs(device_setup.needs()),
-                &options.arranged,
+                &arranged,
             ));
             tokio::select! {
                 outcome = runner.run(scenario) => Some(outcome),
@@ -345,6 +407,13 @@ pub async fn run(
     // Its listener is closed once the task is gone: the address is free when `run` returns (a
     // restart binds it again).
     let _ = server.await;
+    let mut outcome = outcome;
+    if let Some(sut) = &sut {
+        sut.stop().await;
+        if let Some(outcome) = outcome.as_mut() {
+            outcome.process = Some(sut.report());
+        }
+    }
     Ok(Finished {
         outcome,
         findings: findings.all(),

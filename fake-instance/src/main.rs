@@ -130,6 +130,11 @@ fn main() -> ExitCode {
         state_dir: cli.common.state_dir.clone(),
         steps,
         arranged: harness::engine::Arranged::from_names(&cli.common.arranged),
+        sut: cli
+            .common
+            .exec
+            .clone()
+            .map(harness::process::SutSpec::command),
         ..fake_instance::Options::default()
     };
     let runtime = match harness::cli::runtime(false) {

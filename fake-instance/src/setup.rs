@@ -99,6 +99,47 @@ impl DeviceSetup {
     }
 }
 
+impl DeviceSetup {
+    /// Makes the files and links the set-up says are in the device's root, under `root`; a path
+    /// under `../outside/` lands beside the root, outside it. fake-instance does this itself for
+    /// a device it starts (`{root}`); the self-test does it for its fake-device.
+    pub fn lay_out(&self, root: &std::path::Path) -> Result<(), String> {
+        let place = |relative: &str| -> Result<std::path::PathBuf, String> {
+            let path = match relative.strip_prefix("../outside/") {
+                Some(rest) => root.with_file_name("outside").join(rest),
+                None if relative.split('/').any(|part| part == "..") => {
+                    return Err(format!(
+                        "`{relative}`: only `../outside/` may leave the root"
+                    ));
+                }
+                None => root.join(relative),
+            };
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+            }
+            Ok(path)
+        };
+        for (relative, text) in &self.files {
+            let path = place(relative)?;
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        for (relative, target) in &self.links {
+            let path = place(relative)?;
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(target, &path)
+                .map_err(|e| format!("cannot link {}: {e}", path.display()))?;
+            #[cfg(not(unix))]
+            return Err(format!(
+                "symbolic links ({}) need a Unix machine",
+                path.display()
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Reads a scenario's `peer:` set-up (the defaults without one); an error names the file, the
 /// section's line and the key at fault.
 pub fn of(scenario: &Scenario) -> Result<DeviceSetup, LoadError> {

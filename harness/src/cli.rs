@@ -41,6 +41,12 @@ pub struct CommonArgs {
     /// means to do everything.
     #[arg(long)]
     pub strict: bool,
+    /// Start the system under test with this command (run by `sh -c`) once the double is up, and
+    /// end it, with every process it started, when the run ends. Placeholders, shell-quoted:
+    /// {url}, {ws_url}, {token}, {tmp}, {root}, {port}, {protocol}, {spec}; each is also in its
+    /// environment as LEMBAS_TEST_<NAME>. Overrides a scenario's `sut:`.
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
     /// Set-up of the scenario's `peer:` that the peer's own test arranges, by name (repeatable
     /// or comma-separated; `all` for every one): the names a not-applicable verdict gives.
     #[arg(long = "arranged", value_name = "NAME", value_delimiter = ',')]

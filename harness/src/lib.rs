@@ -6,6 +6,8 @@
 //! - [`pattern`]: partial JSON matching, placeholders, captures and `${var}` substitution.
 //! - [`jsonrpc`]: JSON-RPC 2.0 correlation over a connection.
 //! - [`scenario`], [`engine`], [`report`]: the scenario language, its runner, its reports.
+//! - [`process`]: the system under test as a child process (`--exec`): placeholders, output,
+//!   stops and restarts of its whole process group.
 //! - [`rules`]: the catalogue of protocol rules scenarios and monitors cite.
 //! - [`lembas`]: what both doubles know of the LLeMbas protocol (spec versions, capabilities,
 //!   discovery), shared so the two sides cannot disagree on facts.
@@ -19,6 +21,7 @@ pub mod journal;
 pub mod jsonrpc;
 pub mod lembas;
 pub mod pattern;
+pub mod process;
 pub mod report;
 pub mod rules;
 pub mod scenario;

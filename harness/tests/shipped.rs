@@ -18,6 +18,8 @@ fn unruled(steps: &[Spanned<Step>], file: &str, found: &mut Vec<String>) {
             Step::ExpectReconnect(s) => Some(&s.rule),
             Step::ExpectNoReconnect(s) => Some(&s.rule),
             Step::Dial(s) => Some(&s.rule),
+            Step::ExpectExit(s) => Some(&s.rule),
+            Step::ExpectOutput(s) => Some(&s.rule),
             Step::AnyOrder(inner) => {
                 unruled(inner, file, found);
                 None
@@ -33,7 +35,8 @@ fn unruled(steps: &[Spanned<Step>], file: &str, found: &mut Vec<String>) {
             | Step::Send(_)
             | Step::Wait(_)
             | Step::Close(_)
-            | Step::Act(_) => None,
+            | Step::Act(_)
+            | Step::RestartPeer(_) => None,
         };
         if rule.is_some_and(|r| r.is_none()) {
             found.push(format!(

@@ -126,46 +126,6 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
     Ok((cases, unchecked))
 }
 
-/// Makes the files and links a scenario's `peer` says are in the device's root; a path under
-/// `../outside/` lands beside the root, outside it.
-fn lay_out_files(
-    root: &std::path::Path,
-    peer: &fake_instance::setup::DeviceSetup,
-) -> Result<(), String> {
-    let place = |relative: &str| -> Result<std::path::PathBuf, String> {
-        let path = match relative.strip_prefix("../outside/") {
-            Some(rest) => root.with_file_name("outside").join(rest),
-            None if relative.split('/').any(|part| part == "..") => {
-                return Err(format!(
-                    "`{relative}`: only `../outside/` may leave the root"
-                ));
-            }
-            None => root.join(relative),
-        };
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
-        }
-        Ok(path)
-    };
-    for (relative, text) in &peer.files {
-        let path = place(relative)?;
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    for (relative, target) in &peer.links {
-        let path = place(relative)?;
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(target, &path)
-            .map_err(|e| format!("cannot link {}: {e}", path.display()))?;
-        #[cfg(not(unix))]
-        return Err(format!(
-            "symbolic links ({}) need a Unix machine",
-            path.display()
-        ));
-    }
-    Ok(())
-}
-
 /// Runs one case: the scenario's double with the scenario, the other double simulated.
 pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), String> {
     let misbehave_rules: Vec<String> = case.misbehave.iter().cloned().collect();
@@ -189,7 +149,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     case.scenario.peer_steps().to_vec(),
                 )
             };
-            lay_out_files(&root, &peer_setup)?;
+            peer_setup.lay_out(&root)?;
             let root_path = root.display().to_string();
             // The device's shells start from an empty home: this machine's own startup files
             // are no part of the test.

@@ -128,6 +128,21 @@ impl Arranged {
         }
     }
 
+    /// These and `more`: what the double itself arranges for a peer it started (the files of
+    /// its root) joins what the user's test does.
+    pub fn and(self, more: impl IntoIterator<Item = String>) -> Arranged {
+        let more: Vec<String> = more.into_iter().collect();
+        match self {
+            Arranged::Everything => Arranged::Everything,
+            Arranged::Nothing if more.is_empty() => Arranged::Nothing,
+            Arranged::Nothing => Arranged::Only(more),
+            Arranged::Only(mut names) => {
+                names.extend(more);
+                Arranged::Only(names)
+            }
+        }
+    }
+
     /// Whether this set-up action is arranged.
     pub fn covers(&self, need: &str) -> bool {
         match self {

@@ -103,6 +103,10 @@ pub struct RunOutcome {
     pub not_applicable: Option<String>,
     /// How long the run took.
     pub elapsed_ms: f64,
+    /// The system under test's process, when the double started it: its starts, exits and
+    /// output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub process: Option<crate::process::ProcessReport>,
 }
 
 /// What a run came to, for the exit code and the reports.
@@ -180,6 +184,9 @@ pub struct Runner {
     default_timeout: Duration,
     dialer: Option<Arc<dyn Dialer>>,
     actor: Option<Arc<dyn Actor>>,
+    process: Option<Arc<dyn super::PeerProcess>>,
+    /// The last output line an `expect_output` step matched: the next looks past it.
+    output_seen: std::sync::atomic::AtomicU64,
     verdicts: Vec<StepVerdict>,
     /// A step failed, erred or did not apply: the rest are skipped.
     stopped: bool,
@@ -233,6 +240,8 @@ impl Runner {
             default_timeout: default_timeout.unwrap_or(DEFAULT_TIMEOUT),
             dialer,
             actor: None,
+            process: None,
+            output_seen: std::sync::atomic::AtomicU64::new(0),
             verdicts: Vec::new(),
             stopped: false,
             not_applicable: None,
@@ -246,6 +255,12 @@ impl Runner {
     /// The double's actions, for `act` steps.
     pub fn with_actor(mut self, actor: Arc<dyn Actor>) -> Self {
         self.actor = Some(actor);
+        self
+    }
+
+    /// The peer's process, for `expect_exit`, `expect_output` and `restart_peer` steps.
+    pub fn with_process(mut self, process: Option<Arc<dyn super::PeerProcess>>) -> Self {
+        self.process = process;
         self
     }
 
@@ -273,6 +288,7 @@ impl Runner {
             findings: self.hub.findings().all(),
             not_applicable: self.not_applicable,
             elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
+            process: None,
         }
     }
 
@@ -533,6 +549,9 @@ impl Runner {
             Step::Act(a) => self.act(a).await,
             // `when` is unfolded by `steps`.
             Step::When(_) => Outcome::Passed,
+            Step::ExpectExit(e) => self.expect_exit(e).await,
+            Step::ExpectOutput(e) => self.expect_output(e).await,
+            Step::RestartPeer(_) => self.restart_peer().await,
         }
     }
 
@@ -1386,6 +1405,90 @@ impl Runner {
         }
     }
 
+    async fn expect_exit(&self, e: &ExpectExitStep) -> Outcome {
+        let Some(process) = &self.process else {
+            return Outcome::NotApplicable(super::process::NO_PROCESS.into());
+        };
+        let within = self.timeout(e.within);
+        let fail = |summary: String| {
+            Outcome::failed(Failure {
+                rule: e.rule.clone(),
+                summary,
+                awaited: Some(format!("the process to exit within {}", Dur(within))),
+                expected: e.code.map(|c| json!({ "exit code": c })),
+                nearest: process.output().map(|o| output_tail(&o)),
+                diff: None,
+            })
+        };
+        match process
+            .wait_exit((Instant::now() + within).into_std())
+            .await
+        {
+            None => fail(format!("the process still ran after {}", Dur(within))),
+            Some(exit) => match e.code {
+                Some(code) if exit.code != Some(code) => fail(format!(
+                    "the process ended with {exit}, not exit code {code}"
+                )),
+                _ => Outcome::Passed,
+            },
+        }
+    }
+
+    async fn expect_output(&self, e: &ExpectOutputStep) -> Outcome {
+        let Some(output) = self.process.as_ref().and_then(|p| p.output()) else {
+            return Outcome::NotApplicable(super::process::NO_PROCESS.into());
+        };
+        let pattern = match regex::Regex::new(&e.pattern) {
+            Ok(p) => p,
+            Err(err) => return Outcome::Error(format!("`{}` is not a regex: {err}", e.pattern)),
+        };
+        let within = self.timeout(e.within);
+        let deadline = Instant::now() + within;
+        let after = self.output_seen.load(std::sync::atomic::Ordering::SeqCst);
+        let matches = |line: &crate::process::OutputLine| {
+            e.stream.is_none_or(|s| s == line.stream) && pattern.is_match(&line.text)
+        };
+        loop {
+            // Registered before looking, so a line pushed in between wakes the wait.
+            let changed = output.changed();
+            if let Some(line) = output.find(after, matches) {
+                self.output_seen
+                    .fetch_max(line.seq, std::sync::atomic::Ordering::SeqCst);
+                return Outcome::Passed;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                break;
+            }
+        }
+        let stream = e
+            .stream
+            .map(|s| s.to_string())
+            .unwrap_or("stdout or stderr".into());
+        Outcome::failed(Failure {
+            rule: e.rule.clone(),
+            summary: format!("no line of {stream} matched `{}`", e.pattern),
+            awaited: Some(format!(
+                "a line matching `{}` within {}",
+                e.pattern,
+                Dur(within)
+            )),
+            expected: Some(json!({ "pattern": e.pattern, "stream": stream })),
+            nearest: Some(output_tail(&output)),
+            diff: None,
+        })
+    }
+
+    async fn restart_peer(&self) -> Outcome {
+        let Some(process) = &self.process else {
+            return Outcome::NotApplicable(super::process::NO_PROCESS.into());
+        };
+        match process.restart().await {
+            Ok(()) => Outcome::Passed,
+            // The process would not start again: the set-up's fault, not a broken rule.
+            Err(why) => Outcome::Error(format!("restart_peer: {why}")),
+        }
+    }
+
     async fn dial(&self, d: &DialStep) -> Outcome {
         let Some(dialer) = &self.dialer else {
             return Outcome::Error("this double does not dial".into());
@@ -1433,6 +1536,20 @@ impl Runner {
             }
             (_, DialResult::Failed(why)) => fail(format!("the dial failed: {why}")),
         }
+    }
+}
+
+/// The process's last lines, as a report shows what came instead.
+fn output_tail(output: &crate::process::OutputLog) -> Value {
+    let lines: Vec<String> = output
+        .tail(20)
+        .iter()
+        .map(|l| format!("{}: {}", l.stream, l.text))
+        .collect();
+    if lines.is_empty() {
+        json!("(the process printed nothing)")
+    } else {
+        json!({ "last output": lines })
     }
 }
 
@@ -1584,6 +1701,12 @@ pub fn title(step: &Step) -> String {
             None => "dial".into(),
         },
         Step::Act(a) => format!("act: {}", a.name),
+        Step::ExpectExit(e) => match e.code {
+            Some(code) => format!("expect the process to exit with {code}"),
+            None => "expect the process to exit".into(),
+        },
+        Step::ExpectOutput(e) => format!("expect output matching `{}`", e.pattern),
+        Step::RestartPeer(_) => "restart the peer".into(),
         Step::When(w) => match &w.that {
             Some(that) => format!("when {}", describe_value(that).trim_matches('`')),
             None => "when".into(),

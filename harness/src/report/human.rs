@@ -76,6 +76,13 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
             );
         }
     }
+    if let Some(process) = &outcome.process {
+        process_text(
+            &mut out,
+            process,
+            matches!(verdict, Verdict::Failed | Verdict::ScenarioError),
+        );
+    }
     let verdict = match verdict {
         Verdict::Passed => "PASSED".to_string(),
         Verdict::NotApplicable(why) => format!("NOT APPLICABLE: {why}"),
@@ -100,6 +107,51 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
     };
     let _ = writeln!(out, "  {verdict} in {:.0} ms", outcome.elapsed_ms);
     out
+}
+
+/// How many of the process's last lines a failed run shows.
+const LAST_OUTPUT_LINES: usize = 40;
+
+/// The system under test's starts and, for a run that failed, its last output.
+fn process_text(out: &mut String, process: &crate::process::ProcessReport, failed: bool) {
+    let _ = writeln!(out, "  system under test: {}", process.command);
+    for run in &process.runs {
+        let ended = match (&run.exited, run.stopped) {
+            (Some(exit), true) => format!("stopped by the run ({exit})"),
+            (Some(exit), false) => format!("ended by itself ({exit})"),
+            (None, _) => "still running".into(),
+        };
+        let _ = writeln!(
+            out,
+            "    start {} (pid {}) at {:.0} ms: {ended}",
+            run.run, run.pid, run.started_ms
+        );
+    }
+    if !failed {
+        return;
+    }
+    let skip = process.output.len().saturating_sub(LAST_OUTPUT_LINES);
+    let _ = writeln!(
+        out,
+        "  its last output{}:",
+        if skip > 0 || process.dropped_lines > 0 {
+            " (older lines left out)"
+        } else {
+            ""
+        }
+    );
+    if process.output.is_empty() {
+        let _ = writeln!(out, "    (nothing)");
+    }
+    for line in &process.output[skip..] {
+        let _ = writeln!(
+            out,
+            "    {:>9.1} ms  {} {}",
+            line.at_ms,
+            line.stream,
+            clip(&line.text)
+        );
+    }
 }
 
 /// A failure in lines: the rule and what it says, the summary, what was awaited, the diff.

@@ -82,6 +82,7 @@ mod tests {
             findings: Vec::new(),
             not_applicable: Some("the device did not list `files`".into()),
             elapsed_ms: 3.0,
+            process: None,
         }
     }
 

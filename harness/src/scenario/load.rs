@@ -529,6 +529,9 @@ pub fn step_key(step: &Step) -> &'static str {
         Step::Dial(_) => "dial",
         Step::Act(_) => "act",
         Step::When(_) => "when",
+        Step::ExpectExit(_) => "expect_exit",
+        Step::ExpectOutput(_) => "expect_output",
+        Step::RestartPeer(_) => "restart_peer",
     }
 }
 

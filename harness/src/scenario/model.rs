@@ -55,6 +55,10 @@ pub struct Scenario {
     #[serde(default)]
     #[schemars(with = "Option<PeerSetup>")]
     pub peer: Option<Spanned<PeerSetup>>,
+    /// The system under test, started by the double for the run (`--exec` on the command line
+    /// overrides it): a command, or `{exec, env, cwd, grace}`.
+    #[serde(default)]
+    pub sut: Option<crate::process::SutSpec>,
     /// Rules that answer the peer's matching requests instead of the default behaviour.
     #[serde(default)]
     #[schemars(with = "Vec<Handler>")]
@@ -101,6 +105,7 @@ impl Scenario {
             instance: None,
             device: None,
             peer: None,
+            sut: None,
             handlers: Vec::new(),
             steps,
             source: name.into(),
@@ -298,7 +303,53 @@ pub enum Step {
     Act(Box<ActStep>),
     /// Run these steps only in the cells that match.
     When(WhenStep),
+    /// Expect the system under test's process to exit (with a code, if given): it needs a
+    /// process the double started (`--exec`, `sut:`).
+    ExpectExit(ExpectExitStep),
+    /// Expect a line matching a pattern on the system under test's stdout or stderr.
+    ExpectOutput(ExpectOutputStep),
+    /// Stop the system under test (SIGTERM, then SIGKILL after its grace period) and start it
+    /// again on the same state: a restart of the real CLI or web server.
+    RestartPeer(RestartPeerStep),
 }
+
+/// Expect the system under test to exit.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectExitStep {
+    /// The exit code it must end with; without one, any end passes.
+    #[serde(default)]
+    pub code: Option<i32>,
+    /// How long it may take (default: the step timeout).
+    #[serde(default)]
+    pub within: Option<Dur>,
+    /// The catalogue rule the peer breaks otherwise.
+    #[serde(default)]
+    pub rule: Option<String>,
+}
+
+/// Expect a line of the system under test's output.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectOutputStep {
+    /// A regular expression a line must match (searched, not anchored; `(?i)` for any case).
+    pub pattern: String,
+    /// Which stream: `stdout`, `stderr`, or either (the default).
+    #[serde(default)]
+    pub stream: Option<crate::process::Stream>,
+    /// How long it may take to come (default: the step timeout). Lines printed before the step
+    /// count, after the last one an earlier `expect_output` matched.
+    #[serde(default)]
+    pub within: Option<Dur>,
+    /// The catalogue rule the peer breaks otherwise.
+    #[serde(default)]
+    pub rule: Option<String>,
+}
+
+/// Restart the system under test.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestartPeerStep {}
 
 /// What to capture: variable name → path in the matched message (`result.sessionId`,
 /// `params.questions[0]`; `$` for the whole message).

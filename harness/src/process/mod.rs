@@ -1,0 +1,16 @@
+//! The system under test as a process the double starts (`--exec`, a scenario's `sut:`): the
+//! placeholders that tell it where the double is, its bounded output, its stops and restarts,
+//! and the guarantee that none of its processes outlives the run.
+
+mod child;
+mod output;
+mod spec;
+mod template;
+
+pub use child::{Exited, ProcessReport, RunRecord, Sut};
+pub use output::{DEFAULT_KEPT_BYTES, MAX_LINE_BYTES, OutputLine, OutputLog, Stream};
+pub use spec::SutSpec;
+pub use template::{Placeholders, Quoting, shell_quote};
+
+/// How long a stop waits after SIGTERM before SIGKILL, unless the `sut:` says.
+pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);

@@ -1,0 +1,67 @@
+//! How a user says to start the system under test: `--exec CMD`, or a scenario's `sut:` (a
+//! command, or a map with its environment, directory and grace period).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::scenario::Dur;
+
+/// The system under test's command and how to run it.
+#[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
+pub struct SutSpec {
+    /// The command, run by `sh -c`, with placeholders (`{url}`, `{ws_url}`, `{token}`, `{tmp}`,
+    /// `{root}`, `{port}`, `{protocol}`, `{spec}`) shell-quoted into it.
+    pub exec: String,
+    /// More environment variables (placeholders expanded); every placeholder is also set as
+    /// `LEMBAS_TEST_<NAME>`.
+    pub env: BTreeMap<String, String>,
+    /// Where it runs (placeholders expanded; default: the double's own directory).
+    pub cwd: Option<String>,
+    /// How long a stop waits after SIGTERM before SIGKILL (default 5s).
+    pub grace: Option<Dur>,
+}
+
+impl SutSpec {
+    /// Just a command.
+    pub fn command(exec: impl Into<String>) -> Self {
+        SutSpec {
+            exec: exec.into(),
+            env: BTreeMap::new(),
+            cwd: None,
+            grace: None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SutSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Full {
+            exec: String,
+            #[serde(default)]
+            env: BTreeMap<String, String>,
+            #[serde(default)]
+            cwd: Option<String>,
+            #[serde(default)]
+            grace: Option<Dur>,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Said {
+            Command(String),
+            Full(Full),
+        }
+        match Said::deserialize(deserializer)? {
+            Said::Command(exec) => Ok(SutSpec::command(exec)),
+            Said::Full(full) => Ok(SutSpec {
+                exec: full.exec,
+                env: full.env,
+                cwd: full.cwd,
+                grace: full.grace,
+            }),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! `{name}` placeholders in the commands, requests and environments a user writes for the
+//! system under test and its hooks: `{url}`, `{token}`, `{tmp}`, `{root}`, an action's fields.
+//! A command is run by `sh -c`, so a value goes into it shell-quoted: a path with a space or a
+//! text a scenario types stays one argument and is never run.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// The values placeholders stand for, by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placeholders(BTreeMap<String, String>);
+
+/// How a value goes into the text around it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quoting {
+    /// As it is (a URL, an environment variable, a header, a request body's string).
+    Plain,
+    /// As one shell word, for a command run by `sh -c`.
+    Shell,
+}
+
+impl Placeholders {
+    /// No values.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets `name`.
+    pub fn set(&mut self, name: &str, value: impl Into<String>) -> &mut Self {
+        self.0.insert(name.to_string(), value.into());
+        self
+    }
+
+    /// The value of `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// These values and then `more`'s (which win).
+    pub fn with(&self, more: &Placeholders) -> Placeholders {
+        let mut all = self.clone();
+        all.0
+            .extend(more.0.iter().map(|(k, v)| (k.clone(), v.clone())));
+        all
+    }
+
+    /// The names, for an error that lists them.
+    pub fn names(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+
+    /// Every name and value, for the environment.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// `template` with each `{name}` replaced (`{{` and `}}` are a literal brace); an unknown
+    /// name is an error that lists the known ones.
+    pub fn expand(&self, template: &str, quoting: Quoting) -> Result<String, String> {
+        let mut out = String::with_capacity(template.len());
+        let mut rest = template;
+        while let Some(at) = rest.find(['{', '}']) {
+            out.push_str(&rest[..at]);
+            let tail = &rest[at..];
+            if tail.starts_with("{{") || tail.starts_with("}}") {
+                out.push_str(&tail[..1]);
+                rest = &tail[2..];
+                continue;
+            }
+            if tail.starts_with('}') {
+                return Err(format!("`{template}`: a lone `}}` (write `}}}}`)"));
+            }
+            let Some(end) = tail.find('}') else {
+                return Err(format!("`{template}`: a `{{` that is never closed"));
+            };
+            let name = &tail[1..end];
+            let Some(value) = self.get(name) else {
+                return Err(format!(
+                    "`{template}`: no placeholder `{{{name}}}` here (there are: {})",
+                    self.names()
+                        .iter()
+                        .map(|n| format!("{{{n}}}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            };
+            match quoting {
+                Quoting::Plain => out.push_str(value),
+                Quoting::Shell => out.push_str(&shell_quote(value)),
+            }
+            rest = &tail[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+
+    /// `value` with every string in it expanded as [`Quoting::Plain`] (a JSON request body).
+    pub fn expand_json(&self, value: &Value) -> Result<Value, String> {
+        Ok(match value {
+            Value::String(s) => Value::String(self.expand(s, Quoting::Plain)?),
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|v| self.expand_json(v))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| Ok((k.clone(), self.expand_json(v)?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+            other => other.clone(),
+        })
+    }
+
+    /// An action's fields as placeholders: each key of an object (a string as it is, anything
+    /// else as JSON), `{value}` for a scalar, and `{json}` for the whole value.
+    pub fn of_fields(value: &Value) -> Placeholders {
+        let mut fields = Placeholders::new();
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        match value {
+            Value::Object(map) => {
+                for (key, v) in map {
+                    fields.set(key, text(v));
+                }
+            }
+            Value::Null => {}
+            scalar => {
+                fields.set("value", text(scalar));
+            }
+        }
+        fields.set("json", value.to_string());
+        fields
+    }
+}
+
+/// `value` as one POSIX shell word.
+pub fn shell_quote(value: &str) -> String {
+    if !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@,+%".contains(&b))
+    {
+        return value.to_string();
+    }
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn values() -> Placeholders {
+        let mut p = Placeholders::new();
+        p.set("url", "http://127.0.0.1:9")
+            .set("tmp", "/tmp/a dir")
+            .set("text", "it's $(rm -rf /)");
+        p
+    }
+
+    #[test]
+    fn values_go_in_plain_or_as_one_shell_word() {
+        let p = values();
+        assert_eq!(
+            p.expand("lembas --url {url} --dir {tmp}", Quoting::Shell),
+            Ok("lembas --url http://127.0.0.1:9 --dir '/tmp/a dir'".into())
+        );
+        assert_eq!(
+            p.expand("type {text}", Quoting::Shell),
+            Ok(r"type 'it'\''s $(rm -rf /)'".into())
+        );
+        assert_eq!(
+            p.expand("{url}/v1", Quoting::Plain),
+            Ok("http://127.0.0.1:9/v1".into())
+        );
+        assert_eq!(
+            p.expand("a {{literal}} brace", Quoting::Plain),
+            Ok("a {literal} brace".into())
+        );
+    }
+
+    #[test]
+    fn an_unknown_or_unclosed_placeholder_is_an_error_that_lists_the_known_ones() {
+        let p = values();
+        let e = p
+            .expand("--port {port}", Quoting::Shell)
+            .expect_err("unknown");
+        assert!(e.contains("no placeholder `{port}`"), "{e}");
+        assert!(e.contains("{tmp}, {url}"), "{e}");
+        assert!(p.expand("{url", Quoting::Plain).is_err());
+        assert!(p.expand("url}", Quoting::Plain).is_err());
+    }
+
+    #[test]
+    fn an_action_s_fields_and_a_json_body_are_placeholders_too() {
+        let fields = Placeholders::of_fields(&json!({ "chat": "ses_1", "n": 2 }));
+        assert_eq!(fields.get("chat"), Some("ses_1"));
+        assert_eq!(fields.get("n"), Some("2"));
+        assert_eq!(
+            Placeholders::of_fields(&json!("ses_2")).get("value"),
+            Some("ses_2")
+        );
+        let body = values()
+            .with(&fields)
+            .expand_json(&json!({ "session": "{chat}", "at": ["{url}"], "n": 1 }))
+            .expect("expands");
+        assert_eq!(
+            body,
+            json!({ "session": "ses_1", "at": ["http://127.0.0.1:9"], "n": 1 })
+        );
+    }
+}
