@@ -3,7 +3,7 @@
 //! self-test). The engine keeps the section as written; fake-device reads it and names the
 //! set-up a real web server's test must arrange.
 
-use harness::scenario::{Dur, LoadError, Scenario};
+use harness::scenario::{LoadError, Scenario};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -16,24 +16,17 @@ pub struct InstanceSetup {
     /// `instance.cards` says it (a real LLeMbas: answer them so in the test).
     #[serde(default)]
     pub cards: Option<Value>,
-    /// The instance stops this long after starting and starts again on the same state (a real
-    /// LLeMbas: restart it).
-    #[serde(default)]
-    pub restart_after: Option<Dur>,
 }
 
 impl InstanceSetup {
     /// The set-up the instance must be given, by name: what fake-instance does by itself in the
     /// self-test, and what a real web server's test must arrange (`--arranged`).
     pub fn needs(&self) -> Vec<String> {
-        [
-            ("answer_cards", self.cards.is_some()),
-            ("restart", self.restart_after.is_some()),
-        ]
-        .into_iter()
-        .filter(|(_, needed)| *needed)
-        .map(|(name, _)| name.to_string())
-        .collect()
+        [("answer_cards", self.cards.is_some())]
+            .into_iter()
+            .filter(|(_, needed)| *needed)
+            .map(|(name, _)| name.to_string())
+            .collect()
     }
 }
 

@@ -62,10 +62,6 @@ pub struct DeviceSetup {
     /// `remote.approval_timeout`).
     #[serde(default)]
     pub approval_timeout: Option<Dur>,
-    /// fake-device: it stops this long after starting and starts again on the same state
-    /// directory (a real CLI: restart its service).
-    #[serde(default)]
-    pub restart_after: Option<Dur>,
 }
 
 impl DeviceSetup {
@@ -90,7 +86,6 @@ impl DeviceSetup {
             ("terminal_prompt", self.terminal_prompt_after.is_some()),
             ("answer_card", self.terminal_answers_after.is_some()),
             ("approval_timeout", self.approval_timeout.is_some()),
-            ("restart", self.restart_after.is_some()),
         ]
         .into_iter()
         .filter(|(_, needed)| *needed)

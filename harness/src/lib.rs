@@ -17,6 +17,7 @@ pub mod cli;
 pub mod engine;
 pub mod exit;
 pub mod finding;
+pub mod hooks;
 pub mod journal;
 pub mod jsonrpc;
 pub mod lembas;

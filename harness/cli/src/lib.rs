@@ -1,6 +1,7 @@
 //! The library behind the `harness` command, so its tests can drive the self-test directly.
 #![warn(missing_docs)]
 
+pub mod in_process;
 pub mod selftest;
 
 /// The scenario format's JSON Schema, whole: the harness's model with the sections the doubles

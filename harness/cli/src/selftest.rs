@@ -180,6 +180,8 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     .map_err(|e| format!("cannot seed a session: {e}"))?;
             }
             let reduced = case.reduced;
+            let peer = crate::in_process::InProcessPeer::new();
+            let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
             let device = tokio::spawn(async move {
                 let Ok(addr) = addr_rx.await else { return };
                 let options = fake_device::Options {
@@ -214,25 +216,33 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     steps: peer_steps,
                     ..fake_device::Options::for_instance(format!("http://{addr}"))
                 };
-                // A device the scenario restarts stops once, then runs again on the same store.
-                let mut restart = peer_setup.restart_after.map(|d| d.0);
+                // A `restart_peer` step stops it; it runs again on the same store.
                 loop {
                     let mut stop = stop_rx.clone();
-                    let this_run = restart.take();
+                    let asked = peer.clone();
                     let shutdown = async move {
                         tokio::select! {
                             _ = stop.wait_for(|stopped| *stopped) => {}
-                            () = async {
-                                match this_run {
-                                    Some(after) => tokio::time::sleep(after).await,
-                                    None => std::future::pending().await,
-                                }
-                            } => {}
+                            () = asked.restart_asked() => {}
                         }
                     };
-                    let _ = fake_device::run(options.clone(), None, shutdown).await;
-                    if this_run.is_none() || *stop_rx.borrow() {
-                        break;
+                    let run_options = options.clone();
+                    let finished = crate::in_process::isolated(move || {
+                        fake_device::run(run_options, None, shutdown)
+                    })
+                    .await;
+                    match peer.take_restart() {
+                        Some(ack) if !*stop_rx.borrow() => {
+                            let _ = ack.send(());
+                        }
+                        _ => {
+                            peer.ended(
+                                finished
+                                    .as_ref()
+                                    .map_or(harness::Exit::Internal as i32, device_exit),
+                            );
+                            break;
+                        }
                     }
                 }
             });
@@ -240,6 +250,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 cell: case.cell.clone(),
                 patience: PATIENCE,
                 arranged: arranged(case.reduced),
+                process: Some(process),
                 ..fake_instance::Options::default()
             };
             let finished = fake_instance::run(
@@ -296,16 +307,18 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 state_dir: Some(instance_state.path().to_path_buf()),
                 ..fake_instance::Options::default()
             };
-            let restart_after = peer_setup.restart_after.map(|d| d.0);
+            let peer = crate::in_process::InProcessPeer::new();
+            let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
             let instance = tokio::spawn(async move {
-                // An instance the scenario restarts stops once, then serves again on the same
-                // address and state directory (its own steps done already).
-                let (mut options, mut restart, mut addr_tx) =
-                    (options, restart_after, Some(addr_tx));
+                // A `restart_peer` step stops it; it serves again on the same address and state
+                // directory (its own steps done already).
+                let (mut options, mut addr_tx) = (options, Some(addr_tx));
+                let mut ack: Option<oneshot::Sender<()>> = None;
                 loop {
-                    let this_run = restart.take();
                     let (seen_tx, seen_rx) = std::sync::mpsc::channel::<SocketAddr>();
                     let mut stop = stop_rx.clone();
+                    let asked = peer.clone();
+                    let restarted = ack.take();
                     let finished = fake_instance::run(
                         options.clone(),
                         None,
@@ -314,22 +327,24 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                             if let Some(tx) = addr_tx.take() {
                                 let _ = tx.send(addr);
                             }
+                            if let Some(ack) = restarted {
+                                let _ = ack.send(());
+                            }
                         },
                         async move {
-                            match this_run {
-                                Some(after) => tokio::select! {
-                                    _ = stop.wait_for(|s| *s) => {}
-                                    () = tokio::time::sleep(after) => {}
-                                },
-                                None => {
-                                    let _ = stop.wait_for(|s| *s).await;
-                                }
+                            tokio::select! {
+                                _ = stop.wait_for(|s| *s) => {}
+                                () = asked.restart_asked() => {}
                             }
                         },
                     )
                     .await;
-                    if this_run.is_none() || *stop_rx.borrow() {
-                        return finished;
+                    match peer.take_restart() {
+                        Some(next) if !*stop_rx.borrow() => ack = Some(next),
+                        _ => {
+                            peer.ended(harness::Exit::Passed as i32);
+                            return finished;
+                        }
                     }
                     if let Ok(addr) = seen_rx.try_recv() {
                         options.listen = addr;
@@ -347,6 +362,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 cell: case.cell.clone(),
                 patience: PATIENCE,
                 arranged: arranged(case.reduced),
+                process: Some(process),
                 ..fake_device::Options::for_instance(format!("http://{addr}"))
             };
             let finished = fake_device::run(
@@ -365,6 +381,20 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             Ok((outcome, finished.recent))
         }
     }
+}
+
+/// The code the fake-device command would have exited with after this run.
+fn device_exit(finished: &Result<fake_device::Finished, fake_device::StartError>) -> i32 {
+    use fake_device::dial::Stopped;
+    let code = match finished {
+        Ok(done) => match done.stopped {
+            Some(Stopped::ProtocolMismatch) => harness::Exit::ProtocolMismatch,
+            Some(Stopped::Unauthorized) => harness::Exit::Unauthorized,
+            _ => harness::Exit::Passed,
+        },
+        Err(_) => harness::Exit::Usage,
+    };
+    code as i32
 }
 
 /// What the scenario's double may take as arranged: everything the other double does, or

@@ -262,6 +262,11 @@ impl Sut {
         Ok(())
     }
 
+    /// The placeholders it was started with (hooks use the same).
+    pub fn placeholders(&self) -> &Placeholders {
+        &self.placeholders
+    }
+
     /// Writes `text` to the current start's standard input (a `stdin` hook).
     pub async fn write_stdin(&self, text: &str) -> Result<(), String> {
         let mut current = self.current.lock().await;
@@ -311,6 +316,11 @@ impl Drop for Sut {
 enum Signal {
     Term,
     Kill,
+}
+
+/// Kills the process group led by `group` (a hook's command that ran out of time).
+pub(crate) fn kill_group(group: i32) {
+    signal_group(group, Signal::Kill);
 }
 
 /// Sends `signal` to the process group led by `group` (nothing for 0).

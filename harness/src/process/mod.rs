@@ -7,6 +7,7 @@ mod output;
 mod spec;
 mod template;
 
+pub(crate) use child::kill_group;
 pub use child::{Exited, ProcessReport, RunRecord, Sut};
 pub use output::{DEFAULT_KEPT_BYTES, MAX_LINE_BYTES, OutputLine, OutputLog, Stream};
 pub use spec::SutSpec;

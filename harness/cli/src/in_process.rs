@@ -1,0 +1,119 @@
+//! The other double as the scenario's peer, run in this process (the self-test): a
+//! [`PeerProcess`] whose restart ends the double's run and starts it again on the same state, as
+//! `restart_peer` does to a real peer's process, and whose exit is the code the double's command
+//! would have ended with.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use harness::engine::PeerProcess;
+use harness::engine::process::ProcessFuture;
+use harness::process::{Exited, OutputLog, ProcessReport};
+use tokio::sync::{Notify, oneshot, watch};
+
+/// How long a restart may take before the step says the peer did not come back.
+const RESTART_WITHIN: Duration = Duration::from_secs(30);
+
+/// The other double's runs, as one process.
+#[derive(Debug)]
+pub struct InProcessPeer {
+    restart: Notify,
+    ack: Mutex<Option<oneshot::Sender<()>>>,
+    exited: watch::Sender<Option<Exited>>,
+}
+
+impl InProcessPeer {
+    /// A peer that has not started yet.
+    pub fn new() -> Arc<Self> {
+        Arc::new(InProcessPeer {
+            restart: Notify::new(),
+            ack: Mutex::new(None),
+            exited: watch::Sender::new(None),
+        })
+    }
+
+    /// Resolves when a restart is asked of the current run: part of its shutdown.
+    pub async fn restart_asked(&self) {
+        self.restart.notified().await;
+    }
+
+    /// After a run ended: the restart that ended it, if one did (answer it once the next run is
+    /// up).
+    pub fn take_restart(&self) -> Option<oneshot::Sender<()>> {
+        self.ack.lock().ok().and_then(|mut ack| ack.take())
+    }
+
+    /// The double's runs are over, with the code its command would have exited with.
+    pub fn ended(&self, code: i32) {
+        self.exited.send_replace(Some(Exited {
+            code: Some(code),
+            signal: None,
+        }));
+    }
+}
+
+impl PeerProcess for InProcessPeer {
+    fn output(&self) -> Option<Arc<OutputLog>> {
+        // Its output is this process's own: no step can tell it from the self-test's.
+        None
+    }
+
+    fn wait_exit(&self, deadline: Instant) -> ProcessFuture<'_, Option<Exited>> {
+        let mut exited = self.exited.subscribe();
+        Box::pin(async move {
+            match tokio::time::timeout_at(deadline.into(), exited.wait_for(|e| e.is_some())).await {
+                Ok(Ok(seen)) => *seen,
+                _ => None,
+            }
+        })
+    }
+
+    fn restart(&self) -> ProcessFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            let (tx, rx) = oneshot::channel();
+            if let Ok(mut ack) = self.ack.lock() {
+                *ack = Some(tx);
+            }
+            self.restart.notify_one();
+            match tokio::time::timeout(RESTART_WITHIN, rx).await {
+                Ok(Ok(())) => Ok(()),
+                _ => Err("the other double did not start again".into()),
+            }
+        })
+    }
+
+    fn report(&self) -> Option<ProcessReport> {
+        None
+    }
+}
+
+/// Runs the future `make` gives on a runtime and a thread of its own, and drops that runtime
+/// when the future ends: every task the run spawned (a turn still streaming, a timer) ends with
+/// it, as a killed process's would, so nothing of one run writes into the state the next starts
+/// on. `None` when the thread could not run it.
+pub async fn isolated<F, Fut, T>(make: F) -> Option<T>
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T>,
+    T: Send + 'static,
+{
+    let (done_tx, done_rx) = oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name("in-process peer".into())
+        .spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            let result = runtime.block_on(make());
+            // Tasks are dropped here; a blocking one is not waited for.
+            runtime.shutdown_background();
+            let _ = done_tx.send(result);
+        });
+    if spawned.is_err() {
+        return None;
+    }
+    done_rx.await.ok()
+}

@@ -1,0 +1,388 @@
+//! Doing an action through its hook: a command, an HTTP request, or a line to the system under
+//! test's standard input; each bounded in time and in what is kept of its output, and recorded
+//! for the report.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+
+use super::{DEFAULT_HOOK_TIMEOUT, Hook, HookRun, Hooks, HttpHook, needs_hook};
+use crate::engine::ActError;
+use crate::process::{Placeholders, Quoting, Sut};
+
+/// The most of a hook's output (each stream, or a response body) that is kept.
+const KEPT_OUTPUT: usize = 16 * 1024;
+
+/// What hooks run with: the hooks, the placeholders of the run, the system under test (for
+/// `stdin` hooks), and the record of what each did.
+#[derive(Debug)]
+pub struct HookContext {
+    hooks: Arc<Hooks>,
+    base: Placeholders,
+    sut: Option<Arc<Sut>>,
+    log: Mutex<Vec<HookRun>>,
+    started: Instant,
+    http: reqwest::Client,
+}
+
+impl HookContext {
+    /// Hooks run with `base` placeholders (`{url}`, `{token}`, `{tmp}`, `{root}`, …) and, for
+    /// `stdin` hooks, `sut`.
+    pub fn new(hooks: Arc<Hooks>, base: Placeholders, sut: Option<Arc<Sut>>) -> Self {
+        HookContext {
+            hooks,
+            base,
+            sut,
+            log: Mutex::new(Vec::new()),
+            started: Instant::now(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    /// Whether an action has a hook.
+    pub fn has(&self, action: &str) -> bool {
+        self.hooks.get(action).is_some()
+    }
+
+    /// The actions there are hooks for.
+    pub fn names(&self) -> Vec<String> {
+        self.hooks.names().map(String::from).collect()
+    }
+
+    /// What every hook did so far.
+    pub fn runs(&self) -> Vec<HookRun> {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Does `action` (with `value`, its fields) through its hook. Gives its result, or why not:
+    /// not applicable with no hook, failed when the hook failed.
+    pub async fn run(&self, action: &str, value: &Value) -> Result<Value, ActError> {
+        let Some(hook) = self.hooks.get(action) else {
+            return Err(ActError::NotApplicable(needs_hook(action)));
+        };
+        let mut fields = Placeholders::of_fields(value);
+        let mut whole = serde_json::Map::new();
+        whole.insert(action.to_string(), value.clone());
+        fields.set("action", Value::Object(whole).to_string());
+        let placeholders = self.base.with(&fields);
+        let at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let began = Instant::now();
+        let timeout = hook.timeout.map(|d| d.0).unwrap_or(DEFAULT_HOOK_TIMEOUT);
+        let (kind, detail, done) = match self.describe(hook, &placeholders) {
+            Ok((kind, detail)) => {
+                let done = match kind {
+                    "run" => run_command(&detail, hook, &placeholders, timeout).await,
+                    "http" => self.request(hook, &placeholders, timeout).await,
+                    _ => self.write_stdin(&detail, timeout).await,
+                };
+                (kind, detail, done)
+            }
+            Err(e) => ("run", String::new(), Done::failed(None, e)),
+        };
+        let record = HookRun {
+            action: action.to_string(),
+            kind,
+            detail,
+            ok: done.ok,
+            status: done.status,
+            output: done.output.clone(),
+            at_ms,
+            elapsed_ms: began.elapsed().as_secs_f64() * 1000.0,
+        };
+        if let Ok(mut log) = self.log.lock() {
+            // Bounded like everything a peer's run feeds: the first hundreds say what happened.
+            if log.len() < 1000 {
+                log.push(record.clone());
+            }
+        }
+        if done.ok {
+            Ok(done.result)
+        } else {
+            Err(ActError::Failed(format!("{record}: {}", done.output)))
+        }
+    }
+
+    /// The hook's kind and what it does, placeholders expanded (the command, the text).
+    fn describe(
+        &self,
+        hook: &Hook,
+        placeholders: &Placeholders,
+    ) -> Result<(&'static str, String), String> {
+        if let Some(command) = &hook.run {
+            Ok(("run", placeholders.expand(command, Quoting::Shell)?))
+        } else if let Some(http) = &hook.http {
+            let method = http.method.clone().unwrap_or_else(|| "POST".into());
+            Ok((
+                "http",
+                format!(
+                    "{method} {}",
+                    placeholders.expand(&http.url, Quoting::Plain)?
+                ),
+            ))
+        } else if let Some(text) = &hook.stdin {
+            Ok(("stdin", placeholders.expand(text, Quoting::Plain)?))
+        } else {
+            Err("the hook says neither `run`, `http` nor `stdin`".into())
+        }
+    }
+
+    async fn request(&self, hook: &Hook, placeholders: &Placeholders, timeout: Duration) -> Done {
+        let Some(http) = &hook.http else {
+            return Done::failed(None, "no request".into());
+        };
+        match self.send(http, placeholders, timeout).await {
+            Ok((status, body)) => {
+                let result = serde_json::from_str(&body)
+                    .unwrap_or_else(|_| json!({ "status": status, "body": body }));
+                Done {
+                    ok: (200..300).contains(&status),
+                    status: Some(i32::from(status)),
+                    output: body,
+                    result,
+                }
+            }
+            Err(e) => Done::failed(None, e),
+        }
+    }
+
+    async fn send(
+        &self,
+        http: &HttpHook,
+        placeholders: &Placeholders,
+        timeout: Duration,
+    ) -> Result<(u16, String), String> {
+        let method = http.method.as_deref().unwrap_or("POST");
+        let method = reqwest::Method::from_bytes(method.as_bytes())
+            .map_err(|_| format!("`{method}` is not an HTTP method"))?;
+        let url = placeholders.expand(&http.url, Quoting::Plain)?;
+        let mut request = self.http.request(method, &url).timeout(timeout);
+        for (name, value) in &http.headers {
+            request = request.header(name, placeholders.expand(value, Quoting::Plain)?);
+        }
+        if let Some(body) = &http.json {
+            request = request.json(&placeholders.expand_json(body)?);
+        } else if let Some(body) = &http.body {
+            request = request.body(placeholders.expand(body, Quoting::Plain)?);
+        }
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| format!("the request to {url} failed: {e}"))?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        while let Ok(Some(chunk)) = response.chunk().await {
+            let room = KEPT_OUTPUT.saturating_sub(body.len());
+            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if room == 0 {
+                break;
+            }
+        }
+        Ok((status, String::from_utf8_lossy(&body).into_owned()))
+    }
+
+    async fn write_stdin(&self, text: &str, timeout: Duration) -> Done {
+        let Some(sut) = &self.sut else {
+            return Done::failed(
+                None,
+                "a `stdin` hook needs the system under test started by the run (--exec)".into(),
+            );
+        };
+        match tokio::time::timeout(timeout, sut.write_stdin(text)).await {
+            Ok(Ok(())) => Done {
+                ok: true,
+                status: None,
+                output: String::new(),
+                result: json!({}),
+            },
+            Ok(Err(e)) => Done::failed(None, e),
+            Err(_) => Done::failed(None, format!("not written within {timeout:?}")),
+        }
+    }
+}
+
+/// How a hook ended.
+struct Done {
+    ok: bool,
+    status: Option<i32>,
+    output: String,
+    result: Value,
+}
+
+impl Done {
+    fn failed(status: Option<i32>, why: String) -> Done {
+        Done {
+            ok: false,
+            status,
+            output: why,
+            result: Value::Null,
+        }
+    }
+}
+
+/// The first [`KEPT_OUTPUT`] bytes of a pipe; the rest is read and dropped, so a chatty hook
+/// never blocks on a full pipe.
+async fn read_kept(pipe: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
+    let Some(mut pipe) = pipe else {
+        return String::new();
+    };
+    let mut kept = Vec::new();
+    let mut chunk = [0u8; 8192];
+    while let Ok(n) = pipe.read(&mut chunk).await {
+        if n == 0 {
+            break;
+        }
+        let room = KEPT_OUTPUT.saturating_sub(kept.len());
+        kept.extend_from_slice(&chunk[..n.min(room)]);
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// Runs a hook's command in a process group of its own, kills the group when it runs out of
+/// time, and keeps the first [`KEPT_OUTPUT`] bytes of each stream.
+async fn run_command(
+    command: &str,
+    hook: &Hook,
+    placeholders: &Placeholders,
+    timeout: Duration,
+) -> Done {
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for (name, value) in placeholders.iter() {
+        if name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            cmd.env(format!("LEMBAS_TEST_{}", name.to_ascii_uppercase()), value);
+        }
+    }
+    for (name, value) in &hook.env {
+        match placeholders.expand(value, Quoting::Plain) {
+            Ok(value) => {
+                cmd.env(name, value);
+            }
+            Err(e) => return Done::failed(None, e),
+        }
+    }
+    #[cfg(unix)]
+    cmd.process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => return Done::failed(None, format!("cannot start it: {e}")),
+    };
+    let group = child.id().unwrap_or(0) as i32;
+    let stdout = tokio::spawn(read_kept(child.stdout.take()));
+    let stderr = tokio::spawn(read_kept(child.stderr.take()));
+    let status = match tokio::time::timeout(timeout, child.wait()).await {
+        Ok(Ok(status)) => status,
+        Ok(Err(e)) => return Done::failed(None, format!("cannot wait for it: {e}")),
+        Err(_) => {
+            crate::process::kill_group(group);
+            return Done::failed(None, format!("it did not finish within {timeout:?}"));
+        }
+    };
+    // Whatever it left behind in its group goes with it.
+    crate::process::kill_group(group);
+    let stdout = stdout.await.unwrap_or_default();
+    let stderr = stderr.await.unwrap_or_default();
+    let result =
+        serde_json::from_str(stdout.trim()).unwrap_or_else(|_| json!({ "stdout": stdout }));
+    let output = match (stdout.trim().is_empty(), stderr.trim().is_empty()) {
+        (_, true) => stdout.trim().to_string(),
+        (true, false) => stderr.trim().to_string(),
+        (false, false) => format!("{}\n{}", stdout.trim(), stderr.trim()),
+    };
+    Done {
+        ok: status.success(),
+        status: status.code(),
+        output,
+        result,
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn context(yaml: &str) -> HookContext {
+        let hooks: Hooks = serde_saphyr::from_str(yaml).expect("hooks");
+        let mut base = Placeholders::new();
+        base.set("root", "/tmp/a root");
+        HookContext::new(Arc::new(hooks), base, None)
+    }
+
+    #[tokio::test]
+    async fn a_command_gets_the_fields_quoted_and_its_json_stdout_is_the_result() {
+        let hooks = context(
+            r#"terminal_prompt: { run: 'printf ''{{"said": "%s", "root": "%s"}}'' {value} {root}' }"#,
+        );
+        let result = hooks
+            .run("terminal_prompt", &json!("it's typed"))
+            .await
+            .expect("it runs");
+        assert_eq!(
+            result,
+            json!({ "said": "it's typed", "root": "/tmp/a root" })
+        );
+        let runs = hooks.runs();
+        assert!(runs[0].ok && runs[0].status == Some(0), "{:?}", runs[0]);
+    }
+
+    #[tokio::test]
+    async fn a_failing_or_hanging_command_fails_with_its_output_and_no_hook_is_not_applicable() {
+        let hooks = context(
+            "share_session: { run: \"echo no terminal here >&2; exit 3\" }\nleave_session: { run: \"sleep 30\", timeout: 200ms }\n",
+        );
+        let Err(ActError::Failed(why)) = hooks.run("share_session", &json!(true)).await else {
+            panic!("a failing hook fails");
+        };
+        assert!(
+            why.contains("exit 3") && why.contains("no terminal here"),
+            "{why}"
+        );
+        let started = Instant::now();
+        let Err(ActError::Failed(why)) = hooks.run("leave_session", &json!(true)).await else {
+            panic!("a hanging hook fails");
+        };
+        assert!(why.contains("did not finish within"), "{why}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            hooks.run("answer_card", &json!("allow")).await,
+            Err(ActError::NotApplicable("needs hook `answer_card`".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn an_http_hook_sends_its_json_and_takes_the_answer_as_the_result() {
+        use axum::{Json, Router, routing::post};
+        let app = Router::new().route(
+            "/test/chats",
+            post(|Json(body): Json<Value>| async move {
+                Json(json!({ "sessionId": "ses_1", "asked": body }))
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let hooks = context(&format!(
+            "open_chat: {{ http: {{ url: \"http://{addr}/test/chats\", json: {{ root: \"{{root}}\", prompt: \"{{system_prompt}}\" }} }} }}\nmissing: {{ http: {{ url: \"http://{addr}/nowhere\" }} }}\n"
+        ));
+        let result = hooks
+            .run("open_chat", &json!({ "system_prompt": "Be brief." }))
+            .await
+            .expect("it answers");
+        assert_eq!(
+            result,
+            json!({ "sessionId": "ses_1", "asked": { "root": "/tmp/a root", "prompt": "Be brief." } })
+        );
+        let Err(ActError::Failed(why)) = hooks.run("missing", &json!({})).await else {
+            panic!("a 404 fails");
+        };
+        assert!(why.contains("HTTP 404"), "{why}");
+    }
+}
