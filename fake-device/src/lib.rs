@@ -12,6 +12,7 @@ pub mod agent;
 pub mod attachments;
 pub mod cards;
 pub mod commands;
+pub mod console;
 pub mod dial;
 pub mod directories;
 pub mod events;
@@ -43,6 +44,7 @@ use harness::lembas::Spec;
 use harness::process::{Placeholders, Sut, SutSpec};
 use harness::rules::{Misbehaviours, ids};
 use harness::scenario::{Mode, Scenario, check_actions};
+use harness::under_test::UnderTest;
 
 use crate::settings::{AgentKind, DeviceSettings};
 
@@ -113,6 +115,12 @@ pub struct Options {
     /// The instance as a process something else runs (the self-test's fake-instance in this
     /// process), when no `sut` is started.
     pub process: Option<Arc<dyn PeerProcess>>,
+    /// What the instance's project does for the scenario's `peer:` set-up and `peer.steps`
+    /// (`--hooks`): its web UI opening chats and sending messages, how its person answers cards.
+    pub hooks: Option<Arc<harness::hooks::Hooks>>,
+    /// Read a person's actions at the terminal from standard input, one JSON line each
+    /// (`--console`), when no scenario runs.
+    pub console: bool,
 }
 
 impl Options {
@@ -145,8 +153,45 @@ impl Options {
             arranged: Arranged::Nothing,
             sut: None,
             process: None,
+            hooks: None,
+            console: false,
         }
     }
+}
+
+/// A step that waits for the device's first link: the web UI's actions need a device on it.
+fn first_link_step() -> Result<Vec<harness::scenario::Spanned<harness::scenario::Step>>, StartError>
+{
+    harness::scenario::load_str(
+        "name: link\nabout: the first link\nsteps:\n  - expect_link: { within: 60s }\n",
+        "the web UI's own steps",
+        None,
+    )
+    .map(|s| s.steps)
+    .map_err(|e| StartError::Scenario(e.to_string()))
+}
+
+/// What hooks are told of an instance this run did not start: its URL, the device's token,
+/// root and a `{tmp}`, and the cell.
+fn instance_placeholders(options: &Options, tmp: &std::path::Path) -> Placeholders {
+    let url = options.instance.trim_end_matches('/').to_string();
+    let mut placeholders = Placeholders::new();
+    placeholders
+        .set(
+            "ws_url",
+            format!(
+                "{}{}",
+                url.replacen("http", "ws", 1),
+                harness::lembas::LINK_PATH
+            ),
+        )
+        .set("url", url)
+        .set("token", options.token.clone())
+        .set("tmp", tmp.display().to_string())
+        .set("root", options.roots.first().cloned().unwrap_or_default())
+        .set("protocol", options.cell.protocol.to_string())
+        .set("spec", options.cell.spec.clone());
+    placeholders
 }
 
 /// Starts the instance under test (`--exec`) for a device whose root is `root`: `{port}` is a
@@ -320,6 +365,11 @@ pub async fn run(
         scratch: state_dir.clone(),
     });
     play_on_timers(&actor, &options);
+    let mut under_test = UnderTest::adopt(
+        options.sut.clone(),
+        options.hooks.clone(),
+        instance_placeholders(&options, tmp.path()),
+    );
     let linking = {
         let dialer = dialer.clone();
         async move { dialer.keep_linked(initial, cap, patience).await }
@@ -327,6 +377,23 @@ pub async fn run(
     let (outcome, stopped) = match &scenario {
         Some(scenario) => {
             let keeper = (settings.dial == Mode::Auto).then(|| tokio::spawn(linking));
+            let unarranged = harness::engine::applicability::unarranged(
+                &scenario.set_up_needs(instance_setup.needs()),
+                &under_test.arranged(options.arranged.clone(), &[]),
+            );
+            // The instance's project plays its part by hooks, unless the run cannot apply; its
+            // web UI acts on a linked device, so from the first link on.
+            if unarranged.is_none() {
+                let timeline = harness::hooks::steps_of(&instance_setup.timeline())
+                    .map_err(StartError::Scenario)?;
+                under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
+                let mut steps = vec![];
+                if !scenario.peer_steps().is_empty() {
+                    steps.extend(first_link_step()?);
+                    steps.extend(scenario.peer_steps().iter().cloned());
+                }
+                under_test.drive(&hub, &options.cell, "the web UI's own steps", steps);
+            }
             let runner = Runner::new(
                 hub.clone(),
                 options.cell.clone(),
@@ -334,14 +401,8 @@ pub async fn run(
                 Some(dialer.clone()),
             )
             .with_actor(actor.clone())
-            .with_process(match &options.sut {
-                Some(sut) => Some(sut.clone() as Arc<dyn PeerProcess>),
-                None => options.process.clone(),
-            })
-            .unarranged(harness::engine::applicability::unarranged(
-                &scenario.set_up_needs(instance_setup.needs()),
-                &options.arranged,
-            ));
+            .with_process(under_test.process(options.process.clone()))
+            .unarranged(unarranged);
             let outcome = tokio::select! {
                 outcome = runner.run(scenario) => Some(outcome),
                 () = shutdown => None,
@@ -352,6 +413,9 @@ pub async fn run(
             (outcome, None)
         }
         None => {
+            let console = options
+                .console
+                .then(|| tokio::spawn(console::read_actions(actor.clone())));
             let own_steps = (!options.steps.is_empty()).then(|| {
                 let runner = Runner::new(hub.clone(), options.cell.clone(), None, None)
                     .with_actor(actor.clone());
@@ -376,6 +440,9 @@ pub async fn run(
             if let Some(task) = own_steps {
                 task.abort();
             }
+            if let Some(task) = console {
+                task.abort();
+            }
             ended
         }
     };
@@ -386,12 +453,7 @@ pub async fn run(
         }
     }
     let mut outcome = outcome;
-    if let Some(sut) = &options.sut {
-        sut.stop().await;
-        if let Some(outcome) = outcome.as_mut() {
-            outcome.process = Some(sut.report());
-        }
-    }
+    under_test.finish(outcome.as_mut()).await;
     Ok(Finished {
         outcome,
         findings: findings.all(),

@@ -66,6 +66,12 @@ struct Cli {
     /// (comma-separated, e.g. turns,status,delete): a CLI that implements part of the spec.
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     capabilities: Option<Vec<String>>,
+    /// Without --scenario: read the actions of a person at this device's terminal from stdin, one
+    /// JSON object a line ({"share_session": true}, {"terminal_prompt": "fix it"},
+    /// {"change_limits": {"add_root": true}}): how a run that starts fake-device as a stand-in
+    /// CLI gives it set-up, with `stdin` hooks.
+    #[arg(long)]
+    console: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -160,6 +166,8 @@ fn serve(args: ServeArgs) -> ExitCode {
         let connection = harness::transport::stdio::stdio(options.limits);
         fake_device::serve_stdio(options, connection, harness::cli::shutdown_signal()).await
     });
+    // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
+    runtime.shutdown_background();
     match finished {
         Ok(_) => Exit::Passed.into(),
         Err(e) => {
@@ -266,6 +274,10 @@ fn main() -> ExitCode {
         Ok(m) => m,
         Err(exit) => return exit.into(),
     };
+    let hooks = match harness::cli::hooks(cli.common.hooks.as_deref()) {
+        Ok(hooks) => hooks,
+        Err(exit) => return exit.into(),
+    };
     // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which under
     // `auto` is what the instance's discovery allows.
     let cell_protocol = match (protocol, &cli.common.scenario) {
@@ -331,11 +343,15 @@ fn main() -> ExitCode {
         arranged: harness::engine::Arranged::from_names(&cli.common.arranged),
         sut: started.map(|(sut, _)| sut),
         process: None,
+        hooks,
+        console: cli.console,
     };
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();
         fake_device::run(options, scenario, shutdown).await
     });
+    // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
+    runtime.shutdown_background();
     drop(made_root);
     match finished {
         Ok(done) => match done.stopped {

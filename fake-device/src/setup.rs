@@ -30,6 +30,22 @@ impl InstanceSetup {
     }
 }
 
+impl InstanceSetup {
+    /// The set-up an instance under test is given as it runs, as hook actions on a timeline:
+    /// how its person answers cards (`answer_cards`, with fake-instance's card policy as its
+    /// fields), at once.
+    pub fn timeline(&self) -> Vec<harness::hooks::Timed> {
+        self.cards
+            .iter()
+            .map(|cards| harness::hooks::Timed {
+                at: std::time::Duration::ZERO,
+                action: "answer_cards".into(),
+                value: cards.clone(),
+            })
+            .collect()
+    }
+}
+
 /// Reads a scenario's `peer:` set-up (the defaults without one); an error names the file, the
 /// section's line and the key at fault.
 pub fn of(scenario: &Scenario) -> Result<InstanceSetup, LoadError> {

@@ -26,11 +26,13 @@ use std::time::Duration;
 
 use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
+use harness::hooks::Hooks;
 use harness::journal::{Entry, Journal};
 use harness::lembas::{Discovery, LINK_PATH, Spec};
-use harness::process::{Placeholders, Sut, SutSpec};
+use harness::process::{Placeholders, SutSpec};
 use harness::rules::Misbehaviours;
 use harness::scenario::{Scenario, Spanned, Step, check_actions};
+use harness::under_test::UnderTest;
 
 use crate::settings::{CardPolicy, InstanceSettings};
 use harness::transport::FrameLimits;
@@ -92,6 +94,9 @@ pub struct Options {
     /// The device as a process something else runs (the self-test's fake-device in this
     /// process), for `restart_peer` and the like when no `sut` is started.
     pub process: Option<Arc<dyn PeerProcess>>,
+    /// What the device's project does for the scenario's `peer:` set-up (`--hooks`): a
+    /// person at its terminal, a change of its limits, sessions deleted while offline.
+    pub hooks: Option<Arc<Hooks>>,
 }
 
 impl Default for Options {
@@ -115,6 +120,7 @@ impl Default for Options {
             arranged: Arranged::Nothing,
             sut: None,
             process: None,
+            hooks: None,
         }
     }
 }
@@ -169,22 +175,20 @@ fn discovery_for(options: &Options, settings: &InstanceSettings) -> Discovery {
     Discovery::for_protocols(Some(list))
 }
 
-/// Starts the device under test: `{root}` made and laid out as the scenario's `peer:` says,
-/// `{tmp}` its own, and the instance's address in `{url}`, `{ws_url}` and `{port}`.
-async fn start_device(
-    spec: SutSpec,
+/// What a device under test is told (its command's and its hooks' placeholders): the
+/// instance's address in `{url}`, `{ws_url}` and `{port}`, its token, a `{root}` to work in and a
+/// `{tmp}` of its own (both made here), and the cell.
+fn device_placeholders(
     cell: &Cell,
     addr: SocketAddr,
     token: &str,
     tmp: &std::path::Path,
-    setup: &setup::DeviceSetup,
-) -> Result<Arc<Sut>, String> {
+) -> Result<Placeholders, String> {
     let root = tmp.join("root");
     let own = tmp.join("sut");
     for dir in [&root, &own] {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     }
-    setup.lay_out(&root)?;
     let mut placeholders = Placeholders::new();
     placeholders
         .set("url", format!("http://{addr}"))
@@ -195,7 +199,7 @@ async fn start_device(
         .set("root", root.display().to_string())
         .set("protocol", cell.protocol.to_string())
         .set("spec", cell.spec.clone());
-    Sut::start(spec, placeholders, None).await
+    Ok(placeholders)
 }
 
 /// Runs fake-instance: binds, calls `ready` with the address, then runs the scenario to its
@@ -327,28 +331,31 @@ pub async fn run(
         }
     });
     ready(addr);
-    // The device under test starts once the instance answers, so its first dial finds it.
-    let sut = match options
+    // The device under test starts once the instance answers, so its first dial finds it;
+    // what its project must set up before it starts is done first.
+    let spec = options
         .sut
         .clone()
-        .or_else(|| scenario.as_ref().and_then(|s| s.sut.clone()))
-    {
-        Some(spec) => Some(
-            start_device(spec, &options.cell, addr, &token, tmp.path(), &device_setup)
-                .await
-                .map_err(StartError::Scenario)?,
-        ),
-        None => None,
+        .or_else(|| scenario.as_ref().and_then(|s| s.sut.clone()));
+    let placeholders = device_placeholders(&options.cell, addr, &token, tmp.path())
+        .map_err(StartError::Scenario)?;
+    if spec.is_some() {
+        device_setup
+            .lay_out(std::path::Path::new(
+                placeholders.get("root").unwrap_or_default(),
+            ))
+            .map_err(StartError::Scenario)?;
+    }
+    let before = match &scenario {
+        Some(_) => device_setup.before_start(),
+        None => Vec::new(),
     };
-    let process: Option<Arc<dyn PeerProcess>> = match &sut {
-        Some(sut) => Some(sut.clone()),
-        None => options.process.clone(),
-    };
+    let mut under_test = UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None)
+        .await
+        .map_err(StartError::Scenario)?;
+    let process = under_test.process(options.process.clone());
     // A device it starts gets its root laid out by fake-instance itself.
-    let arranged = options
-        .arranged
-        .clone()
-        .and(sut.as_ref().map(|_| "lay_out_root".to_string()));
+    let arranged = under_test.arranged(options.arranged.clone(), &["lay_out_root"]);
     let actor = Arc::new(InstanceActor {
         chats: chats.clone(),
         hub: hub.clone(),
@@ -357,6 +364,22 @@ pub async fn run(
     });
     let outcome = match &scenario {
         Some(scenario) => {
+            let unarranged = harness::engine::applicability::unarranged(
+                &scenario.set_up_needs(device_setup.needs()),
+                &arranged,
+            );
+            // The device's project plays its part by hooks, unless the run cannot apply.
+            if unarranged.is_none() {
+                let timeline = harness::hooks::steps_of(&device_setup.timeline())
+                    .map_err(StartError::Scenario)?;
+                under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
+                under_test.drive(
+                    &hub,
+                    &options.cell,
+                    "the device's own steps",
+                    scenario.peer_steps().to_vec(),
+                );
+            }
             let runner = Runner::new(
                 hub.clone(),
                 options.cell.clone(),
@@ -365,10 +388,7 @@ pub async fn run(
             )
             .with_actor(actor)
             .with_process(process)
-            .unarranged(harness::engine::applicability::unarranged(
-                &scenario.set_up_needs(device_setup.needs()),
-                &arranged,
-            ));
+            .unarranged(unarranged);
             tokio::select! {
                 outcome = runner.run(scenario) => Some(outcome),
                 () = shutdown => None,
@@ -408,12 +428,7 @@ pub async fn run(
     // restart binds it again).
     let _ = server.await;
     let mut outcome = outcome;
-    if let Some(sut) = &sut {
-        sut.stop().await;
-        if let Some(outcome) = outcome.as_mut() {
-            outcome.process = Some(sut.report());
-        }
-    }
+    under_test.finish(outcome.as_mut()).await;
     Ok(Finished {
         outcome,
         findings: findings.all(),

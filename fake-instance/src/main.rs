@@ -113,6 +113,10 @@ fn main() -> ExitCode {
             return Exit::Usage.into();
         }
     };
+    let hooks = match harness::cli::hooks(cli.common.hooks.as_deref()) {
+        Ok(hooks) => hooks,
+        Err(exit) => return exit.into(),
+    };
     let options = fake_instance::Options {
         listen: cli.listen,
         tokens: if cli.tokens.is_empty() {
@@ -135,6 +139,7 @@ fn main() -> ExitCode {
             .exec
             .clone()
             .map(harness::process::SutSpec::command),
+        hooks,
         ..fake_instance::Options::default()
     };
     let runtime = match harness::cli::runtime(false) {
@@ -151,6 +156,8 @@ fn main() -> ExitCode {
         let shutdown = harness::cli::shutdown_signal();
         fake_instance::run(options, scenario, ready, shutdown).await
     });
+    // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
+    runtime.shutdown_background();
     match finished {
         Ok(done) => harness::cli::finish(
             "fake-instance",

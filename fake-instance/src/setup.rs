@@ -94,7 +94,72 @@ impl DeviceSetup {
     }
 }
 
+/// What the person at the device's terminal types for `terminal_prompt_after`.
+pub const TERMINAL_PROMPT: &str = "typed at the terminal";
+
 impl DeviceSetup {
+    /// The set-up a device under test is given before it starts, as hook actions with their
+    /// fields: sessions deleted while it was offline, sessions it has elsewhere, no roots, its
+    /// cards' timeout.
+    pub fn before_start(&self) -> Vec<(String, serde_json::Value)> {
+        use serde_json::json;
+        let mut actions = Vec::new();
+        if self.roots == RootsNeed::None {
+            actions.push(("no_roots".to_string(), json!({})));
+        }
+        for id in &self.pending_deletes {
+            actions.push(("delete_unlinked".to_string(), json!({ "session": id })));
+        }
+        for id in &self.foreign_sessions {
+            actions.push(("seed_foreign_session".to_string(), json!({ "session": id })));
+        }
+        if let Some(timeout) = self.approval_timeout {
+            actions.push((
+                "approval_timeout".to_string(),
+                json!({ "timeout": timeout.to_string(), "ms": timeout.0.as_millis() as u64 }),
+            ));
+        }
+        actions
+    }
+
+    /// The set-up done while the device runs, on the scenario's timers, as hook actions whose
+    /// values are fake-device's own actions (`{action}` is a line its `--console` reads).
+    pub fn timeline(&self) -> Vec<harness::hooks::Timed> {
+        use harness::hooks::Timed;
+        use serde_json::json;
+        let mut timeline = Vec::new();
+        let timed = |at: std::time::Duration, action: &str, value: serde_json::Value| Timed {
+            at,
+            action: action.to_string(),
+            value,
+        };
+        if let Some(after) = self.change_limits_after {
+            timeline.push(timed(after.0, "change_limits", json!({ "add_root": true })));
+        }
+        if let Some(share) = self.share_session_after {
+            let share = share.0;
+            timeline.push(timed(share, "share_session", json!(true)));
+            if let Some(prompt) = self.terminal_prompt_after {
+                timeline.push(timed(
+                    share + prompt.0,
+                    "terminal_prompt",
+                    json!(TERMINAL_PROMPT),
+                ));
+                if let Some(answers) = self.terminal_answers_after {
+                    timeline.push(timed(
+                        share + prompt.0 + answers.0,
+                        "answer_card",
+                        json!("allow"),
+                    ));
+                }
+            }
+            if let Some(leave) = self.leave_session_after {
+                timeline.push(timed(share + leave.0, "leave_session", json!(true)));
+            }
+        }
+        timeline
+    }
+
     /// Makes the files and links the set-up says are in the device's root, under `root`; a path
     /// under `../outside/` lands beside the root, outside it. fake-instance does this itself for
     /// a device it starts (`{root}`); the self-test does it for its fake-device.

@@ -187,12 +187,12 @@ fn set_up_nothing_arranges_is_not_applicable_exit_0_or_1_when_strict() {
     ]);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("NOT APPLICABLE: the scenario needs set-up that nothing arranges here: `delete_unlinked`"),
+        out.contains("NOT APPLICABLE: needs hook `delete_unlinked`"),
         "{out}"
     );
     let junit = std::fs::read_to_string(junit).expect("junit written");
     assert!(
-        junit.contains("<skipped message=\"not applicable: the scenario needs set-up"),
+        junit.contains("<skipped message=\"not applicable: needs hook `delete_unlinked`"),
         "{junit}"
     );
     let json: serde_json::Value =

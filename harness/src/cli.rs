@@ -47,6 +47,12 @@ pub struct CommonArgs {
     /// environment as LEMBAS_TEST_<NAME>. Overrides a scenario's `sut:`.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
+    /// A hooks file (YAML): each set-up action of a scenario's `peer:` and each action of its
+    /// `peer.steps`, by name, mapped to a command (`run`), an HTTP request (`http`) or a line to
+    /// the system under test's stdin (`stdin`), with the same placeholders as --exec plus the
+    /// action's fields. A scenario needing an action with no hook is not applicable.
+    #[arg(long, value_name = "FILE")]
+    pub hooks: Option<PathBuf>,
     /// Set-up of the scenario's `peer:` that the peer's own test arranges, by name (repeatable
     /// or comma-separated; `all` for every one): the names a not-applicable verdict gives.
     #[arg(long = "arranged", value_name = "NAME", value_delimiter = ',')]
@@ -64,6 +70,22 @@ pub fn init_process(default_level: &str) {
         .with_writer(std::io::stderr)
         .try_init();
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The `--hooks` file, read; an error is printed with its file, line and key, and is
+/// [`Exit::Usage`](crate::Exit::Usage).
+pub fn hooks(
+    path: Option<&std::path::Path>,
+) -> Result<Option<std::sync::Arc<crate::hooks::Hooks>>, crate::Exit> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    crate::hooks::Hooks::load(path)
+        .map(|h| Some(std::sync::Arc::new(h)))
+        .map_err(|e| {
+            eprintln!("error: --hooks: {e}");
+            crate::Exit::Usage
+        })
 }
 
 /// Prints the embedded scenarios of a double with their `about` lines.

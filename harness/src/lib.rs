@@ -8,6 +8,8 @@
 //! - [`scenario`], [`engine`], [`report`]: the scenario language, its runner, its reports.
 //! - [`process`]: the system under test as a child process (`--exec`): placeholders, output,
 //!   stops and restarts of its whole process group.
+//! - [`hooks`], [`under_test`]: what only the real peer can do, done by the user's commands or
+//!   requests, and the peer under test as one run sees it (its process, its set-up).
 //! - [`rules`]: the catalogue of protocol rules scenarios and monitors cite.
 //! - [`lembas`]: what both doubles know of the LLeMbas protocol (spec versions, capabilities,
 //!   discovery), shared so the two sides cannot disagree on facts.
@@ -27,5 +29,6 @@ pub mod report;
 pub mod rules;
 pub mod scenario;
 pub mod transport;
+pub mod under_test;
 
 pub use exit::Exit;

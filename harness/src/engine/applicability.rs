@@ -93,7 +93,7 @@ pub fn unarranged(needs: &[String], arranged: &Arranged) -> Option<String> {
         .collect();
     (!missing.is_empty()).then(|| {
         format!(
-            "the scenario needs set-up that nothing arranges here: {} (arrange it in the peer's test and say so with `--arranged {}`)",
+            "needs hook {} (map it to a command or a request with --hooks FILE, or arrange it in the peer's own test and say so with --arranged {})",
             missing
                 .iter()
                 .map(|m| format!("`{m}`"))
@@ -163,6 +163,7 @@ mod tests {
         let why = unarranged(&needs, &Arranged::Nothing).expect("nothing is arranged");
         assert!(why.contains("`share_session`, `restart`"), "{why}");
         assert!(why.contains("--arranged share_session,restart"), "{why}");
+        assert!(why.starts_with("needs hook `share_session`"), "{why}");
         let some = Arranged::from_names(&["restart".into()]);
         assert!(
             unarranged(&needs, &some)

@@ -107,6 +107,10 @@ pub struct RunOutcome {
     /// output.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<crate::process::ProcessReport>,
+    /// What each hook did (`--hooks`): the set-up and the other side's actions a real peer's
+    /// project did for the run. One that failed makes the run a scenario error: its set-up broke.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<crate::hooks::HookRun>,
 }
 
 /// What a run came to, for the exit code and the reports.
@@ -145,9 +149,10 @@ impl RunOutcome {
         self.verdict() == Verdict::Passed
     }
 
-    /// Whether the scenario itself went wrong (exit code 2 rather than 1).
+    /// Whether the scenario itself went wrong (exit code 2 rather than 1): a step could not be
+    /// run, or a hook failed.
     pub fn scenario_error(&self) -> bool {
-        self.steps.iter().any(|s| s.status == StepStatus::Error)
+        self.steps.iter().any(|s| s.status == StepStatus::Error) || self.hooks.iter().any(|h| !h.ok)
     }
 
     /// Every rule the peer was caught breaking, from steps and monitors.
@@ -289,6 +294,7 @@ impl Runner {
             not_applicable: self.not_applicable,
             elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
             process: None,
+            hooks: Vec::new(),
         }
     }
 

@@ -8,6 +8,7 @@
 //! The engine knows no action's name: each double says which actions its scenarios need.
 
 mod actor;
+mod drive;
 mod run;
 
 use std::collections::BTreeMap;
@@ -20,6 +21,7 @@ use serde_json::Value;
 use crate::scenario::{Dur, LoadError};
 
 pub use actor::HookActor;
+pub use drive::{Timed, drive, steps_of};
 pub use run::HookContext;
 
 /// How long a hook may take, unless it says.
@@ -110,7 +112,7 @@ impl std::fmt::Display for HookRun {
             "hook `{}` ({} {}): {}{}",
             self.action,
             self.kind,
-            self.detail,
+            self.detail.trim_end(),
             if self.ok { "done" } else { "FAILED" },
             if status.is_empty() {
                 String::new()

@@ -21,24 +21,28 @@ const KEPT_OUTPUT: usize = 16 * 1024;
 pub struct HookContext {
     hooks: Arc<Hooks>,
     base: Placeholders,
-    sut: Option<Arc<Sut>>,
+    sut: std::sync::OnceLock<Arc<Sut>>,
     log: Mutex<Vec<HookRun>>,
     started: Instant,
     http: reqwest::Client,
 }
 
 impl HookContext {
-    /// Hooks run with `base` placeholders (`{url}`, `{token}`, `{tmp}`, `{root}`, …) and, for
-    /// `stdin` hooks, `sut`.
-    pub fn new(hooks: Arc<Hooks>, base: Placeholders, sut: Option<Arc<Sut>>) -> Self {
+    /// Hooks run with `base` placeholders (`{url}`, `{token}`, `{tmp}`, `{root}`, …).
+    pub fn new(hooks: Arc<Hooks>, base: Placeholders) -> Self {
         HookContext {
             hooks,
             base,
-            sut,
+            sut: std::sync::OnceLock::new(),
             log: Mutex::new(Vec::new()),
             started: Instant::now(),
             http: reqwest::Client::new(),
         }
+    }
+
+    /// The system under test, once started: `stdin` hooks write to it.
+    pub fn set_sut(&self, sut: Arc<Sut>) {
+        let _ = self.sut.set(sut);
     }
 
     /// Whether an action has a hook.
@@ -183,7 +187,7 @@ impl HookContext {
     }
 
     async fn write_stdin(&self, text: &str, timeout: Duration) -> Done {
-        let Some(sut) = &self.sut else {
+        let Some(sut) = self.sut.get() else {
             return Done::failed(
                 None,
                 "a `stdin` hook needs the system under test started by the run (--exec)".into(),
@@ -311,7 +315,7 @@ mod tests {
         let hooks: Hooks = serde_saphyr::from_str(yaml).expect("hooks");
         let mut base = Placeholders::new();
         base.set("root", "/tmp/a root");
-        HookContext::new(Arc::new(hooks), base, None)
+        HookContext::new(Arc::new(hooks), base)
     }
 
     #[tokio::test]

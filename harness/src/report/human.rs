@@ -76,6 +76,18 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
             );
         }
     }
+    for hook in &outcome.hooks {
+        let _ = writeln!(
+            out,
+            "  {hook} at {:.0} ms in {:.0} ms",
+            hook.at_ms, hook.elapsed_ms
+        );
+        if !hook.ok || matches!(verdict, Verdict::Failed | Verdict::ScenarioError) {
+            for line in hook.output.lines().take(20) {
+                let _ = writeln!(out, "      {}", clip(line));
+            }
+        }
+    }
     if let Some(process) = &outcome.process {
         process_text(
             &mut out,

@@ -83,6 +83,7 @@ mod tests {
             not_applicable: Some("the device did not list `files`".into()),
             elapsed_ms: 3.0,
             process: None,
+            hooks: Vec::new(),
         }
     }
 

@@ -1,0 +1,109 @@
+//! The other double's part, done for a real peer by hooks: timed set-up (a person shares a
+//! session 300 ms in) and `peer.steps`, each run in the background by a runner of its own whose
+//! every action is a hook.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{HookActor, HookContext};
+use crate::engine::{Cell, Hub, Runner};
+use crate::scenario::{Dur, Scenario, Spanned, Step};
+
+/// One timed set-up action: this long after the start, do this action with these fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timed {
+    /// When, from the start of the run.
+    pub at: Duration,
+    /// The action (and its hook's) name.
+    pub action: String,
+    /// Its fields.
+    pub value: Value,
+}
+
+/// Timed actions as steps: in order of time, with `wait` steps between.
+pub fn steps_of(timeline: &[Timed]) -> Result<Vec<Spanned<Step>>, String> {
+    if timeline.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut sorted = timeline.to_vec();
+    sorted.sort_by_key(|t| t.at);
+    let mut yaml = String::from("name: set-up\nabout: timed set-up\nsteps:\n");
+    let mut now = Duration::ZERO;
+    for timed in &sorted {
+        if timed.at > now {
+            yaml.push_str(&format!("  - wait: {}\n", Dur(timed.at - now)));
+            now = timed.at;
+        }
+        // JSON is YAML: names and values go in whatever they hold.
+        let name = serde_json::to_string(&timed.action).map_err(|e| e.to_string())?;
+        yaml.push_str(&format!("  - act: {{ {name}: {} }}\n", timed.value));
+    }
+    crate::scenario::load_str(&yaml, "the timed set-up", None)
+        .map(|s| s.steps)
+        .map_err(|e| e.to_string())
+}
+
+/// Runs `steps` in the background over `hub`, each action through its hook; a step that could
+/// not be done is in the hooks' record (and so in the verdict). The task ends with the steps,
+/// or when aborted.
+pub fn drive(
+    hub: Arc<Hub>,
+    cell: Cell,
+    context: Arc<HookContext>,
+    name: &str,
+    steps: Vec<Spanned<Step>>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    if steps.is_empty() {
+        return None;
+    }
+    let runner = Runner::new(hub, cell, None, None).with_actor(Arc::new(HookActor(context)));
+    let steps = Scenario::of_steps(name, steps);
+    Some(tokio::spawn(async move {
+        let outcome = runner.run(&steps).await;
+        if !outcome.passed() {
+            tracing::warn!(
+                "{} did not all run: {}",
+                steps.name,
+                crate::report::human::render("hooks", &outcome, &[])
+            );
+        }
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn timed_actions_become_acts_in_order_with_waits_between() {
+        let steps = steps_of(&[
+            Timed {
+                at: Duration::from_millis(800),
+                action: "terminal_prompt".into(),
+                value: json!("typed at the terminal"),
+            },
+            Timed {
+                at: Duration::from_millis(500),
+                action: "share_session".into(),
+                value: json!(true),
+            },
+        ])
+        .expect("steps");
+        let titles: Vec<_> = steps
+            .iter()
+            .map(|s| crate::engine::runner::title(&s.value))
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                "wait 500ms",
+                "act: share_session",
+                "wait 300ms",
+                "act: terminal_prompt"
+            ]
+        );
+    }
+}

@@ -1,0 +1,134 @@
+//! The peer under test, as a run sees it when the user gave a way to start it (`--exec`) or
+//! hooks for what only it can do (`--hooks`): the set-up done before it starts, the process, the
+//! timed set-up and the other side's own steps done by hooks while the scenario runs, and what
+//! the report says of them at the end. Each double says which actions its scenarios need and
+//! what placeholders its peer gets; this part knows neither.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome};
+use crate::hooks::{HookContext, Hooks};
+use crate::process::{Placeholders, Sut, SutSpec};
+use crate::scenario::{Spanned, Step};
+
+/// The peer under test, started (or not) for one run.
+#[derive(Debug, Default)]
+pub struct UnderTest {
+    sut: Option<Arc<Sut>>,
+    hooks: Option<Arc<HookContext>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl UnderTest {
+    /// Does each `before` action that has a hook (set-up made before the peer runs: sessions
+    /// deleted while it was offline), then starts `spec`, if given, with `placeholders`.
+    /// Actions with no hook are left: the run does not apply to what they set up. A hook that
+    /// fails is in the record, and the run ends as a scenario error.
+    pub async fn start(
+        spec: Option<SutSpec>,
+        placeholders: Placeholders,
+        hooks: Option<Arc<Hooks>>,
+        before: &[(String, Value)],
+        scratch: Option<tempfile::TempDir>,
+    ) -> Result<UnderTest, String> {
+        let hooks = hooks.map(|h| Arc::new(HookContext::new(h, placeholders.clone())));
+        if let Some(context) = &hooks {
+            for (action, value) in before {
+                if context.has(action) {
+                    // A failure is kept in the record; the verdict says it.
+                    let _ = context.run(action, value).await;
+                }
+            }
+        }
+        let sut = match spec {
+            Some(spec) => Some(Sut::start(spec, placeholders, scratch).await?),
+            None => None,
+        };
+        if let (Some(context), Some(sut)) = (&hooks, &sut) {
+            context.set_sut(sut.clone());
+        }
+        Ok(UnderTest {
+            sut,
+            hooks,
+            tasks: Vec::new(),
+        })
+    }
+
+    /// A peer whose process was started before the run (`sut`, when one was: fake-device starts
+    /// an instance before it reads its discovery), with hooks that run with `placeholders` (the
+    /// process's own, when there is one).
+    pub fn adopt(
+        sut: Option<Arc<Sut>>,
+        hooks: Option<Arc<Hooks>>,
+        placeholders: Placeholders,
+    ) -> UnderTest {
+        let placeholders = match &sut {
+            Some(sut) => sut.placeholders().clone(),
+            None => placeholders,
+        };
+        let hooks = hooks.map(|h| Arc::new(HookContext::new(h, placeholders)));
+        if let (Some(context), Some(sut)) = (&hooks, &sut) {
+            context.set_sut(sut.clone());
+        }
+        UnderTest {
+            sut,
+            hooks,
+            tasks: Vec::new(),
+        }
+    }
+
+    /// The process started, if one was.
+    pub fn sut(&self) -> Option<&Arc<Sut>> {
+        self.sut.as_ref()
+    }
+
+    /// The process steps' process: the one started, else `fallback` (a peer something else
+    /// runs, as the self-test's other double).
+    pub fn process(&self, fallback: Option<Arc<dyn PeerProcess>>) -> Option<Arc<dyn PeerProcess>> {
+        match &self.sut {
+            Some(sut) => Some(sut.clone()),
+            None => fallback,
+        }
+    }
+
+    /// What is arranged for the peer: `base` (the user's `--arranged`), every action with a
+    /// hook, and `by_the_double` when a process was started (set-up the double made itself,
+    /// like the files of the root it gave the peer).
+    pub fn arranged(&self, base: Arranged, by_the_double: &[&str]) -> Arranged {
+        let mut more: Vec<String> = self.hooks.as_ref().map(|h| h.names()).unwrap_or_default();
+        if self.sut.is_some() {
+            more.extend(by_the_double.iter().map(|s| s.to_string()));
+        }
+        base.and(more)
+    }
+
+    /// Runs `steps` (acts and waits) in the background, each action through its hook; nothing
+    /// without hooks.
+    pub fn drive(&mut self, hub: &Arc<Hub>, cell: &Cell, name: &str, steps: Vec<Spanned<Step>>) {
+        let Some(context) = &self.hooks else {
+            return;
+        };
+        if let Some(task) =
+            crate::hooks::drive(hub.clone(), cell.clone(), context.clone(), name, steps)
+        {
+            self.tasks.push(task);
+        }
+    }
+
+    /// Ends it: the background steps stop, the process stops (SIGTERM, then SIGKILL to its
+    /// group), and the outcome gets the process's and the hooks' record.
+    pub async fn finish(self, outcome: Option<&mut RunOutcome>) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        if let Some(sut) = &self.sut {
+            sut.stop().await;
+        }
+        if let Some(outcome) = outcome {
+            outcome.process = self.sut.as_ref().map(|s| s.report());
+            outcome.hooks = self.hooks.as_ref().map(|h| h.runs()).unwrap_or_default();
+        }
+    }
+}
