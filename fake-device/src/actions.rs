@@ -104,6 +104,14 @@ impl DeviceActor {
     /// A person at the terminal starts a session in the first root and shares it; it is
     /// announced now (and whenever a link comes up).
     pub async fn share_session(&self) -> Result<Value, String> {
+        // Sharing is announcing: a device that does not list `sessions` keeps its terminal's
+        // session to itself, and sends the client nothing of it.
+        if !self.model.capabilities().iter().any(|c| c == "sessions") {
+            return Err(
+                "this device does not list `sessions`: a session at its terminal is not shared"
+                    .into(),
+            );
+        }
         let id = self
             .sessions
             .share_terminal_session()

@@ -230,3 +230,23 @@ fn a_process_step_without_a_process_is_not_applicable() {
         "{out}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_device_that_exits_before_it_links_fails_at_once_with_its_output() {
+    let started = Instant::now();
+    let (code, out, _dir) = run_with(
+        "  - expect_link: { within: 30s, rule: device.link.dial }\n",
+        "echo 'error: --capabilities: `rewind` is not a capability' >&2; exit 2",
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("the peer's process ended (exit code 2) while the step waited"),
+        "{out}"
+    );
+    assert!(out.contains("is not a capability"), "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "it waited out the step"
+    );
+}

@@ -59,6 +59,12 @@ pub struct CommonArgs {
     pub arranged: Vec<String>,
 }
 
+/// Whether to colour what goes to `stream`: only a terminal, and never when `NO_COLOR` is set
+/// to anything (no-color.org), so a log redirected to a file holds no escape codes.
+pub fn colours_on(stream: &impl std::io::IsTerminal) -> bool {
+    stream.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 /// Sets up a process: `RUST_LOG`-driven logs on stderr (stdout is for the ready line and
 /// reports), `default_level` when `RUST_LOG` is unset, and the rustls crypto provider, without
 /// which the first `wss://` dial would panic.
@@ -68,6 +74,7 @@ pub fn init_process(default_level: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(colours_on(&std::io::stderr()))
         .try_init();
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -1,7 +1,10 @@
 //! The library behind the `harness` command, so its tests can drive the self-test directly.
 #![warn(missing_docs)]
 
+pub mod baseline;
 pub mod in_process;
+pub mod matrix;
+pub mod run;
 pub mod selftest;
 
 /// The scenario format's JSON Schema, whole: the harness's model with the sections the doubles

@@ -45,6 +45,9 @@ enum Command {
     },
     /// List the rule catalogue, with the scenarios that check each rule and its misbehaviour.
     Rules,
+    /// Run scenarios against the real project under test, across protocols and specs: start it
+    /// for each run (--exec), do its set-up by hooks (--hooks), report a JUnit file a cell.
+    Run(Box<harness_cli::matrix::RunArgs>),
 }
 
 /// Loads a scenario and checks what the doubles read themselves: its settings and its own steps'
@@ -191,6 +194,7 @@ fn main() -> ExitCode {
             print_rules();
             Exit::Passed.into()
         }
+        Command::Run(args) => harness_cli::matrix::command(*args).into(),
         Command::Selftest {
             filter,
             jobs,

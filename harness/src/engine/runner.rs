@@ -1173,8 +1173,54 @@ impl Runner {
         })
     }
 
+    /// Waits for `wait`, unless the peer's process ends first (a CLI that could not start):
+    /// then gives how it ended, and the step need not wait out its deadline.
+    async fn unless_exited<T>(
+        &self,
+        wait: impl Future<Output = T>,
+        deadline: Instant,
+    ) -> Result<T, crate::process::Exited> {
+        let Some(process) = &self.process else {
+            return Ok(wait.await);
+        };
+        tokio::select! {
+            value = wait => Ok(value),
+            Some(exit) = process.wait_exit(deadline.into_std()) => Err(exit),
+        }
+    }
+
+    /// The failure of a step whose wait the peer's process ended.
+    fn exited(
+        &self,
+        rule: &Option<String>,
+        exit: crate::process::Exited,
+        awaited: String,
+    ) -> Outcome {
+        Outcome::failed(Failure {
+            rule: rule.clone(),
+            summary: format!("the peer's process ended ({exit}) while the step waited"),
+            awaited: Some(awaited),
+            nearest: self
+                .process
+                .as_ref()
+                .and_then(|p| p.output())
+                .map(|o| output_tail(&o)),
+            ..Failure::default()
+        })
+    }
+
     async fn expect_link(&self, e: &ExpectLinkStep) -> Outcome {
-        match self.hub.wait_current(Instant::now() + e.within.0).await {
+        let deadline = Instant::now() + e.within.0;
+        let waited = self
+            .unless_exited(self.hub.wait_current(deadline), deadline)
+            .await;
+        let waited = match waited {
+            Ok(waited) => waited,
+            Err(exit) => {
+                return self.exited(&e.rule, exit, format!("an open link, for {}", e.within));
+            }
+        };
+        match waited {
             Some(peer) => {
                 self.focus_on(peer.link());
                 Outcome::Passed
@@ -1335,15 +1381,23 @@ impl Runner {
 
     async fn expect_reconnect(&self, e: &ExpectReconnectStep) -> Outcome {
         let baseline = self.reconnect_baseline();
-        let found = self
-            .hub
-            .wait_links(Instant::now() + e.within.0, |links| {
-                links
-                    .iter()
-                    .find(|l| l.peer.link() > baseline)
-                    .map(|l| l.peer.link())
-            })
-            .await;
+        let deadline = Instant::now() + e.within.0;
+        let waited = self.hub.wait_links(deadline, |links| {
+            links
+                .iter()
+                .find(|l| l.peer.link() > baseline)
+                .map(|l| l.peer.link())
+        });
+        let found = match self.unless_exited(waited, deadline).await {
+            Ok(found) => found,
+            Err(exit) => {
+                return self.exited(
+                    &e.rule,
+                    exit,
+                    format!("a new link after link {baseline}, for {}", e.within),
+                );
+            }
+        };
         match found {
             Some(link) => {
                 self.focus_on(link);

@@ -9,7 +9,24 @@ use crate::engine::{RunOutcome, StepStatus, Verdict};
 
 /// Renders the outcome.
 pub fn render(double: &str, outcome: &RunOutcome) -> String {
-    let mut report = Report::new(double);
+    render_many(double, double, &[outcome])
+}
+
+/// Renders several runs as one report named `name`, a suite each (`harness run` writes one
+/// file a cell, with every scenario run in it).
+pub fn render_many(name: &str, double: &str, outcomes: &[&RunOutcome]) -> String {
+    let mut report = Report::new(name);
+    for outcome in outcomes {
+        report.add_test_suite(suite(double, outcome));
+    }
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- cannot render JUnit: {e} -->"))
+}
+
+/// One run as a suite: a case a step, one for the monitors, and the system under test's output
+/// and hooks as the suite's output.
+fn suite(double: &str, outcome: &RunOutcome) -> TestSuite {
     let mut suite = TestSuite::new(format!("{} [{}]", outcome.scenario, outcome.cell));
     // A run that did not apply says why on the step that found it, or, when it applied to no
     // step at all (set-up nothing arranged), on every step.
@@ -72,8 +89,24 @@ pub fn render(double: &str, outcome: &RunOutcome) -> String {
     case.set_classname(format!("{double}.{}", outcome.scenario));
     suite.add_test_case(case);
     suite.set_time(Duration::from_secs_f64(outcome.elapsed_ms / 1000.0));
-    report.add_test_suite(suite);
-    report
-        .to_string()
-        .unwrap_or_else(|e| format!("<!-- cannot render JUnit: {e} -->"))
+    let mut out = String::new();
+    for hook in &outcome.hooks {
+        out.push_str(&format!("{hook}\n"));
+        for line in hook.output.lines() {
+            out.push_str(&format!("    {line}\n"));
+        }
+    }
+    if let Some(process) = &outcome.process {
+        out.push_str(&format!("system under test: {}\n", process.command));
+        for line in &process.output {
+            out.push_str(&format!(
+                "{:>9.1} ms {} {}\n",
+                line.at_ms, line.stream, line.text
+            ));
+        }
+    }
+    if !out.is_empty() {
+        suite.set_system_out(out);
+    }
+    suite
 }

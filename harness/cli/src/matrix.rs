@@ -1,0 +1,315 @@
+//! The `harness run` command: its arguments, its progress line, its table and its reports.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Args;
+use harness::Exit;
+use harness::engine::{Arranged, Verdict};
+use harness::scenario::Side;
+
+use crate::baseline::Judged;
+use crate::run::{Ran, Setup, Summary};
+
+/// `harness run`'s arguments.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Scenarios: files, folders, `instance` or `device` (every embedded one), or embedded ones
+    /// by name (instance/negotiate.yaml).
+    #[arg(required = true, value_name = "SCENARIO")]
+    pub scenarios: Vec<String>,
+    /// Start the system under test with this command for each run (run by `sh -c`, in its own
+    /// process group, ended with it). Placeholders: {url}, {ws_url}, {port}, {token}, {tmp},
+    /// {root}, {protocol}, {spec}.
+    #[arg(long, value_name = "CMD")]
+    pub exec: Option<String>,
+    /// A hooks file: the set-up actions the scenarios need, done by the project's commands or
+    /// requests.
+    #[arg(long, value_name = "FILE")]
+    pub hooks: Option<PathBuf>,
+    /// The link protocols to run.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "1,2"
+    )]
+    pub protocols: Vec<u8>,
+    /// The harness specs to run.
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_delimiter = ',',
+        default_value = "1.0.0,1.1.0"
+    )]
+    pub specs: Vec<String>,
+    /// How many runs at once (each gets its own port, {tmp} and state).
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// junit:DIR (a file a cell), json:PATH (the summary); repeatable.
+    #[arg(long = "report", value_name = "KIND:PATH")]
+    pub reports: Vec<String>,
+    /// The expected-failures baseline (YAML): `scenario` or `scenario:rule`, optionally per cell.
+    #[arg(long, value_name = "FILE")]
+    pub expected_failures: Option<PathBuf>,
+    /// Which double runs the scenarios, when their folder does not say.
+    #[arg(long, value_parser = ["instance", "device"])]
+    pub side: Option<String>,
+    /// fake-device's scenarios: an instance already running, instead of --exec.
+    #[arg(long, value_name = "URL")]
+    pub instance: Option<String>,
+    /// The device token (default lembas-test-token).
+    #[arg(long, value_name = "T")]
+    pub token: Option<String>,
+    /// Set-up the project's own test does, by name (or `all`).
+    #[arg(long = "arranged", value_name = "NAME", value_delimiter = ',')]
+    pub arranged: Vec<String>,
+    /// Runs that do not apply fail the matrix.
+    #[arg(long)]
+    pub strict: bool,
+    /// Only the summary line and one line a failure.
+    #[arg(long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Every run's whole report, not only the failures'.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// Where `--report` writes.
+#[derive(Debug, Default)]
+struct Reports {
+    junit: Option<PathBuf>,
+    json: Option<PathBuf>,
+}
+
+fn reports(said: &[String]) -> Result<Reports, String> {
+    let mut reports = Reports::default();
+    for report in said {
+        match report.split_once(':') {
+            Some(("junit", dir)) if !dir.is_empty() => reports.junit = Some(dir.into()),
+            Some(("json", path)) if !path.is_empty() => reports.json = Some(path.into()),
+            _ => {
+                return Err(format!("--report {report}: say junit:DIR or json:PATH"));
+            }
+        }
+    }
+    Ok(reports)
+}
+
+/// Colours for the table, on a terminal only.
+struct Paint(bool);
+
+impl Paint {
+    fn verdict(&self, text: &str, verdict: &Verdict, judged: &Judged) -> String {
+        if !self.0 {
+            return text.to_string();
+        }
+        let code = match (verdict, judged) {
+            (_, Judged::ExpectedFailure(_)) => "33",
+            (Verdict::Passed, _) => "32",
+            (Verdict::NotApplicable(_), _) => "2",
+            _ => "31;1",
+        };
+        format!("\x1b[{code}m{text}\x1b[0m")
+    }
+}
+
+/// Runs the command; gives its exit.
+pub fn command(args: RunArgs) -> Exit {
+    let side = args.side.as_deref().map(|s| {
+        if s == "instance" {
+            Side::Instance
+        } else {
+            Side::Device
+        }
+    });
+    let fail = |e: String| {
+        eprintln!("error: {e}");
+        Exit::Usage
+    };
+    let reports = match reports(&args.reports) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    if let Some(bad) = args.protocols.iter().find(|p| !matches!(p, 1 | 2)) {
+        return fail(format!("--protocols: {bad} is not 1 or 2"));
+    }
+    if let Some(bad) = args
+        .specs
+        .iter()
+        .find(|s| harness::lembas::Spec::parse(s).is_none())
+    {
+        return fail(format!("--specs: {bad} is not 1.0.0 or 1.1.0"));
+    }
+    let selected = match crate::run::select(&args.scenarios, side) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    let expected = match &args.expected_failures {
+        Some(path) => match crate::baseline::load(path) {
+            Ok(e) => e,
+            Err(e) => return fail(format!("--expected-failures: {e}")),
+        },
+        None => Vec::new(),
+    };
+    let hooks = match harness::cli::hooks(args.hooks.as_deref()) {
+        Ok(h) => h,
+        Err(exit) => return exit,
+    };
+    let setup = Arc::new(Setup {
+        exec: args.exec.clone(),
+        hooks,
+        instance: args.instance.clone(),
+        token: args.token.clone(),
+        arranged: Arranged::from_names(&args.arranged),
+    });
+    let planned = crate::run::plan(&selected, &args.protocols, &args.specs);
+    if planned.is_empty() {
+        return fail("no scenario applies to these protocols and specs".into());
+    }
+    let runtime = match harness::cli::runtime(true) {
+        Ok(rt) => rt,
+        Err(exit) => return exit,
+    };
+    let started = Instant::now();
+    let progress_on = harness::cli::colours_on(&std::io::stderr()) && !args.quiet;
+    let ran = runtime.block_on(crate::run::run_all(
+        planned,
+        setup,
+        args.jobs,
+        move |n, total, ran| {
+            if progress_on {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(
+                    err,
+                    "\r\x1b[2K[{n}/{total}] {} {} · {}",
+                    ran.planned.scenario.name,
+                    ran.planned.cell,
+                    ran.summary().chars().take(60).collect::<String>()
+                );
+                let _ = err.flush();
+            }
+        },
+    ));
+    // The runs' processes are gone; a task still blocked on a pipe must not hold the exit.
+    runtime.shutdown_background();
+    if progress_on {
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+    let elapsed = started.elapsed();
+    let mut ran = ran;
+    ran.sort_by(|a, b| {
+        (
+            a.planned.cell.spec.as_str(),
+            a.planned.cell.protocol,
+            a.planned.label.as_str(),
+        )
+            .cmp(&(
+                b.planned.cell.spec.as_str(),
+                b.planned.cell.protocol,
+                b.planned.label.as_str(),
+            ))
+    });
+    let summary = Summary::of(&ran, &expected);
+    print_table(&ran, &summary, &args);
+    let not_applicable = summary.count(|j| *j == Judged::NotApplicable);
+    let mut out = std::io::stdout().lock();
+    for stale in &summary.stale {
+        let _ = writeln!(out, "STALE: {stale}");
+    }
+    let unexpected = summary.count(|j| *j == Judged::UnexpectedFailure);
+    let _ = writeln!(
+        out,
+        "\nrun: {} runs: {} passed, {not_applicable} not applicable, {} failed as expected, {unexpected} failed unexpectedly, {} stale baseline entries in {:.1}s",
+        ran.len(),
+        summary.count(|j| *j == Judged::Passed),
+        summary.count(|j| matches!(j, Judged::ExpectedFailure(_))),
+        summary.stale.len(),
+        elapsed.as_secs_f64()
+    );
+    drop(out);
+    if let Some(dir) = &reports.junit {
+        match crate::run::write_junit(dir, &ran) {
+            Ok(files) => {
+                if !args.quiet {
+                    let _ = writeln!(
+                        std::io::stdout(),
+                        "wrote {} JUnit files to {}",
+                        files.len(),
+                        dir.display()
+                    );
+                }
+            }
+            Err(e) => {
+                eprintln!("error: cannot write the JUnit reports: {e}");
+                return Exit::Internal;
+            }
+        }
+    }
+    if let Some(path) = &reports.json {
+        let json = crate::run::json_summary(&ran, &summary, elapsed);
+        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return Exit::Internal;
+        }
+    }
+    if !summary.passed() || (args.strict && not_applicable > 0) {
+        Exit::PeerFailed
+    } else {
+        Exit::Passed
+    }
+}
+
+/// A line a run, then the whole report of each failure (of each run with --verbose).
+fn print_table(ran: &[Ran], summary: &Summary, args: &RunArgs) {
+    let paint = Paint(harness::cli::colours_on(&std::io::stdout()));
+    let mut out = std::io::stdout().lock();
+    for (r, judged) in ran.iter().zip(&summary.judged) {
+        let failed = matches!(judged, Judged::UnexpectedFailure);
+        if args.quiet && !failed {
+            continue;
+        }
+        let mut line = r.summary();
+        if let Judged::ExpectedFailure(entry) = judged {
+            line = format!("{line} (expected: {entry})");
+        }
+        let _ = writeln!(
+            out,
+            "{:<26} {:<24} {:>7.0}ms  {}",
+            r.planned.scenario.name,
+            r.planned.cell.to_string(),
+            r.elapsed.as_secs_f64() * 1000.0,
+            paint.verdict(&line, &r.verdict(), judged)
+        );
+    }
+    if args.quiet {
+        return;
+    }
+    for (r, judged) in ran.iter().zip(&summary.judged) {
+        if !(args.verbose || matches!(judged, Judged::UnexpectedFailure)) {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "\n--- {} [{}] ({})",
+            r.planned.label,
+            r.planned.cell,
+            r.planned.side.double()
+        );
+        match &r.outcome {
+            Ok((outcome, recent)) => {
+                let _ = write!(
+                    out,
+                    "{}",
+                    harness::report::human::render(r.planned.side.double(), outcome, recent)
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(out, "  could not run: {e}");
+            }
+        }
+    }
+}

@@ -1,0 +1,447 @@
+//! `harness run`: the real project under test, across the matrix. Scenarios (files, folders, or
+//! the embedded ones by name) × protocols × specs, each run with its own port, `{tmp}` and state,
+//! the system under test started by the run (`--exec`) and its set-up done by hooks
+//! (`--hooks`); a JUnit file a cell, a JSON summary, a table, and the exit code a CI job needs,
+//! with an expected-failures baseline to ratchet on.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness::engine::{Arranged, Cell, RunOutcome, Verdict};
+use harness::hooks::Hooks;
+use harness::journal::Entry;
+use harness::process::SutSpec;
+use harness::scenario::{Scenario, Side};
+use tokio::sync::Semaphore;
+
+use crate::baseline::{self, Expected, Judged, RunSeen};
+
+/// How every run of the matrix meets the system under test.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// The command that starts it (`--exec`); else each scenario's `sut:`.
+    pub exec: Option<String>,
+    /// What its project does for the scenarios' set-up (`--hooks`).
+    pub hooks: Option<Arc<Hooks>>,
+    /// A running instance to dial (fake-device's scenarios, without `--exec`).
+    pub instance: Option<String>,
+    /// The device token.
+    pub token: Option<String>,
+    /// Set-up its own test does (`--arranged`).
+    pub arranged: Arranged,
+}
+
+/// One run of the matrix: a scenario in a cell.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The double that runs it.
+    pub side: Side,
+    /// Where it came from (`scenarios/instance/negotiate.yaml`).
+    pub label: String,
+    /// The scenario.
+    pub scenario: Arc<Scenario>,
+    /// The cell.
+    pub cell: Cell,
+}
+
+/// A run's result.
+#[derive(Debug)]
+pub struct Ran {
+    /// What ran.
+    pub planned: Planned,
+    /// Its outcome and last messages, or why it could not run.
+    pub outcome: Result<(RunOutcome, Vec<Entry>), String>,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+impl Ran {
+    /// Its verdict (a run that could not run is a scenario error).
+    pub fn verdict(&self) -> Verdict {
+        match &self.outcome {
+            Ok((outcome, _)) => outcome.verdict(),
+            Err(_) => Verdict::ScenarioError,
+        }
+    }
+
+    /// The rules it broke.
+    pub fn broken(&self) -> Vec<String> {
+        match &self.outcome {
+            Ok((outcome, _)) => outcome.broken_rules(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// One line on what it came to.
+    pub fn summary(&self) -> String {
+        match (&self.outcome, self.verdict()) {
+            (Err(e), _) => format!("ERROR {e}"),
+            (_, Verdict::Passed) => "passed".into(),
+            (_, Verdict::NotApplicable(why)) => format!("not applicable: {why}"),
+            (_, Verdict::ScenarioError) => "SCENARIO ERROR".into(),
+            (_, Verdict::Failed) => format!("FAILED: {}", self.broken().join(", ")),
+        }
+    }
+}
+
+/// The scenarios `args` name: files, folders (every `.yaml` under them), `instance` or `device`
+/// (every embedded one of that side), or an embedded one by name (`instance/negotiate.yaml`, or
+/// `negotiate` with `side`).
+pub fn select(
+    args: &[String],
+    side: Option<Side>,
+) -> Result<Vec<(Side, String, Arc<Scenario>)>, String> {
+    let mut found = Vec::new();
+    for arg in args {
+        let path = Path::new(arg);
+        if path.is_dir() {
+            let mut files = Vec::new();
+            yaml_files(path, &mut files).map_err(|e| format!("{arg}: {e}"))?;
+            if files.is_empty() {
+                return Err(format!("{arg}: no .yaml scenario in it"));
+            }
+            for file in files {
+                let side = side_of(&file, side)?;
+                let scenario =
+                    harness::scenario::load_file(&file, Some(side)).map_err(|e| e.to_string())?;
+                found.push((side, file.display().to_string(), Arc::new(scenario)));
+            }
+        } else if path.is_file() {
+            let side = side_of(path, side)?;
+            let scenario =
+                harness::scenario::load_file(path, Some(side)).map_err(|e| e.to_string())?;
+            found.push((side, arg.clone(), Arc::new(scenario)));
+        } else if let Some(whole) = [Side::Instance, Side::Device]
+            .into_iter()
+            .find(|s| s.folder() == arg)
+        {
+            for embedded in harness::scenario::catalogue::embedded(whole) {
+                let scenario = embedded.load().map_err(|e| e.to_string())?;
+                found.push((whole, embedded.label(), Arc::new(scenario)));
+            }
+        } else {
+            let side = match (side, arg.split_once('/')) {
+                (Some(side), _) => side,
+                (None, Some(("instance", _))) => Side::Instance,
+                (None, Some(("device", _))) => Side::Device,
+                _ => {
+                    return Err(format!(
+                        "`{arg}` is neither a file nor a folder; name an embedded scenario as instance/NAME or device/NAME, or say --side"
+                    ));
+                }
+            };
+            let scenario =
+                harness::scenario::catalogue::resolve(arg, side).map_err(|e| e.to_string())?;
+            found.push((
+                side,
+                format!(
+                    "scenarios/{}/{}",
+                    side.folder(),
+                    arg.rsplit('/').next().unwrap_or(arg)
+                ),
+                Arc::new(scenario),
+            ));
+        }
+    }
+    if let Some(first) = found.first().map(|f| f.0)
+        && found.iter().any(|f| f.0 != first)
+    {
+        return Err("the scenarios are for both doubles; one run tests one project (a CLI with instance/ scenarios, a web server with device/ ones)".into());
+    }
+    Ok(found)
+}
+
+fn yaml_files(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            yaml_files(&path, into)?;
+        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            into.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn side_of(path: &Path, side: Option<Side>) -> Result<Side, String> {
+    side.or_else(|| Side::from_path(path)).ok_or_else(|| {
+        format!(
+            "{}: which double runs it? Keep it in an instance/ or device/ folder, or say --side",
+            path.display()
+        )
+    })
+}
+
+/// Every run: each scenario in each cell of `protocols` × `specs` its matrix holds.
+pub fn plan(
+    selected: &[(Side, String, Arc<Scenario>)],
+    protocols: &[u8],
+    specs: &[String],
+) -> Vec<Planned> {
+    let mut runs = Vec::new();
+    for spec in specs {
+        for protocol in protocols {
+            for (side, label, scenario) in selected {
+                if scenario.matrix.protocol.contains(protocol)
+                    && scenario.matrix.spec.contains(spec)
+                {
+                    runs.push(Planned {
+                        side: *side,
+                        label: label.clone(),
+                        scenario: scenario.clone(),
+                        cell: Cell {
+                            protocol: *protocol,
+                            spec: spec.clone(),
+                        },
+                    });
+                }
+            }
+        }
+    }
+    runs
+}
+
+/// Runs one: its double in this process, the system under test as the setup says.
+pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Vec<Entry>), String> {
+    let scenario = (*planned.scenario).clone();
+    let spec = setup
+        .exec
+        .clone()
+        .map(SutSpec::command)
+        .or_else(|| scenario.sut.clone());
+    match planned.side {
+        Side::Instance => {
+            if spec.is_none() {
+                return Err("a CLI under test must be started by the run: say --exec CMD (with {url} and {token} in it)".into());
+            }
+            let options = fake_instance::Options {
+                cell: planned.cell.clone(),
+                tokens: vec![
+                    setup
+                        .token
+                        .clone()
+                        .unwrap_or_else(|| fake_instance::DEFAULT_TOKEN.into()),
+                ],
+                sut: spec,
+                hooks: setup.hooks.clone(),
+                arranged: setup.arranged.clone(),
+                ..fake_instance::Options::default()
+            };
+            let finished =
+                fake_instance::run(options, Some(scenario), |_| {}, std::future::pending())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            let outcome = finished
+                .outcome
+                .ok_or("fake-instance ended without a verdict")?;
+            Ok((outcome, finished.recent))
+        }
+        Side::Device => {
+            let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
+            let root = scratch.path().join("root");
+            std::fs::create_dir_all(&root).map_err(|e| format!("cannot make a root: {e}"))?;
+            let token = setup
+                .token
+                .clone()
+                .unwrap_or_else(|| "lembas-test-token".into());
+            let (sut, instance) = match spec {
+                Some(spec) => {
+                    let (sut, url) = fake_device::start_instance(spec, setup.instance.as_deref(), &token, &planned.cell, &root).await?;
+                    (Some(sut), url)
+                }
+                None => match &setup.instance {
+                    Some(url) => (None, url.clone()),
+                    None => return Err("a web server under test is started by the run (--exec CMD, with {port} in it) or already running (--instance URL)".into()),
+                },
+            };
+            let options = fake_device::Options {
+                token,
+                roots: vec![root.display().to_string()],
+                protocol: fake_device::dial::ProtocolChoice::Fixed(planned.cell.protocol),
+                cell: planned.cell.clone(),
+                state_dir: Some(scratch.path().join("state")),
+                sut,
+                hooks: setup.hooks.clone(),
+                arranged: setup.arranged.clone(),
+                ..fake_device::Options::for_instance(instance)
+            };
+            let finished = fake_device::run(options, Some(scenario), std::future::pending())
+                .await
+                .map_err(|e| e.to_string())?;
+            let outcome = finished
+                .outcome
+                .ok_or("fake-device ended without a verdict")?;
+            Ok((outcome, finished.recent))
+        }
+    }
+}
+
+/// Runs them all, `jobs` at a time, calling `progress` as each ends.
+pub async fn run_all(
+    planned: Vec<Planned>,
+    setup: Arc<Setup>,
+    jobs: usize,
+    progress: impl Fn(usize, usize, &Ran) + Send + Sync + 'static,
+) -> Vec<Ran> {
+    let total = planned.len();
+    let permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let progress = Arc::new(progress);
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for planned in planned {
+        let (permits, setup, progress, done) = (
+            permits.clone(),
+            setup.clone(),
+            progress.clone(),
+            done.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let _permit = permits.acquire_owned().await;
+            let started = Instant::now();
+            let outcome = run_one(&planned, &setup).await;
+            let ran = Ran {
+                planned,
+                outcome,
+                elapsed: started.elapsed(),
+            };
+            let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            progress(n, total, &ran);
+            ran
+        }));
+    }
+    let mut all = Vec::new();
+    for task in tasks {
+        match task.await {
+            Ok(ran) => all.push(ran),
+            Err(e) => eprintln!("harness run: a run panicked: {e}"),
+        }
+    }
+    all
+}
+
+/// What the matrix came to, with the baseline.
+#[derive(Debug)]
+pub struct Summary {
+    /// Each run as the baseline sees it, in the order of the runs.
+    pub judged: Vec<Judged>,
+    /// Baseline entries that no longer hold.
+    pub stale: Vec<String>,
+}
+
+impl Summary {
+    /// Judges the runs against the baseline.
+    pub fn of(ran: &[Ran], expected: &[Expected]) -> Summary {
+        let verdicts: Vec<(Verdict, Vec<String>)> =
+            ran.iter().map(|r| (r.verdict(), r.broken())).collect();
+        let seen: Vec<RunSeen<'_>> = ran
+            .iter()
+            .zip(&verdicts)
+            .map(|(r, (verdict, broken))| RunSeen {
+                scenario: &r.planned.scenario.name,
+                cell: &r.planned.cell,
+                verdict,
+                broken,
+            })
+            .collect();
+        let (judged, stale) = baseline::judge(expected, &seen);
+        Summary { judged, stale }
+    }
+
+    /// Whether the matrix passes: no unexpected failure, no stale entry.
+    pub fn passed(&self) -> bool {
+        self.stale.is_empty() && !self.judged.contains(&Judged::UnexpectedFailure)
+    }
+
+    /// How many runs came to `judged`.
+    pub fn count(&self, what: fn(&Judged) -> bool) -> usize {
+        self.judged.iter().filter(|j| what(j)).count()
+    }
+}
+
+/// The double that runs a side's scenarios.
+pub fn double(side: Side) -> &'static str {
+    side.double()
+}
+
+/// Writes one JUnit file a cell into `dir` (`fake-instance.protocol-2.spec-1.1.0.xml`), each
+/// with a suite a scenario; gives the files written.
+pub fn write_junit(dir: &Path, ran: &[Ran]) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut cells: Vec<(Side, Cell)> = Vec::new();
+    for r in ran {
+        let key = (r.planned.side, r.planned.cell.clone());
+        if !cells.iter().any(|c| c.0 == key.0 && c.1 == key.1) {
+            cells.push(key);
+        }
+    }
+    let mut written = Vec::new();
+    for (side, cell) in cells {
+        let outcomes: Vec<&RunOutcome> = ran
+            .iter()
+            .filter(|r| r.planned.side == side && r.planned.cell == cell)
+            .filter_map(|r| r.outcome.as_ref().ok().map(|(o, _)| o))
+            .collect();
+        let name = format!("{} · {cell}", double(side));
+        let path = dir.join(format!(
+            "{}.protocol-{}.spec-{}.xml",
+            double(side),
+            cell.protocol,
+            cell.spec
+        ));
+        std::fs::write(
+            &path,
+            harness::report::junit::render_many(&name, double(side), &outcomes),
+        )?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// The matrix as JSON: each run with its verdict and what the baseline made of it, the stale
+/// entries, and whether it passed.
+pub fn json_summary(ran: &[Ran], summary: &Summary, elapsed: Duration) -> serde_json::Value {
+    let runs: Vec<serde_json::Value> = ran
+        .iter()
+        .zip(&summary.judged)
+        .map(|(r, judged)| {
+            let verdict = match r.verdict() {
+                Verdict::Passed => "passed",
+                Verdict::NotApplicable(_) => "not_applicable",
+                Verdict::Failed => "failed",
+                Verdict::ScenarioError => "scenario_error",
+            };
+            let why = match (&r.outcome, r.verdict()) {
+                (Err(e), _) => Some(e.clone()),
+                (_, Verdict::NotApplicable(why)) => Some(why),
+                _ => None,
+            };
+            serde_json::json!({
+                "scenario": r.planned.scenario.name,
+                "file": r.planned.label,
+                "double": double(r.planned.side),
+                "protocol": r.planned.cell.protocol,
+                "spec": r.planned.cell.spec,
+                "verdict": verdict,
+                "why": why,
+                "broken_rules": r.broken(),
+                "baseline": match judged {
+                    Judged::ExpectedFailure(entry) => serde_json::json!({ "expected": entry }),
+                    Judged::UnexpectedFailure => serde_json::json!("unexpected failure"),
+                    _ => serde_json::Value::Null,
+                },
+                "elapsed_ms": r.elapsed.as_secs_f64() * 1000.0,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "passed": summary.passed(),
+        "runs": runs,
+        "stale_baseline_entries": summary.stale,
+        "elapsed_ms": elapsed.as_secs_f64() * 1000.0,
+    })
+}
