@@ -1,0 +1,201 @@
+//! `harness run` against a real system under test it spawns: fake-device as a separate process
+//! with reduced capabilities (a stand-in CLI), its terminal person and limits change done by
+//! `stdin` hooks. The whole instance catalogue, in every cell, is passed or not applicable; each
+//! cell has its JUnit file; the baseline's three outcomes come out as they should; and no
+//! process of the run outlives it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
+
+/// The workspace's root.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The fake-device binary beside `harness` (the workspace's tests build it), built if missing.
+fn fake_device() -> PathBuf {
+    let path = Path::new(HARNESS).with_file_name("fake-device");
+    if !path.exists() {
+        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "-q", "-p", "fake-device", "--bin", "fake-device"])
+            .current_dir(root())
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "fake-device does not build");
+    }
+    path
+}
+
+/// The stand-in CLI's command: fake-device with the capabilities of a CLI that implements part
+/// of the spec, following the instance's model, reading its terminal person from stdin; its pid
+/// (the shell's, which `exec` makes fake-device's) goes to `pids`.
+fn stand_in(pids: &Path, misbehave: Option<&str>) -> String {
+    format!(
+        "echo $$ >> {}; exec {} --instance {{url}} --token {{token}} --root {{root}} --state-dir {{tmp}}/state --spec {{spec}} --agent model --console --capabilities turns,status,delete,title,steer,ask{}",
+        pids.display(),
+        fake_device().display(),
+        misbehave
+            .map(|m| format!(" --misbehave {m}"))
+            .unwrap_or_default()
+    )
+}
+
+fn harness(args: &[&str]) -> (i32, String) {
+    let out = Command::new(HARNESS)
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("harness runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// Whether `pid` runs (a zombie, killed and not yet reaped, does not).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.rsplit_once(") ")
+                .map(|(_, rest)| !rest.starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+fn assert_none_outlived(pids: &Path) {
+    let started: Vec<i32> = std::fs::read_to_string(pids)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert!(!started.is_empty(), "no stand-in was started");
+    std::thread::sleep(Duration::from_millis(200));
+    let left: Vec<_> = started.into_iter().filter(|p| alive(*p)).collect();
+    assert!(left.is_empty(), "these outlived the run: {left:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn the_instance_catalogue_runs_against_a_spawned_stand_in_cli_in_every_cell() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pids = dir.path().join("pids");
+    let junit = dir.path().join("junit");
+    let json = dir.path().join("run.json");
+    let (code, out) = harness(&[
+        "run",
+        "--exec",
+        &stand_in(&pids, None),
+        "--hooks",
+        "docs/examples/stand-in-cli/hooks.yaml",
+        "--protocols",
+        "1,2",
+        "--specs",
+        "1.0.0,1.1.0",
+        "--jobs",
+        "4",
+        "--report",
+        &format!("junit:{}", junit.display()),
+        "--report",
+        &format!("json:{}", json.display()),
+        "scenarios/instance",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
+    let runs = summary["runs"].as_array().expect("runs");
+    let scenarios = std::fs::read_dir(root().join("scenarios/instance"))
+        .expect("the catalogue")
+        .count();
+    assert!(runs.len() > scenarios * 3, "{} runs", runs.len());
+    for run in runs {
+        let verdict = run["verdict"].as_str().unwrap_or_default();
+        assert!(
+            verdict == "passed" || (verdict == "not_applicable" && run["why"].is_string()),
+            "{run}"
+        );
+    }
+    // The terminal person and the limits change were done by hooks, and passed somewhere.
+    for scenario in ["limits-change", "restart", "model-turn"] {
+        assert!(
+            runs.iter()
+                .any(|r| r["scenario"] == scenario && r["verdict"] == "passed"),
+            "{scenario} never passed:\n{out}"
+        );
+    }
+    let mut files: Vec<String> = std::fs::read_dir(&junit)
+        .expect("the JUnit folder")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "fake-instance.protocol-1.spec-1.0.0.xml",
+            "fake-instance.protocol-1.spec-1.1.0.xml",
+            "fake-instance.protocol-2.spec-1.0.0.xml",
+            "fake-instance.protocol-2.spec-1.1.0.xml",
+        ]
+    );
+    let cell = std::fs::read_to_string(junit.join("fake-instance.protocol-2.spec-1.1.0.xml"))
+        .expect("a cell's file");
+    assert!(
+        cell.contains("<testsuites name=\"fake-instance · protocol 2 · spec 1.1.0\""),
+        "{cell}"
+    );
+    assert!(cell.contains("restart [protocol 2 · spec 1.1.0]"), "{cell}");
+    assert_none_outlived(&pids);
+}
+
+#[cfg(unix)]
+#[test]
+fn the_baseline_holds_expected_failures_and_fails_unexpected_ones_and_stale_entries() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pids = dir.path().join("pids");
+    // A stand-in that says protocol 2 to an instance that lists only 1.
+    let broken = stand_in(&pids, Some("device.hello.protocol"));
+    let run = |baseline: &str, exec: &str| {
+        let file = dir.path().join("expected.yaml");
+        std::fs::write(&file, baseline).expect("the baseline");
+        harness(&[
+            "run",
+            "--exec",
+            exec,
+            "--protocols",
+            "1",
+            "--specs",
+            "1.1.0",
+            "--expected-failures",
+            file.to_str().expect("utf-8"),
+            "instance/negotiate.yaml",
+        ])
+    };
+    // Listed, with its rule: an expected failure, and the run passes.
+    let (code, out) = run("- negotiate:device.hello.protocol\n", &broken);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("1 failed as expected"), "{out}");
+    // Not listed: it fails.
+    let (code, out) = run("- restart\n", &broken);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("1 failed unexpectedly"), "{out}");
+    assert!(out.contains("device.hello.protocol"), "{out}");
+    // Listed, but the stand-in no longer breaks it: a stale entry, and the run fails, saying
+    // to remove it.
+    let (code, out) = run(
+        "- { failure: \"negotiate:device.hello.protocol\", protocol: 1 }\n",
+        &stand_in(&pids, None),
+    );
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("STALE: `negotiate:device.hello.protocol (protocol 1)` does not fail on that rule in protocol 1 · spec 1.1.0: remove it"),
+        "{out}"
+    );
+    assert_none_outlived(&pids);
+}
