@@ -302,7 +302,14 @@ pub async fn run(
     // Each request on the HTTP API is a message a step can expect, on link 0 (the HTTP side):
     // "the model was asked exactly once for this turn" is an expect and an expect_none.
     let inbox_hub = hub.clone();
+    let http_journal = journal.clone();
     http.observe(Arc::new(move |method, params| {
+        // In the journal too, on link 0: reports draw the HTTP side as a lane of its own.
+        http_journal.record(
+            HTTP_LINK,
+            harness::journal::Direction::In,
+            json!({ "method": method, "params": params }),
+        );
         if method == HTTP_CHAT {
             model_asked.store(true, std::sync::atomic::Ordering::Relaxed);
         }

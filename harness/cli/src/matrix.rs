@@ -48,7 +48,8 @@ pub struct RunArgs {
     /// How many runs at once (each gets its own port, {tmp} and state).
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
-    /// junit:DIR (a file a cell), json:PATH (the summary); repeatable.
+    /// junit:DIR (a file a cell), json:PATH (the summary), html:PATH (one page: a table of
+    /// scenario × cell, and each run with its sequence diagram); repeatable.
     #[arg(long = "report", value_name = "KIND:PATH")]
     pub reports: Vec<String>,
     /// The expected-failures baseline (YAML): `scenario` or `scenario:rule`, optionally per cell.
@@ -82,6 +83,7 @@ pub struct RunArgs {
 struct Reports {
     junit: Option<PathBuf>,
     json: Option<PathBuf>,
+    html: Option<PathBuf>,
 }
 
 fn reports(said: &[String]) -> Result<Reports, String> {
@@ -90,8 +92,11 @@ fn reports(said: &[String]) -> Result<Reports, String> {
         match report.split_once(':') {
             Some(("junit", dir)) if !dir.is_empty() => reports.junit = Some(dir.into()),
             Some(("json", path)) if !path.is_empty() => reports.json = Some(path.into()),
+            Some(("html", path)) if !path.is_empty() => reports.html = Some(path.into()),
             _ => {
-                return Err(format!("--report {report}: say junit:DIR or json:PATH"));
+                return Err(format!(
+                    "--report {report}: say junit:DIR, json:PATH or html:PATH"
+                ));
             }
         }
     }
@@ -252,6 +257,26 @@ pub fn command(args: RunArgs) -> Exit {
         let json = crate::run::json_summary(&ran, &summary, elapsed);
         let text = serde_json::to_string_pretty(&json).unwrap_or_default();
         if let Err(e) = std::fs::write(path, text) {
+            eprintln!("error: cannot write {}: {e}", path.display());
+            return Exit::Internal;
+        }
+    }
+    if let Some(path) = &reports.html {
+        let pages: Vec<harness::report::html::RunPage<'_>> =
+            ran.iter()
+                .filter_map(|r| {
+                    r.outcome.as_ref().ok().map(|(outcome, recent)| {
+                        harness::report::html::RunPage {
+                            double: r.planned.side.double(),
+                            label: &r.planned.label,
+                            outcome,
+                            entries: recent,
+                        }
+                    })
+                })
+                .collect();
+        let page = harness::report::html::render_many("harness run", &pages);
+        if let Err(e) = std::fs::write(path, page) {
             eprintln!("error: cannot write {}: {e}", path.display());
             return Exit::Internal;
         }

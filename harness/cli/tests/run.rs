@@ -4,30 +4,13 @@
 //! cell has its JUnit file; the baseline's three outcomes come out as they should; and no
 //! process of the run outlives it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
+mod common;
 
-/// The workspace's root.
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The fake-device binary beside `harness` (the workspace's tests build it), built if missing.
-fn fake_device() -> PathBuf {
-    let path = Path::new(HARNESS).with_file_name("fake-device");
-    if !path.exists() {
-        let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "-q", "-p", "fake-device", "--bin", "fake-device"])
-            .current_dir(root())
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "fake-device does not build");
-    }
-    path
-}
+use common::{HARNESS, fake_device, root};
 
 /// The stand-in CLI's command: fake-device with the capabilities of a CLI that implements part
 /// of the spec, following the instance's model, reading its terminal person from stdin; its pid

@@ -331,6 +331,7 @@ impl Runner {
                                 title: title(&step.value),
                                 status: StepStatus::Error,
                                 elapsed_ms: 0.0,
+                                started_ms: self.hub.journal().elapsed_ms(),
                                 failure: Some(Failure {
                                     summary: message,
                                     ..Failure::default()
@@ -350,12 +351,14 @@ impl Runner {
                         title,
                         status: StepStatus::Skipped,
                         elapsed_ms: 0.0,
+                        started_ms: self.hub.journal().elapsed_ms(),
                         failure: None,
                         not_applicable: None,
                     });
                     continue;
                 }
                 let started = Instant::now();
+                let started_ms = self.hub.journal().elapsed_ms();
                 tracing::debug!(step = %index, line, "{title}");
                 // What the whole scenario relies on, as far as the double knows by now.
                 let outcome = match self.hub.applies(Intent::Step) {
@@ -386,6 +389,7 @@ impl Runner {
                     title,
                     status,
                     elapsed_ms,
+                    started_ms,
                     failure,
                     not_applicable,
                 });
@@ -407,6 +411,7 @@ impl Runner {
                 title,
                 status: StepStatus::Skipped,
                 elapsed_ms: 0.0,
+                started_ms: self.hub.journal().elapsed_ms(),
                 failure: None,
                 not_applicable: None,
             });

@@ -56,6 +56,8 @@ pub struct StepVerdict {
     pub status: StepStatus,
     /// How long it took.
     pub elapsed_ms: f64,
+    /// When it started, on the journal's clock (so a report can place it among the messages).
+    pub started_ms: f64,
     /// Why it failed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<Failure>,

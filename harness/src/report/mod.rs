@@ -1,5 +1,6 @@
 //! Reports of a run: for a person (`human`), for CI (`junit`), for tools (`json`).
 
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
@@ -16,6 +17,8 @@ pub enum ReportTarget {
     Junit(PathBuf),
     /// The outcome as JSON.
     Json(PathBuf),
+    /// One self-contained HTML page with a sequence diagram.
+    Html(PathBuf),
 }
 
 impl std::str::FromStr for ReportTarget {
@@ -25,8 +28,9 @@ impl std::str::FromStr for ReportTarget {
         match s.split_once(':') {
             Some(("junit", path)) if !path.is_empty() => Ok(ReportTarget::Junit(path.into())),
             Some(("json", path)) if !path.is_empty() => Ok(ReportTarget::Json(path.into())),
+            Some(("html", path)) if !path.is_empty() => Ok(ReportTarget::Html(path.into())),
             _ => Err(format!(
-                "`{s}` is not KIND:PATH with KIND junit or json (e.g. junit:report.xml)"
+                "`{s}` is not KIND:PATH with KIND junit, json or html (e.g. junit:report.xml)"
             )),
         }
     }
@@ -45,6 +49,9 @@ pub fn write_all(
             ReportTarget::Json(path) => {
                 std::fs::write(path, json::render(double, outcome, recent))?
             }
+            ReportTarget::Html(path) => {
+                std::fs::write(path, html::render(double, outcome, recent))?
+            }
         }
     }
     Ok(())
@@ -61,6 +68,7 @@ mod tests {
             title: "request _lembas/files/search".into(),
             status,
             elapsed_ms: 1.0,
+            started_ms: 0.0,
             failure: None,
             not_applicable: not_applicable.map(String::from),
         };

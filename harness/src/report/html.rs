@@ -1,0 +1,682 @@
+//! The run as one self-contained HTML page, for people: its verdict, its steps with their times,
+//! and a sequence diagram of the link. The page needs no network: its style, its script and its
+//! data are inline, and the diagram is drawn here, as SVG, so it shows with scripts off too.
+//!
+//! The diagram has a lane for the double, one for the system under test and, when the run saw
+//! any, one for the HTTP side (link 0). Time runs downwards, a row a message. Each message is an
+//! arrow labelled with its method; an answer is a dashed arrow back, joined to its request by a
+//! bar on the answering lane; an error is red. A close shows its code, a new link starts a
+//! segment, and the failing step is marked where it ended, with its diff beside the diagram.
+//! Clicking an arrow shows its JSON.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::engine::{RunOutcome, StepStatus, Verdict};
+use crate::journal::{Direction, Entry};
+
+/// One run on a page.
+#[derive(Debug, Clone, Copy)]
+pub struct RunPage<'a> {
+    /// The double that ran it (`fake-instance`).
+    pub double: &'a str,
+    /// Where its scenario came from, for the heading.
+    pub label: &'a str,
+    /// Its outcome.
+    pub outcome: &'a RunOutcome,
+    /// Its messages (the journal's last ones).
+    pub entries: &'a [Entry],
+}
+
+/// One run's page.
+pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
+    let label = outcome.scenario.clone();
+    render_many(
+        &format!("{double} · {} · {}", outcome.scenario, outcome.cell),
+        &[RunPage {
+            double,
+            label: &label,
+            outcome,
+            entries: recent,
+        }],
+    )
+}
+
+/// Several runs on one page (`harness run`, `harness selftest`): a table of scenario × cell
+/// linking to each run, then the runs.
+pub fn render_many(title: &str, runs: &[RunPage<'_>]) -> String {
+    let mut body = String::new();
+    let _ = writeln!(body, "<h1>{}</h1>", esc(title));
+    if runs.len() > 1 {
+        matrix(&mut body, runs);
+    }
+    let mut messages: Vec<&Value> = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        section(&mut body, i, run, &mut messages);
+    }
+    // The messages' JSON, for the panel a click opens. `<` is escaped so no text in a message
+    // can close the script element.
+    let data = serde_json::to_string(&messages)
+        .unwrap_or_else(|_| "[]".into())
+        .replace('<', "\\u003c");
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head>\n<body>\n{body}<script type=\"application/json\" id=\"messages\">{data}</script>\n<script>{SCRIPT}</script>\n</body></html>\n",
+        esc(title)
+    )
+}
+
+/// The table of scenario × cell, each a link to its run.
+fn matrix(out: &mut String, runs: &[RunPage<'_>]) {
+    let mut cells: Vec<String> = Vec::new();
+    let mut scenarios: Vec<String> = Vec::new();
+    for run in runs {
+        let cell = run.outcome.cell.to_string();
+        if !cells.contains(&cell) {
+            cells.push(cell);
+        }
+        if !scenarios.contains(&run.outcome.scenario) {
+            scenarios.push(run.outcome.scenario.clone());
+        }
+    }
+    let _ = write!(out, "<table class=\"matrix\"><tr><th>scenario</th>");
+    for cell in &cells {
+        let _ = write!(out, "<th>{}</th>", esc(cell));
+    }
+    let _ = writeln!(out, "</tr>");
+    for scenario in &scenarios {
+        let _ = write!(out, "<tr><td>{}</td>", esc(scenario));
+        for cell in &cells {
+            let found = runs.iter().enumerate().find(|(_, r)| {
+                r.outcome.scenario == *scenario && r.outcome.cell.to_string() == *cell
+            });
+            match found {
+                Some((i, run)) => {
+                    let (class, word) = verdict_word(&run.outcome.verdict());
+                    let _ = write!(
+                        out,
+                        "<td class=\"{class}\"><a href=\"#run-{i}\">{word}</a></td>"
+                    );
+                }
+                None => {
+                    let _ = write!(out, "<td></td>");
+                }
+            }
+        }
+        let _ = writeln!(out, "</tr>");
+    }
+    let _ = writeln!(out, "</table>");
+}
+
+fn verdict_word(verdict: &Verdict) -> (&'static str, &'static str) {
+    match verdict {
+        Verdict::Passed => ("passed", "passed"),
+        Verdict::NotApplicable(_) => ("na", "not applicable"),
+        Verdict::Failed => ("failed", "FAILED"),
+        Verdict::ScenarioError => ("failed", "SCENARIO ERROR"),
+    }
+}
+
+/// One run: its verdict, its steps, its diagram and the failing step's diff.
+fn section<'a>(out: &mut String, i: usize, run: &RunPage<'a>, messages: &mut Vec<&'a Value>) {
+    let outcome = run.outcome;
+    let verdict = outcome.verdict();
+    let (class, word) = verdict_word(&verdict);
+    let why = match &verdict {
+        Verdict::NotApplicable(why) => format!(": {why}"),
+        Verdict::Failed if !outcome.broken_rules().is_empty() => {
+            format!(": the peer broke {}", outcome.broken_rules().join(", "))
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "<section class=\"run\" id=\"run-{i}\"><h2>{} <small>{} · {} · {:.0} ms</small></h2>",
+        esc(&outcome.scenario),
+        esc(run.double),
+        esc(&outcome.cell.to_string()),
+        outcome.elapsed_ms
+    );
+    let _ = writeln!(
+        out,
+        "<p class=\"verdict {class}\" data-verdict=\"{class}\">{word}{}</p>",
+        esc(&why)
+    );
+    let _ = writeln!(out, "<p class=\"source\">{}</p>", esc(run.label));
+    steps(out, outcome);
+    let failing = outcome
+        .steps
+        .iter()
+        .find(|s| matches!(s.status, StepStatus::Failed | StepStatus::Error));
+    let _ = writeln!(out, "<div class=\"pair\">");
+    diagram(out, run, failing, messages);
+    let _ = writeln!(out, "<div class=\"beside\">");
+    if let Some(step) = failing {
+        let text = step
+            .failure
+            .as_ref()
+            .map(super::human::failure_text)
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "<div class=\"diff\"><h3>step {} failed: {}</h3><pre>{}</pre></div>",
+            esc(&step.index),
+            esc(&step.title),
+            esc(&text)
+        );
+    }
+    for finding in &outcome.findings {
+        let _ = writeln!(
+            out,
+            "<div class=\"diff\"><h3>monitor</h3><pre>{}</pre></div>",
+            esc(&finding.to_string())
+        );
+    }
+    let _ = writeln!(
+        out,
+        "<div class=\"json\"><h3>message</h3><pre class=\"shown\">click an arrow</pre></div></div></div>"
+    );
+    if let Some(process) = &outcome.process {
+        let _ = writeln!(
+            out,
+            "<details><summary>system under test: {}</summary><pre>",
+            esc(&process.command)
+        );
+        for line in &process.output {
+            let _ = writeln!(
+                out,
+                "{:>9.1} ms {} {}",
+                line.at_ms,
+                line.stream,
+                esc(&line.text)
+            );
+        }
+        let _ = writeln!(out, "</pre></details>");
+    }
+    if !outcome.hooks.is_empty() {
+        let _ = writeln!(out, "<details><summary>hooks</summary><pre>");
+        for hook in &outcome.hooks {
+            let _ = writeln!(out, "{}\n  {}", esc(&hook.to_string()), esc(&hook.output));
+        }
+        let _ = writeln!(out, "</pre></details>");
+    }
+    let _ = writeln!(out, "</section>");
+}
+
+fn steps(out: &mut String, outcome: &RunOutcome) {
+    let _ = writeln!(
+        out,
+        "<table class=\"steps\"><tr><th>step</th><th>what</th><th>line</th><th>ms</th><th>verdict</th></tr>"
+    );
+    for step in &outcome.steps {
+        let (class, word) = match step.status {
+            StepStatus::Passed => ("passed", "ok"),
+            StepStatus::Failed => ("failed", "FAILED"),
+            StepStatus::Error => ("failed", "ERROR"),
+            StepStatus::Skipped => ("skipped", "skipped"),
+            StepStatus::NotApplicable => ("na", "not applicable"),
+        };
+        let note = step
+            .not_applicable
+            .as_ref()
+            .map(|why| format!(": {why}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "<tr class=\"step {class}\"><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td>{word}{}</td></tr>",
+            esc(&step.index),
+            esc(&step.title),
+            step.line,
+            step.elapsed_ms,
+            esc(&note)
+        );
+    }
+    let _ = writeln!(out, "</table>");
+}
+
+/// The lanes' x positions.
+const DOUBLE_X: f64 = 150.0;
+const PEER_X: f64 = 520.0;
+const HTTP_X: f64 = 760.0;
+const ROW: f64 = 26.0;
+const TOP: f64 = 50.0;
+
+/// What a journal entry is, for the diagram.
+enum Row<'a> {
+    Message {
+        entry: &'a Entry,
+        label: String,
+        answer_to: Option<usize>,
+        error: bool,
+    },
+    Open(u32),
+    Close(String),
+    Failing(String),
+}
+
+fn diagram<'a>(
+    out: &mut String,
+    run: &RunPage<'a>,
+    failing: Option<&crate::engine::StepVerdict>,
+    messages: &mut Vec<&'a Value>,
+) {
+    let http = run.entries.iter().any(|e| e.link == 0);
+    let peer_name = if run.double == "fake-instance" {
+        "device under test"
+    } else {
+        "instance under test"
+    };
+    let mut rows: Vec<Row<'a>> = Vec::new();
+    // The row of each request, by link, direction and id: its answer joins it.
+    let mut requests: std::collections::HashMap<(u32, bool, String), (usize, String)> =
+        Default::default();
+    let failing_at = failing.map(|s| s.started_ms + s.elapsed_ms);
+    let mut marked = false;
+    for entry in run.entries {
+        if let (Some(at), false) = (failing_at, marked)
+            && entry.t_ms > at
+        {
+            rows.push(Row::Failing(
+                failing.map(|s| s.index.clone()).unwrap_or_default(),
+            ));
+            marked = true;
+        }
+        match entry.dir {
+            Direction::Event => match entry.msg.get("event").and_then(Value::as_str) {
+                Some("open") => rows.push(Row::Open(entry.link)),
+                Some("closed") | Some("close_sent") => {
+                    let code = entry
+                        .msg
+                        .get("code")
+                        .map(|c| c.to_string())
+                        .unwrap_or_default();
+                    let reason = entry
+                        .msg
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    let who = if entry.msg["event"] == "close_sent" {
+                        run.double
+                    } else {
+                        "peer"
+                    };
+                    rows.push(Row::Close(format!(
+                        "link {} closed by {who}: {code} {reason}",
+                        entry.link
+                    )));
+                }
+                _ => {}
+            },
+            Direction::In | Direction::Out => {
+                let incoming = entry.dir == Direction::In;
+                let msg = &entry.msg;
+                let id = msg.get("id").map(|v| v.to_string());
+                let method = msg.get("method").and_then(Value::as_str);
+                let row = rows.len();
+                let (label, answer_to) = match (method, &id) {
+                    (Some(method), Some(id)) => {
+                        requests.insert((entry.link, incoming, id.clone()), (row, method.into()));
+                        (method.to_string(), None)
+                    }
+                    (Some(method), None) => (method.to_string(), None),
+                    (None, Some(id)) => match requests.get(&(entry.link, !incoming, id.clone())) {
+                        Some((at, method)) => (format!("↩ {method}"), Some(*at)),
+                        None => (format!("↩ answer {id}"), None),
+                    },
+                    (None, None) => ("(not JSON-RPC)".into(), None),
+                };
+                rows.push(Row::Message {
+                    entry,
+                    label,
+                    answer_to,
+                    error: msg.get("error").is_some(),
+                });
+            }
+        }
+    }
+    if let (Some(step), false) = (failing, marked) {
+        rows.push(Row::Failing(step.index.clone()));
+    }
+    let width = if http { HTTP_X + 140.0 } else { PEER_X + 160.0 };
+    let height = TOP + ROW * (rows.len() as f64 + 1.0);
+    let _ = writeln!(
+        out,
+        "<svg class=\"sequence\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" xmlns=\"http://www.w3.org/2000/svg\">"
+    );
+    let _ = writeln!(
+        out,
+        "<defs><marker id=\"head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"context-stroke\"/></marker></defs>"
+    );
+    let mut lanes = vec![(DOUBLE_X, run.double), (PEER_X, peer_name)];
+    if http {
+        lanes.push((HTTP_X, "HTTP (the device's requests)"));
+    }
+    for (x, name) in &lanes {
+        let _ = writeln!(
+            out,
+            "<text class=\"lane-name\" x=\"{x}\" y=\"20\" text-anchor=\"middle\">{}</text><line class=\"lane\" x1=\"{x}\" y1=\"28\" x2=\"{x}\" y2=\"{height}\"/>",
+            esc(name)
+        );
+    }
+    for (i, row) in rows.iter().enumerate() {
+        let y = TOP + ROW * i as f64;
+        match row {
+            Row::Message {
+                entry,
+                label,
+                answer_to,
+                error,
+            } => {
+                let peer_x = if entry.link == 0 { HTTP_X } else { PEER_X };
+                let (from, to) = if entry.dir == Direction::In {
+                    (peer_x, DOUBLE_X)
+                } else {
+                    (DOUBLE_X, peer_x)
+                };
+                let mut class = String::from("arrow");
+                if answer_to.is_some() || label.starts_with('↩') {
+                    class.push_str(" answer");
+                }
+                if *error {
+                    class.push_str(" error");
+                }
+                if let Some(at) = answer_to {
+                    // The answering lane holds the request from its arrival to its answer.
+                    let top = TOP + ROW * *at as f64;
+                    let _ = writeln!(
+                        out,
+                        "<rect class=\"activation\" x=\"{}\" y=\"{top}\" width=\"6\" height=\"{}\"/>",
+                        from - 3.0,
+                        y - top
+                    );
+                }
+                let index = messages.len();
+                messages.push(&entry.msg);
+                let _ = writeln!(
+                    out,
+                    "<g class=\"{class}\" data-message=\"{index}\"><text class=\"time\" x=\"8\" y=\"{}\">{:.1} ms · link {}</text><line x1=\"{from}\" y1=\"{y}\" x2=\"{to}\" y2=\"{y}\" marker-end=\"url(#head)\"/><text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text></g>",
+                    y + 4.0,
+                    entry.t_ms,
+                    entry.link,
+                    (from + to) / 2.0,
+                    y - 5.0,
+                    esc(&clip(label, 48))
+                );
+            }
+            Row::Open(link) => {
+                let text = if *link > 1 {
+                    format!("redial: link {link} opens")
+                } else {
+                    format!("link {link} opens")
+                };
+                let _ = writeln!(
+                    out,
+                    "<g class=\"segment\"><line x1=\"{DOUBLE_X}\" y1=\"{y}\" x2=\"{PEER_X}\" y2=\"{y}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text></g>",
+                    (DOUBLE_X + PEER_X) / 2.0,
+                    y - 4.0,
+                    esc(&text)
+                );
+            }
+            Row::Close(text) => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"close\"><line x1=\"{DOUBLE_X}\" y1=\"{y}\" x2=\"{PEER_X}\" y2=\"{y}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text></g>",
+                    (DOUBLE_X + PEER_X) / 2.0,
+                    y - 4.0,
+                    esc(&text)
+                );
+            }
+            Row::Failing(index) => {
+                let _ = writeln!(
+                    out,
+                    "<g class=\"failing\"><rect x=\"4\" y=\"{}\" width=\"{}\" height=\"{}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">✗ step {} failed here</text></g>",
+                    y - ROW / 2.0,
+                    width - 8.0,
+                    ROW - 4.0,
+                    width / 2.0,
+                    y + 4.0,
+                    esc(index)
+                );
+            }
+        }
+    }
+    let _ = writeln!(out, "</svg>");
+}
+
+fn clip(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let cut: String = text.chars().take(max - 1).collect();
+    format!("{cut}…")
+}
+
+/// Text for HTML (and SVG): the five characters that could start markup or end an attribute.
+fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = r#"
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1d2330; }
+h1 { font-size: 20px; } h2 { font-size: 17px; margin-top: 32px; } h2 small { color: #667; font-weight: normal; }
+h3 { font-size: 13px; margin: 0 0 6px; }
+table { border-collapse: collapse; margin: 8px 0; }
+td, th { border: 1px solid #d8dbe2; padding: 3px 8px; text-align: left; font-size: 13px; }
+.passed { color: #146c2e; } .failed { color: #b3261e; font-weight: 600; } .na { color: #6b6f78; } .skipped { color: #9aa0aa; }
+td.passed { background: #e7f5ea; } td.failed { background: #fbe9e7; } td.na { background: #f1f2f4; }
+.verdict { font-size: 16px; }
+.source { color: #667; font-size: 12px; }
+.pair { display: flex; gap: 16px; align-items: flex-start; }
+.beside { min-width: 320px; max-width: 560px; position: sticky; top: 8px; }
+.beside pre { white-space: pre-wrap; word-break: break-word; background: #f6f7f9; padding: 8px; font-size: 12px; max-height: 420px; overflow: auto; }
+.diff pre { background: #fff4f2; }
+svg.sequence { font: 12px ui-monospace, monospace; background: #fff; border: 1px solid #e3e5ea; }
+.lane { stroke: #9aa0aa; stroke-dasharray: 2 3; } .lane-name { font-weight: 600; }
+.arrow line { stroke: #2d5fd3; stroke-width: 1.4; } .arrow text.label { fill: #1d2330; }
+.arrow.answer line { stroke: #7a8aa8; stroke-dasharray: 5 3; }
+.arrow.error line { stroke: #b3261e; } .arrow.error text.label { fill: #b3261e; font-weight: 600; }
+.arrow { cursor: pointer; } .arrow:hover line { stroke-width: 3; } .arrow.selected line { stroke: #e07b00; stroke-width: 3; }
+.time { fill: #8a8f99; font-size: 10px; }
+.activation { fill: #dfe6f6; stroke: #9fb0d8; }
+.segment line { stroke: #146c2e; stroke-dasharray: 6 4; } .segment text { fill: #146c2e; }
+.close line { stroke: #b3261e; stroke-width: 2; } .close text { fill: #b3261e; }
+.failing rect { fill: #fbe9e7; stroke: #b3261e; } .failing text { fill: #b3261e; font-weight: 700; }
+"#;
+
+const SCRIPT: &str = r#"
+(function () {
+  var messages = JSON.parse(document.getElementById('messages').textContent);
+  document.querySelectorAll('section.run').forEach(function (run) {
+    var shown = run.querySelector('.json pre');
+    run.querySelectorAll('g.arrow').forEach(function (arrow) {
+      arrow.addEventListener('click', function () {
+        run.querySelectorAll('g.arrow.selected').forEach(function (g) { g.classList.remove('selected'); });
+        arrow.classList.add('selected');
+        shown.textContent = JSON.stringify(messages[Number(arrow.dataset.message)], null, 2);
+      });
+    });
+  });
+  document.body.dataset.ready = String(document.querySelectorAll('g.arrow').length);
+})();
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Cell, Failure, StepVerdict};
+    use serde_json::json;
+
+    fn entry(t_ms: f64, link: u32, dir: Direction, msg: Value) -> Entry {
+        Entry {
+            t_ms,
+            link,
+            dir,
+            msg,
+        }
+    }
+
+    fn failed_run() -> (RunOutcome, Vec<Entry>) {
+        let step = |index: &str, status, failure| StepVerdict {
+            index: index.into(),
+            line: 5,
+            title: "expect initialize".into(),
+            status,
+            elapsed_ms: 2.0,
+            started_ms: 10.0,
+            failure,
+            not_applicable: None,
+        };
+        let outcome = RunOutcome {
+            scenario: "negotiate".into(),
+            cell: Cell {
+                protocol: 1,
+                spec: "1.1.0".into(),
+            },
+            steps: vec![
+                step("1", StepStatus::Passed, None),
+                step(
+                    "2",
+                    StepStatus::Failed,
+                    Some(Failure {
+                        rule: Some("instance.link.close_4400".into()),
+                        summary: "closed with 1000, not 4400 <b>".into(),
+                        ..Failure::default()
+                    }),
+                ),
+            ],
+            findings: Vec::new(),
+            not_applicable: None,
+            elapsed_ms: 20.0,
+            process: None,
+            hooks: Vec::new(),
+        };
+        let entries = vec![
+            entry(1.0, 1, Direction::Event, json!({ "event": "open" })),
+            entry(
+                2.0,
+                1,
+                Direction::In,
+                json!({ "jsonrpc": "2.0", "method": "_lembas/hello", "params": { "protocol": 2 } }),
+            ),
+            entry(
+                3.0,
+                1,
+                Direction::Out,
+                json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {} }),
+            ),
+            entry(
+                4.0,
+                1,
+                Direction::In,
+                json!({ "jsonrpc": "2.0", "id": 1, "error": { "code": -32600, "message": "</script><script>alert(1)</script>" } }),
+            ),
+            entry(
+                5.0,
+                0,
+                Direction::In,
+                json!({ "method": "http/chat", "params": {} }),
+            ),
+            entry(
+                30.0,
+                1,
+                Direction::Event,
+                json!({ "event": "closed", "code": 1000, "reason": "bye" }),
+            ),
+            entry(31.0, 2, Direction::Event, json!({ "event": "open" })),
+        ];
+        (outcome, entries)
+    }
+
+    #[test]
+    fn a_failing_run_shows_its_verdict_arrows_answers_errors_closes_and_the_failing_mark() {
+        let (outcome, entries) = failed_run();
+        let page = render("fake-instance", &outcome, &entries);
+        assert!(page.contains("data-verdict=\"failed\""), "{page}");
+        assert!(page.contains("the peer broke instance.link.close_4400"));
+        assert_eq!(page.matches("<g class=\"arrow").count(), 4);
+        assert!(
+            page.contains("<g class=\"arrow answer error\""),
+            "an error answer is red"
+        );
+        assert!(
+            page.contains("↩ initialize"),
+            "the answer names its request"
+        );
+        assert!(
+            page.contains("class=\"activation\""),
+            "joined to its request"
+        );
+        assert!(
+            page.contains("HTTP (the device&#39;s requests)"),
+            "an HTTP lane"
+        );
+        assert!(page.contains("link 1 closed by peer: 1000 bye"));
+        assert!(page.contains("redial: link 2 opens"));
+        assert!(page.contains("<g class=\"failing\""));
+        assert!(page.contains("✗ step 2 failed here"));
+        // The failing mark sits after the messages before the step ended (12 ms), before the
+        // close at 30 ms.
+        let mark = page.find("class=\"failing\"").expect("mark");
+        assert!(
+            mark > page.find("http/chat").expect("http")
+                && mark < page.find("closed by").expect("close")
+        );
+        assert!(
+            page.contains("closed with 1000, not 4400 &lt;b&gt;"),
+            "text is escaped"
+        );
+        assert!(
+            !page.contains("</script><script>alert"),
+            "no message can end the script"
+        );
+        for fetch in ["src=", "<link", "href=\"http", "url(http", "@import"] {
+            assert!(!page.contains(fetch), "nothing is fetched: {fetch}");
+        }
+    }
+
+    #[test]
+    fn many_runs_get_a_table_of_scenario_by_cell_linking_to_each() {
+        let (failed, entries) = failed_run();
+        let mut passed = failed.clone();
+        passed.cell.protocol = 2;
+        passed.steps.truncate(1);
+        let page = render_many(
+            "harness run",
+            &[
+                RunPage {
+                    double: "fake-instance",
+                    label: "a",
+                    outcome: &failed,
+                    entries: &entries,
+                },
+                RunPage {
+                    double: "fake-instance",
+                    label: "b",
+                    outcome: &passed,
+                    entries: &[],
+                },
+            ],
+        );
+        assert!(page.contains("<table class=\"matrix\">"));
+        assert!(
+            page.contains("<td class=\"failed\"><a href=\"#run-0\">FAILED</a></td>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td class=\"passed\"><a href=\"#run-1\">passed</a></td>"),
+            "{page}"
+        );
+        assert!(page.contains("id=\"run-1\""));
+    }
+}
