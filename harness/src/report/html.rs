@@ -423,7 +423,7 @@ fn diagram<'a>(
                     "<g class=\"close\"><line x1=\"{DOUBLE_X}\" y1=\"{y}\" x2=\"{PEER_X}\" y2=\"{y}\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text></g>",
                     (DOUBLE_X + PEER_X) / 2.0,
                     y - 4.0,
-                    esc(&text)
+                    esc(text)
                 );
             }
             Row::Failing(index) => {
