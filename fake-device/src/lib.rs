@@ -12,7 +12,6 @@ pub mod agent;
 pub mod attachments;
 pub mod cards;
 pub mod commands;
-pub mod console;
 pub mod dial;
 pub mod directories;
 pub mod events;
@@ -413,9 +412,12 @@ pub async fn run(
             (outcome, None)
         }
         None => {
-            let console = options
-                .console
-                .then(|| tokio::spawn(console::read_actions(actor.clone())));
+            let console = options.console.then(|| {
+                tokio::spawn(harness::engine::console::read_actions(
+                    actor.clone(),
+                    tokio::io::stdin(),
+                ))
+            });
             let own_steps = (!options.steps.is_empty()).then(|| {
                 let runner = Runner::new(hub.clone(), options.cell.clone(), None, None)
                     .with_actor(actor.clone());

@@ -197,8 +197,9 @@ fn parse_duration(text: &str) -> Result<harness::scenario::Dur, String> {
 }
 
 fn main() -> ExitCode {
-    harness::cli::init_process("warn");
     let cli = Cli::parse();
+    harness::cli::init_logs(if cli.common.verbose { "debug" } else { "warn" });
+    harness::cli::init_tls();
     if let Some(Command::Serve(args)) = cli.command {
         return serve(args);
     }
@@ -367,12 +368,10 @@ fn main() -> ExitCode {
             }
             _ => harness::cli::finish(
                 "fake-device",
-                cli.common.scenario.as_deref(),
+                &cli.common,
                 done.outcome.as_ref(),
                 &done.findings,
                 &done.recent,
-                &cli.common.reports,
-                cli.common.strict,
             )
             .into(),
         },

@@ -97,6 +97,9 @@ pub struct Options {
     /// What the device's project does for the scenario's `peer:` set-up (`--hooks`): a
     /// person at its terminal, a change of its limits, sessions deleted while offline.
     pub hooks: Option<Arc<Hooks>>,
+    /// Read the web UI's actions from standard input, one JSON line each (`--console`), when
+    /// no scenario runs.
+    pub console: bool,
 }
 
 impl Default for Options {
@@ -121,6 +124,7 @@ impl Default for Options {
             sut: None,
             process: None,
             hooks: None,
+            console: false,
         }
     }
 }
@@ -402,6 +406,12 @@ pub async fn run(
             }
         }
         None => {
+            let console = options.console.then(|| {
+                tokio::spawn(harness::engine::console::read_actions(
+                    actor.clone(),
+                    tokio::io::stdin(),
+                ))
+            });
             let own_steps = (!options.steps.is_empty()).then(|| {
                 let runner =
                     Runner::new(hub.clone(), options.cell.clone(), None, None).with_actor(actor);
@@ -418,6 +428,9 @@ pub async fn run(
             });
             shutdown.await;
             if let Some(task) = own_steps {
+                task.abort();
+            }
+            if let Some(task) = console {
                 task.abort();
             }
             None

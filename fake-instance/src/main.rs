@@ -41,6 +41,12 @@ struct Cli {
     /// or steered in).
     #[arg(long, value_name = "TEXT")]
     say: Vec<String>,
+    /// Without --scenario: read the web UI's actions from stdin, one JSON object a line
+    /// ({"open_chat": {}}, {"send": {"chat": "ses_…", "text": "hi"}}); each result goes to
+    /// stderr as `console: <action> -> <result>`. How a test in another language, or a run that
+    /// starts fake-instance as a stand-in server, drives its web UI.
+    #[arg(long)]
+    console: bool,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -69,8 +75,9 @@ fn say_steps(
 }
 
 fn main() -> ExitCode {
-    harness::cli::init_process("warn");
     let cli = Cli::parse();
+    harness::cli::init_logs(if cli.common.verbose { "debug" } else { "warn" });
+    harness::cli::init_tls();
     if cli.common.list_scenarios {
         harness::cli::list_scenarios(Side::Instance);
         return Exit::Passed.into();
@@ -140,6 +147,7 @@ fn main() -> ExitCode {
             .clone()
             .map(harness::process::SutSpec::command),
         hooks,
+        console: cli.console,
         ..fake_instance::Options::default()
     };
     let runtime = match harness::cli::runtime(false) {
@@ -161,12 +169,10 @@ fn main() -> ExitCode {
     match finished {
         Ok(done) => harness::cli::finish(
             "fake-instance",
-            cli.common.scenario.as_deref(),
+            &cli.common,
             done.outcome.as_ref(),
             &done.findings,
             &done.recent,
-            &cli.common.reports,
-            cli.common.strict,
         )
         .into(),
         Err(e) => {

@@ -47,6 +47,14 @@ pub struct CommonArgs {
     /// environment as LEMBAS_TEST_<NAME>. Overrides a scenario's `sut:`.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
+    /// Print one line for a run that passed or did not apply (the whole report only for a
+    /// failure).
+    #[arg(long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print the last messages even for a run that passed, and log what the double does
+    /// (unless RUST_LOG says otherwise).
+    #[arg(long)]
+    pub verbose: bool,
     /// A hooks file (YAML): each set-up action of a scenario's `peer:` and each action of its
     /// `peer.steps`, by name, mapped to a command (`run`), an HTTP request (`http`) or a line to
     /// the system under test's stdin (`stdin`), with the same placeholders as --exec plus the
@@ -69,6 +77,12 @@ pub fn colours_on(stream: &impl std::io::IsTerminal) -> bool {
 /// reports), `default_level` when `RUST_LOG` is unset, and the rustls crypto provider, without
 /// which the first `wss://` dial would panic.
 pub fn init_process(default_level: &str) {
+    init_logs(default_level);
+    init_tls();
+}
+
+/// `RUST_LOG`-driven logs on stderr, at `default_level` when it is unset.
+pub fn init_logs(default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     let _ = tracing_subscriber::fmt()
@@ -76,6 +90,10 @@ pub fn init_process(default_level: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(colours_on(&std::io::stderr()))
         .try_init();
+}
+
+/// The rustls crypto provider, without which the first `wss://` dial would panic.
+pub fn init_tls() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
@@ -135,21 +153,20 @@ pub fn load_scenario(
     Some(scenario)
 }
 
-/// Prints the human report, writes the requested ones, and says how the process exits: a run
-/// that did not apply exits 0, or 1 when `strict`.
+/// Prints the human report (one line for a run that passed or did not apply, with `--quiet`;
+/// the last messages even for a pass, with `--verbose`), writes the requested ones, and says how
+/// the process exits: a run that did not apply exits 0, or 1 when `--strict`.
 pub fn finish(
     double: &str,
-    scenario: Option<&str>,
+    args: &CommonArgs,
     outcome: Option<&crate::engine::RunOutcome>,
     findings: &[crate::finding::Finding],
     recent: &[crate::journal::Entry],
-    reports: &[ReportTarget],
-    strict: bool,
 ) -> crate::Exit {
     use crate::Exit;
     use crate::engine::Verdict;
     let Some(outcome) = outcome else {
-        if let Some(name) = scenario {
+        if let Some(name) = &args.scenario {
             // A CI timeout or a kill must not read as a pass.
             eprintln!("{double}: interrupted before scenario `{name}` reached a verdict");
             return Exit::Interrupted;
@@ -161,15 +178,22 @@ pub fn finish(
         }
         return Exit::Passed;
     };
-    let _ = write!(
-        std::io::stdout(),
-        "{}",
-        crate::report::human::render(double, outcome, recent)
-    );
-    if let Err(e) = crate::report::write_all(reports, double, outcome, recent) {
+    let failed = matches!(outcome.verdict(), Verdict::Failed | Verdict::ScenarioError);
+    let text = if args.quiet && !failed {
+        crate::report::human::one_line(double, outcome)
+    } else {
+        let mut text = crate::report::human::render(double, outcome, recent);
+        if args.verbose && !failed {
+            text.push_str(&crate::report::human::last_messages(recent, usize::MAX));
+        }
+        text
+    };
+    let _ = write!(std::io::stdout(), "{text}");
+    if let Err(e) = crate::report::write_all(&args.reports, double, outcome, recent) {
         eprintln!("error: cannot write a report: {e}");
         return Exit::Internal;
     }
+    let strict = args.strict;
     match outcome.verdict() {
         Verdict::ScenarioError => Exit::Usage,
         Verdict::Passed => Exit::Passed,

@@ -26,8 +26,14 @@ enum Command {
         #[arg(long, default_value_t = 8)]
         jobs: usize,
         /// Show every run's report, not only the failures'.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "quiet")]
         verbose: bool,
+        /// Only the runs that did not come out as they should, and the summary.
+        #[arg(long)]
+        quiet: bool,
+        /// html:PATH: every run on one page, with its sequence diagram.
+        #[arg(long = "report", value_name = "html:PATH")]
+        report: Option<String>,
     },
     /// Validate scenario files without running them (all embedded ones when none is named).
     Check {
@@ -199,7 +205,17 @@ fn main() -> ExitCode {
             filter,
             jobs,
             verbose,
+            quiet,
+            report,
         } => {
+            let html = match report.as_deref().map(|r| r.split_once(':')) {
+                None => None,
+                Some(Some(("html", path))) if !path.is_empty() => Some(PathBuf::from(path)),
+                Some(_) => {
+                    eprintln!("error: --report: say html:PATH");
+                    return Exit::Usage.into();
+                }
+            };
             let runtime = match harness::cli::runtime(true) {
                 Ok(rt) => rt,
                 Err(exit) => return exit.into(),
@@ -208,6 +224,8 @@ fn main() -> ExitCode {
                 filter.as_deref(),
                 jobs,
                 verbose,
+                quiet,
+                html.as_deref(),
             )) {
                 Ok(true) => Exit::Passed.into(),
                 Ok(false) => Exit::PeerFailed.into(),

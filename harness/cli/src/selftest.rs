@@ -57,6 +57,8 @@ pub struct CaseResult {
     pub report: Option<String>,
     /// How long it took.
     pub elapsed: Duration,
+    /// Its outcome and last messages, when it ran (for the HTML report).
+    pub run: Option<(RunOutcome, Vec<harness::journal::Entry>)>,
 }
 
 /// How long a simulated peer waits for the other side in the self-test.
@@ -413,6 +415,7 @@ fn judge(
     elapsed: Duration,
 ) -> CaseResult {
     let double = case.side.double();
+    let run = result.as_ref().ok().cloned();
     let (ok, verdict, report) = match (&case.misbehave, result) {
         (_, Err(e)) => (false, format!("ERROR {e}"), None),
         (None, Ok((outcome, recent))) if case.reduced => match outcome.verdict() {
@@ -464,15 +467,64 @@ fn judge(
         verdict,
         report,
         elapsed,
+        run,
     }
+}
+
+/// Who the peer of a case was, in a few words.
+fn peer_of(case: &Case) -> String {
+    match (&case.misbehave, case.reduced) {
+        (Some(m), _) => format!("breaks {m}"),
+        (None, true) => "reduced".into(),
+        (None, false) => "well-behaved".into(),
+    }
+}
+
+/// The self-test as one HTML page: a row a scenario and peer, a column a cell.
+fn write_html(path: &std::path::Path, results: &[CaseResult]) -> Result<(), String> {
+    let labels: Vec<String> = results
+        .iter()
+        .map(|r| {
+            format!(
+                "{}/{} · {}",
+                r.case.side.folder(),
+                r.case.file,
+                peer_of(&r.case)
+            )
+        })
+        .collect();
+    let pages: Vec<harness::report::html::RunPage<'_>> = results
+        .iter()
+        .zip(&labels)
+        .filter_map(|(r, label)| {
+            r.run
+                .as_ref()
+                .map(|(outcome, recent)| harness::report::html::RunPage {
+                    double: r.case.side.double(),
+                    label,
+                    outcome,
+                    entries: recent,
+                })
+        })
+        .collect();
+    std::fs::write(
+        path,
+        harness::report::html::render_many("harness selftest", &pages),
+    )
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// Runs the cases, `jobs` at a time, and judges each.
 pub async fn judge_all(cases: Vec<Case>, jobs: usize) -> Vec<CaseResult> {
     let permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let total = cases.len();
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // A progress line, on a terminal only: a log or a CI page gets the table alone.
+    let progress = harness::cli::colours_on(&std::io::stderr());
     let mut tasks = Vec::new();
     for case in cases {
         let permits = permits.clone();
+        let done = done.clone();
         let described = format!("{} [{}] {:?}", case.file, case.cell, case.misbehave);
         tasks.push((
             described,
@@ -480,11 +532,29 @@ pub async fn judge_all(cases: Vec<Case>, jobs: usize) -> Vec<CaseResult> {
                 let _permit = permits.acquire_owned().await;
                 let started = Instant::now();
                 let result = run_case(&case).await;
-                judge(case, result, started.elapsed())
+                let judged = judge(case, result, started.elapsed());
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                if progress {
+                    let mut err = std::io::stderr().lock();
+                    let _ = write!(
+                        err,
+                        "\r\x1b[2K[{n}/{total}] {} {} · {}",
+                        judged.case.file,
+                        judged.case.cell,
+                        peer_of(&judged.case)
+                    );
+                    let _ = err.flush();
+                }
+                judged
             }),
         ));
     }
     let mut results = Vec::new();
+    let clear = || {
+        if progress {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    };
     for (described, task) in tasks {
         match task.await {
             Ok(result) => results.push(result),
@@ -492,11 +562,19 @@ pub async fn judge_all(cases: Vec<Case>, jobs: usize) -> Vec<CaseResult> {
             Err(e) => eprintln!("selftest: the case {described} panicked: {e}"),
         }
     }
+    clear();
     results
 }
 
-/// Runs the self-test and prints its table; returns whether everything came out as it should.
-pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Result<bool, String> {
+/// Runs the self-test and prints its table (and writes the HTML report to `html`); returns
+/// whether everything came out as it should.
+pub async fn selftest(
+    filter: Option<&str>,
+    jobs: usize,
+    verbose: bool,
+    quiet: bool,
+    html: Option<&std::path::Path>,
+) -> Result<bool, String> {
     let started = Instant::now();
     let (cases, unchecked) = plan(filter)?;
     let total = cases.len();
@@ -507,18 +585,14 @@ pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Resul
         "{:<10} {:<18} {:<22} {:<40} {:>8}  verdict",
         "double", "scenario", "cell", "peer", "time"
     );
-    for r in &results {
+    for r in results.iter().filter(|r| !quiet || !r.ok) {
         let _ = writeln!(
             out,
             "{:<10} {:<18} {:<22} {:<40} {:>6.0}ms  {}",
             r.case.side.folder(),
             r.case.file,
             r.case.cell.to_string(),
-            match (&r.case.misbehave, r.case.reduced) {
-                (Some(m), _) => format!("breaks {m}"),
-                (None, true) => "reduced".into(),
-                (None, false) => "well-behaved".into(),
-            },
+            peer_of(&r.case),
             r.elapsed.as_secs_f64() * 1000.0,
             r.verdict
         );
@@ -541,6 +615,9 @@ pub async fn selftest(filter: Option<&str>, jobs: usize, verbose: bool) -> Resul
             std::io::stdout(),
             "UNCHECKED: the misbehaviour of {rule} is not caught by any scenario (no scenario lists the rule)"
         );
+    }
+    if let Some(path) = html {
+        write_html(path, &results)?;
     }
     let passed = results.iter().filter(|r| r.ok).count();
     let failed = total - passed + unchecked.len();

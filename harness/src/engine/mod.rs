@@ -9,6 +9,7 @@
 //! LLeMbas knowledge lives in the doubles' behaviours.
 
 pub mod applicability;
+pub mod console;
 pub mod handlers;
 pub mod hub;
 pub mod inbox;

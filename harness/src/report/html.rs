@@ -43,8 +43,9 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
     )
 }
 
-/// Several runs on one page (`harness run`, `harness selftest`): a table of scenario × cell
-/// linking to each run, then the runs.
+/// Several runs on one page (`harness run`, `harness selftest`): a table of run × cell (a row a
+/// label: the scenario's file, or in the self-test the scenario and its peer) linking to each
+/// run, then the runs.
 pub fn render_many(title: &str, runs: &[RunPage<'_>]) -> String {
     let mut body = String::new();
     let _ = writeln!(body, "<h1>{}</h1>", esc(title));
@@ -75,8 +76,8 @@ fn matrix(out: &mut String, runs: &[RunPage<'_>]) {
         if !cells.contains(&cell) {
             cells.push(cell);
         }
-        if !scenarios.contains(&run.outcome.scenario) {
-            scenarios.push(run.outcome.scenario.clone());
+        if !scenarios.iter().any(|s| s == run.label) {
+            scenarios.push(run.label.to_string());
         }
     }
     let _ = write!(out, "<table class=\"matrix\"><tr><th>scenario</th>");
@@ -87,9 +88,10 @@ fn matrix(out: &mut String, runs: &[RunPage<'_>]) {
     for scenario in &scenarios {
         let _ = write!(out, "<tr><td>{}</td>", esc(scenario));
         for cell in &cells {
-            let found = runs.iter().enumerate().find(|(_, r)| {
-                r.outcome.scenario == *scenario && r.outcome.cell.to_string() == *cell
-            });
+            let found = runs
+                .iter()
+                .enumerate()
+                .find(|(_, r)| r.label == scenario && r.outcome.cell.to_string() == *cell);
             match found {
                 Some((i, run)) => {
                     let (class, word) = verdict_word(&run.outcome.verdict());

@@ -59,22 +59,7 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
     }
     let verdict = outcome.verdict();
     if matches!(verdict, Verdict::Failed | Verdict::ScenarioError) {
-        let _ = writeln!(out, "  last messages:");
-        let skip = recent.len().saturating_sub(LAST_MESSAGES);
-        for entry in &recent[skip..] {
-            let arrow = match entry.dir {
-                Direction::In => "<-",
-                Direction::Out => "->",
-                Direction::Event => "--",
-            };
-            let _ = writeln!(
-                out,
-                "    {:>9.1} ms  link {} {arrow} {}",
-                entry.t_ms,
-                entry.link,
-                clip(&entry.msg.to_string())
-            );
-        }
+        out.push_str(&last_messages(recent, LAST_MESSAGES));
     }
     for hook in &outcome.hooks {
         let _ = writeln!(
@@ -164,6 +149,42 @@ fn process_text(out: &mut String, process: &crate::process::ProcessReport, faile
             clip(&line.text)
         );
     }
+}
+
+/// The last `n` messages, a line each.
+pub fn last_messages(recent: &[Entry], n: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "  last messages:");
+    let skip = recent.len().saturating_sub(n);
+    for entry in &recent[skip..] {
+        let arrow = match entry.dir {
+            Direction::In => "<-",
+            Direction::Out => "->",
+            Direction::Event => "--",
+        };
+        let _ = writeln!(
+            out,
+            "    {:>9.1} ms  link {} {arrow} {}",
+            entry.t_ms,
+            entry.link,
+            clip(&entry.msg.to_string())
+        );
+    }
+    out
+}
+
+/// The run in one line: the double, the scenario, the cell and the verdict (`--quiet`).
+pub fn one_line(double: &str, outcome: &RunOutcome) -> String {
+    let verdict = match outcome.verdict() {
+        Verdict::Passed => "PASSED".to_string(),
+        Verdict::NotApplicable(why) => format!("NOT APPLICABLE: {why}"),
+        Verdict::ScenarioError => "SCENARIO ERROR".to_string(),
+        Verdict::Failed => format!("FAILED: {}", outcome.broken_rules().join(", ")),
+    };
+    format!(
+        "{double} · scenario {} · {}: {verdict} in {:.0} ms\n",
+        outcome.scenario, outcome.cell, outcome.elapsed_ms
+    )
 }
 
 /// A failure in lines: the rule and what it says, the summary, what was awaited, the diff.

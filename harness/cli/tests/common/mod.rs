@@ -13,15 +13,21 @@ pub fn root() -> PathBuf {
 }
 
 /// The fake-device binary beside `harness` (the workspace's tests build it), built if missing.
+#[allow(dead_code)] // each test file uses what it needs of this module
 pub fn fake_device() -> PathBuf {
-    let path = Path::new(HARNESS).with_file_name("fake-device");
+    binary("fake-device")
+}
+
+/// A double's binary beside `harness`, built if missing.
+pub fn binary(name: &str) -> PathBuf {
+    let path = Path::new(HARNESS).with_file_name(name);
     if !path.exists() {
         let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-            .args(["build", "-q", "-p", "fake-device", "--bin", "fake-device"])
+            .args(["build", "-q", "-p", name, "--bin", name])
             .current_dir(root())
             .status()
             .expect("cargo runs");
-        assert!(status.success(), "fake-device does not build");
+        assert!(status.success(), "{name} does not build");
     }
     path
 }
