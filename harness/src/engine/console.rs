@@ -28,7 +28,7 @@ pub async fn read_actions(actor: Arc<dyn Actor>, input: impl AsyncRead + Unpin) 
         let mut too_long = false;
         loop {
             let chunk = match input.fill_buf().await {
-                Ok(chunk) if chunk.is_empty() => break,
+                Ok([]) => break,
                 Ok(chunk) => chunk,
                 Err(_) => return,
             };
