@@ -182,3 +182,44 @@ fn the_baseline_holds_expected_failures_and_fails_unexpected_ones_and_stale_entr
     );
     assert_none_outlived(&pids);
 }
+
+#[cfg(unix)]
+#[test]
+fn the_device_catalogue_runs_against_a_spawned_stand_in_server_with_its_web_ui_by_hooks() {
+    let dir = tempfile::tempdir().expect("dir");
+    let json = dir.path().join("run.json");
+    let server = format!(
+        "exec {} --listen 127.0.0.1:{{port}} --token {{token}} --protocol {{protocol}} --spec {{spec}} --console --state-dir {{tmp}}/state",
+        common::binary("fake-instance").display()
+    );
+    let (code, out) = harness(&[
+        "run",
+        "--exec",
+        &server,
+        "--hooks",
+        "docs/examples/stand-in-server/hooks.yaml",
+        "--jobs",
+        "4",
+        "--report",
+        &format!("json:{}", json.display()),
+        "device",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
+    let runs = summary["runs"].as_array().expect("runs");
+    // The web UI's chats were opened and written in by hooks, whose `reply` gave the captures;
+    // the server was restarted by the run.
+    for scenario in ["cards", "steer", "rewind", "reattach-restart"] {
+        assert!(
+            runs.iter()
+                .any(|r| r["scenario"] == scenario && r["verdict"] == "passed"),
+            "{scenario} never passed:\n{out}"
+        );
+    }
+    assert!(
+        runs.iter()
+            .all(|r| r["verdict"] == "passed" || r["verdict"] == "not_applicable"),
+        "{out}"
+    );
+}

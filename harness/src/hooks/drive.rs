@@ -58,15 +58,31 @@ pub fn drive(
     if steps.is_empty() {
         return None;
     }
-    let runner = Runner::new(hub, cell, None, None).with_actor(Arc::new(HookActor(context)));
+    let runner =
+        Runner::new(hub, cell, None, None).with_actor(Arc::new(HookActor(context.clone())));
     let steps = Scenario::of_steps(name, steps);
     Some(tokio::spawn(async move {
         let outcome = runner.run(&steps).await;
-        if !outcome.passed() {
-            tracing::warn!(
-                "{} did not all run: {}",
-                steps.name,
-                crate::report::human::render("hooks", &outcome, &[])
+        // A hook that failed is in the record already; a step that erred otherwise (a capture
+        // its result lacked) is put there, so the run says its set-up broke.
+        let erred = outcome
+            .steps
+            .iter()
+            .find(|s| s.status == crate::engine::StepStatus::Error);
+        if let Some(step) = erred
+            && !context.runs().iter().any(|r| !r.ok)
+        {
+            context.note_failure(
+                &steps.name,
+                format!(
+                    "step {} ({}): {}",
+                    step.index,
+                    step.title,
+                    step.failure
+                        .as_ref()
+                        .map(|f| f.summary.clone())
+                        .unwrap_or_default()
+                ),
             );
         }
     }))

@@ -50,6 +50,11 @@ pub struct Hook {
     /// one JSON line, for a stand-in that reads them).
     #[serde(default)]
     pub stdin: Option<String>,
+    /// With `stdin`: a regular expression for the line the system under test answers with (on
+    /// stdout or stderr, after the text was written); its first group, read as JSON when it
+    /// parses, is the action's result. Without it, a `stdin` hook's result is `{}`.
+    #[serde(default)]
+    pub reply: Option<String>,
     /// More environment for `run` (placeholders expanded).
     #[serde(default)]
     pub env: BTreeMap<String, String>,

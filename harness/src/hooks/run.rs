@@ -79,7 +79,10 @@ impl HookContext {
                 let done = match kind {
                     "run" => run_command(&detail, hook, &placeholders, timeout).await,
                     "http" => self.request(hook, &placeholders, timeout).await,
-                    _ => self.write_stdin(&detail, timeout).await,
+                    _ => {
+                        self.write_stdin(&detail, hook.reply.as_deref(), timeout)
+                            .await
+                    }
                 };
                 (kind, detail, done)
             }
@@ -186,22 +189,73 @@ impl HookContext {
         Ok((status, String::from_utf8_lossy(&body).into_owned()))
     }
 
-    async fn write_stdin(&self, text: &str, timeout: Duration) -> Done {
+    async fn write_stdin(&self, text: &str, reply: Option<&str>, timeout: Duration) -> Done {
         let Some(sut) = self.sut.get() else {
             return Done::failed(
                 None,
                 "a `stdin` hook needs the system under test started by the run (--exec)".into(),
             );
         };
-        match tokio::time::timeout(timeout, sut.write_stdin(text)).await {
-            Ok(Ok(())) => Done {
+        let reply = match reply.map(regex::Regex::new).transpose() {
+            Ok(reply) => reply,
+            Err(e) => return Done::failed(None, format!("`reply` is not a regex: {e}")),
+        };
+        let output = sut.output().clone();
+        // Lines before the text are not its answer.
+        let after = output.lines().last().map_or(0, |l| l.seq);
+        let deadline = tokio::time::Instant::now() + timeout;
+        match tokio::time::timeout_at(deadline, sut.write_stdin(text)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Done::failed(None, e),
+            Err(_) => return Done::failed(None, format!("not written within {timeout:?}")),
+        }
+        let Some(reply) = reply else {
+            return Done {
                 ok: true,
                 status: None,
                 output: String::new(),
                 result: json!({}),
-            },
-            Ok(Err(e)) => Done::failed(None, e),
-            Err(_) => Done::failed(None, format!("not written within {timeout:?}")),
+            };
+        };
+        loop {
+            let changed = output.changed();
+            if let Some(line) = output.find(after, |l| reply.is_match(&l.text)) {
+                let said = reply
+                    .captures(&line.text)
+                    .and_then(|c| c.get(1))
+                    .map_or(line.text.as_str(), |m| m.as_str());
+                let result = serde_json::from_str(said).unwrap_or_else(|_| json!(said));
+                return Done {
+                    ok: true,
+                    status: None,
+                    output: line.text.clone(),
+                    result,
+                };
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return Done::failed(
+                    None,
+                    format!("no line matching `{reply}` came within {timeout:?}"),
+                );
+            }
+        }
+    }
+
+    /// Records set-up that could not be done by hooks (a step of `peer.steps` that erred), so
+    /// the verdict says the set-up broke rather than leaving the peer to fail for it.
+    pub fn note_failure(&self, what: &str, why: String) {
+        let record = HookRun {
+            action: what.to_string(),
+            kind: "steps",
+            detail: String::new(),
+            ok: false,
+            status: None,
+            output: why,
+            at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            elapsed_ms: 0.0,
+        };
+        if let Ok(mut log) = self.log.lock() {
+            log.push(record);
         }
     }
 }
@@ -388,5 +442,30 @@ mod tests {
             panic!("a 404 fails");
         };
         assert!(why.contains("HTTP 404"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn a_stdin_hook_writes_a_line_and_reads_its_reply_from_the_output() {
+        let sut = Sut::start(
+            crate::process::SutSpec::command("while read line; do echo \"got $line\"; done"),
+            Placeholders::new(),
+            None,
+        )
+        .await
+        .expect("it starts");
+        let hooks = context(
+            "open_chat: { stdin: \"{action}\\n\", reply: \"^got (.*)$\" }\nsend: { stdin: \"x\\n\", reply: \"^never$\", timeout: 300ms }\n",
+        );
+        hooks.set_sut(sut.clone());
+        let result = hooks
+            .run("open_chat", &json!({ "title": "t" }))
+            .await
+            .expect("it answers");
+        assert_eq!(result, json!({ "open_chat": { "title": "t" } }));
+        let Err(ActError::Failed(why)) = hooks.run("send", &json!({})).await else {
+            panic!("no reply fails");
+        };
+        assert!(why.contains("no line matching `^never$`"), "{why}");
+        sut.stop().await;
     }
 }
