@@ -179,12 +179,12 @@ pub fn command(args: RunArgs) -> Exit {
         Err(exit) => return exit,
     };
     let started = Instant::now();
+    let args_jobs = args.jobs;
     let progress_on = harness::cli::colours_on(&std::io::stderr()) && !args.quiet;
-    let ran = runtime.block_on(crate::run::run_all(
-        planned,
-        setup,
-        args.jobs,
-        move |n, total, ran| {
+    let ran = runtime.block_on(async move {
+        // The signal handlers are in place before the first system under test starts.
+        let interrupted = harness::cli::shutdown_signal();
+        let all = crate::run::run_all(planned, setup, args_jobs, move |n, total, ran| {
             if progress_on {
                 let mut err = std::io::stderr().lock();
                 let _ = write!(
@@ -196,8 +196,19 @@ pub fn command(args: RunArgs) -> Exit {
                 );
                 let _ = err.flush();
             }
-        },
-    ));
+        });
+        tokio::select! {
+            ran = all => Some(ran),
+            () = interrupted => None,
+        }
+    });
+    let Some(ran) = ran else {
+        // Each run's task holds its system under test; dropping the tasks ends their process
+        // groups. Wait for that before exiting, or they would outlive the run.
+        runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+        eprintln!("harness run: interrupted; every system under test it started is ended");
+        return Exit::Interrupted;
+    };
     // The runs' processes are gone; a task still blocked on a pipe must not hold the exit.
     runtime.shutdown_background();
     if progress_on {

@@ -223,3 +223,56 @@ fn the_device_catalogue_runs_against_a_spawned_stand_in_server_with_its_web_ui_b
         "{out}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_matrix_ends_every_system_under_test_it_started() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pids = dir.path().join("pids");
+    // Devices that never link and ignore SIGTERM, two at once.
+    let stubborn = format!(
+        "trap '' TERM; sleep 300 & echo $! >> {}; wait",
+        pids.display()
+    );
+    let child = Command::new(HARNESS)
+        .args([
+            "run",
+            "--exec",
+            &stubborn,
+            "--jobs",
+            "2",
+            "--protocols",
+            "1,2",
+            "--specs",
+            "1.1.0",
+        ])
+        .arg("instance/negotiate.yaml")
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("harness runs");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&pids)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 2
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on the child we started.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let out = child.wait_with_output().expect("it ends");
+    assert_eq!(
+        out.status.code(),
+        Some(harness::Exit::Interrupted as i32),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_none_outlived(&pids);
+}
