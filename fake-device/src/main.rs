@@ -285,10 +285,34 @@ fn main() -> ExitCode {
         (ProtocolChoice::Fixed(p), _) => p,
         (ProtocolChoice::Auto, None) => 2,
         (ProtocolChoice::Auto, Some(_)) => {
-            match runtime.block_on(fake_device::dial::probe_protocol(
-                &instance,
-                std::time::Duration::from_secs(30),
-            )) {
+            // An instance this run started may end before it serves: say so at once, with
+            // what it printed, rather than after the probe's 30 s.
+            let sut = started.as_ref().map(|(sut, _)| sut.clone());
+            let probed = runtime.block_on(async {
+                let probe = fake_device::dial::probe_protocol(
+                    &instance,
+                    std::time::Duration::from_secs(30),
+                );
+                match &sut {
+                    Some(sut) => tokio::select! {
+                        probed = probe => probed,
+                        Some(exit) = sut.wait_exit(std::time::Instant::now() + std::time::Duration::from_secs(30)) => {
+                            let said: Vec<String> = sut
+                                .output()
+                                .tail(20)
+                                .iter()
+                                .map(|l| format!("  {}: {}", l.stream, l.text))
+                                .collect();
+                            Err(format!(
+                                "the instance --exec started ended ({exit}) before it served discovery; its output:\n{}",
+                                said.join("\n")
+                            ))
+                        }
+                    },
+                    None => probe.await,
+                }
+            });
+            match probed {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("error: cannot read the instance's discovery: {e}");

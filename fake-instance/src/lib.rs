@@ -375,9 +375,10 @@ pub async fn run(
     });
     let outcome = match &scenario {
         Some(scenario) => {
-            let unarranged = harness::engine::applicability::unarranged(
+            let unarranged = harness::engine::applicability::unarranged_but(
                 &scenario.set_up_needs(device_setup.needs()),
                 &arranged,
+                &["lay_out_root"],
             );
             // The device's project plays its part by hooks, unless the run cannot apply.
             if unarranged.is_none() {

@@ -165,15 +165,20 @@ impl DeviceSetup {
     /// a device it starts (`{root}`); the self-test does it for its fake-device.
     pub fn lay_out(&self, root: &std::path::Path) -> Result<(), String> {
         let place = |relative: &str| -> Result<std::path::PathBuf, String> {
-            let path = match relative.strip_prefix("../outside/") {
-                Some(rest) => root.with_file_name("outside").join(rest),
-                None if relative.split('/').any(|part| part == "..") => {
-                    return Err(format!(
-                        "`{relative}`: only `../outside/` may leave the root"
-                    ));
-                }
-                None => root.join(relative),
+            // Relative, and only `../outside/` at its start may leave the root: a scenario
+            // never writes anywhere else on the machine.
+            let (base, rest) = match relative.strip_prefix("../outside/") {
+                Some(rest) => (root.with_file_name("outside"), rest),
+                None => (root.to_path_buf(), relative),
             };
+            if std::path::Path::new(rest).is_absolute()
+                || rest.split(['/', '\\']).any(|part| part == "..")
+            {
+                return Err(format!(
+                    "`{relative}`: a path in the root, relative, where only a leading `../outside/` may leave it"
+                ));
+            }
+            let path = base.join(rest);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)
                     .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
@@ -303,5 +308,30 @@ mod tests {
                 .contains("`maybe` is not `true`, `false` or `any`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_root_s_files_stay_in_the_root_or_beside_it() {
+        let dir = tempfile::tempdir().expect("dir");
+        let root = dir.path().join("root");
+        for escape in ["/etc/x", "../x", "../outside/../../x", "a/../../x"] {
+            let setup = DeviceSetup {
+                files: [(escape.to_string(), "x".to_string())].into(),
+                ..DeviceSetup::default()
+            };
+            let e = setup.lay_out(&root).expect_err(escape);
+            assert!(e.contains("only a leading `../outside/`"), "{e}");
+        }
+        let setup = DeviceSetup {
+            files: [
+                ("src/a.rs".to_string(), "a".to_string()),
+                ("../outside/secret".to_string(), "s".to_string()),
+            ]
+            .into(),
+            ..DeviceSetup::default()
+        };
+        setup.lay_out(&root).expect("laid out");
+        assert!(root.join("src/a.rs").exists());
+        assert!(dir.path().join("outside/secret").exists());
     }
 }

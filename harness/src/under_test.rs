@@ -97,7 +97,15 @@ impl UnderTest {
     /// hook, and `by_the_double` when a process was started (set-up the double made itself,
     /// like the files of the root it gave the peer).
     pub fn arranged(&self, base: Arranged, by_the_double: &[&str]) -> Arranged {
-        let mut more: Vec<String> = self.hooks.as_ref().map(|h| h.names()).unwrap_or_default();
+        // A hook named like what the double does itself is never called: it arranges nothing.
+        let mut more: Vec<String> = self
+            .hooks
+            .as_ref()
+            .map(|h| h.names())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|name| !by_the_double.contains(&name.as_str()))
+            .collect();
         if self.sut.is_some() {
             more.extend(by_the_double.iter().map(|s| s.to_string()));
         }

@@ -123,35 +123,74 @@ pub struct RunSeen<'a> {
     pub broken: &'a [String],
 }
 
-/// Judges each run against the baseline, and names the entries that no longer hold: an entry
-/// is stale when a run it speaks of (its scenario, in its cells) applied and did not fail as
-/// it says.
-pub fn judge(expected: &[Expected], runs: &[RunSeen<'_>]) -> (Vec<Judged>, Vec<String>) {
-    let covers = |entry: &Expected, run: &RunSeen<'_>| {
-        entry.holds_in(run.scenario, run.cell)
-            && matches!(run.verdict, Verdict::Failed | Verdict::ScenarioError)
-            && entry.rule.as_ref().is_none_or(|r| run.broken.contains(r))
+/// What the baseline made of the runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Judgement {
+    /// Each run, in order.
+    pub runs: Vec<Judged>,
+    /// Entries that no longer hold: they fail the matrix, saying to remove them.
+    pub stale: Vec<String>,
+    /// Entries that speak of no run here (a scenario not selected, or a typo): a note only.
+    pub unused: Vec<String>,
+}
+
+/// Judges each run against the baseline. A failed run is expected when a `scenario` entry
+/// holds for it, or when every rule it broke has a `scenario:rule` entry: a new rule broken is
+/// a regression, not hidden by an old one. Only a peer's failure is expected: a run that could
+/// not run, or whose set-up broke, is neither expected nor evidence that an entry is stale. An
+/// entry is stale when a run it speaks of (its scenario, in its cells) passed or failed without
+/// its rule.
+pub fn judge(expected: &[Expected], runs: &[RunSeen<'_>]) -> Judgement {
+    let covered = |run: &RunSeen<'_>| -> Option<String> {
+        if *run.verdict != Verdict::Failed {
+            return None;
+        }
+        let holding: Vec<&Expected> = expected
+            .iter()
+            .filter(|e| e.holds_in(run.scenario, run.cell))
+            .collect();
+        if let Some(whole) = holding.iter().find(|e| e.rule.is_none()) {
+            return Some(whole.to_string());
+        }
+        let listed = |rule: &String| holding.iter().any(|e| e.rule.as_ref() == Some(rule));
+        (!run.broken.is_empty() && run.broken.iter().all(listed)).then(|| {
+            holding
+                .iter()
+                .filter(|e| e.rule.as_ref().is_some_and(|r| run.broken.contains(r)))
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
     };
     let judged = runs
         .iter()
         .map(|run| match run.verdict {
             Verdict::Passed => Judged::Passed,
             Verdict::NotApplicable(_) => Judged::NotApplicable,
-            Verdict::Failed | Verdict::ScenarioError => {
-                match expected.iter().find(|e| covers(e, run)) {
-                    Some(entry) => Judged::ExpectedFailure(entry.to_string()),
-                    None => Judged::UnexpectedFailure,
-                }
-            }
+            Verdict::Failed | Verdict::ScenarioError => match covered(run) {
+                Some(entries) => Judged::ExpectedFailure(entries),
+                None => Judged::UnexpectedFailure,
+            },
         })
         .collect();
     let mut stale = Vec::new();
+    let mut unused = Vec::new();
     for entry in expected {
-        let holds_not: Vec<String> = runs
+        let spoken_of: Vec<&RunSeen<'_>> = runs
             .iter()
             .filter(|run| entry.holds_in(run.scenario, run.cell))
-            .filter(|run| !matches!(run.verdict, Verdict::NotApplicable(_)))
-            .filter(|run| !covers(entry, run))
+            .collect();
+        if spoken_of.is_empty() {
+            unused.push(format!("`{entry}` speaks of no run here"));
+            continue;
+        }
+        let holds_not: Vec<String> = spoken_of
+            .iter()
+            .filter(|run| match run.verdict {
+                Verdict::Passed => true,
+                Verdict::Failed => entry.rule.as_ref().is_some_and(|r| !run.broken.contains(r)),
+                Verdict::NotApplicable(_) | Verdict::ScenarioError => false,
+            })
             .map(|run| run.cell.to_string())
             .collect();
         if !holds_not.is_empty() {
@@ -166,7 +205,11 @@ pub fn judge(expected: &[Expected], runs: &[RunSeen<'_>]) -> (Vec<Judged>, Vec<S
             ));
         }
     }
-    (judged, stale)
+    Judgement {
+        runs: judged,
+        stale,
+        unused,
+    }
 }
 
 #[cfg(test)]
@@ -254,7 +297,12 @@ mod tests {
                 broken: &[],
             },
         ];
-        let (judged, stale) = judge(&expected, &runs);
+        let Judgement {
+            runs: judged,
+            stale,
+            unused,
+        } = judge(&expected, &runs);
+        assert!(unused.is_empty(), "{unused:?}");
         assert_eq!(
             judged,
             [
@@ -274,21 +322,44 @@ mod tests {
             "{stale:?}"
         );
         // A rule it no longer breaks makes the entry stale, and the failure unexpected.
-        let (judged, stale) = judge(
-            &[Expected::of(
-                "cards:device.permission.ask",
-                None,
-                None,
-                None,
-            )],
-            &[RunSeen {
-                scenario: "cards",
-                cell: &p2,
-                verdict: &Verdict::Failed,
-                broken: &other,
-            }],
+        let run = |verdict: &'static Verdict, broken: &'static [String]| RunSeen {
+            scenario: "cards",
+            cell: Box::leak(Box::new(cell(2, "1.1.0"))),
+            verdict,
+            broken,
+        };
+        let listed = [Expected::of(
+            "cards:device.permission.ask",
+            None,
+            None,
+            None,
+        )];
+        let other: &'static [String] = Box::leak(Box::new(["device.prompt.answer".to_string()]));
+        let j = judge(&listed, &[run(&Verdict::Failed, other)]);
+        assert_eq!(j.runs, [Judged::UnexpectedFailure]);
+        assert!(
+            j.stale[0].contains("does not fail on that rule"),
+            "{:?}",
+            j.stale
         );
-        assert_eq!(judged, [Judged::UnexpectedFailure]);
-        assert!(stale[0].contains("does not fail on that rule"), "{stale:?}");
+        // A new rule broken beside a listed one is a regression, and the entry still holds.
+        let both: &'static [String] = Box::leak(Box::new([
+            "device.permission.ask".to_string(),
+            "device.prompt.answer".to_string(),
+        ]));
+        let j = judge(&listed, &[run(&Verdict::Failed, both)]);
+        assert_eq!(j.runs, [Judged::UnexpectedFailure]);
+        assert!(j.stale.is_empty(), "{:?}", j.stale);
+        // A run whose set-up broke is never expected, and never makes an entry stale.
+        let j = judge(
+            &[
+                Expected::of("cards", None, None, None),
+                Expected::of("typo", None, None, None),
+            ],
+            &[run(&Verdict::ScenarioError, &[])],
+        );
+        assert_eq!(j.runs, [Judged::UnexpectedFailure]);
+        assert!(j.stale.is_empty(), "{:?}", j.stale);
+        assert_eq!(j.unused, ["`typo` speaks of no run here"]);
     }
 }

@@ -170,6 +170,22 @@ pub fn command(args: RunArgs) -> Exit {
         token: args.token.clone(),
         arranged: Arranged::from_names(&args.arranged),
     });
+    // Every run would fail the same way: say it once, as a usage error.
+    let no_exec: Vec<&str> = selected
+        .iter()
+        .filter(|(side, _, scenario)| {
+            args.exec.is_none()
+                && scenario.sut.is_none()
+                && (*side == Side::Instance || args.instance.is_none())
+        })
+        .map(|(_, label, _)| label.as_str())
+        .collect();
+    if let Some(first) = no_exec.first() {
+        return fail(format!(
+            "{first} (and {} more) has no system under test: say --exec CMD (a CLI with {{url}} and {{token}} in it, a web server with {{port}}), or --instance URL for a web server already running",
+            no_exec.len() - 1
+        ));
+    }
     let planned = crate::run::plan(&selected, &args.protocols, &args.specs);
     if planned.is_empty() {
         return fail("no scenario applies to these protocols and specs".into());
@@ -235,6 +251,9 @@ pub fn command(args: RunArgs) -> Exit {
     for stale in &summary.stale {
         let _ = writeln!(out, "STALE: {stale}");
     }
+    for unused in &summary.unused {
+        let _ = writeln!(out, "note: the baseline entry {unused}");
+    }
     let unexpected = summary.count(|j| *j == Judged::UnexpectedFailure);
     let _ = writeln!(
         out,
@@ -273,29 +292,31 @@ pub fn command(args: RunArgs) -> Exit {
         }
     }
     if let Some(path) = &reports.html {
-        let pages: Vec<harness::report::html::RunPage<'_>> =
-            ran.iter()
-                .filter_map(|r| {
-                    r.outcome.as_ref().ok().map(|(outcome, recent)| {
-                        harness::report::html::RunPage {
-                            double: r.planned.side.double(),
-                            label: &r.planned.label,
-                            outcome,
-                            entries: recent,
-                        }
-                    })
-                })
-                .collect();
+        let outcomes: Vec<std::borrow::Cow<'_, harness::engine::RunOutcome>> =
+            ran.iter().map(Ran::outcome).collect();
+        let pages: Vec<harness::report::html::RunPage<'_>> = ran
+            .iter()
+            .zip(&outcomes)
+            .map(|(r, outcome)| harness::report::html::RunPage {
+                double: r.planned.side.double(),
+                label: &r.planned.label,
+                outcome,
+                entries: r.recent(),
+            })
+            .collect();
         let page = harness::report::html::render_many("harness run", &pages);
         if let Err(e) = std::fs::write(path, page) {
             eprintln!("error: cannot write {}: {e}", path.display());
             return Exit::Internal;
         }
     }
-    if !summary.passed() || (args.strict && not_applicable > 0) {
-        Exit::PeerFailed
-    } else {
+    if summary.passed() && !(args.strict && not_applicable > 0) {
         Exit::Passed
+    } else if unexpected > 0 && summary.stale.is_empty() && summary.only_set_up_broke() {
+        // Nothing the peer did: a run could not run, or its set-up (a hook) broke.
+        Exit::Usage
+    } else {
+        Exit::PeerFailed
     }
 }
 

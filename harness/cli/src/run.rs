@@ -73,6 +73,44 @@ impl Ran {
         }
     }
 
+    /// Its outcome; a run that could not run is one erred step saying why, so every report
+    /// shows it, and none reads green for it.
+    pub fn outcome(&self) -> std::borrow::Cow<'_, RunOutcome> {
+        match &self.outcome {
+            Ok((outcome, _)) => std::borrow::Cow::Borrowed(outcome),
+            Err(why) => std::borrow::Cow::Owned(RunOutcome {
+                scenario: self.planned.scenario.name.clone(),
+                cell: self.planned.cell.clone(),
+                steps: vec![harness::engine::StepVerdict {
+                    index: "0".into(),
+                    line: 0,
+                    title: "start the run".into(),
+                    status: harness::engine::StepStatus::Error,
+                    elapsed_ms: self.elapsed.as_secs_f64() * 1000.0,
+                    started_ms: 0.0,
+                    failure: Some(harness::engine::Failure {
+                        summary: why.clone(),
+                        ..Default::default()
+                    }),
+                    not_applicable: None,
+                }],
+                findings: Vec::new(),
+                not_applicable: None,
+                elapsed_ms: self.elapsed.as_secs_f64() * 1000.0,
+                process: None,
+                hooks: Vec::new(),
+            }),
+        }
+    }
+
+    /// Its last messages.
+    pub fn recent(&self) -> &[Entry] {
+        match &self.outcome {
+            Ok((_, recent)) => recent,
+            Err(_) => &[],
+        }
+    }
+
     /// One line on what it came to.
     pub fn summary(&self) -> String {
         match (&self.outcome, self.verdict()) {
@@ -300,25 +338,35 @@ pub async fn run_all(
             progress.clone(),
             done.clone(),
         );
-        tasks.push(tokio::spawn(async move {
-            let _permit = permits.acquire_owned().await;
-            let started = Instant::now();
-            let outcome = run_one(&planned, &setup).await;
-            let ran = Ran {
-                planned,
-                outcome,
-                elapsed: started.elapsed(),
-            };
-            let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-            progress(n, total, &ran);
-            ran
-        }));
+        let kept = planned.clone();
+        tasks.push((
+            kept,
+            tokio::spawn(async move {
+                let _permit = permits.acquire_owned().await;
+                let started = Instant::now();
+                let outcome = run_one(&planned, &setup).await;
+                let ran = Ran {
+                    planned,
+                    outcome,
+                    elapsed: started.elapsed(),
+                };
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                progress(n, total, &ran);
+                ran
+            }),
+        ));
     }
     let mut all = Vec::new();
-    for task in tasks {
+    for (planned, task) in tasks {
         match task.await {
             Ok(ran) => all.push(ran),
-            Err(e) => eprintln!("harness run: a run panicked: {e}"),
+            // A double that panics is a bug of ours; the run counts as one that could not run,
+            // so the matrix cannot pass over it.
+            Err(e) => all.push(Ran {
+                planned,
+                outcome: Err(format!("the run panicked: {e}")),
+                elapsed: Duration::ZERO,
+            }),
         }
     }
     all
@@ -331,6 +379,10 @@ pub struct Summary {
     pub judged: Vec<Judged>,
     /// Baseline entries that no longer hold.
     pub stale: Vec<String>,
+    /// Baseline entries that speak of no run here.
+    pub unused: Vec<String>,
+    /// Each run's verdict, in order.
+    pub verdicts: Vec<Verdict>,
 }
 
 impl Summary {
@@ -348,13 +400,28 @@ impl Summary {
                 broken,
             })
             .collect();
-        let (judged, stale) = baseline::judge(expected, &seen);
-        Summary { judged, stale }
+        let judgement = baseline::judge(expected, &seen);
+        Summary {
+            judged: judgement.runs,
+            stale: judgement.stale,
+            unused: judgement.unused,
+            verdicts: verdicts.iter().map(|(v, _)| v.clone()).collect(),
+        }
     }
 
     /// Whether the matrix passes: no unexpected failure, no stale entry.
     pub fn passed(&self) -> bool {
         self.stale.is_empty() && !self.judged.contains(&Judged::UnexpectedFailure)
+    }
+
+    /// Whether every unexpected failure is a run that could not run or whose set-up broke (a
+    /// usage or scenario error, exit 2), rather than a peer's.
+    pub fn only_set_up_broke(&self) -> bool {
+        self.judged
+            .iter()
+            .zip(&self.verdicts)
+            .filter(|(j, _)| **j == Judged::UnexpectedFailure)
+            .all(|(_, v)| *v == Verdict::ScenarioError)
     }
 
     /// How many runs came to `judged`.
@@ -381,11 +448,12 @@ pub fn write_junit(dir: &Path, ran: &[Ran]) -> std::io::Result<Vec<PathBuf>> {
     }
     let mut written = Vec::new();
     for (side, cell) in cells {
-        let outcomes: Vec<&RunOutcome> = ran
+        let owned: Vec<std::borrow::Cow<'_, RunOutcome>> = ran
             .iter()
             .filter(|r| r.planned.side == side && r.planned.cell == cell)
-            .filter_map(|r| r.outcome.as_ref().ok().map(|(o, _)| o))
+            .map(Ran::outcome)
             .collect();
+        let outcomes: Vec<&RunOutcome> = owned.iter().map(|o| o.as_ref()).collect();
         let name = format!("{} · {cell}", double(side));
         let path = dir.join(format!(
             "{}.protocol-{}.spec-{}.xml",

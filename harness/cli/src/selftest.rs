@@ -57,7 +57,8 @@ pub struct CaseResult {
     pub report: Option<String>,
     /// How long it took.
     pub elapsed: Duration,
-    /// Its outcome and last messages, when it ran (for the HTML report).
+    /// Its outcome and last messages, when it ran and an HTML report wants them (kept only
+    /// then: a case's last messages can hold prompts of megabytes).
     pub run: Option<(RunOutcome, Vec<harness::journal::Entry>)>,
 }
 
@@ -413,9 +414,14 @@ fn judge(
     case: Case,
     result: Result<(RunOutcome, Vec<harness::journal::Entry>), String>,
     elapsed: Duration,
+    keep: bool,
 ) -> CaseResult {
     let double = case.side.double();
-    let run = result.as_ref().ok().cloned();
+    let run = if keep {
+        result.as_ref().ok().cloned()
+    } else {
+        None
+    };
     let (ok, verdict, report) = match (&case.misbehave, result) {
         (_, Err(e)) => (false, format!("ERROR {e}"), None),
         (None, Ok((outcome, recent))) if case.reduced => match outcome.verdict() {
@@ -514,8 +520,9 @@ fn write_html(path: &std::path::Path, results: &[CaseResult]) -> Result<(), Stri
     .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Runs the cases, `jobs` at a time, and judges each.
-pub async fn judge_all(cases: Vec<Case>, jobs: usize) -> Vec<CaseResult> {
+/// Runs the cases, `jobs` at a time, and judges each; `keep`: each result keeps its run (for
+/// the HTML report).
+pub async fn judge_all(cases: Vec<Case>, jobs: usize, keep: bool) -> Vec<CaseResult> {
     let permits = Arc::new(Semaphore::new(jobs.max(1)));
     let total = cases.len();
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -532,7 +539,7 @@ pub async fn judge_all(cases: Vec<Case>, jobs: usize) -> Vec<CaseResult> {
                 let _permit = permits.acquire_owned().await;
                 let started = Instant::now();
                 let result = run_case(&case).await;
-                let judged = judge(case, result, started.elapsed());
+                let judged = judge(case, result, started.elapsed(), keep);
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 if progress {
                     let mut err = std::io::stderr().lock();
@@ -578,7 +585,7 @@ pub async fn selftest(
     let started = Instant::now();
     let (cases, unchecked) = plan(filter)?;
     let total = cases.len();
-    let results = judge_all(cases, jobs).await;
+    let results = judge_all(cases, jobs, html.is_some()).await;
     let mut out = String::new();
     let _ = writeln!(
         out,

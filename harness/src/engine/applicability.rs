@@ -86,22 +86,49 @@ impl From<&str> for ActError {
 /// before it starts. `needs` are the set-up actions the scenario's `peer:` asks for; `arranged`
 /// says which of them something does (the other double in the self-test, the user's own test).
 pub fn unarranged(needs: &[String], arranged: &Arranged) -> Option<String> {
+    unarranged_but(needs, arranged, &[])
+}
+
+/// As [`unarranged`], where the double itself does `by_the_double` for a peer it starts (no
+/// hook does them): their names are said with how to get them done instead.
+pub fn unarranged_but(
+    needs: &[String],
+    arranged: &Arranged,
+    by_the_double: &[&str],
+) -> Option<String> {
     let missing: Vec<&str> = needs
         .iter()
         .filter(|n| !arranged.covers(n))
         .map(String::as_str)
         .collect();
-    (!missing.is_empty()).then(|| {
-        format!(
+    if missing.is_empty() {
+        return None;
+    }
+    let (own, hooked): (Vec<&str>, Vec<&str>) =
+        missing.iter().partition(|m| by_the_double.contains(m));
+    let quoted = |names: &[&str]| {
+        names
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut said = Vec::new();
+    if !hooked.is_empty() {
+        said.push(format!(
             "needs hook {} (map it to a command or a request with --hooks FILE, or arrange it in the peer's own test and say so with --arranged {})",
-            missing
-                .iter()
-                .map(|m| format!("`{m}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            missing.join(",")
-        )
-    })
+            quoted(&hooked),
+            hooked.join(",")
+        ));
+    }
+    if !own.is_empty() {
+        said.push(format!(
+            "needs {} (the double does it for a peer it starts with --exec; else arrange it in the peer's own test and say so with --arranged {})",
+            quoted(&own),
+            own.join(",")
+        ));
+    }
+    Some(said.join("; "))
 }
 
 /// Which set-up actions something arranges for the peer under test.

@@ -1201,6 +1201,19 @@ impl Runner {
         exit: crate::process::Exited,
         awaited: String,
     ) -> Outcome {
+        let output = self
+            .process
+            .as_ref()
+            .and_then(|p| p.output())
+            .map(|o| output_tail(&o).to_string())
+            .unwrap_or_default();
+        // The shell's own codes for a command it could not find or run: the test's command
+        // line is wrong, and no rule of the peer's is broken.
+        if matches!(exit.code, Some(126 | 127)) {
+            return Outcome::Error(format!(
+                "the command that starts the peer could not run ({exit}: not found or not executable); its output: {output}"
+            ));
+        }
         Outcome::failed(Failure {
             rule: rule.clone(),
             summary: format!("the peer's process ended ({exit}) while the step waited"),

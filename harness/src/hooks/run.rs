@@ -23,6 +23,9 @@ pub struct HookContext {
     base: Placeholders,
     sut: std::sync::OnceLock<Arc<Sut>>,
     log: Mutex<Vec<HookRun>>,
+    /// One `stdin` hook at a time: a line written and the answer read belong together, even
+    /// when the timed set-up and `peer.steps` both drive the process.
+    stdin_turn: tokio::sync::Mutex<()>,
     started: Instant,
     http: reqwest::Client,
 }
@@ -35,6 +38,7 @@ impl HookContext {
             base,
             sut: std::sync::OnceLock::new(),
             log: Mutex::new(Vec::new()),
+            stdin_turn: tokio::sync::Mutex::new(()),
             started: Instant::now(),
             http: reqwest::Client::new(),
         }
@@ -74,11 +78,11 @@ impl HookContext {
         let at_ms = self.started.elapsed().as_secs_f64() * 1000.0;
         let began = Instant::now();
         let timeout = hook.timeout.map(|d| d.0).unwrap_or(DEFAULT_HOOK_TIMEOUT);
-        let (kind, detail, done) = match self.describe(hook, &placeholders) {
+        let (kind, detail, done) = match self.describe(hook, &placeholders, &fields) {
             Ok((kind, detail)) => {
                 let done = match kind {
                     "run" => run_command(&detail, hook, &placeholders, timeout).await,
-                    "http" => self.request(hook, &placeholders, timeout).await,
+                    "http" => self.request(hook, &placeholders, &fields, timeout).await,
                     _ => {
                         self.write_stdin(&detail, hook.reply.as_deref(), timeout)
                             .await
@@ -116,6 +120,7 @@ impl HookContext {
         &self,
         hook: &Hook,
         placeholders: &Placeholders,
+        fields: &Placeholders,
     ) -> Result<(&'static str, String), String> {
         if let Some(command) = &hook.run {
             Ok(("run", placeholders.expand(command, Quoting::Shell)?))
@@ -123,23 +128,26 @@ impl HookContext {
             let method = http.method.clone().unwrap_or_else(|| "POST".into());
             Ok((
                 "http",
-                format!(
-                    "{method} {}",
-                    placeholders.expand(&http.url, Quoting::Plain)?
-                ),
+                format!("{method} {}", url(&http.url, placeholders, fields)?),
             ))
         } else if let Some(text) = &hook.stdin {
-            Ok(("stdin", placeholders.expand(text, Quoting::Plain)?))
+            Ok(("stdin", placeholders.expand(text, Quoting::Line)?))
         } else {
             Err("the hook says neither `run`, `http` nor `stdin`".into())
         }
     }
 
-    async fn request(&self, hook: &Hook, placeholders: &Placeholders, timeout: Duration) -> Done {
+    async fn request(
+        &self,
+        hook: &Hook,
+        placeholders: &Placeholders,
+        fields: &Placeholders,
+        timeout: Duration,
+    ) -> Done {
         let Some(http) = &hook.http else {
             return Done::failed(None, "no request".into());
         };
-        match self.send(http, placeholders, timeout).await {
+        match self.send(http, placeholders, fields, timeout).await {
             Ok((status, body)) => {
                 let result = serde_json::from_str(&body)
                     .unwrap_or_else(|_| json!({ "status": status, "body": body }));
@@ -158,12 +166,13 @@ impl HookContext {
         &self,
         http: &HttpHook,
         placeholders: &Placeholders,
+        fields: &Placeholders,
         timeout: Duration,
     ) -> Result<(u16, String), String> {
         let method = http.method.as_deref().unwrap_or("POST");
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|_| format!("`{method}` is not an HTTP method"))?;
-        let url = placeholders.expand(&http.url, Quoting::Plain)?;
+        let url = url(&http.url, placeholders, fields)?;
         let mut request = self.http.request(method, &url).timeout(timeout);
         for (name, value) in &http.headers {
             request = request.header(name, placeholders.expand(value, Quoting::Plain)?);
@@ -200,6 +209,7 @@ impl HookContext {
             Ok(reply) => reply,
             Err(e) => return Done::failed(None, format!("`reply` is not a regex: {e}")),
         };
+        let _turn = self.stdin_turn.lock().await;
         let output = sut.output().clone();
         // Lines before the text are not its answer.
         let after = output.lines().last().map_or(0, |l| l.seq);
@@ -233,9 +243,20 @@ impl HookContext {
                 };
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                let since: Vec<String> = output
+                    .lines()
+                    .into_iter()
+                    .filter(|l| l.seq > after)
+                    .map(|l| format!("{}: {}", l.stream, l.text))
+                    .collect();
+                let came = if since.is_empty() {
+                    "nothing came".to_string()
+                } else {
+                    format!("what came:\n{}", since.join("\n"))
+                };
                 return Done::failed(
                     None,
-                    format!("no line matching `{reply}` came within {timeout:?}"),
+                    format!("no line matching `{reply}` came within {timeout:?}; {came}"),
                 );
             }
         }
@@ -260,6 +281,22 @@ impl HookContext {
     }
 }
 
+/// A hook's URL: the run's placeholders as they are (`{url}` is a base), the action's fields
+/// percent-encoded (a captured id cannot change the path).
+fn url(
+    template: &str,
+    placeholders: &Placeholders,
+    fields: &Placeholders,
+) -> Result<String, String> {
+    placeholders.expand_each(template, |name| {
+        if fields.get(name).is_some() {
+            Quoting::Url
+        } else {
+            Quoting::Plain
+        }
+    })
+}
+
 /// How a hook ended.
 struct Done {
     ok: bool,
@@ -276,6 +313,15 @@ impl Done {
             output: why,
             result: Value::Null,
         }
+    }
+}
+
+/// Kills a hook command's process group when dropped.
+struct GroupGuard(i32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        crate::process::kill_group(self.0);
     }
 }
 
@@ -331,21 +377,30 @@ async fn run_command(
         Ok(child) => child,
         Err(e) => return Done::failed(None, format!("cannot start it: {e}")),
     };
-    let group = child.id().unwrap_or(0) as i32;
+    // Its group is killed however this ends: done, timed out, or dropped with an aborted run.
+    let _group = GroupGuard(child.id().unwrap_or(0) as i32);
+    let deadline = tokio::time::Instant::now() + timeout;
     let stdout = tokio::spawn(read_kept(child.stdout.take()));
     let stderr = tokio::spawn(read_kept(child.stderr.take()));
-    let status = match tokio::time::timeout(timeout, child.wait()).await {
+    let status = match tokio::time::timeout_at(deadline, child.wait()).await {
         Ok(Ok(status)) => status,
         Ok(Err(e)) => return Done::failed(None, format!("cannot wait for it: {e}")),
-        Err(_) => {
-            crate::process::kill_group(group);
-            return Done::failed(None, format!("it did not finish within {timeout:?}"));
-        }
+        Err(_) => return Done::failed(None, format!("it did not finish within {timeout:?}")),
     };
-    // Whatever it left behind in its group goes with it.
-    crate::process::kill_group(group);
-    let stdout = stdout.await.unwrap_or_default();
-    let stderr = stderr.await.unwrap_or_default();
+    // Whatever it left behind in its group goes with it; a process that left the group and
+    // still holds a pipe is not waited for past the deadline (and a moment to drain).
+    drop(_group);
+    let drain = deadline.max(tokio::time::Instant::now() + Duration::from_millis(500));
+    let stdout = tokio::time::timeout_at(drain, stdout)
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .unwrap_or_default();
+    let stderr = tokio::time::timeout_at(drain, stderr)
+        .await
+        .ok()
+        .and_then(|r| r.ok())
+        .unwrap_or_default();
     let result =
         serde_json::from_str(stdout.trim()).unwrap_or_else(|_| json!({ "stdout": stdout }));
     let output = match (stdout.trim().is_empty(), stderr.trim().is_empty()) {

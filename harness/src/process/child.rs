@@ -231,8 +231,10 @@ impl Sut {
             current.as_ref()?.exited.clone()
         };
         let group = self.group.load(Ordering::SeqCst);
+        // SIGTERM to the whole group even when the leader is gone: what it left running gets
+        // the chance to end cleanly too.
+        signal_group(group, Signal::Term);
         if exited.borrow().is_none() {
-            signal_group(group, Signal::Term);
             let grace = self.grace();
             if tokio::time::timeout(grace, exited.wait_for(|e| e.is_some()))
                 .await
@@ -244,8 +246,12 @@ impl Sut {
                         .await;
             }
         }
-        // The leader is gone; a process it left behind in its group is not.
+        // The leader is gone; a process it left behind in its group is not. Once killed, the
+        // group is forgotten: its id could be another's later, and the drop must not reach it.
         signal_group(group, Signal::Kill);
+        let _ = self
+            .group
+            .compare_exchange(group, 0, Ordering::SeqCst, Ordering::SeqCst);
         let exit = { *exited.borrow() };
         if let Some(exit) = exit {
             self.note_exit(exit, true).await;

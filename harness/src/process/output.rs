@@ -16,6 +16,10 @@ pub const MAX_LINE_BYTES: usize = 4096;
 /// How many bytes of output are kept in all, by default.
 pub const DEFAULT_KEPT_BYTES: usize = 256 * 1024;
 
+/// What a kept line costs beside its text: a process printing empty lines forever must reach
+/// the bound too.
+const LINE_OVERHEAD: usize = std::mem::size_of::<OutputLine>();
+
 /// Which of the process's streams a line came on.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema,
@@ -98,7 +102,7 @@ impl OutputLog {
         };
         let seq = inner.next_seq;
         inner.next_seq += 1;
-        inner.bytes += text.len();
+        inner.bytes += text.len() + LINE_OVERHEAD;
         inner.lines.push_back(OutputLine {
             seq,
             run,
@@ -110,7 +114,7 @@ impl OutputLog {
             let Some(old) = inner.lines.pop_front() else {
                 break;
             };
-            inner.bytes -= old.text.len();
+            inner.bytes -= old.text.len() + LINE_OVERHEAD;
             inner.dropped += 1;
         }
         drop(inner);
@@ -200,18 +204,32 @@ mod tests {
 
     #[test]
     fn the_log_keeps_its_bound_in_bytes_dropping_the_oldest() {
-        let log = OutputLog::new(100);
+        let log = OutputLog::new(2000);
         for i in 0..50 {
             log.push(1, Stream::Stdout, &format!("line number {i:02}"));
         }
         let lines = log.lines();
-        assert!(lines.iter().map(|l| l.text.len()).sum::<usize>() <= 100);
+        let cost: usize = lines.iter().map(|l| l.text.len() + LINE_OVERHEAD).sum();
+        assert!(cost <= 2000, "{cost}");
         assert_eq!(
             lines.last().map(|l| l.text.as_str()),
             Some("line number 49")
         );
         assert_eq!(lines.last().map(|l| l.seq), Some(50));
-        assert!(log.dropped() > 40);
+        assert!(log.dropped() > 10, "{}", log.dropped());
+    }
+
+    #[test]
+    fn empty_lines_count_against_the_bound_too() {
+        let log = OutputLog::new(10_000);
+        for _ in 0..100_000 {
+            log.push(1, Stream::Stdout, "");
+        }
+        assert!(
+            log.lines().len() <= 10_000 / LINE_OVERHEAD,
+            "{}",
+            log.lines().len()
+        );
     }
 
     #[test]

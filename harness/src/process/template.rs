@@ -14,10 +14,15 @@ pub struct Placeholders(BTreeMap<String, String>);
 /// How a value goes into the text around it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Quoting {
-    /// As it is (a URL, an environment variable, a header, a request body's string).
+    /// As it is (a URL's base, an environment variable, a header, a request body's string).
     Plain,
-    /// As one shell word, for a command run by `sh -c`.
+    /// As shell text for a command run by `sh -c`: one word where the template has no quotes,
+    /// escaped for the quotes it is in otherwise (`"{text}"`, `'{text}'`), so no value is run.
     Shell,
+    /// Percent-encoded, for a value inside a URL (a captured id cannot change the path).
+    Url,
+    /// On one line (a `stdin` hook): a value holding a line break is refused.
+    Line,
 }
 
 impl Placeholders {
@@ -58,13 +63,27 @@ impl Placeholders {
     /// `template` with each `{name}` replaced (`{{` and `}}` are a literal brace); an unknown
     /// name is an error that lists the known ones.
     pub fn expand(&self, template: &str, quoting: Quoting) -> Result<String, String> {
+        self.expand_each(template, |_| quoting)
+    }
+
+    /// As [`expand`](Self::expand), with each name's quoting chosen by `quoting_of` (a URL
+    /// whose base is a placeholder and whose path holds an action's fields).
+    pub fn expand_each(
+        &self,
+        template: &str,
+        quoting_of: impl Fn(&str) -> Quoting,
+    ) -> Result<String, String> {
         let mut out = String::with_capacity(template.len());
         let mut rest = template;
+        // The shell's quoting around each placeholder, from the literal text before it.
+        let mut shell = ShellState::default();
         while let Some(at) = rest.find(['{', '}']) {
             out.push_str(&rest[..at]);
+            shell.read(&rest[..at]);
             let tail = &rest[at..];
             if tail.starts_with("{{") || tail.starts_with("}}") {
                 out.push_str(&tail[..1]);
+                shell.read(&tail[..1]);
                 rest = &tail[2..];
                 continue;
             }
@@ -85,9 +104,16 @@ impl Placeholders {
                         .join(", ")
                 ));
             };
-            match quoting {
+            match quoting_of(name) {
                 Quoting::Plain => out.push_str(value),
-                Quoting::Shell => out.push_str(&shell_quote(value)),
+                Quoting::Shell => out.push_str(&shell.quote(value)),
+                Quoting::Url => out.push_str(&percent_encode(value)),
+                Quoting::Line if value.contains(['\n', '\r']) => {
+                    return Err(format!(
+                        "`{{{name}}}` holds a line break, which would end the line: write `{{action}}` or `{{json}}`, whose JSON keeps it escaped"
+                    ));
+                }
+                Quoting::Line => out.push_str(value),
             }
             rest = &tail[end + 1..];
         }
@@ -138,6 +164,68 @@ impl Placeholders {
     }
 }
 
+/// Where a shell command's text stands: outside quotes, or inside single or double ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum ShellState {
+    #[default]
+    Bare,
+    Single,
+    Double,
+}
+
+impl ShellState {
+    /// Follows the quotes of literal text (a backslash escapes the next character outside
+    /// single quotes).
+    fn read(&mut self, text: &str) {
+        let mut chars = text.chars();
+        while let Some(c) = chars.next() {
+            *self = match (*self, c) {
+                (ShellState::Bare, '\\') | (ShellState::Double, '\\') => {
+                    chars.next();
+                    *self
+                }
+                (ShellState::Bare, '\'') => ShellState::Single,
+                (ShellState::Single, '\'') => ShellState::Bare,
+                (ShellState::Bare, '"') => ShellState::Double,
+                (ShellState::Double, '"') => ShellState::Bare,
+                (state, _) => state,
+            };
+        }
+    }
+
+    /// `value` as literal text where the command stands.
+    fn quote(self, value: &str) -> String {
+        match self {
+            ShellState::Bare => shell_quote(value),
+            // Ends the single quotes, gives a quote escaped, and opens them again.
+            ShellState::Single => value.replace('\'', r"'\''"),
+            ShellState::Double => {
+                let mut out = String::with_capacity(value.len());
+                for c in value.chars() {
+                    if matches!(c, '\\' | '"' | '$' | '`') {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+                out
+            }
+        }
+    }
+}
+
+/// `value` percent-encoded: every byte but the unreserved ones (RFC 3986).
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for byte in value.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 /// `value` as one POSIX shell word.
 pub fn shell_quote(value: &str) -> String {
     if !value.is_empty()
@@ -182,6 +270,51 @@ mod tests {
             p.expand("a {{literal}} brace", Quoting::Plain),
             Ok("a {literal} brace".into())
         );
+    }
+
+    #[test]
+    fn a_value_inside_the_template_s_own_quotes_is_escaped_for_them() {
+        let p = values();
+        let run = |template: &str| {
+            let command = p.expand(template, Quoting::Shell).expect("expands");
+            let out = std::process::Command::new("sh")
+                .args(["-c", &command])
+                .output()
+                .expect("sh runs");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        for template in [
+            "printf %s {text}",
+            "printf %s \"{text}\"",
+            "printf %s '{text}'",
+            "printf %s \"said: {text}!\"",
+        ] {
+            let printed = run(template);
+            assert!(
+                printed.contains("it's $(rm -rf /)"),
+                "{template}: {printed}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_url_s_fields_are_percent_encoded_and_a_line_keeps_its_break_out() {
+        let mut fields = Placeholders::new();
+        fields.set("chat", "../admin?x=1 y");
+        let all = values().with(&fields);
+        let url = all
+            .expand_each("{url}/chats/{chat}", |name| {
+                if fields.get(name).is_some() {
+                    Quoting::Url
+                } else {
+                    Quoting::Plain
+                }
+            })
+            .expect("expands");
+        assert_eq!(url, "http://127.0.0.1:9/chats/..%2Fadmin%3Fx%3D1%20y");
+        let mut text = Placeholders::new();
+        text.set("text", "one\ntwo");
+        assert!(text.expand("say {text}", Quoting::Line).is_err());
     }
 
     #[test]

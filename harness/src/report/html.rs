@@ -52,7 +52,7 @@ pub fn render_many(title: &str, runs: &[RunPage<'_>]) -> String {
     if runs.len() > 1 {
         matrix(&mut body, runs);
     }
-    let mut messages: Vec<&Value> = Vec::new();
+    let mut messages: Vec<Value> = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         section(&mut body, i, run, &mut messages);
     }
@@ -120,7 +120,7 @@ fn verdict_word(verdict: &Verdict) -> (&'static str, &'static str) {
 }
 
 /// One run: its verdict, its steps, its diagram and the failing step's diff.
-fn section<'a>(out: &mut String, i: usize, run: &RunPage<'a>, messages: &mut Vec<&'a Value>) {
+fn section(out: &mut String, i: usize, run: &RunPage<'_>, messages: &mut Vec<Value>) {
     let outcome = run.outcome;
     let verdict = outcome.verdict();
     let (class, word) = verdict_word(&verdict);
@@ -260,7 +260,7 @@ fn diagram<'a>(
     out: &mut String,
     run: &RunPage<'a>,
     failing: Option<&crate::engine::StepVerdict>,
-    messages: &mut Vec<&'a Value>,
+    messages: &mut Vec<Value>,
 ) {
     let http = run.entries.iter().any(|e| e.link == 0);
     let peer_name = if run.double == "fake-instance" {
@@ -393,7 +393,7 @@ fn diagram<'a>(
                     );
                 }
                 let index = messages.len();
-                messages.push(&entry.msg);
+                messages.push(clip_strings(&entry.msg));
                 let _ = writeln!(
                     out,
                     "<g class=\"{class}\" data-message=\"{index}\"><text class=\"time\" x=\"8\" y=\"{}\">{:.1} ms · link {}</text><line x1=\"{from}\" y1=\"{y}\" x2=\"{to}\" y2=\"{y}\" marker-end=\"url(#head)\"/><text class=\"label\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text></g>",
@@ -443,6 +443,29 @@ fn diagram<'a>(
         }
     }
     let _ = writeln!(out, "</svg>");
+}
+
+/// The longest string of a message the page keeps (a prompt's attachment can be megabytes).
+const KEPT_STRING: usize = 4096;
+
+/// A message with each long string cut, saying how long it was.
+fn clip_strings(value: &Value) -> Value {
+    match value {
+        Value::String(s) if s.len() > KEPT_STRING => {
+            let mut end = KEPT_STRING;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            Value::String(format!("{}… ({} bytes in all)", &s[..end], s.len()))
+        }
+        Value::Array(items) => Value::Array(items.iter().map(clip_strings).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), clip_strings(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 fn clip(text: &str, max: usize) -> String {
@@ -645,6 +668,20 @@ mod tests {
         for fetch in ["src=", "<link", "href=\"http", "url(http", "@import"] {
             assert!(!page.contains(fetch), "nothing is fetched: {fetch}");
         }
+    }
+
+    #[test]
+    fn a_huge_message_is_cut_in_the_page() {
+        let (outcome, mut entries) = failed_run();
+        entries.push(entry(
+            6.0,
+            1,
+            Direction::Out,
+            json!({ "method": "session/prompt", "params": { "data": "x".repeat(1 << 20) } }),
+        ));
+        let page = render("fake-instance", &outcome, &entries);
+        assert!(page.len() < 100_000, "{} bytes", page.len());
+        assert!(page.contains("(1048576 bytes in all)"));
     }
 
     #[test]

@@ -88,6 +88,21 @@ fn suite(double: &str, outcome: &RunOutcome) -> TestSuite {
     let mut case = TestCase::new("monitors", monitors);
     case.set_classname(format!("{double}.{}", outcome.scenario));
     suite.add_test_case(case);
+    // A hook that failed broke the run's set-up: the suite must not read green.
+    let failed_hooks: Vec<String> = outcome
+        .hooks
+        .iter()
+        .filter(|h| !h.ok)
+        .map(|h| format!("{h}\n{}", h.output))
+        .collect();
+    if !failed_hooks.is_empty() {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        status.set_message(format!("{} hook(s) failed", failed_hooks.len()));
+        status.set_description(failed_hooks.join("\n"));
+        let mut case = TestCase::new("hooks", status);
+        case.set_classname(format!("{double}.{}", outcome.scenario));
+        suite.add_test_case(case);
+    }
     suite.set_time(Duration::from_secs_f64(outcome.elapsed_ms / 1000.0));
     let mut out = String::new();
     for hook in &outcome.hooks {
