@@ -9,7 +9,7 @@ pub const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
 
 /// The workspace's root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// The fake-device binary beside `harness` (the workspace's tests build it), built if missing.
