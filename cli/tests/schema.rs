@@ -2,10 +2,7 @@
 
 #[test]
 fn the_schema_in_docs_is_current() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/scenario.schema.json"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scenario.schema.json");
     let kept = std::fs::read_to_string(path).unwrap_or_default();
     let generated = harness_cli::scenario_schema();
     assert!(
