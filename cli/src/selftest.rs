@@ -183,6 +183,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     .map_err(|e| format!("cannot seed a session: {e}"))?;
             }
             let reduced = case.reduced;
+            let restarts = restarts_peer(&case.scenario.steps);
             let peer = crate::in_process::InProcessPeer::new();
             let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
             let device = tokio::spawn(async move {
@@ -230,10 +231,17 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                         }
                     };
                     let run_options = options.clone();
-                    let finished = crate::in_process::isolated(move || {
-                        fake_device::run(run_options, None, shutdown)
-                    })
-                    .await;
+                    // A device the scenario restarts runs on a runtime of its own, dropped with
+                    // all its tasks as a killed process's; any other shares the self-test's,
+                    // whose workers keep its timers on time when the machine is busy.
+                    let finished = if restarts {
+                        crate::in_process::isolated(move || {
+                            fake_device::run(run_options, None, shutdown)
+                        })
+                        .await
+                    } else {
+                        Some(fake_device::run(run_options, None, shutdown).await)
+                    };
                     match peer.take_restart() {
                         Some(ack) if !*stop_rx.borrow() => {
                             let _ = ack.send(());
@@ -384,6 +392,16 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             Ok((outcome, finished.recent))
         }
     }
+}
+
+/// Whether the steps restart the peer (`restart_peer`, also inside `when`).
+fn restarts_peer(steps: &[harness::scenario::Spanned<harness::scenario::Step>]) -> bool {
+    use harness::scenario::Step;
+    steps.iter().any(|step| match &step.value {
+        Step::RestartPeer(_) => true,
+        Step::When(when) => restarts_peer(&when.steps),
+        _ => false,
+    })
 }
 
 /// The code the fake-device command would have exited with after this run.

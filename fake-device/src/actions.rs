@@ -2,6 +2,7 @@
 //! it, answers its cards, lets it go, deletes a session; someone edits its `remote:` block. A
 //! scenario's `act` steps do these (and the self-test's timers, for scenarios run against it).
 
+use harness::lembas::methods;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -152,7 +153,7 @@ impl DeviceActor {
             && let Some(peer) = self.lembas_link()
         {
             peer.notify(
-                "_lembas/session/left",
+                methods::LEMBAS_SESSION_LEFT,
                 json!({ "sessionId": id, "available": true }),
             );
         }
@@ -165,7 +166,7 @@ impl DeviceActor {
         self.sessions.delete_here(id).await?;
         let told = match self.lembas_link() {
             Some(peer) if self.sessions.has("delete") => {
-                peer.notify("_lembas/session/deleted", json!({ "sessionId": id }));
+                peer.notify(methods::LEMBAS_SESSION_DELETED, json!({ "sessionId": id }));
                 true
             }
             _ => {

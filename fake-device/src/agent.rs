@@ -1,6 +1,7 @@
 //! The device as an ACP agent on each link: hello when the link opens, then the answer to
 //! `initialize`, shaped for its harness spec. The monitors check the instance on the way.
 
+use harness::lembas::methods;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -426,19 +427,19 @@ impl Behaviour for AgentModel {
             return;
         }
         match (self.breaks(ids::DEVICE_HELLO_FIRST), protocol) {
-            (false, _) => peer.notify("_lembas/hello", self.hello(protocol)),
+            (false, _) => peer.notify(methods::LEMBAS_HELLO, self.hello(protocol)),
             // Misbehaving: no hello at protocol 1; at 2, something else first, then hello.
             (true, 1) => {}
             (true, _) => {
                 peer.notify(
-                    "_lembas/session/deleted",
+                    methods::LEMBAS_SESSION_DELETED,
                     json!({ "sessionId": "ses_early" }),
                 );
-                peer.notify("_lembas/hello", self.hello(protocol));
+                peer.notify(methods::LEMBAS_HELLO, self.hello(protocol));
             }
         }
         if self.breaks(ids::DEVICE_HELLO_ONCE) {
-            peer.notify("_lembas/hello", self.hello(protocol));
+            peer.notify(methods::LEMBAS_HELLO, self.hello(protocol));
         }
         // An instance that never sends initialize leaves the device unusable: say so.
         let (links, link, patience) = (self.links.clone(), peer.link(), self.config.patience);
@@ -456,7 +457,7 @@ impl Behaviour for AgentModel {
 
     fn observe(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, event: &LinkEvent) {
         if let LinkEvent::Request(request) = event
-            && request.method == "initialize"
+            && request.method == methods::INITIALIZE
         {
             let said = request.params.pointer("/clientCapabilities/_meta/lembas");
             // `lembas: true` is protocol 1, `{protocol: N}` says N; false or null is no LLeMbas.
@@ -524,7 +525,7 @@ impl Behaviour for AgentModel {
             self.terminals.notified(peer.link(), method, params);
         }
         if let LinkEvent::Notification { method, params, .. } = event
-            && method == "session/cancel"
+            && method == methods::SESSION_CANCEL
         {
             self.enqueue(peer, Work::Cancel(params.clone()));
         }
@@ -532,7 +533,7 @@ impl Behaviour for AgentModel {
 
     fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
         match request.method.as_str() {
-            "initialize" => {
+            methods::INITIALIZE => {
                 let protocol = self
                     .links
                     .lock()
@@ -562,7 +563,7 @@ impl Behaviour for AgentModel {
                 }
                 true
             }
-            "_lembas/terminal/open"
+            methods::LEMBAS_TERMINAL_OPEN
                 if !self.config.stdio && self.capabilities().iter().any(|c| c == "terminal") =>
             {
                 let answer = self

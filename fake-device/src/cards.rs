@@ -5,6 +5,7 @@
 //! link. A card not answered within the approval timeout is a denial (or a dismissal), and the
 //! client is told to take it down (`_lembas/permission/settled`).
 
+use harness::lembas::methods;
 use std::time::Duration;
 
 use harness::jsonrpc::{METHOD_NOT_FOUND, RequestError};
@@ -154,14 +155,14 @@ fn read_answers(answer: &Value) -> String {
 fn terminal_answer(method: &str, params: &Value, answer: CardAnswer) -> Value {
     if answer == CardAnswer::Deny {
         return match method {
-            "session/request_permission" => {
+            methods::SESSION_REQUEST_PERMISSION => {
                 json!({ "outcome": { "outcome": "selected", "optionId": "deny" } })
             }
             _ => json!({ "outcome": "dismissed" }),
         };
     }
     match method {
-        "_lembas/question" => {
+        methods::LEMBAS_QUESTION => {
             let answers: Vec<Value> = params
                 .get("questions")
                 .and_then(Value::as_array)
@@ -174,7 +175,7 @@ fn terminal_answer(method: &str, params: &Value, answer: CardAnswer) -> Value {
                 .collect();
             json!({ "outcome": "answered", "answers": answers })
         }
-        "_lembas/plan" => json!({ "outcome": "approve", "mode": "edit" }),
+        methods::LEMBAS_PLAN => json!({ "outcome": "approve", "mode": "edit" }),
         _ => json!({ "outcome": { "outcome": "selected", "optionId": "once" } }),
     }
 }
@@ -226,7 +227,7 @@ impl Sessions {
             () = on_cancel => {
                 if client.lembas() {
                     client.peer().notify(
-                        "_lembas/permission/settled",
+                        methods::LEMBAS_PERMISSION_SETTLED,
                         json!({ "sessionId": session_id, "toolCallId": call_id }),
                     );
                 }
@@ -280,7 +281,7 @@ impl Sessions {
                 Err(answer) => {
                     if client.lembas() && !self.breaks(ids::DEVICE_CARD_SETTLED_TERMINAL) {
                         client.peer().notify(
-                            "_lembas/permission/settled",
+                            methods::LEMBAS_PERMISSION_SETTLED,
                             json!({ "sessionId": session_id, "toolCallId": call_id }),
                         );
                     }
@@ -299,7 +300,7 @@ impl Sessions {
                     return Ok(None);
                 }
                 client.peer().notify(
-                    "_lembas/permission/settled",
+                    methods::LEMBAS_PERMISSION_SETTLED,
                     json!({ "sessionId": session_id, "toolCallId": call_id }),
                 );
                 Ok(None)
@@ -345,7 +346,13 @@ impl Sessions {
             params["why"] = why.clone();
         }
         match self
-            .ask(client, session_id, &call.id, "_lembas/question", params)
+            .ask(
+                client,
+                session_id,
+                &call.id,
+                methods::LEMBAS_QUESTION,
+                params,
+            )
             .await
         {
             Ok(Some(answer)) => ToolOutcome {
@@ -402,7 +409,7 @@ impl Sessions {
             params["plan"] = plan;
         }
         match self
-            .ask(client, session_id, &call.id, "_lembas/plan", params)
+            .ask(client, session_id, &call.id, methods::LEMBAS_PLAN, params)
             .await
         {
             Ok(Some(answer)) => match answer.get("outcome").and_then(Value::as_str) {
@@ -537,7 +544,7 @@ impl Sessions {
                 client,
                 session_id,
                 &call.id,
-                "session/request_permission",
+                methods::SESSION_REQUEST_PERMISSION,
                 params,
             )
             .await;

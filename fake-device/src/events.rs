@@ -1,6 +1,7 @@
 //! What the device tells a client about a session: ACP's `session/update` for everyone, and
 //! `_lembas/event` only to a client that said `_meta.lembas` (spec, "Versions and discovery").
 
+use harness::lembas::methods;
 use std::sync::{Arc, RwLock};
 
 use harness::jsonrpc::Peer;
@@ -87,7 +88,7 @@ impl Client {
     /// Sends a `session/update`.
     pub fn update(&self, session_id: &str, update: Value) {
         self.peer().notify(
-            "session/update",
+            methods::SESSION_UPDATE,
             json!({ "sessionId": session_id, "update": update }),
         );
     }
@@ -96,7 +97,7 @@ impl Client {
     pub fn event(&self, session_id: &str, event: Value) {
         if self.lembas() || self.quirks.events_to_all {
             self.peer().notify(
-                "_lembas/event",
+                methods::LEMBAS_EVENT,
                 json!({ "sessionId": session_id, "event": event }),
             );
         }

@@ -2,6 +2,7 @@
 
 use harness::finding::Finding;
 use harness::lembas::Discovery;
+use harness::lembas::methods;
 use harness::rules::ids;
 use serde_json::Value;
 
@@ -91,16 +92,18 @@ mod tests {
     fn card_answers_are_checked_against_what_each_card_offered() {
         let card = json!({"options": [{"optionId": "once"}, {"optionId": "deny"}]});
         let pick = |id: &str| json!({"outcome": {"outcome": "selected", "optionId": id}});
-        assert!(check_card_answer("session/request_permission", &card, &pick("once")).is_none());
+        assert!(
+            check_card_answer(methods::SESSION_REQUEST_PERMISSION, &card, &pick("once")).is_none()
+        );
         assert!(
             check_card_answer(
-                "session/request_permission",
+                methods::SESSION_REQUEST_PERMISSION,
                 &card,
                 &json!({"outcome": {"outcome": "cancelled"}})
             )
             .is_none()
         );
-        let bad = check_card_answer("session/request_permission", &card, &pick("always"));
+        let bad = check_card_answer(methods::SESSION_REQUEST_PERMISSION, &card, &pick("always"));
         assert_eq!(
             bad.map(|f| f.rule),
             Some(ids::INSTANCE_CARD_ANSWER.to_string())
@@ -108,15 +111,15 @@ mod tests {
 
         let q = json!({"questions": [{"options": [{"label": "A"}]}, {"options": []}]});
         let ok = json!({"outcome": "answered", "answers": [{"kind": "options", "labels": ["A"]}, {"kind": "skipped"}]});
-        assert!(check_card_answer("_lembas/question", &q, &ok).is_none());
+        assert!(check_card_answer(methods::LEMBAS_QUESTION, &q, &ok).is_none());
         let unoffered = json!({"outcome": "answered", "answers": [{"kind": "options", "labels": ["Z"]}, {"kind": "skipped"}]});
-        assert!(check_card_answer("_lembas/question", &q, &unoffered).is_some());
+        assert!(check_card_answer(methods::LEMBAS_QUESTION, &q, &unoffered).is_some());
         let short = json!({"outcome": "answered", "answers": [{"kind": "skipped"}]});
-        assert!(check_card_answer("_lembas/question", &q, &short).is_some());
+        assert!(check_card_answer(methods::LEMBAS_QUESTION, &q, &short).is_some());
 
         assert!(
             check_card_answer(
-                "_lembas/plan",
+                methods::LEMBAS_PLAN,
                 &json!({}),
                 &json!({"outcome": "approve", "mode": "edit"})
             )
@@ -124,16 +127,21 @@ mod tests {
         );
         assert!(
             check_card_answer(
-                "_lembas/plan",
+                methods::LEMBAS_PLAN,
                 &json!({}),
                 &json!({"outcome": "approve", "mode": "yolo"})
             )
             .is_some()
         );
         assert!(
-            check_card_answer("_lembas/plan", &json!({}), &json!({"outcome": "revise"})).is_some()
+            check_card_answer(
+                methods::LEMBAS_PLAN,
+                &json!({}),
+                &json!({"outcome": "revise"})
+            )
+            .is_some()
         );
-        assert!(check_card_answer("session/new", &json!({}), &json!({})).is_none());
+        assert!(check_card_answer(methods::SESSION_NEW, &json!({}), &json!({})).is_none());
     }
     use super::*;
     use serde_json::json;
@@ -198,7 +206,7 @@ pub fn check_card_answer(method: &str, card: &Value, answer: &Value) -> Option<F
     };
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(String::from);
     match method {
-        "session/request_permission" => {
+        methods::SESSION_REQUEST_PERMISSION => {
             let offered: Vec<String> = card
                 .get("options")
                 .and_then(Value::as_array)
@@ -219,7 +227,7 @@ pub fn check_card_answer(method: &str, card: &Value, answer: &Value) -> Option<F
                 _ => wrong("is neither `selected` nor `cancelled`".into()),
             }
         }
-        "_lembas/question" => {
+        methods::LEMBAS_QUESTION => {
             let questions = card
                 .get("questions")
                 .and_then(Value::as_array)
@@ -285,7 +293,7 @@ pub fn check_card_answer(method: &str, card: &Value, answer: &Value) -> Option<F
                 _ => wrong("is neither `answered` nor `dismissed`".into()),
             }
         }
-        "_lembas/plan" => match text(answer.get("outcome")).as_deref() {
+        methods::LEMBAS_PLAN => match text(answer.get("outcome")).as_deref() {
             Some("approve") => match text(answer.get("mode")).as_deref() {
                 Some("edit") | Some("manual") => None,
                 other => wrong(format!(
@@ -330,7 +338,7 @@ pub fn check_capabilities(method: &str, params: &Value, listed: &[String]) -> Ve
         .collect();
     // A prompt's blocks: their shapes and sizes, and attachments only to a device that takes
     // them (spec, session/prompt).
-    if method == "session/prompt"
+    if method == methods::SESSION_PROMPT
         && let Err(why) = crate::attachments::check(
             params.get("prompt").unwrap_or(&Value::Null),
             has("attachments"),
@@ -352,20 +360,20 @@ mod capability_tests {
     #[test]
     fn methods_and_fields_beyond_the_listed_capabilities_are_found() {
         let listed = vec!["status".to_string(), "turns".to_string()];
-        assert!(check_capabilities("_lembas/session/status", &json!({}), &listed).is_empty());
+        assert!(check_capabilities(methods::LEMBAS_SESSION_STATUS, &json!({}), &listed).is_empty());
         assert_eq!(
-            check_capabilities("_lembas/session/rewind", &json!({}), &listed).len(),
+            check_capabilities(methods::LEMBAS_SESSION_REWIND, &json!({}), &listed).len(),
             1
         );
         assert_eq!(
-            check_capabilities("_lembas/terminal/open", &json!({}), &listed).len(),
+            check_capabilities(methods::LEMBAS_TERMINAL_OPEN, &json!({}), &listed).len(),
             1
         );
         let prompt =
             json!({"prompt": [], "_meta": {"lembas": {"turnId": "t1", "library": {"bases": []}}}});
-        let found = check_capabilities("session/prompt", &prompt, &listed);
+        let found = check_capabilities(methods::SESSION_PROMPT, &prompt, &listed);
         assert_eq!(found.len(), 1, "turnId is listed, library is not");
         assert!(found[0].summary.contains("library"));
-        assert!(check_capabilities("session/cancel", &json!({}), &[]).is_empty());
+        assert!(check_capabilities(methods::SESSION_CANCEL, &json!({}), &[]).is_empty());
     }
 }

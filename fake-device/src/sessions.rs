@@ -2,6 +2,7 @@
 //! methods of the spec (`session/new`, `set_mode`, `_lembas/configure`, `_lembas/session/*`).
 //! Turns — prompts, their queue, cancel and steer — are in [`crate::turns`].
 
+use harness::lembas::methods;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -201,30 +202,34 @@ impl Sessions {
         client: &Client,
     ) -> Option<Reply> {
         let answer = match method {
-            "session/new" => self.new_session(params, client).await,
-            "session/prompt" => {
+            methods::SESSION_NEW => self.new_session(params, client).await,
+            methods::SESSION_PROMPT => {
                 return Some(
                     self.prompt(params, client)
                         .await
                         .unwrap_or_else(|e| Reply::Now(Err(e))),
                 );
             }
-            "session/set_mode" => self.set_mode(params, client).await,
-            "_lembas/configure" if self.has("configure") => self.configure(params, client).await,
-            "_lembas/steer" if self.has("steer") => self.steer(params).await,
-            "_lembas/session/status" if self.has("status") => self.status(params).await,
-            "_lembas/session/history" if self.has("sessions") => self.history(params).await,
-            "_lembas/session/delete" if self.has("delete") => self.delete(params).await,
-            "_lembas/session/rewind" if self.has("rewind") => self.rewind(params).await,
-            "_lembas/session/compact" if self.has("compact") => self.compact(params, client).await,
-            "_lembas/session/title" if self.has("title") => self.title(params, client).await,
-            "_lembas/directories" if self.has("directories") => crate::directories::answer(
+            methods::SESSION_SET_MODE => self.set_mode(params, client).await,
+            methods::LEMBAS_CONFIGURE if self.has("configure") => {
+                self.configure(params, client).await
+            }
+            methods::LEMBAS_STEER if self.has("steer") => self.steer(params).await,
+            methods::LEMBAS_SESSION_STATUS if self.has("status") => self.status(params).await,
+            methods::LEMBAS_SESSION_HISTORY if self.has("sessions") => self.history(params).await,
+            methods::LEMBAS_SESSION_DELETE if self.has("delete") => self.delete(params).await,
+            methods::LEMBAS_SESSION_REWIND if self.has("rewind") => self.rewind(params).await,
+            methods::LEMBAS_SESSION_COMPACT if self.has("compact") => {
+                self.compact(params, client).await
+            }
+            methods::LEMBAS_SESSION_TITLE if self.has("title") => self.title(params, client).await,
+            methods::LEMBAS_DIRECTORIES if self.has("directories") => crate::directories::answer(
                 &self.limits(),
                 params,
                 self.breaks(ids::DEVICE_DIRECTORIES_ROOTS),
             ),
-            "_lembas/commands" if self.has("commands") => self.commands(params).await,
-            "_lembas/files/search" if self.has("files") => self.search_files(params).await,
+            methods::LEMBAS_COMMANDS if self.has("commands") => self.commands(params).await,
+            methods::LEMBAS_FILES_SEARCH if self.has("files") => self.search_files(params).await,
             _ => return None,
         };
         Some(Reply::Now(answer))
@@ -233,7 +238,7 @@ impl Sessions {
     /// What follows an answer on the wire: after `session/new`, the command list (capability
     /// `commands`) and the plan, when the session has one.
     pub async fn after(&self, method: &str, answer: &Answer, client: &Client) {
-        if method != "session/new" {
+        if method != methods::SESSION_NEW {
             return;
         }
         let Some(id) = answer
@@ -540,7 +545,9 @@ impl Sessions {
         };
         let mut state = live.state.lock().await;
         let params = self.announcement(&id, &state);
-        client.peer().notify("_lembas/session/announce", params);
+        client
+            .peer()
+            .notify(methods::LEMBAS_SESSION_ANNOUNCE, params);
         self.report_to(&mut state, client);
     }
 
@@ -587,7 +594,7 @@ impl Sessions {
     pub fn send_pending_deletes(&self, peer: &Arc<harness::jsonrpc::Peer>, forget: bool) {
         let pending = self.store.pending_deletes().unwrap_or_default();
         for id in &pending {
-            peer.notify("_lembas/session/deleted", json!({ "sessionId": id }));
+            peer.notify(methods::LEMBAS_SESSION_DELETED, json!({ "sessionId": id }));
         }
         if forget
             && !pending.is_empty()

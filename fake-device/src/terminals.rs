@@ -8,6 +8,7 @@
 //! working directory, percent-encoded byte by byte). Other shells run plainly (`integration:
 //! false`).
 
+use harness::lembas::methods;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -178,7 +179,7 @@ impl Terminals {
             let send = |bytes: &[u8]| {
                 let data = base64::engine::general_purpose::STANDARD.encode(bytes);
                 peer.notify(
-                    "_lembas/terminal/output",
+                    methods::LEMBAS_TERMINAL_OUTPUT,
                     json!({ "terminalId": id, "data": data }),
                 );
             };
@@ -220,7 +221,7 @@ impl Terminals {
             drop(reader);
             if !peer.is_closed() {
                 peer.notify(
-                    "_lembas/terminal/exit",
+                    methods::LEMBAS_TERMINAL_EXIT,
                     json!({ "terminalId": id, "code": code }),
                 );
             }
@@ -341,7 +342,7 @@ impl Terminals {
     /// after the ones before it.
     pub fn notified(self: &Arc<Self>, link: u32, method: &str, params: &Value) {
         // A hang-up is never held up behind input the program does not read.
-        if method == "_lembas/terminal/close" {
+        if method == methods::LEMBAS_TERMINAL_CLOSE {
             self.close(link, params);
             if let (Ok(mut queues), Some(id)) = (
                 self.queues.lock(),
@@ -363,8 +364,8 @@ impl Terminals {
             tokio::spawn(async move {
                 while let Some((method, params)) = rx.recv().await {
                     match method.as_str() {
-                        "_lembas/terminal/input" => terminals.input(link, &params).await,
-                        "_lembas/terminal/resize" => terminals.resize(link, &params).await,
+                        methods::LEMBAS_TERMINAL_INPUT => terminals.input(link, &params).await,
+                        methods::LEMBAS_TERMINAL_RESIZE => terminals.resize(link, &params).await,
                         _ => {}
                     }
                 }

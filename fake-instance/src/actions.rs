@@ -4,6 +4,7 @@
 //! that would call what it did not list does not apply to that device (a scenario's run ends
 //! not applicable; the simulated web UI's own steps go on without it).
 
+use harness::lembas::methods;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -243,7 +244,7 @@ impl InstanceActor {
                     &peer,
                     &facts,
                     "files",
-                    "_lembas/files/search",
+                    methods::LEMBAS_FILES_SEARCH,
                     params,
                     timeout,
                 )
@@ -256,7 +257,7 @@ impl InstanceActor {
                     &peer,
                     &facts,
                     "commands",
-                    "_lembas/commands",
+                    methods::LEMBAS_COMMANDS,
                     params,
                     timeout,
                 )

@@ -3,13 +3,14 @@
 //! scenario's card policy (`instance.cards`) or its handlers answer otherwise.
 
 use crate::settings::{CardPolicy, PermissionPolicy, PlanPolicy, QuestionPolicy};
+use harness::lembas::methods;
 use serde_json::{Value, json};
 
 /// The methods that are cards.
 pub const CARD_METHODS: [&str; 3] = [
-    "session/request_permission",
-    "_lembas/question",
-    "_lembas/plan",
+    methods::SESSION_REQUEST_PERMISSION,
+    methods::LEMBAS_QUESTION,
+    methods::LEMBAS_PLAN,
 ];
 
 /// The default answer to a card, or `None` for a method that is not one.
@@ -21,7 +22,7 @@ pub fn answer(method: &str, params: &Value) -> Option<Value> {
 /// leaves unanswered (`ignore`).
 pub fn answer_by(policy: &CardPolicy, method: &str, params: &Value) -> Option<Value> {
     match method {
-        "session/request_permission" => match policy.permission {
+        methods::SESSION_REQUEST_PERMISSION => match policy.permission {
             PermissionPolicy::AllowOnce => Some(permission(params, "once")),
             PermissionPolicy::AllowAlways => Some(permission(params, "session")),
             PermissionPolicy::Deny => Some(json!({
@@ -30,7 +31,7 @@ pub fn answer_by(policy: &CardPolicy, method: &str, params: &Value) -> Option<Va
             })),
             PermissionPolicy::Ignore => None,
         },
-        "_lembas/question" => match policy.question {
+        methods::LEMBAS_QUESTION => match policy.question {
             QuestionPolicy::Recommended => Some(questions(params, true)),
             QuestionPolicy::First => Some(questions(params, false)),
             QuestionPolicy::Custom => Some(each_question(
@@ -41,7 +42,7 @@ pub fn answer_by(policy: &CardPolicy, method: &str, params: &Value) -> Option<Va
             QuestionPolicy::Dismiss => Some(json!({ "outcome": "dismissed" })),
             QuestionPolicy::Ignore => None,
         },
-        "_lembas/plan" => match policy.plan {
+        methods::LEMBAS_PLAN => match policy.plan {
             PlanPolicy::Approve => Some(json!({ "outcome": "approve", "mode": "edit" })),
             PlanPolicy::ApproveManual => Some(json!({ "outcome": "approve", "mode": "manual" })),
             PlanPolicy::Revise => Some(json!({ "outcome": "revise", "feedback": "smaller steps" })),
@@ -55,7 +56,7 @@ pub fn answer_by(policy: &CardPolicy, method: &str, params: &Value) -> Option<Va
 /// What LLeMbas answers when it takes a card down unanswered (its own timeout).
 pub fn dismissal(method: &str) -> Value {
     match method {
-        "session/request_permission" => json!({ "outcome": { "outcome": "cancelled" } }),
+        methods::SESSION_REQUEST_PERMISSION => json!({ "outcome": { "outcome": "cancelled" } }),
         _ => json!({ "outcome": "dismissed" }),
     }
 }
@@ -70,7 +71,7 @@ pub fn is_patient(params: &Value) -> bool {
 
 /// A card's toolCallId (an approval has it inside `toolCall`).
 pub fn tool_call_id(method: &str, params: &Value) -> Option<String> {
-    let at = if method == "session/request_permission" {
+    let at = if method == methods::SESSION_REQUEST_PERMISSION {
         "/toolCall/toolCallId"
     } else {
         "/toolCallId"
@@ -146,25 +147,25 @@ mod tests {
     fn approvals_are_allowed_once_and_questions_get_the_recommended_option() {
         let card = json!({"options": [{"optionId": "deny", "kind": "reject_once"}, {"optionId": "once", "kind": "allow_once"}]});
         assert_eq!(
-            answer("session/request_permission", &card),
+            answer(methods::SESSION_REQUEST_PERMISSION, &card),
             Some(json!({"outcome": {"outcome": "selected", "optionId": "once"}}))
         );
         let no_allow = json!({"options": [{"optionId": "deny", "kind": "reject_once"}]});
         assert_eq!(
-            answer("session/request_permission", &no_allow),
+            answer(methods::SESSION_REQUEST_PERMISSION, &no_allow),
             Some(json!({"outcome": {"outcome": "cancelled"}}))
         );
         let q = json!({"questions": [{"options": [{"label": "A"}, {"label": "B", "recommended": true}]}, {"options": []}]});
         assert_eq!(
-            answer("_lembas/question", &q),
+            answer(methods::LEMBAS_QUESTION, &q),
             Some(
                 json!({"outcome": "answered", "answers": [{"kind": "options", "labels": ["B"]}, {"kind": "skipped"}]})
             )
         );
         assert_eq!(
-            answer("_lembas/plan", &json!({})),
+            answer(methods::LEMBAS_PLAN, &json!({})),
             Some(json!({"outcome": "approve", "mode": "edit"}))
         );
-        assert_eq!(answer("session/new", &json!({})), None);
+        assert_eq!(answer(methods::SESSION_NEW, &json!({})), None);
     }
 }

@@ -5,6 +5,7 @@
 //! delivered are kept (in the state directory when there is one) and sent again on the next
 //! link, until answered or refused five times.
 
+use harness::lembas::methods;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -330,7 +331,9 @@ impl Chats {
         // deleted chat back).
         if matches!(
             method,
-            "_lembas/session/announce" | "_lembas/session/left" | "_lembas/session/deleted"
+            methods::LEMBAS_SESSION_ANNOUNCE
+                | methods::LEMBAS_SESSION_LEFT
+                | methods::LEMBAS_SESSION_DELETED
         ) {
             self.save_chats();
         }
@@ -341,7 +344,7 @@ impl Chats {
         let mut inner = self.lock();
         let device = inner.devices.get(&link).cloned().unwrap_or_default();
         match (method, session) {
-            ("session/update", Some(id)) => {
+            (methods::SESSION_UPDATE, Some(id)) => {
                 let text = params
                     .pointer("/update/content/text")
                     .and_then(Value::as_str);
@@ -354,7 +357,9 @@ impl Chats {
                 }
             }
             // A session pending deletion is not made into a chat again.
-            ("_lembas/session/announce", Some(id)) if !inner.pending_deletes.contains_key(id) => {
+            (methods::LEMBAS_SESSION_ANNOUNCE, Some(id))
+                if !inner.pending_deletes.contains_key(id) =>
+            {
                 let chat = inner.chats.entry(id.to_string()).or_insert_with(|| Chat {
                     session_id: id.to_string(),
                     device,
@@ -363,16 +368,16 @@ impl Chats {
                 });
                 chat.left = false;
             }
-            ("_lembas/session/left", Some(id)) => {
+            (methods::LEMBAS_SESSION_LEFT, Some(id)) => {
                 if let Some(chat) = inner.chats.get_mut(id) {
                     chat.left = true;
                 }
             }
-            ("_lembas/session/deleted", Some(id)) => {
+            (methods::LEMBAS_SESSION_DELETED, Some(id)) => {
                 // A `deleted` for a chat it never had, or has deleted already, is ignored.
                 inner.chats.remove(id);
             }
-            ("_lembas/event", Some(id)) => {
+            (methods::LEMBAS_EVENT, Some(id)) => {
                 let event = params.get("event");
                 let kind = event.and_then(|e| e.get("type")).and_then(Value::as_str);
                 let ended =
@@ -396,7 +401,7 @@ impl Chats {
                     _ => {}
                 }
             }
-            ("_lembas/permission/settled", _) => {
+            (methods::LEMBAS_PERMISSION_SETTLED, _) => {
                 if let Some(call) = params.get("toolCallId").and_then(Value::as_str) {
                     inner.settled.insert(call.to_string());
                 }
@@ -472,7 +477,7 @@ impl Chats {
             params["_meta"]["lembas"] = context;
         }
         let answer = peer
-            .request("session/new", params, self.config.patience)
+            .request(methods::SESSION_NEW, params, self.config.patience)
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| format!("the device refused session/new: {}", e.message))?;
@@ -503,8 +508,8 @@ impl Chats {
             .cloned()
             .unwrap_or_default();
         let session_id = match method {
-            "session/new" => result.get("sessionId"),
-            "session/prompt" => params.get("sessionId"),
+            methods::SESSION_NEW => result.get("sessionId"),
+            methods::SESSION_PROMPT => params.get("sessionId"),
             _ => None,
         };
         let Some(session_id) = session_id.and_then(Value::as_str) else {
@@ -571,7 +576,7 @@ impl Chats {
             let message_id = self.fresh_message_id();
             let params = json!({ "sessionId": chat, "text": text, "messageId": message_id });
             match peer
-                .request("_lembas/steer", params, self.config.patience)
+                .request(methods::LEMBAS_STEER, params, self.config.patience)
                 .await
             {
                 Ok(Ok(_)) => {
@@ -650,7 +655,7 @@ impl Chats {
         if lembas.as_object().is_some_and(|l| !l.is_empty()) {
             params["_meta"] = json!({ "lembas": lembas });
         }
-        let answer = peer.begin_request("session/prompt", params, TURN_PATIENCE);
+        let answer = peer.begin_request(methods::SESSION_PROMPT, params, TURN_PATIENCE);
         let (chats, peer, facts, chat, turn_id) = (
             self.clone(),
             peer.clone(),
@@ -730,7 +735,7 @@ impl Chats {
         let has = |c: &str| facts.capabilities.iter().any(|x| x == c);
         for (chat, turns) in incomplete {
             let status = if has("status") {
-                self.ask(peer, "_lembas/session/status", &chat).await
+                self.ask(peer, methods::LEMBAS_SESSION_STATUS, &chat).await
             } else {
                 None
             };
@@ -760,7 +765,7 @@ impl Chats {
                     continue; // followed: its events say when it ends
                 }
                 if history.is_none() && has("sessions") {
-                    history = self.ask(peer, "_lembas/session/history", &chat).await;
+                    history = self.ask(peer, methods::LEMBAS_SESSION_HISTORY, &chat).await;
                 }
                 let done = history
                     .as_ref()
@@ -815,7 +820,7 @@ impl Chats {
         }
         let answer = peer
             .request(
-                "_lembas/session/rewind",
+                methods::LEMBAS_SESSION_REWIND,
                 json!({ "sessionId": chat, "turnId": turn }),
                 self.config.patience,
             )
@@ -852,7 +857,7 @@ impl Chats {
 
     /// Stops a chat's running turn.
     pub fn cancel(&self, peer: &Arc<Peer>, chat: &str) {
-        peer.notify("session/cancel", json!({ "sessionId": chat }));
+        peer.notify(methods::SESSION_CANCEL, json!({ "sessionId": chat }));
     }
 
     /// Deletes a chat: `_lembas/session/delete` now when a device is linked; otherwise, or when
@@ -901,7 +906,7 @@ impl Chats {
     async fn deliver(&self, peer: &Arc<Peer>, chat: &str) -> bool {
         let answer = peer
             .request(
-                "_lembas/session/delete",
+                methods::LEMBAS_SESSION_DELETE,
                 json!({ "sessionId": chat }),
                 self.config.patience,
             )
@@ -1004,7 +1009,7 @@ mod tests {
         let chats = chats();
         chats.notified(
             1,
-            "_lembas/session/announce",
+            methods::LEMBAS_SESSION_ANNOUNCE,
             &json!({"sessionId": "ses_t", "origin": "terminal"}),
         );
         assert!(
@@ -1014,20 +1019,24 @@ mod tests {
         );
         chats.notified(
             1,
-            "_lembas/session/left",
+            methods::LEMBAS_SESSION_LEFT,
             &json!({"sessionId": "ses_t", "available": true}),
         );
         assert!(chats.chat("ses_t").is_some_and(|c| c.left));
         chats.notified(
             1,
-            "_lembas/session/deleted",
+            methods::LEMBAS_SESSION_DELETED,
             &json!({"sessionId": "ses_never"}),
         );
         assert!(
             chats.chat("ses_t").is_some(),
             "a delete of another session changes nothing"
         );
-        chats.notified(1, "_lembas/session/deleted", &json!({"sessionId": "ses_t"}));
+        chats.notified(
+            1,
+            methods::LEMBAS_SESSION_DELETED,
+            &json!({"sessionId": "ses_t"}),
+        );
         assert!(chats.chat("ses_t").is_none());
 
         // A chat deleted here but not yet delivered is not made a chat again by an announce.
@@ -1038,7 +1047,7 @@ mod tests {
         );
         chats.notified(
             1,
-            "_lembas/session/announce",
+            methods::LEMBAS_SESSION_ANNOUNCE,
             &json!({"sessionId": "ses_gone"}),
         );
         assert!(chats.chat("ses_gone").is_none());
@@ -1098,7 +1107,7 @@ mod tests {
         chats.set_device(1, "device-1");
         chats.notified(
             1,
-            "_lembas/session/announce",
+            methods::LEMBAS_SESSION_ANNOUNCE,
             &json!({"sessionId": "ses_one"}),
         );
         assert_eq!(

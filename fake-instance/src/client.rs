@@ -2,6 +2,7 @@
 //! 4400 when it cannot speak the protocol hello says, and sends `initialize` saying the
 //! protocol of the link. The monitors check everything the device sends on the way.
 
+use harness::lembas::methods;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -109,7 +110,7 @@ impl ClientModel {
             _ => return,
         };
         let answer = if self.config.misbehave.breaks(ids::INSTANCE_CARD_ANSWER)
-            && request.method == "session/request_permission"
+            && request.method == methods::SESSION_REQUEST_PERMISSION
         {
             json!({ "outcome": { "outcome": "selected", "optionId": "always_and_forever" } })
         } else {
@@ -232,7 +233,7 @@ impl ClientModel {
         let params = self.initialize_params(said.min(allowed));
         // On the wire now, before any step sees the hello: LLeMbas sends nothing before
         // initialize, and a device judges every later request by what initialize said.
-        let answer = peer.begin_request("initialize", params, self.config.patience);
+        let answer = peer.begin_request(methods::INITIALIZE, params, self.config.patience);
         let link = peer.link();
         tokio::spawn(async move {
             if let Err(e) = answer.await {
@@ -310,7 +311,7 @@ impl Behaviour for ClientModel {
             let state = links.entry(peer.link()).or_default();
             let first = !state.spoke;
             state.spoke = true;
-            if first && method != "_lembas/hello" {
+            if first && method != methods::LEMBAS_HELLO {
                 hub.findings().push(
                     Finding::new(
                         ids::DEVICE_HELLO_FIRST,
@@ -323,11 +324,11 @@ impl Behaviour for ClientModel {
         match event {
             LinkEvent::Notification { method, params, .. } => {
                 first_from_peer(method);
-                if method == "_lembas/hello" {
+                if method == methods::LEMBAS_HELLO {
                     self.chats.hello(peer.link(), params);
                     self.on_hello(hub, peer, params);
                 }
-                if method == "_lembas/session/deleted"
+                if method == methods::LEMBAS_SESSION_DELETED
                     && self.config.misbehave.breaks(ids::INSTANCE_DELETED_IGNORE)
                     && params
                         .get("sessionId")
@@ -361,7 +362,7 @@ impl Behaviour for ClientModel {
             },
             Some(applicability),
         ) = (event, &self.applicability)
-            && method == "session/prompt"
+            && method == methods::SESSION_PROMPT
         {
             applicability.turn_answered();
         }
@@ -371,7 +372,7 @@ impl Behaviour for ClientModel {
             outcome: Ok(result),
             ..
         } = event
-            && method == "session/new"
+            && method == methods::SESSION_NEW
         {
             self.chats
                 .learn(peer.link(), method, request_params, result);
@@ -382,7 +383,7 @@ impl Behaviour for ClientModel {
                 request_params,
                 outcome,
                 ..
-            } if method == "initialize" => {
+            } if method == methods::INITIALIZE => {
                 let hello = self
                     .links
                     .lock()
@@ -398,7 +399,7 @@ impl Behaviour for ClientModel {
                 {
                     // Misbehaving: a method the device may not have listed, right away.
                     let probe = peer.begin_request(
-                        "_lembas/session/status",
+                        methods::LEMBAS_SESSION_STATUS,
                         json!({ "sessionId": "ses_probe" }),
                         self.config.patience,
                     );
@@ -423,11 +424,11 @@ impl Behaviour for ClientModel {
     fn observe_sent(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, message: &Value) {
         // A prompt's Context counts from when it is sent: the turn's library calls come before
         // its answer.
-        if message.get("method").and_then(Value::as_str) == Some("session/prompt")
+        if message.get("method").and_then(Value::as_str) == Some(methods::SESSION_PROMPT)
             && let Some(params) = message.get("params")
         {
             self.chats
-                .learn(peer.link(), "session/prompt", params, &Value::Null);
+                .learn(peer.link(), methods::SESSION_PROMPT, params, &Value::Null);
         }
         if let Ok(mut links) = self.links.lock() {
             links.entry(peer.link()).or_default().watch.sent(message);

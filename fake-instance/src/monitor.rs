@@ -3,6 +3,7 @@
 
 use harness::finding::Finding;
 use harness::lembas::Spec;
+use harness::lembas::methods;
 use harness::pattern::Pattern;
 use harness::rules::ids;
 use serde_json::{Value, json};
@@ -347,11 +348,11 @@ pub struct LinkWatch {
 
 /// Methods a device sends about one session.
 const ABOUT_A_SESSION: [&str; 5] = [
-    "session/update",
-    "_lembas/event",
-    "session/request_permission",
-    "_lembas/question",
-    "_lembas/plan",
+    methods::SESSION_UPDATE,
+    methods::LEMBAS_EVENT,
+    methods::SESSION_REQUEST_PERMISSION,
+    methods::LEMBAS_QUESTION,
+    methods::LEMBAS_PLAN,
 ];
 
 impl LinkWatch {
@@ -369,7 +370,7 @@ impl LinkWatch {
     /// Learns from a message this side sent: initialize's protocol, the sessions it names.
     pub fn sent(&mut self, message: &Value) {
         let params = message.get("params");
-        if message.get("method").and_then(Value::as_str) == Some("initialize") {
+        if message.get("method").and_then(Value::as_str) == Some(methods::INITIALIZE) {
             let lembas = params.and_then(|p| p.pointer("/clientCapabilities/_meta/lembas"));
             let protocol = match lembas {
                 Some(Value::Object(o)) => o.get("protocol").and_then(Value::as_u64).unwrap_or(1),
@@ -396,7 +397,7 @@ impl LinkWatch {
             return Vec::new();
         };
         match method {
-            "initialize" => {
+            methods::INITIALIZE => {
                 self.capabilities = result
                     .pointer("/_meta/lembas/capabilities")
                     .and_then(Value::as_array)
@@ -409,13 +410,13 @@ impl LinkWatch {
                     .unwrap_or_default();
                 Vec::new()
             }
-            "session/new" => {
+            methods::SESSION_NEW => {
                 if let Some(id) = result.get("sessionId").and_then(Value::as_str) {
                     self.sessions.insert(id.to_string());
                 }
                 Vec::new()
             }
-            "session/prompt" => {
+            methods::SESSION_PROMPT => {
                 let sent = request_params
                     .pointer("/_meta/lembas/turnId")
                     .and_then(Value::as_str);
@@ -445,7 +446,7 @@ impl LinkWatch {
     pub fn incoming(&mut self, method: &str, params: &Value) -> Vec<Finding> {
         let mut found = Vec::new();
         let session = params.get("sessionId").and_then(Value::as_str);
-        if method == "_lembas/session/announce"
+        if method == methods::LEMBAS_SESSION_ANNOUNCE
             && let Some(id) = session
         {
             self.sessions.insert(id.to_string());
@@ -460,13 +461,15 @@ impl LinkWatch {
             ));
         }
         if let Some((lembas, protocol)) = self.client {
-            if method == "_lembas/event" && !lembas {
+            if method == methods::LEMBAS_EVENT && !lembas {
                 found.push(Finding::new(
                     ids::DEVICE_EVENT_LEMBAS_ONLY,
                     "a `_lembas/event` to a client that did not say `_meta.lembas`",
                 ));
             }
-            if matches!(method, "_lembas/question" | "_lembas/plan") && (!lembas || protocol < 2) {
+            if matches!(method, methods::LEMBAS_QUESTION | methods::LEMBAS_PLAN)
+                && (!lembas || protocol < 2)
+            {
                 found.push(Finding::new(
                     ids::DEVICE_QUESTION_PROTOCOL,
                     format!(
@@ -495,48 +498,51 @@ mod watch_tests {
     #[test]
     fn updates_for_unknown_sessions_and_cards_to_old_clients_are_found() {
         let mut watch = LinkWatch::default();
-        watch.sent(&json!({"method": "initialize", "params": {"clientCapabilities": {"_meta": {"lembas": true}}}}));
+        watch.sent(&json!({"method": methods::INITIALIZE, "params": {"clientCapabilities": {"_meta": {"lembas": true}}}}));
         watch.response(
-            "initialize",
+            methods::INITIALIZE,
             &json!({}),
             &Ok(json!({"_meta": {"lembas": {"capabilities": ["turns"]}}})),
         );
         watch.response(
-            "session/new",
+            methods::SESSION_NEW,
             &json!({}),
             &Ok(json!({"sessionId": "ses_a"})),
         );
         assert!(
             watch
-                .incoming("session/update", &json!({"sessionId": "ses_a"}))
+                .incoming(methods::SESSION_UPDATE, &json!({"sessionId": "ses_a"}))
                 .is_empty()
         );
         assert_eq!(
-            rules_of(&watch.incoming("session/update", &json!({"sessionId": "ses_ghost"}))),
+            rules_of(&watch.incoming(methods::SESSION_UPDATE, &json!({"sessionId": "ses_ghost"}))),
             [ids::DEVICE_UPDATE_SESSION]
         );
-        watch.incoming("_lembas/session/announce", &json!({"sessionId": "ses_t"}));
+        watch.incoming(
+            methods::LEMBAS_SESSION_ANNOUNCE,
+            &json!({"sessionId": "ses_t"}),
+        );
         assert!(
             watch
-                .incoming("_lembas/event", &json!({"sessionId": "ses_t"}))
+                .incoming(methods::LEMBAS_EVENT, &json!({"sessionId": "ses_t"}))
                 .is_empty()
         );
         assert_eq!(
-            rules_of(&watch.incoming("_lembas/question", &json!({"sessionId": "ses_a"}))),
+            rules_of(&watch.incoming(methods::LEMBAS_QUESTION, &json!({"sessionId": "ses_a"}))),
             [ids::DEVICE_QUESTION_PROTOCOL]
         );
         let prompt = json!({"_meta": {"lembas": {"turnId": "t1"}}});
         assert!(
             watch
                 .response(
-                    "session/prompt",
+                    methods::SESSION_PROMPT,
                     &prompt,
                     &Ok(json!({"_meta": {"lembas": {"turnId": "t1"}}}))
                 )
                 .is_empty()
         );
         assert_eq!(
-            rules_of(&watch.response("session/prompt", &prompt, &Ok(json!({})))),
+            rules_of(&watch.response(methods::SESSION_PROMPT, &prompt, &Ok(json!({})))),
             [ids::DEVICE_PROMPT_TURN_ID]
         );
     }
@@ -544,10 +550,10 @@ mod watch_tests {
     #[test]
     fn events_to_a_plain_client_are_found() {
         let mut watch = LinkWatch::default();
-        watch.sent(&json!({"method": "initialize", "params": {"clientCapabilities": {}}}));
-        watch.sent(&json!({"method": "session/prompt", "params": {"sessionId": "ses_a"}}));
+        watch.sent(&json!({"method": methods::INITIALIZE, "params": {"clientCapabilities": {}}}));
+        watch.sent(&json!({"method": methods::SESSION_PROMPT, "params": {"sessionId": "ses_a"}}));
         assert_eq!(
-            rules_of(&watch.incoming("_lembas/event", &json!({"sessionId": "ses_a"}))),
+            rules_of(&watch.incoming(methods::LEMBAS_EVENT, &json!({"sessionId": "ses_a"}))),
             [ids::DEVICE_EVENT_LEMBAS_ONLY]
         );
     }

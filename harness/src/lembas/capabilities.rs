@@ -6,6 +6,7 @@
 //! scenario step sends or expects something, so a run against a device that never claimed a
 //! capability ends "not applicable" instead of failing.
 
+use crate::lembas::methods;
 use serde_json::{Map, Value};
 
 /// Where a capability shows on the link.
@@ -47,70 +48,73 @@ pub enum TextUse {
 
 /// The table: each capability with the marks it promises, in the order of the spec's table.
 pub const TABLE: &[(&str, Mark)] = &[
-    ("directories", Mark::Method("_lembas/directories")),
-    ("configure", Mark::Method("_lembas/configure")),
-    ("steer", Mark::Method("_lembas/steer")),
+    ("directories", Mark::Method(methods::LEMBAS_DIRECTORIES)),
+    ("configure", Mark::Method(methods::LEMBAS_CONFIGURE)),
+    ("steer", Mark::Method(methods::LEMBAS_STEER)),
     (
         "steer",
-        Mark::ResultField("session/prompt", "/_meta/lembas/unsent"),
+        Mark::ResultField(methods::SESSION_PROMPT, "/_meta/lembas/unsent"),
     ),
     ("terminal", Mark::Methods("_lembas/terminal/")),
-    ("sessions", Mark::Method("_lembas/session/history")),
-    ("sessions", Mark::Method("_lembas/session/announce")),
-    ("sessions", Mark::Method("_lembas/session/left")),
-    ("status", Mark::Method("_lembas/session/status")),
-    ("delete", Mark::Method("_lembas/session/delete")),
-    ("delete", Mark::Method("_lembas/session/deleted")),
-    ("compact", Mark::Method("_lembas/session/compact")),
-    ("title", Mark::Method("_lembas/session/title")),
-    ("files", Mark::Method("_lembas/files/search")),
+    ("sessions", Mark::Method(methods::LEMBAS_SESSION_HISTORY)),
+    ("sessions", Mark::Method(methods::LEMBAS_SESSION_ANNOUNCE)),
+    ("sessions", Mark::Method(methods::LEMBAS_SESSION_LEFT)),
+    ("status", Mark::Method(methods::LEMBAS_SESSION_STATUS)),
+    ("delete", Mark::Method(methods::LEMBAS_SESSION_DELETE)),
+    ("delete", Mark::Method(methods::LEMBAS_SESSION_DELETED)),
+    ("compact", Mark::Method(methods::LEMBAS_SESSION_COMPACT)),
+    ("title", Mark::Method(methods::LEMBAS_SESSION_TITLE)),
+    ("files", Mark::Method(methods::LEMBAS_FILES_SEARCH)),
     ("files", Mark::Text(TextUse::Mention)),
-    ("commands", Mark::Method("_lembas/commands")),
+    ("commands", Mark::Method(methods::LEMBAS_COMMANDS)),
     ("commands", Mark::Update("available_commands_update")),
     ("commands", Mark::Text(TextUse::Slash)),
     ("attachments", Mark::Block("image")),
     ("attachments", Mark::Block("resource")),
     ("attachments", Mark::EventField("/attachments")),
-    ("ask", Mark::Method("_lembas/question")),
-    ("plan", Mark::Method("_lembas/plan")),
+    ("ask", Mark::Method(methods::LEMBAS_QUESTION)),
+    ("plan", Mark::Method(methods::LEMBAS_PLAN)),
     ("model", Mark::Event("model")),
     (
         "model",
-        Mark::ResultField("initialize", "/_meta/lembas/connection"),
+        Mark::ResultField(methods::INITIALIZE, "/_meta/lembas/connection"),
     ),
     ("turns", Mark::PromptMeta("turnId")),
     ("turns", Mark::EventField("/turnId")),
     (
         "turns",
-        Mark::ResultField("_lembas/session/status", "/turnId"),
+        Mark::ResultField(methods::LEMBAS_SESSION_STATUS, "/turnId"),
     ),
     (
         "turns",
-        Mark::ResultField("_lembas/session/status", "/lastTurnId"),
+        Mark::ResultField(methods::LEMBAS_SESSION_STATUS, "/lastTurnId"),
     ),
     (
         "turns",
-        Mark::ResultField("_lembas/session/status", "/queued"),
+        Mark::ResultField(methods::LEMBAS_SESSION_STATUS, "/queued"),
     ),
     (
         "shell",
-        Mark::ResultField("_lembas/terminal/open", "/shell"),
+        Mark::ResultField(methods::LEMBAS_TERMINAL_OPEN, "/shell"),
     ),
     (
         "shell",
-        Mark::ResultField("_lembas/terminal/open", "/integration"),
+        Mark::ResultField(methods::LEMBAS_TERMINAL_OPEN, "/integration"),
     ),
     ("context", Mark::PromptMeta("system_prompt")),
     ("context", Mark::PromptMeta("personalization")),
     ("library", Mark::PromptMeta("library")),
     ("prototypes", Mark::PromptMeta("prototypes")),
     ("plan_state", Mark::UpdateField("/_meta/lembas/plan")),
-    ("plan_state", Mark::ParamsField("_lembas/plan", "/plan")),
     (
         "plan_state",
-        Mark::ResultField("_lembas/session/status", "/plan"),
+        Mark::ParamsField(methods::LEMBAS_PLAN, "/plan"),
     ),
-    ("rewind", Mark::Method("_lembas/session/rewind")),
+    (
+        "plan_state",
+        Mark::ResultField(methods::LEMBAS_SESSION_STATUS, "/plan"),
+    ),
+    ("rewind", Mark::Method(methods::LEMBAS_SESSION_REWIND)),
 ];
 
 /// A capability something needs, and what it was.
@@ -155,7 +159,7 @@ pub fn to_send(method: &str, params: &Value) -> Vec<Need> {
             what: format!("`{method}`"),
         });
     }
-    if matches!(method, "session/new" | "session/prompt")
+    if matches!(method, methods::SESSION_NEW | methods::SESSION_PROMPT)
         && let Some(lembas) = params.pointer("/_meta/lembas").and_then(Value::as_object)
     {
         for (capability, mark) in TABLE {
@@ -170,7 +174,7 @@ pub fn to_send(method: &str, params: &Value) -> Vec<Need> {
             }
         }
     }
-    if method == "session/prompt" {
+    if method == methods::SESSION_PROMPT {
         for block in params
             .get("prompt")
             .and_then(Value::as_array)
@@ -229,18 +233,22 @@ pub fn to_receive(pattern: &Value) -> Vec<Need> {
     let event = params.get("event").unwrap_or(&Value::Null);
     for (capability, mark) in TABLE {
         let what = match mark {
-            Mark::Update(kind) if method == "session/update" => {
+            Mark::Update(kind) if method == methods::SESSION_UPDATE => {
                 (update.get("sessionUpdate").and_then(Value::as_str) == Some(*kind))
                     .then(|| format!("a `{kind}` session update"))
             }
-            Mark::UpdateField(pointer) if method == "session/update" => has_field(update, pointer)
-                .then(|| format!("`update{}` on `session/update`", dotted(pointer))),
-            Mark::Event(kind) if method == "_lembas/event" => {
+            Mark::UpdateField(pointer) if method == methods::SESSION_UPDATE => {
+                has_field(update, pointer)
+                    .then(|| format!("`update{}` on `session/update`", dotted(pointer)))
+            }
+            Mark::Event(kind) if method == methods::LEMBAS_EVENT => {
                 (event.get("type").and_then(Value::as_str) == Some(*kind))
                     .then(|| format!("a `{kind}` event"))
             }
-            Mark::EventField(pointer) if method == "_lembas/event" => has_field(event, pointer)
-                .then(|| format!("`event{}` on `_lembas/event`", dotted(pointer))),
+            Mark::EventField(pointer) if method == methods::LEMBAS_EVENT => {
+                has_field(event, pointer)
+                    .then(|| format!("`event{}` on `_lembas/event`", dotted(pointer)))
+            }
             Mark::ParamsField(on, pointer) if *on == method => has_field(params, pointer)
                 .then(|| format!("`params{}` on `{method}`", dotted(pointer))),
             _ => None,
@@ -363,12 +371,12 @@ mod tests {
 
     #[test]
     fn methods_of_both_sides_need_their_capability() {
-        assert_eq!(of_method("_lembas/files/search"), Some("files"));
-        assert_eq!(of_method("_lembas/terminal/input"), Some("terminal"));
-        assert_eq!(of_method("_lembas/question"), Some("ask"));
-        assert_eq!(of_method("_lembas/session/deleted"), Some("delete"));
-        assert_eq!(of_method("session/prompt"), None);
-        assert_eq!(of_method("_lembas/hello"), None);
+        assert_eq!(of_method(methods::LEMBAS_FILES_SEARCH), Some("files"));
+        assert_eq!(of_method(methods::LEMBAS_TERMINAL_INPUT), Some("terminal"));
+        assert_eq!(of_method(methods::LEMBAS_QUESTION), Some("ask"));
+        assert_eq!(of_method(methods::LEMBAS_SESSION_DELETED), Some("delete"));
+        assert_eq!(of_method(methods::SESSION_PROMPT), None);
+        assert_eq!(of_method(methods::LEMBAS_HELLO), None);
     }
 
     #[test]
@@ -384,7 +392,7 @@ mod tests {
             "_meta": { "lembas": { "turnId": "t", "system_prompt": "be brief", "library": {} } }
         });
         assert_eq!(
-            capabilities(&to_send("session/prompt", &prompt)),
+            capabilities(&to_send(methods::SESSION_PROMPT, &prompt)),
             [
                 "turns",
                 "context",
@@ -395,24 +403,24 @@ mod tests {
             ]
         );
         let plain = json!({ "prompt": [{ "type": "text", "text": "say hello to me@example" }] });
-        assert!(to_send("session/prompt", &plain).is_empty());
-        assert!(to_send("session/new", &json!({ "cwd": "/w" })).is_empty());
+        assert!(to_send(methods::SESSION_PROMPT, &plain).is_empty());
+        assert!(to_send(methods::SESSION_NEW, &json!({ "cwd": "/w" })).is_empty());
     }
 
     #[test]
     fn an_expected_message_needs_its_method_kind_and_fields() {
-        let commands = json!({ "method": "session/update", "params": { "update": { "sessionUpdate": "available_commands_update" } } });
+        let commands = json!({ "method": methods::SESSION_UPDATE, "params": { "update": { "sessionUpdate": "available_commands_update" } } });
         assert_eq!(capabilities(&to_receive(&commands)), ["commands"]);
-        let task = json!({ "method": "_lembas/event", "params": { "event": { "type": "task", "turnId": "t1" } } });
+        let task = json!({ "method": methods::LEMBAS_EVENT, "params": { "event": { "type": "task", "turnId": "t1" } } });
         assert_eq!(capabilities(&to_receive(&task)), ["turns"]);
         let model =
-            json!({ "method": "_lembas/event", "params": { "event": { "type": "model" } } });
+            json!({ "method": methods::LEMBAS_EVENT, "params": { "event": { "type": "model" } } });
         assert_eq!(capabilities(&to_receive(&model)), ["model"]);
-        let plan = json!({ "method": "session/update", "params": { "update": { "sessionUpdate": "plan", "_meta": { "lembas": { "plan": "$object" } } } } });
+        let plan = json!({ "method": methods::SESSION_UPDATE, "params": { "update": { "sessionUpdate": "plan", "_meta": { "lembas": { "plan": "$object" } } } } });
         assert_eq!(capabilities(&to_receive(&plan)), ["plan_state"]);
-        let question = json!({ "method": "_lembas/question" });
+        let question = json!({ "method": methods::LEMBAS_QUESTION });
         assert_eq!(capabilities(&to_receive(&question)), ["ask"]);
-        assert!(to_receive(&json!({ "method": "_lembas/hello" })).is_empty());
+        assert!(to_receive(&json!({ "method": methods::LEMBAS_HELLO })).is_empty());
         assert!(to_receive(&json!({ "params": {} })).is_empty());
     }
 
@@ -420,19 +428,19 @@ mod tests {
     fn result_fields_need_their_capability() {
         let status = json!({ "busy": false, "lastTurnId": "t1", "plan": null });
         assert_eq!(
-            capabilities(&in_result("_lembas/session/status", &status)),
+            capabilities(&in_result(methods::LEMBAS_SESSION_STATUS, &status)),
             ["turns", "plan_state"]
         );
-        assert!(in_result("_lembas/session/status", &json!({ "exists": true })).is_empty());
+        assert!(in_result(methods::LEMBAS_SESSION_STATUS, &json!({ "exists": true })).is_empty());
         let either =
             json!({ "$one_of": [{ "busy": true, "turnId": "t9" }, { "turnId": "$none" }] });
         assert_eq!(
-            capabilities(&in_result("_lembas/session/status", &either)),
+            capabilities(&in_result(methods::LEMBAS_SESSION_STATUS, &either)),
             ["turns"]
         );
         let unsent = json!({ "_meta": { "lembas": { "unsent": ["x"] } } });
         assert_eq!(
-            capabilities(&in_result("session/prompt", &unsent)),
+            capabilities(&in_result(methods::SESSION_PROMPT, &unsent)),
             ["steer"]
         );
     }
@@ -440,7 +448,7 @@ mod tests {
     #[test]
     fn the_first_unlisted_need_is_named() {
         let needs = to_send(
-            "session/prompt",
+            methods::SESSION_PROMPT,
             &json!({ "prompt": [{ "type": "image" }], "_meta": { "lembas": { "turnId": "t" } } }),
         );
         let listed = vec!["turns".to_string()];

@@ -3,6 +3,7 @@
 
 pub mod capabilities;
 pub mod discovery;
+pub mod methods;
 pub mod spec;
 
 pub use discovery::Discovery;
