@@ -24,3 +24,17 @@ pub fn scenario_schema() -> String {
         ],
     )
 }
+
+#[cfg(test)]
+mod tests {
+    /// fake-instance names what a device's terminal person types for `terminal_prompt_after`
+    /// (hooks send it to a real CLI); fake-device types it in the self-test. Neither crate may
+    /// depend on the other, so this crate holds them to one text.
+    #[test]
+    fn both_doubles_type_the_same_terminal_prompt() {
+        assert_eq!(
+            fake_instance::setup::TERMINAL_PROMPT,
+            fake_device::TERMINAL_PROMPT
+        );
+    }
+}

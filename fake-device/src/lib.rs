@@ -173,24 +173,14 @@ fn first_link_step() -> Result<Vec<harness::scenario::Spanned<harness::scenario:
 /// What hooks are told of an instance this run did not start: its URL, the device's token,
 /// root and a `{tmp}`, and the cell.
 fn instance_placeholders(options: &Options, tmp: &std::path::Path) -> Placeholders {
-    let url = options.instance.trim_end_matches('/').to_string();
-    let mut placeholders = Placeholders::new();
-    placeholders
-        .set(
-            "ws_url",
-            format!(
-                "{}{}",
-                url.replacen("http", "ws", 1),
-                harness::lembas::LINK_PATH
-            ),
-        )
-        .set("url", url)
-        .set("token", options.token.clone())
-        .set("tmp", tmp.display().to_string())
-        .set("root", options.roots.first().cloned().unwrap_or_default())
-        .set("protocol", options.cell.protocol.to_string())
-        .set("spec", options.cell.spec.clone());
-    placeholders
+    harness::under_test::placeholders(
+        &options.instance,
+        None,
+        &options.token,
+        tmp,
+        options.roots.first().map_or("", String::as_str),
+        &options.cell,
+    )
 }
 
 /// Starts the instance under test (`--exec`) for a device whose root is `root`: `{port}` is a
@@ -210,23 +200,16 @@ pub async fn start_instance(
     let url = instance
         .map(|u| u.trim_end_matches('/').to_string())
         .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));
-    let ws_url = format!(
-        "{}{}",
-        url.replacen("http", "ws", 1),
-        harness::lembas::LINK_PATH
-    );
     let scratch =
         tempfile::tempdir().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-    let mut placeholders = Placeholders::new();
-    placeholders
-        .set("url", url.clone())
-        .set("ws_url", ws_url)
-        .set("port", port.to_string())
-        .set("token", token)
-        .set("tmp", scratch.path().display().to_string())
-        .set("root", root.display().to_string())
-        .set("protocol", cell.protocol.to_string())
-        .set("spec", cell.spec.clone());
+    let placeholders = harness::under_test::placeholders(
+        &url,
+        Some(port),
+        token,
+        scratch.path(),
+        &root.display().to_string(),
+        cell,
+    );
     let sut = Sut::start(spec, placeholders, Some(scratch)).await?;
     Ok((sut, url))
 }

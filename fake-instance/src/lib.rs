@@ -193,16 +193,14 @@ fn device_placeholders(
     for dir in [&root, &own] {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     }
-    let mut placeholders = Placeholders::new();
-    placeholders
-        .set("url", format!("http://{addr}"))
-        .set("ws_url", format!("ws://{addr}{LINK_PATH}"))
-        .set("port", addr.port().to_string())
-        .set("token", token)
-        .set("tmp", own.display().to_string())
-        .set("root", root.display().to_string())
-        .set("protocol", cell.protocol.to_string())
-        .set("spec", cell.spec.clone());
+    let placeholders = harness::under_test::placeholders(
+        &format!("http://{addr}"),
+        Some(addr.port()),
+        token,
+        &own,
+        &root.display().to_string(),
+        cell,
+    );
     Ok(placeholders)
 }
 

@@ -13,6 +13,40 @@ use crate::hooks::{HookContext, Hooks};
 use crate::process::{Placeholders, Sut, SutSpec};
 use crate::scenario::{Spanned, Step};
 
+/// What a peer under test is told of its run, as placeholders for its command and its hooks:
+/// `{url}` (and `{ws_url}`, the link on it), `{port}` when there is one to listen on or dial,
+/// `{token}`, `{tmp}`, `{root}`, and the cell (`{protocol}`, `{spec}`).
+pub fn placeholders(
+    url: &str,
+    port: Option<u16>,
+    token: &str,
+    tmp: &std::path::Path,
+    root: &str,
+    cell: &Cell,
+) -> Placeholders {
+    let url = url.trim_end_matches('/');
+    let mut placeholders = Placeholders::new();
+    placeholders
+        .set("url", url)
+        .set(
+            "ws_url",
+            format!(
+                "{}{}",
+                url.replacen("http", "ws", 1),
+                crate::lembas::LINK_PATH
+            ),
+        )
+        .set("token", token)
+        .set("tmp", tmp.display().to_string())
+        .set("root", root)
+        .set("protocol", cell.protocol.to_string())
+        .set("spec", cell.spec.clone());
+    if let Some(port) = port {
+        placeholders.set("port", port.to_string());
+    }
+    placeholders
+}
+
 /// The peer under test, started (or not) for one run.
 #[derive(Debug, Default)]
 pub struct UnderTest {
