@@ -96,7 +96,7 @@ pub struct DeviceActor {
 
 impl DeviceActor {
     /// The current link's client, when it is LLeMbas (said `_meta.lembas` in initialize).
-    fn lembas_link(&self) -> Option<Arc<harness::jsonrpc::Peer>> {
+    pub(crate) fn lembas_link(&self) -> Option<Arc<harness::jsonrpc::Peer>> {
         self.hub
             .current()
             .filter(|p| !p.is_closed() && self.model.is_lembas(p))
@@ -252,7 +252,11 @@ impl Actor for DeviceActor {
 }
 
 impl DeviceActor {
-    async fn act_now(&self, action: DeviceAction, timeout: Duration) -> Result<Value, String> {
+    pub(crate) async fn act_now(
+        &self,
+        action: DeviceAction,
+        timeout: Duration,
+    ) -> Result<Value, String> {
         match action {
             DeviceAction::ShareSession(true) => self.share_session().await,
             DeviceAction::TerminalPrompt(text) => self.terminal_prompt(&text).await,

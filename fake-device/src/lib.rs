@@ -14,6 +14,7 @@ pub mod cards;
 pub mod commands;
 pub mod dial;
 pub mod directories;
+mod embedding;
 pub mod events;
 pub mod files;
 pub mod library;
@@ -54,6 +55,8 @@ use crate::limits::Limits;
 use crate::model::ModelClient;
 use crate::sessions::{Sessions, SessionsConfig};
 use crate::store::Store;
+
+pub use embedding::{DeviceBuilder, FakeDevice};
 
 /// The sentence a device says when the instance closed with 4400 (the CLI's own words).
 pub const PROTOCOL_MISMATCH_SENTENCE: &str =
@@ -250,6 +253,9 @@ pub enum StartError {
     /// The journal could not be created.
     #[error("cannot write the journal: {0}")]
     Journal(std::io::Error),
+    /// It did not come up (embedded in a test: see the builder).
+    #[error("{0}")]
+    NotUp(String),
     /// The scenario or the options do not fit.
     #[error("{0}")]
     Scenario(String),
@@ -260,6 +266,24 @@ pub enum StartError {
 pub async fn run(
     options: Options,
     scenario: Option<Scenario>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    run_started(options, scenario, |_| {}, shutdown).await
+}
+
+/// What a running device hands whoever embeds it once it is set up: the hands of a person at
+/// its terminal.
+pub(crate) struct Live {
+    /// The person at the device, for actions from Rust.
+    pub actor: Arc<DeviceActor>,
+}
+
+/// [`run`], handing `started` what an embedding handle needs once the device is set up (before
+/// its first dial).
+pub(crate) async fn run_started(
+    options: Options,
+    scenario: Option<Scenario>,
+    started: impl FnOnce(Live),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
     // The actions are this double's vocabulary: checked here, each against its own type.
@@ -347,6 +371,9 @@ pub async fn run(
         scratch: state_dir.clone(),
     });
     play_on_timers(&actor, &options);
+    started(Live {
+        actor: actor.clone(),
+    });
     let mut under_test = UnderTest::adopt(
         options.sut.clone(),
         options.hooks.clone(),
@@ -639,4 +666,23 @@ fn play_on_timers(actor: &Arc<DeviceActor>, options: &Options) {
             let _ = actor.leave_session();
         }
     });
+}
+
+impl From<harness::embed::EmbedError<StartError>> for StartError {
+    fn from(e: harness::embed::EmbedError<StartError>) -> Self {
+        match e {
+            harness::embed::EmbedError::Run(e) => e,
+            other => StartError::NotUp(other.to_string()),
+        }
+    }
+}
+
+impl From<Finished> for harness::embed::Ended {
+    fn from(finished: Finished) -> Self {
+        harness::embed::Ended {
+            outcome: finished.outcome,
+            findings: finished.findings,
+            recent: finished.recent,
+        }
+    }
 }

@@ -403,7 +403,9 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             match e {
                 fake_device::StartError::Scenario(_) => Exit::Usage.into(),
-                fake_device::StartError::Journal(_) => Exit::Internal.into(),
+                fake_device::StartError::Journal(_) | fake_device::StartError::NotUp(_) => {
+                    Exit::Internal.into()
+                }
             }
         }
     }

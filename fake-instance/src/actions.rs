@@ -170,7 +170,11 @@ impl Actor for InstanceActor {
 }
 
 impl InstanceActor {
-    async fn act_now(&self, action: WebAction, timeout: Duration) -> Result<Value, ActError> {
+    pub(crate) async fn act_now(
+        &self,
+        action: WebAction,
+        timeout: Duration,
+    ) -> Result<Value, ActError> {
         match action {
             WebAction::ServeProtocols(list) => {
                 let protocols = (!list.is_empty()).then(|| list.clone());

@@ -12,6 +12,7 @@ pub mod attach;
 pub mod cards;
 pub mod chats;
 pub mod client;
+mod embedding;
 pub mod http;
 pub mod monitor;
 pub mod server;
@@ -42,6 +43,8 @@ use crate::actions::InstanceActor;
 use crate::chats::{Chats, ChatsConfig};
 use crate::client::{ClientConfig, ClientModel};
 use crate::server::ServerState;
+
+pub use embedding::{FakeInstance, InstanceBuilder};
 
 /// The link number the HTTP side's requests are seen on in a scenario's inbox (links count
 /// from 1).
@@ -154,6 +157,9 @@ pub enum StartError {
     /// The journal file could not be created.
     #[error("cannot write the journal: {0}")]
     Journal(std::io::Error),
+    /// It did not come up (embedded in a test: see the builder).
+    #[error("{0}")]
+    NotUp(String),
     /// The scenario or the options do not fit together.
     #[error("{0}")]
     Scenario(String),
@@ -210,6 +216,25 @@ pub async fn run(
     options: Options,
     scenario: Option<Scenario>,
     ready: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    run_started(options, scenario, |live| ready(live.addr), shutdown).await
+}
+
+/// What a running instance hands whoever embeds it, once it listens: its address and the web
+/// UI's hands.
+pub(crate) struct Live {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its web UI, for actions from Rust.
+    pub actor: Arc<InstanceActor>,
+}
+
+/// [`run`], handing `started` what an embedding handle needs once the instance listens.
+pub(crate) async fn run_started(
+    options: Options,
+    scenario: Option<Scenario>,
+    started: impl FnOnce(Live),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
     let spec = Spec::parse(&options.cell.spec)
@@ -339,7 +364,16 @@ pub async fn run(
             tracing::error!("the HTTP server stopped: {e}");
         }
     });
-    ready(addr);
+    let actor = Arc::new(InstanceActor {
+        chats: chats.clone(),
+        hub: hub.clone(),
+        discovery: discovery_for_actor,
+        own_steps: scenario.is_none(),
+    });
+    started(Live {
+        addr,
+        actor: actor.clone(),
+    });
     // The device under test starts once the instance answers, so its first dial finds it;
     // what its project must set up before it starts is done first.
     let spec = options
@@ -365,12 +399,6 @@ pub async fn run(
     let process = under_test.process(options.process.clone());
     // A device it starts gets its root laid out by fake-instance itself.
     let arranged = under_test.arranged(options.arranged.clone(), &["lay_out_root"]);
-    let actor = Arc::new(InstanceActor {
-        chats: chats.clone(),
-        hub: hub.clone(),
-        discovery: discovery_for_actor,
-        own_steps: scenario.is_none(),
-    });
     let outcome = match &scenario {
         Some(scenario) => {
             let unarranged = harness::engine::applicability::unarranged_but(
@@ -453,4 +481,23 @@ pub async fn run(
         findings: findings.all(),
         recent: journal.recent(200),
     })
+}
+
+impl From<harness::embed::EmbedError<StartError>> for StartError {
+    fn from(e: harness::embed::EmbedError<StartError>) -> Self {
+        match e {
+            harness::embed::EmbedError::Run(e) => e,
+            other => StartError::NotUp(other.to_string()),
+        }
+    }
+}
+
+impl From<Finished> for harness::embed::Ended {
+    fn from(finished: Finished) -> Self {
+        harness::embed::Ended {
+            outcome: finished.outcome,
+            findings: finished.findings,
+            recent: finished.recent,
+        }
+    }
 }

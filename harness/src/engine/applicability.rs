@@ -61,12 +61,14 @@ pub enum Applies {
 }
 
 /// An action a double could not do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ActError {
     /// The peer did not claim what the action needs (the run is not applicable).
+    #[error("not applicable: {0}")]
     NotApplicable(String),
     /// The action went wrong: the scenario asked for something impossible, or the peer did not
     /// answer.
+    #[error("{0}")]
     Failed(String),
 }
 

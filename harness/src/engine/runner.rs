@@ -127,6 +127,48 @@ pub enum Verdict {
 }
 
 impl RunOutcome {
+    /// The outcome of a double that ran with no scenario, as a simulated peer: no steps, only
+    /// what its monitors found in `elapsed`.
+    pub fn of_monitors(
+        name: impl Into<String>,
+        cell: Cell,
+        findings: Vec<Finding>,
+        elapsed: Duration,
+    ) -> Self {
+        Self {
+            scenario: name.into(),
+            cell,
+            steps: Vec::new(),
+            findings,
+            not_applicable: None,
+            elapsed_ms: elapsed.as_secs_f64() * 1000.0,
+            process: None,
+            hooks: Vec::new(),
+        }
+    }
+
+    /// The outcome of a run that ended without a verdict of its own (it could not start, or was
+    /// stopped): one step in error, saying why.
+    pub fn broken(name: impl Into<String>, cell: Cell, why: impl Into<String>) -> Self {
+        let step = StepVerdict {
+            index: "-".into(),
+            line: 0,
+            title: "the run".into(),
+            status: StepStatus::Error,
+            elapsed_ms: 0.0,
+            started_ms: 0.0,
+            failure: Some(Failure {
+                summary: why.into(),
+                ..Failure::default()
+            }),
+            not_applicable: None,
+        };
+        Self {
+            steps: vec![step],
+            ..Self::of_monitors(name, cell, Vec::new(), Duration::ZERO)
+        }
+    }
+
     /// The verdict: a scenario error over a failure over not applicable over a pass. A monitor
     /// finding fails the run even when it did not apply further.
     pub fn verdict(&self) -> Verdict {

@@ -4,6 +4,9 @@ pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
+mod run_report;
+
+pub use run_report::RunReport;
 
 use std::path::PathBuf;
 

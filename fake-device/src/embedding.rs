@@ -1,0 +1,292 @@
+//! fake-device inside a Rust test: a builder that starts it on the test's runtime, dialling the
+//! instance under test, and a handle that acts as the person at the device, gives the verdict,
+//! and shuts the device down when dropped.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness::embed::{RunPlan, Running};
+use harness::engine::{ActError, Cell};
+use harness::report::RunReport;
+use harness::rules::{Binds, Misbehaviours};
+use harness::scenario::{LoadError, Scenario, Side};
+use serde_json::Value;
+
+use crate::actions::{DeviceAction, DeviceActor};
+use crate::dial::ProtocolChoice;
+use crate::settings::AgentKind;
+use crate::{Options, StartError};
+
+/// How long [`DeviceBuilder::start`] waits for the device to be set up, and for discovery
+/// when the protocol is chosen from it.
+const START_WITHIN: Duration = Duration::from_secs(10);
+
+/// How long [`FakeDevice::verdict`] waits for a scenario to end, unless the builder says.
+const VERDICT_WITHIN: Duration = Duration::from_secs(300);
+
+/// How long an action waits, unless the call says.
+const ACT_WITHIN: Duration = Duration::from_secs(10);
+
+/// How often [`FakeDevice::wait_linked`] looks at the link.
+const LINK_POLL: Duration = Duration::from_millis(10);
+
+/// Sets up a [`FakeDevice`]: its roots, the protocol, a scenario, rules to break.
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `start().await`"]
+pub struct DeviceBuilder {
+    options: Options,
+    scenario: Option<Scenario>,
+    spec: Option<String>,
+    verdict_within: Option<Duration>,
+}
+
+impl DeviceBuilder {
+    /// A device for the instance whose base URL is `instance` (`http://host:port`).
+    pub fn new(instance: impl Into<String>) -> Self {
+        Self {
+            options: Options::for_instance(instance),
+            scenario: None,
+            spec: None,
+            verdict_within: None,
+        }
+    }
+
+    /// Adds a trusted remote root (`remote.roots`): where sessions may work.
+    pub fn root(mut self, root: impl AsRef<Path>) -> Self {
+        self.options.roots.push(root.as_ref().display().to_string());
+        self
+    }
+
+    /// Says this link protocol in hello, whatever discovery lists (default: chosen from
+    /// discovery, as the spec says).
+    pub fn protocol(mut self, protocol: u8) -> Self {
+        self.options.protocol = ProtocolChoice::Fixed(protocol);
+        self
+    }
+
+    /// The spec version it follows (default: the scenario's newest, else 1.1.0).
+    pub fn spec(mut self, spec: impl Into<String>) -> Self {
+        self.spec = Some(spec.into());
+        self
+    }
+
+    /// The device token (default `lembas-test-token`, fake-instance's default).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.options.token = token.into();
+        self
+    }
+
+    /// Runs a scenario: an embedded one by name (`"prompt"`, `"prompt.yaml"`) or a file.
+    pub fn scenario(mut self, name_or_path: &str) -> Result<Self, LoadError> {
+        self.scenario = Some(harness::scenario::catalogue::resolve(
+            name_or_path,
+            Side::Device,
+        )?);
+        Ok(self)
+    }
+
+    /// Runs a scenario already loaded (or written in the test with
+    /// [`harness::scenario::load_str`]).
+    pub fn with_scenario(mut self, scenario: Scenario) -> Self {
+        self.scenario = Some(scenario);
+        self
+    }
+
+    /// Lists only these of the spec's capabilities, and behaves as a device without the
+    /// others does.
+    pub fn capabilities<S: Into<String>>(mut self, only: impl IntoIterator<Item = S>) -> Self {
+        self.options.capabilities = Some(only.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// What drives its turns (default: the echo agent, a model of its own).
+    pub fn agent(mut self, agent: AgentKind) -> Self {
+        self.options.agent = agent;
+        self
+    }
+
+    /// Breaks a rule of the catalogue on purpose, to show an instance's check catches it.
+    pub fn misbehave(mut self, rule: &str) -> Result<Self, StartError> {
+        let mut rules: Vec<String> = self.options.misbehave.iter().cloned().collect();
+        rules.push(rule.to_string());
+        self.options.misbehave =
+            Misbehaviours::parse(&rules, Binds::Device).map_err(StartError::Scenario)?;
+        Ok(self)
+    }
+
+    /// How long the instance may take to answer or to send initialize (default 5 s).
+    pub fn patience(mut self, patience: Duration) -> Self {
+        self.options.patience = patience;
+        self
+    }
+
+    /// How long [`FakeDevice::verdict`] waits for the scenario to end (default 5 minutes).
+    pub fn verdict_within(mut self, within: Duration) -> Self {
+        self.verdict_within = Some(within);
+        self
+    }
+
+    /// Any other option, for what the builder does not name.
+    pub fn options(mut self, change: impl FnOnce(&mut Options)) -> Self {
+        change(&mut self.options);
+        self
+    }
+
+    /// Starts the device on the current tokio runtime: it reads discovery and dials (a
+    /// scenario's `dial: manual` waits for its steps), and the handle comes back at once.
+    pub async fn start(self) -> Result<FakeDevice, StartError> {
+        let mut options = self.options;
+        let matrix = self.scenario.as_ref().map(|s| &s.matrix);
+        // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which
+        // by default is what discovery allows.
+        let protocol = match (options.protocol, &self.scenario) {
+            (ProtocolChoice::Fixed(p), _) => p,
+            (ProtocolChoice::Auto, None) => 2,
+            (ProtocolChoice::Auto, Some(_)) => {
+                crate::dial::probe_protocol(&options.instance, START_WITHIN)
+                    .await
+                    .map_err(StartError::Scenario)?
+            }
+        };
+        options.cell = Cell {
+            protocol,
+            spec: self
+                .spec
+                .or_else(|| matrix.and_then(|m| m.spec.iter().max().cloned()))
+                .unwrap_or(options.cell.spec),
+        };
+        let plan = RunPlan {
+            double: "fake-device",
+            cell: options.cell.clone(),
+            scenario: self.scenario.as_ref().map(|s| s.name.clone()),
+            up_within: START_WITHIN,
+            verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
+        };
+        let scenario = self.scenario;
+        let (live, running) = Running::start(plan, |up, shutdown| async move {
+            crate::run_started(
+                options,
+                scenario,
+                move |live| {
+                    let _ = up.send(live);
+                },
+                shutdown,
+            )
+            .await
+            .map(Into::into)
+        })
+        .await?;
+        Ok(FakeDevice {
+            actor: live.actor,
+            running,
+        })
+    }
+}
+
+/// A fake LLeMbas CLI running inside the test, linked to the instance under test: act as the
+/// person at its terminal, and take its [`verdict`](Self::verdict).
+///
+/// Dropping it shuts the device down. A handle that ran a scenario must have its verdict
+/// taken: dropped without, it fails the test.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use fake_device::FakeDevice;
+/// use fake_instance::FakeInstance;
+///
+/// let root = tempfile::tempdir()?;
+/// let instance = FakeInstance::builder().scenario("negotiate")?.start().await?;
+/// let device = FakeDevice::builder(instance.url()).root(root.path()).start().await?;
+/// device.wait_linked(Duration::from_secs(5)).await?;
+/// instance.verdict().await.assert_passed();
+/// device.verdict().await.assert_passed();
+/// # Ok(())
+/// # }
+/// ```
+pub struct FakeDevice {
+    actor: Arc<DeviceActor>,
+    running: Running<StartError>,
+}
+
+impl FakeDevice {
+    /// A builder for a device that dials the instance at `instance` (`http://host:port`).
+    pub fn builder(instance: impl Into<String>) -> DeviceBuilder {
+        DeviceBuilder::new(instance)
+    }
+
+    /// The protocol and spec of the run.
+    pub fn cell(&self) -> &Cell {
+        self.running.cell()
+    }
+
+    /// Waits until the device is linked and the instance has initialized it as LLeMbas.
+    pub async fn wait_linked(&self, within: Duration) -> Result<(), ActError> {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.actor.lembas_link().is_some() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(ActError::Failed(format!(
+                    "the device was not linked and initialized within {within:?}"
+                )));
+            }
+            tokio::time::sleep(LINK_POLL).await;
+        }
+    }
+
+    /// Does what a person at the device does, within 10 s; gives the action's result (what a
+    /// scenario's `capture` reads).
+    pub async fn act(&self, action: DeviceAction) -> Result<Value, ActError> {
+        self.act_within(action, ACT_WITHIN).await
+    }
+
+    /// As [`act`](Self::act), within `within`.
+    pub async fn act_within(
+        &self,
+        action: DeviceAction,
+        within: Duration,
+    ) -> Result<Value, ActError> {
+        self.actor
+            .act_now(action, within)
+            .await
+            .map_err(ActError::Failed)
+    }
+
+    /// A person starts a session at the terminal and shares it; gives its session id.
+    pub async fn share_session(&self) -> Result<String, ActError> {
+        let shared = self.act(DeviceAction::ShareSession(true)).await?;
+        shared["sessionId"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ActError::Failed(format!("no `sessionId` in {shared}")))
+    }
+
+    /// The person types `text` into the shared session.
+    pub async fn terminal_prompt(&self, text: &str) -> Result<Value, ActError> {
+        self.act(DeviceAction::TerminalPrompt(text.into())).await
+    }
+
+    /// The session is deleted at the device; the instance is told now, or on the next link.
+    pub async fn delete_session(&self, id: &str) -> Result<Value, ActError> {
+        self.act(DeviceAction::DeleteSession(id.into())).await
+    }
+
+    /// The verdict: with a scenario, once it has ended (within the builder's `verdict_within`);
+    /// without one, what the monitors found until now. The device shuts down either way.
+    pub async fn verdict(self) -> RunReport {
+        self.running.verdict().await
+    }
+}
+
+impl std::fmt::Debug for FakeDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeDevice")
+            .field("cell", self.cell())
+            .field("scenario", &self.running.scenario())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,282 @@
+//! fake-instance inside a Rust test: a builder that starts it on the test's runtime, and a
+//! handle that acts as the web UI, gives the verdict, and shuts the instance down when dropped.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::embed::{RunPlan, Running};
+use harness::engine::{ActError, Cell};
+use harness::lembas::LINK_PATH;
+use harness::process::SutSpec;
+use harness::report::RunReport;
+use harness::rules::{Binds, Misbehaviours};
+use harness::scenario::{LoadError, Scenario, Side};
+use serde_json::Value;
+
+use crate::actions::{InstanceActor, OpenChat, SendMessage, WebAction};
+use crate::{Options, StartError};
+
+/// How long [`InstanceBuilder::start`] waits for the instance to listen.
+const START_WITHIN: Duration = Duration::from_secs(10);
+
+/// How long [`FakeInstance::verdict`] waits for a scenario to end, unless the builder says.
+const VERDICT_WITHIN: Duration = Duration::from_secs(300);
+
+/// How long an action waits for a linked device, unless the call says.
+const ACT_WITHIN: Duration = Duration::from_secs(10);
+
+/// Sets up a [`FakeInstance`]: the protocol and spec, a scenario, a token, rules to break.
+#[derive(Debug, Default)]
+#[must_use = "a builder does nothing until `start().await`"]
+pub struct InstanceBuilder {
+    options: Options,
+    scenario: Option<Scenario>,
+    protocol: Option<u8>,
+    spec: Option<String>,
+    verdict_within: Option<Duration>,
+}
+
+impl InstanceBuilder {
+    /// The link protocol of the run (default: the scenario's newest, else 2).
+    pub fn protocol(mut self, protocol: u8) -> Self {
+        self.protocol = Some(protocol);
+        self
+    }
+
+    /// The spec version of the run (default: the scenario's newest, else 1.1.0).
+    pub fn spec(mut self, spec: impl Into<String>) -> Self {
+        self.spec = Some(spec.into());
+        self
+    }
+
+    /// Runs a scenario: an embedded one by name (`"reattach"`, `"reattach.yaml"`) or a file.
+    pub fn scenario(mut self, name_or_path: &str) -> Result<Self, LoadError> {
+        self.scenario = Some(harness::scenario::catalogue::resolve(
+            name_or_path,
+            Side::Instance,
+        )?);
+        Ok(self)
+    }
+
+    /// Runs a scenario already loaded (or written in the test with
+    /// [`harness::scenario::load_str`]).
+    pub fn with_scenario(mut self, scenario: Scenario) -> Self {
+        self.scenario = Some(scenario);
+        self
+    }
+
+    /// The device token that may link (default [`crate::DEFAULT_TOKEN`]).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.options.tokens = vec![token.into()];
+        self
+    }
+
+    /// Breaks a rule of the catalogue on purpose, to show a device's check catches it.
+    pub fn misbehave(mut self, rule: &str) -> Result<Self, StartError> {
+        let mut rules: Vec<String> = self.options.misbehave.iter().cloned().collect();
+        rules.push(rule.to_string());
+        self.options.misbehave =
+            Misbehaviours::parse(&rules, Binds::Instance).map_err(StartError::Scenario)?;
+        Ok(self)
+    }
+
+    /// Starts the device under test once the instance listens (as `--exec`), with `{url}`,
+    /// `{token}`, `{root}` and the rest in its command and environment; it is ended with every
+    /// process it started when the run ends.
+    pub fn exec(mut self, command: impl Into<String>) -> Self {
+        self.options.sut = Some(SutSpec::command(command));
+        self
+    }
+
+    /// How long the device may take to say hello or to answer (default 5 s).
+    pub fn patience(mut self, patience: Duration) -> Self {
+        self.options.patience = patience;
+        self
+    }
+
+    /// How long [`FakeInstance::verdict`] waits for the scenario to end (default 5 minutes).
+    pub fn verdict_within(mut self, within: Duration) -> Self {
+        self.verdict_within = Some(within);
+        self
+    }
+
+    /// Any other option, for what the builder does not name.
+    pub fn options(mut self, change: impl FnOnce(&mut Options)) -> Self {
+        change(&mut self.options);
+        self
+    }
+
+    /// Starts the instance on the current tokio runtime and gives its handle once it listens.
+    pub async fn start(self) -> Result<FakeInstance, StartError> {
+        let mut options = self.options;
+        let matrix = self.scenario.as_ref().map(|s| &s.matrix);
+        options.cell = Cell {
+            protocol: self
+                .protocol
+                .or_else(|| matrix.and_then(|m| m.protocol.iter().max().copied()))
+                .unwrap_or(options.cell.protocol),
+            spec: self
+                .spec
+                .or_else(|| matrix.and_then(|m| m.spec.iter().max().cloned()))
+                .unwrap_or(options.cell.spec),
+        };
+        let token = options.tokens.first().cloned().unwrap_or_default();
+        let plan = RunPlan {
+            double: "fake-instance",
+            cell: options.cell.clone(),
+            scenario: self.scenario.as_ref().map(|s| s.name.clone()),
+            up_within: START_WITHIN,
+            verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
+        };
+        let scenario = self.scenario;
+        let (live, running) = Running::start(plan, |up, shutdown| async move {
+            crate::run_started(
+                options,
+                scenario,
+                move |live| {
+                    let _ = up.send(live);
+                },
+                shutdown,
+            )
+            .await
+            .map(Into::into)
+        })
+        .await?;
+        Ok(FakeInstance {
+            addr: live.addr,
+            token,
+            actor: live.actor,
+            running,
+        })
+    }
+}
+
+/// A fake LLeMbas instance running inside the test: give its [`url`](Self::url) and
+/// [`token`](Self::token) to the CLI under test, act as its web UI, and take its
+/// [`verdict`](Self::verdict).
+///
+/// Dropping it shuts the instance down. A handle that ran a scenario must have its verdict
+/// taken: dropped without, it fails the test, as a mock server that verifies on drop does.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use fake_instance::FakeInstance;
+///
+/// let instance = FakeInstance::builder().protocol(2).start().await?;
+/// assert!(instance.url().starts_with("http://127.0.0.1:"));
+/// // Nothing linked, so its monitors found nothing.
+/// instance.verdict().await.assert_passed();
+/// # Ok(())
+/// # }
+/// ```
+pub struct FakeInstance {
+    addr: SocketAddr,
+    token: String,
+    actor: Arc<InstanceActor>,
+    running: Running<StartError>,
+}
+
+impl FakeInstance {
+    /// A builder, for a scenario, a protocol, a token.
+    pub fn builder() -> InstanceBuilder {
+        InstanceBuilder::default()
+    }
+
+    /// Starts a simulated instance with every default (protocol 2, spec 1.1.0, no scenario).
+    pub async fn start() -> Result<FakeInstance, StartError> {
+        Self::builder().start().await
+    }
+
+    /// Its base URL, `http://127.0.0.1:PORT`: where a device reads discovery.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The link's URL, `ws://127.0.0.1:PORT/…`.
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}{LINK_PATH}", self.addr)
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The device token it accepts.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// The protocol and spec of the run.
+    pub fn cell(&self) -> &Cell {
+        self.running.cell()
+    }
+
+    /// Does what a person does in the web UI, waiting up to 10 s for a linked device; gives the
+    /// action's result (what a scenario's `capture` reads).
+    pub async fn act(&self, action: WebAction) -> Result<Value, ActError> {
+        self.act_within(action, ACT_WITHIN).await
+    }
+
+    /// As [`act`](Self::act), waiting up to `within`.
+    pub async fn act_within(&self, action: WebAction, within: Duration) -> Result<Value, ActError> {
+        self.actor.act_now(action, within).await
+    }
+
+    /// Waits until a device has linked and finished `initialize`.
+    pub async fn wait_for_device(&self, within: Duration) -> Result<(), ActError> {
+        self.actor
+            .chats
+            .ready_link(&self.actor.hub, within)
+            .await
+            .map(|_| ())
+            .map_err(ActError::Failed)
+    }
+
+    /// Opens a chat in the device's first root; gives its session id.
+    pub async fn open_chat(&self) -> Result<String, ActError> {
+        let opened = self.act(WebAction::OpenChat(OpenChat::default())).await?;
+        string_field(&opened, "sessionId")
+    }
+
+    /// Writes `text` in a chat: a prompt with a new turn id, or a steer while a turn runs.
+    pub async fn send(&self, chat: &str, text: &str) -> Result<Value, ActError> {
+        self.act(WebAction::Send(SendMessage {
+            chat: chat.into(),
+            text: text.into(),
+            attach: Vec::new(),
+        }))
+        .await
+    }
+
+    /// Deletes a chat; the delete is kept and sent again until the device answers it.
+    pub async fn delete_chat(&self, chat: &str) -> Result<Value, ActError> {
+        self.act(WebAction::DeleteChat(chat.into())).await
+    }
+
+    /// The verdict: with a scenario, once it has ended (within the builder's `verdict_within`);
+    /// without one, what the monitors found until now. The instance shuts down either way.
+    pub async fn verdict(self) -> RunReport {
+        self.running.verdict().await
+    }
+}
+
+/// A string field of an action's result.
+fn string_field(result: &Value, field: &str) -> Result<String, ActError> {
+    result[field]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| ActError::Failed(format!("the result has no `{field}`: {result}")))
+}
+
+impl std::fmt::Debug for FakeInstance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeInstance")
+            .field("url", &self.url())
+            .field("cell", self.cell())
+            .field("scenario", &self.running.scenario())
+            .finish_non_exhaustive()
+    }
+}

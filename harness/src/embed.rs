@@ -1,0 +1,221 @@
+//! What both doubles' embedding handles share: a run started on the test's own tokio runtime,
+//! stopped when its handle goes, and its verdict taken once, within a deadline. A verdict owed
+//! and never taken fails the test when the handle is dropped, as a mock server that verifies on
+//! drop does.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::engine::{Cell, RunOutcome};
+use crate::finding::Finding;
+use crate::journal::Entry;
+use crate::report::RunReport;
+
+/// How long a run without a scenario may take to stop once told.
+const STOP_WITHIN: Duration = Duration::from_secs(30);
+
+/// What a double's run ended with.
+#[derive(Debug)]
+pub struct Ended {
+    /// The scenario's outcome, when one ran to its end.
+    pub outcome: Option<RunOutcome>,
+    /// What the monitors found.
+    pub findings: Vec<Finding>,
+    /// The last messages.
+    pub recent: Vec<Entry>,
+}
+
+/// The future a run waits on to stop.
+pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Why a run did not come up.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError<E> {
+    /// The double's own error (a bad scenario, a port taken).
+    #[error("{0}")]
+    Run(E),
+    /// It ended, or its task stopped, before it came up.
+    #[error("{double} ended before it was up: {why}")]
+    Ended {
+        /// Which double.
+        double: &'static str,
+        /// Why, as far as known.
+        why: String,
+    },
+    /// It did not come up in time.
+    #[error("{double} was not up within {within:?}")]
+    Late {
+        /// Which double.
+        double: &'static str,
+        /// How long it had.
+        within: Duration,
+    },
+}
+
+/// How a run is started and judged.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// `fake-instance` or `fake-device`, for reports.
+    pub double: &'static str,
+    /// The protocol and spec of the run.
+    pub cell: Cell,
+    /// The scenario's name, when one runs: its verdict is then owed.
+    pub scenario: Option<String>,
+    /// How long it may take to come up.
+    pub up_within: Duration,
+    /// How long a scenario may take to end once its verdict is asked for.
+    pub verdict_within: Duration,
+}
+
+/// A double's run on the test's runtime.
+pub struct Running<E> {
+    plan: RunPlan,
+    stop: Option<oneshot::Sender<()>>,
+    run: Option<JoinHandle<Result<Ended, E>>>,
+    verdict_owed: bool,
+    started: Instant,
+}
+
+impl<E: Display + Send + 'static> Running<E> {
+    /// Spawns `run` (given where to say it is up, and what to wait on to stop), and waits until
+    /// it says it is up, handing back what it said.
+    pub async fn start<L, Fut>(
+        plan: RunPlan,
+        run: impl FnOnce(oneshot::Sender<L>, Shutdown) -> Fut,
+    ) -> Result<(L, Running<E>), EmbedError<E>>
+    where
+        L: Send + 'static,
+        Fut: Future<Output = Result<Ended, E>> + Send + 'static,
+    {
+        let (up_tx, up_rx) = oneshot::channel::<L>();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let shutdown: Shutdown = Box::pin(async move {
+            let _ = stop_rx.await;
+        });
+        let task = tokio::spawn(run(up_tx, shutdown));
+        let double = plan.double;
+        let up = match tokio::time::timeout(plan.up_within, up_rx).await {
+            Ok(Ok(up)) => up,
+            Ok(Err(_)) => {
+                return Err(match task.await {
+                    Ok(Err(e)) => EmbedError::Run(e),
+                    Ok(Ok(_)) => EmbedError::Ended {
+                        double,
+                        why: "it ended by itself".into(),
+                    },
+                    Err(e) => EmbedError::Ended {
+                        double,
+                        why: e.to_string(),
+                    },
+                });
+            }
+            Err(_) => {
+                task.abort();
+                return Err(EmbedError::Late {
+                    double,
+                    within: plan.up_within,
+                });
+            }
+        };
+        let running = Running {
+            verdict_owed: plan.scenario.is_some(),
+            plan,
+            stop: Some(stop_tx),
+            run: Some(task),
+            started: Instant::now(),
+        };
+        Ok((up, running))
+    }
+
+    /// The protocol and spec of the run.
+    pub fn cell(&self) -> &Cell {
+        &self.plan.cell
+    }
+
+    /// The scenario's name, when one runs.
+    pub fn scenario(&self) -> Option<&str> {
+        self.plan.scenario.as_deref()
+    }
+
+    /// The verdict: with a scenario, once it has ended (within the plan's `verdict_within`);
+    /// without one, what the monitors found until now. The run stops either way.
+    pub async fn verdict(mut self) -> RunReport {
+        self.verdict_owed = false;
+        let name = self
+            .plan
+            .scenario
+            .clone()
+            .unwrap_or_else(|| format!("(no scenario: a simulated {})", self.plan.double));
+        let within = if self.plan.scenario.is_some() {
+            self.plan.verdict_within
+        } else {
+            self.stop_now();
+            STOP_WITHIN
+        };
+        let Some(run) = self.run.take() else {
+            return self.broken(&name, "its verdict was already taken".into());
+        };
+        let ended = tokio::time::timeout(within, run).await;
+        self.stop_now();
+        match ended {
+            Ok(Ok(Ok(ended))) => {
+                let outcome = ended.outcome.unwrap_or_else(|| {
+                    RunOutcome::of_monitors(
+                        name,
+                        self.plan.cell.clone(),
+                        ended.findings,
+                        self.started.elapsed(),
+                    )
+                });
+                RunReport::new(self.plan.double, outcome, ended.recent)
+            }
+            Ok(Ok(Err(e))) => self.broken(&name, e.to_string()),
+            Ok(Err(e)) => self.broken(&name, format!("{} stopped: {e}", self.plan.double)),
+            Err(_) => self.broken(&name, format!("the scenario did not end within {within:?}")),
+        }
+    }
+
+    fn stop_now(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+
+    fn broken(&self, name: &str, why: String) -> RunReport {
+        RunReport::new(
+            self.plan.double,
+            RunOutcome::broken(name, self.plan.cell.clone(), why),
+            Vec::new(),
+        )
+    }
+}
+
+impl<E> std::fmt::Debug for Running<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running")
+            .field("plan", &self.plan)
+            .field("verdict_owed", &self.verdict_owed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E> Drop for Running<E> {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if self.verdict_owed && !std::thread::panicking() {
+            panic!(
+                "{} ran scenario `{}` and was dropped without its verdict: end the test with \
+                 `.verdict().await.assert_passed()`",
+                self.plan.double,
+                self.plan.scenario.as_deref().unwrap_or_default()
+            );
+        }
+    }
+}

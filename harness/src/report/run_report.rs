@@ -1,0 +1,92 @@
+//! A run's verdict as a test that embeds a double takes it: passed or not, the rules the peer
+//! broke, and the same report the command line prints when a test asserts and it did not hold.
+
+use std::fmt;
+
+use crate::engine::{RunOutcome, Verdict};
+use crate::finding::Finding;
+use crate::journal::Entry;
+
+/// What one run of a double came to: its scenario's outcome (or, for a double that ran without
+/// one, what its monitors found) and the last messages, for the report.
+#[derive(Debug, Clone)]
+#[must_use = "a verdict is for asserting on: call `assert_passed()` or read `verdict()`"]
+pub struct RunReport {
+    double: &'static str,
+    outcome: RunOutcome,
+    recent: Vec<Entry>,
+}
+
+impl RunReport {
+    /// The report of `double`'s run (`"fake-instance"`, `"fake-device"`).
+    pub fn new(double: &'static str, outcome: RunOutcome, recent: Vec<Entry>) -> Self {
+        Self {
+            double,
+            outcome,
+            recent,
+        }
+    }
+
+    /// Passed, failed (with the rules), not applicable (with why), or a broken scenario.
+    pub fn verdict(&self) -> Verdict {
+        self.outcome.verdict()
+    }
+
+    /// Whether every step passed and no monitor found anything.
+    pub fn passed(&self) -> bool {
+        self.outcome.passed()
+    }
+
+    /// Every rule the peer was caught breaking, from steps and monitors, sorted.
+    pub fn broken_rules(&self) -> Vec<String> {
+        self.outcome.broken_rules()
+    }
+
+    /// What the monitors found, besides the steps.
+    pub fn findings(&self) -> &[Finding] {
+        &self.outcome.findings
+    }
+
+    /// The whole outcome: each step's verdict, the process, the hooks.
+    pub fn outcome(&self) -> &RunOutcome {
+        &self.outcome
+    }
+
+    /// The last messages of the run, oldest first.
+    pub fn recent(&self) -> &[Entry] {
+        &self.recent
+    }
+
+    /// The report a person reads: each step, what failed and why, the last messages.
+    pub fn render(&self) -> String {
+        super::human::render(self.double, &self.outcome, &self.recent)
+    }
+
+    /// Panics with the report unless the run passed.
+    #[track_caller]
+    pub fn assert_passed(&self) {
+        if !self.passed() {
+            panic!("the run did not pass:\n{}", self.render());
+        }
+    }
+
+    /// Panics with the report unless the run failed and named `rule` among those broken: how a
+    /// test shows that a check catches the peer it is meant to catch.
+    #[track_caller]
+    pub fn assert_failed_on(&self, rule: &str) {
+        if self.verdict() != Verdict::Failed || !self.broken_rules().iter().any(|r| r == rule) {
+            panic!(
+                "the run was to fail on `{rule}`, but came to {:?} (rules: {:?}):\n{}",
+                self.verdict(),
+                self.broken_rules(),
+                self.render()
+            );
+        }
+    }
+}
+
+impl fmt::Display for RunReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render())
+    }
+}
