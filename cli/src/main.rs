@@ -63,31 +63,15 @@ fn load_checked(
     load: impl FnOnce() -> Result<harness::scenario::Scenario, harness::scenario::LoadError>,
     side: Option<Side>,
 ) -> Result<harness::scenario::Scenario, harness::scenario::LoadError> {
-    use fake_device::actions::DeviceAction;
-    use fake_instance::actions::WebAction;
-    use harness::scenario::check_actions;
     let scenario = load()?;
-    let file = scenario.source.clone();
     match side {
         Some(Side::Instance) => {
-            fake_instance::settings::of(&scenario)?;
-            fake_instance::setup::of(&scenario)?;
-            check_actions::<WebAction>(&scenario.steps, "steps", &file)?;
-            check_actions::<DeviceAction>(scenario.peer_steps(), "peer.steps", &file)?;
+            fake_instance::check_scenario(&scenario)?;
+            fake_device::check_as_peer_of(&scenario)?;
         }
         Some(Side::Device) => {
-            fake_device::settings::of(&scenario)?;
-            let setup = fake_device::setup::of(&scenario)?;
-            if let (Some(cards), Some(peer)) = (setup.cards, scenario.peer.as_ref()) {
-                harness::scenario::read_section::<fake_instance::settings::CardPolicy, _>(
-                    cards,
-                    "peer.cards",
-                    &file,
-                    peer,
-                )?;
-            }
-            check_actions::<DeviceAction>(&scenario.steps, "steps", &file)?;
-            check_actions::<WebAction>(scenario.peer_steps(), "peer.steps", &file)?;
+            fake_device::check_scenario(&scenario)?;
+            fake_instance::check_as_peer_of(&scenario)?;
         }
         None => {}
     }

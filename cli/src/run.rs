@@ -300,7 +300,7 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
             let options = fake_device::Options {
                 token,
                 roots: vec![root.display().to_string()],
-                protocol: fake_device::dial::ProtocolChoice::Fixed(planned.cell.protocol),
+                protocol: fake_device::ProtocolChoice::Fixed(planned.cell.protocol),
                 cell: planned.cell.clone(),
                 state_dir: Some(scratch.path().join("state")),
                 sut,

@@ -10,15 +10,17 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fake_device::FakeDevice;
+use fake_instance::FakeInstance;
+use harness::embed::InProcessPeer;
 use harness::engine::{Cell, RunOutcome, Verdict};
-use harness::rules::{Binds, Misbehaviours, catalogue};
+use harness::rules::{Binds, catalogue};
 use harness::scenario::catalogue::embedded;
 use harness::scenario::{Scenario, Side};
-use tokio::sync::{Semaphore, oneshot};
+use tokio::sync::Semaphore;
 
 /// One run of the self-test.
 #[derive(Debug, Clone)]
@@ -129,269 +131,90 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
     Ok((cases, unchecked))
 }
 
-/// Runs one case: the scenario's double with the scenario, the other double simulated.
+/// Runs one case: the scenario's double with the scenario, the other double playing the peer
+/// its `peer:` section describes (or a reduced peer given no set-up), restarted when a step
+/// says so.
 pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), String> {
-    let misbehave_rules: Vec<String> = case.misbehave.iter().cloned().collect();
-    match case.side {
+    let peer = InProcessPeer::new();
+    let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
+    let report = match case.side {
         Side::Instance => {
-            let misbehave = Misbehaviours::parse(&misbehave_rules, Binds::Device)?;
-            let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
-            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-            let cell = case.cell.clone();
-            // The device works in one remote root (trusted), as a CLI under test would be set up:
-            // instance scenarios read it from hello's limits.
-            let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
-            let root = scratch.path().join("root");
-            std::fs::create_dir_all(&root).map_err(|e| format!("cannot make a root: {e}"))?;
-            // A reduced device is given no set-up: nothing arranges it.
-            let (peer_setup, peer_steps) = if case.reduced {
-                (fake_instance::setup::DeviceSetup::default(), Vec::new())
+            let instance = FakeInstance::builder()
+                .with_scenario((*case.scenario).clone())
+                .cell(case.cell.clone())
+                .patience(PATIENCE)
+                .options(|o| {
+                    o.arranged = arranged(case.reduced);
+                    o.process = Some(process);
+                })
+                .start()
+                .await
+                .map_err(|e| e.to_string())?;
+            let device = FakeDevice::builder(instance.url())
+                .cell(case.cell.clone())
+                .patience(PATIENCE)
+                .restarted_by(peer)
+                .own_runtime(restarts_peer(&case.scenario.steps));
+            let device = match &case.misbehave {
+                Some(rule) => device.misbehave(rule).map_err(|e| e.to_string())?,
+                None => device,
+            };
+            // A reduced device is given no set-up: one root, a model of its own, only some
+            // capabilities.
+            let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
+            let device = if case.reduced {
+                device
+                    .root(root.path())
+                    .agent(fake_device::AgentKind::Echo)
+                    .capabilities(REDUCED_DEVICE.iter().copied())
             } else {
-                (
-                    fake_instance::setup::of(&case.scenario).map_err(|e| e.to_string())?,
-                    case.scenario.peer_steps().to_vec(),
-                )
+                device
+                    .as_peer_of(&case.scenario)
+                    .map_err(|e| e.to_string())?
             };
-            peer_setup.lay_out(&root)?;
-            let root_path = root.display().to_string();
-            // The device's shells start from an empty home: this machine's own startup files
-            // are no part of the test.
-            let scratch_home = scratch.path().join("home");
-            std::fs::create_dir_all(&scratch_home)
-                .map_err(|e| format!("cannot make a home: {e}"))?;
-            // A scenario that wants a device with no roots gets one; any other, and the reduced
-            // device always, one root.
-            let with_root = peer_setup.roots != fake_instance::setup::RootsNeed::None;
-            let change_limits_after = peer_setup.change_limits_after;
-            // The device's store, seeded with what the scenario says happened before it linked.
-            let state_dir = root.join(".state");
-            let store = fake_device::store::Store::open(&state_dir)
-                .map_err(|e| format!("cannot make the device's store: {e}"))?;
-            for id in &peer_setup.pending_deletes {
-                store
-                    .add_pending_delete(id)
-                    .map_err(|e| format!("cannot seed a pending delete: {e}"))?;
-            }
-            // Outside the one root, which is `root` itself: its sibling never is inside it.
-            let elsewhere = root.with_extension("elsewhere");
-            for id in &peer_setup.foreign_sessions {
-                store
-                    .save_session(&fake_device::store::StoredSession::new(
-                        id.clone(),
-                        elsewhere.clone(),
-                    ))
-                    .map_err(|e| format!("cannot seed a session: {e}"))?;
-            }
-            let reduced = case.reduced;
-            let restarts = restarts_peer(&case.scenario.steps);
-            let peer = crate::in_process::InProcessPeer::new();
-            let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
-            let device = tokio::spawn(async move {
-                let Ok(addr) = addr_rx.await else { return };
-                let options = fake_device::Options {
-                    roots: if with_root {
-                        vec![root_path]
-                    } else {
-                        Vec::new()
-                    },
-                    cell,
-                    misbehave,
-                    patience: PATIENCE,
-                    state_dir: Some(state_dir),
-                    // The instance scenarios script the model; the device follows it, as a CLI
-                    // does. The reduced device talks to a model of its own (the echo agent).
-                    agent: if reduced {
-                        fake_device::settings::AgentKind::Echo
-                    } else {
-                        fake_device::settings::AgentKind::Model
-                    },
-                    capabilities: reduced
-                        .then(|| REDUCED_DEVICE.iter().map(|c| c.to_string()).collect()),
-                    change_limits_after: change_limits_after.map(|d| d.0),
-                    terminal: fake_device::TerminalPlay {
-                        share_after: peer_setup.share_session_after.map(|d| d.0),
-                        prompt_after: peer_setup.terminal_prompt_after.map(|d| d.0),
-                        answers_after: peer_setup.terminal_answers_after.map(|d| d.0),
-                        leave_after: peer_setup.leave_session_after.map(|d| d.0),
-                    },
-                    approval_timeout: peer_setup.approval_timeout.map(|d| d.0),
-                    remote_terminal: peer_setup.terminal,
-                    terminal_home: Some(scratch_home.clone()),
-                    steps: peer_steps,
-                    ..fake_device::Options::for_instance(format!("http://{addr}"))
-                };
-                // A `restart_peer` step stops it; it runs again on the same store.
-                loop {
-                    let mut stop = stop_rx.clone();
-                    let asked = peer.clone();
-                    let shutdown = async move {
-                        tokio::select! {
-                            _ = stop.wait_for(|stopped| *stopped) => {}
-                            () = asked.restart_asked() => {}
-                        }
-                    };
-                    let run_options = options.clone();
-                    // A device the scenario restarts runs on a runtime of its own, dropped with
-                    // all its tasks as a killed process's; any other shares the self-test's,
-                    // whose workers keep its timers on time when the machine is busy.
-                    let finished = if restarts {
-                        crate::in_process::isolated(move || {
-                            fake_device::run(run_options, None, shutdown)
-                        })
-                        .await
-                    } else {
-                        Some(fake_device::run(run_options, None, shutdown).await)
-                    };
-                    match peer.take_restart() {
-                        Some(ack) if !*stop_rx.borrow() => {
-                            let _ = ack.send(());
-                        }
-                        _ => {
-                            peer.ended(
-                                finished
-                                    .as_ref()
-                                    .map_or(harness::Exit::Internal as i32, device_exit),
-                            );
-                            break;
-                        }
-                    }
-                }
-            });
-            let options = fake_instance::Options {
-                cell: case.cell.clone(),
-                patience: PATIENCE,
-                arranged: arranged(case.reduced),
-                process: Some(process),
-                ..fake_instance::Options::default()
-            };
-            let finished = fake_instance::run(
-                options,
-                Some((*case.scenario).clone()),
-                move |addr| {
-                    let _ = addr_tx.send(addr);
-                },
-                std::future::pending(),
-            )
-            .await;
-            let _ = stop_tx.send(true);
-            let _ = device.await;
-            let finished = finished.map_err(|e| e.to_string())?;
-            let outcome = finished
-                .outcome
-                .ok_or("fake-instance ended without a verdict")?;
-            Ok((outcome, finished.recent))
+            let device = device.start().await.map_err(|e| e.to_string())?;
+            let report = instance.verdict().await;
+            let _ = device.verdict().await;
+            report
         }
         Side::Device => {
-            let misbehave = Misbehaviours::parse(&misbehave_rules, Binds::Instance)?;
-            let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
-            let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-            // Its state directory, so a restart keeps its chats and their turns in flight.
-            let instance_state =
-                tempfile::tempdir().map_err(|e| format!("cannot make a state dir: {e}"))?;
+            let instance = FakeInstance::builder()
+                .cell(case.cell.clone())
+                .patience(PATIENCE)
+                .restarted_by(peer);
+            let instance = match &case.misbehave {
+                Some(rule) => instance.misbehave(rule).map_err(|e| e.to_string())?,
+                None => instance,
+            };
             // An instance whose web UI nobody drives is given no set-up.
-            let (peer_setup, peer_steps) = if case.reduced {
-                (fake_device::setup::InstanceSetup::default(), Vec::new())
+            let instance = if case.reduced {
+                instance
             } else {
-                (
-                    fake_device::setup::of(&case.scenario).map_err(|e| e.to_string())?,
-                    case.scenario.peer_steps().to_vec(),
-                )
+                instance
+                    .as_peer_of(&case.scenario)
+                    .map_err(|e| e.to_string())?
             };
-            // How the web UI's person answers cards is fake-instance's own vocabulary.
-            let cards: fake_instance::settings::CardPolicy =
-                match (&peer_setup.cards, case.scenario.peer.as_ref()) {
-                    (Some(cards), Some(peer)) => harness::scenario::read_section(
-                        cards.clone(),
-                        "peer.cards",
-                        &case.scenario.source,
-                        peer,
-                    )
-                    .map_err(|e| e.to_string())?,
-                    _ => Default::default(),
-                };
-            let options = fake_instance::Options {
-                cell: case.cell.clone(),
-                misbehave,
-                patience: PATIENCE,
-                cards,
-                steps: peer_steps,
-                state_dir: Some(instance_state.path().to_path_buf()),
-                ..fake_instance::Options::default()
-            };
-            let peer = crate::in_process::InProcessPeer::new();
-            let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
-            let instance = tokio::spawn(async move {
-                // A `restart_peer` step stops it; it serves again on the same address and state
-                // directory (its own steps done already).
-                let (mut options, mut addr_tx) = (options, Some(addr_tx));
-                let mut ack: Option<oneshot::Sender<()>> = None;
-                loop {
-                    let (seen_tx, seen_rx) = std::sync::mpsc::channel::<SocketAddr>();
-                    let mut stop = stop_rx.clone();
-                    let asked = peer.clone();
-                    let restarted = ack.take();
-                    let finished = fake_instance::run(
-                        options.clone(),
-                        None,
-                        |addr| {
-                            let _ = seen_tx.send(addr);
-                            if let Some(tx) = addr_tx.take() {
-                                let _ = tx.send(addr);
-                            }
-                            if let Some(ack) = restarted {
-                                let _ = ack.send(());
-                            }
-                        },
-                        async move {
-                            tokio::select! {
-                                _ = stop.wait_for(|s| *s) => {}
-                                () = asked.restart_asked() => {}
-                            }
-                        },
-                    )
-                    .await;
-                    match peer.take_restart() {
-                        Some(next) if !*stop_rx.borrow() => ack = Some(next),
-                        _ => {
-                            peer.ended(harness::Exit::Passed as i32);
-                            return finished;
-                        }
-                    }
-                    if let Ok(addr) = seen_rx.try_recv() {
-                        options.listen = addr;
-                    }
-                    options.steps = Vec::new();
-                }
-            });
-            let addr = addr_rx
-                .await
-                .map_err(|_| "fake-instance did not start".to_string())?;
+            let instance = instance.start().await.map_err(|e| e.to_string())?;
             // One trusted root, as a web server's test would give the device (`--root`).
             let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
-            let options = fake_device::Options {
-                roots: vec![root.path().display().to_string()],
-                cell: case.cell.clone(),
-                patience: PATIENCE,
-                arranged: arranged(case.reduced),
-                process: Some(process),
-                ..fake_device::Options::for_instance(format!("http://{addr}"))
-            };
-            let finished = fake_device::run(
-                options,
-                Some((*case.scenario).clone()),
-                std::future::pending(),
-            )
-            .await;
-            let _ = stop_tx.send(true);
-            let _ = instance.await;
-            drop(instance_state);
-            let finished = finished.map_err(|e| e.to_string())?;
-            let outcome = finished
-                .outcome
-                .ok_or("fake-device ended without a verdict")?;
-            Ok((outcome, finished.recent))
+            let device = FakeDevice::builder(instance.url())
+                .with_scenario((*case.scenario).clone())
+                .cell(case.cell.clone())
+                .root(root.path())
+                .patience(PATIENCE)
+                .options(|o| {
+                    o.arranged = arranged(case.reduced);
+                    o.process = Some(process);
+                })
+                .start()
+                .await
+                .map_err(|e| e.to_string())?;
+            let report = device.verdict().await;
+            let _ = instance.verdict().await;
+            report
         }
-    }
+    };
+    Ok(report.into_parts())
 }
 
 /// Whether the steps restart the peer (`restart_peer`, also inside `when`).
@@ -402,20 +225,6 @@ fn restarts_peer(steps: &[harness::scenario::Spanned<harness::scenario::Step>]) 
         Step::When(when) => restarts_peer(&when.steps),
         _ => false,
     })
-}
-
-/// The code the fake-device command would have exited with after this run.
-fn device_exit(finished: &Result<fake_device::Finished, fake_device::StartError>) -> i32 {
-    use fake_device::dial::Stopped;
-    let code = match finished {
-        Ok(done) => match done.stopped {
-            Some(Stopped::ProtocolMismatch) => harness::Exit::ProtocolMismatch,
-            Some(Stopped::Unauthorized) => harness::Exit::Unauthorized,
-            _ => harness::Exit::Passed,
-        },
-        Err(_) => harness::Exit::Usage,
-    };
-    code as i32
 }
 
 /// What the scenario's double may take as arranged: everything the other double does, or

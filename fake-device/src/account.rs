@@ -338,3 +338,7 @@ mod tests {
         assert_eq!(view.page.len(), 2);
     }
 }
+
+/// The account against fake-instance's HTTP API over loopback.
+#[cfg(test)]
+mod over_http;

@@ -15,6 +15,9 @@ use serde_json::{Value, json};
 pub const MAX_BLOCK_BYTES: usize = 10 * 1024 * 1024;
 /// The most one prompt's attachments may hold together, decoded.
 pub const MAX_PROMPT_BYTES: usize = 25 * 1024 * 1024;
+// A prompt's limit is worked out from a block's (a misbehaving device's is doubled): two and a
+// half blocks is the spec's 25 MB.
+const _: () = assert!(MAX_BLOCK_BYTES / 2 * 5 == MAX_PROMPT_BYTES);
 /// The image types a device takes.
 pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
 
@@ -75,12 +78,14 @@ impl Pending {
 /// Reads a prompt's blocks. `attachments` is the session's attachment directory when the device
 /// takes attachments (capability `attachments`); `None`: an `image` or `resource` block is
 /// refused. The error is the sentence of the -32602.
+#[cfg(test)]
 pub fn read(prompt: &Value, attachments: Option<&Path>) -> Result<Prompt, String> {
     read_within(prompt, attachments, MAX_BLOCK_BYTES)
 }
 
 /// [`read`] with another limit for one block (a misbehaving device's, for the self-test); the
 /// prompt's limit is two and a half blocks, as the spec's 10 MB and 25 MB are.
+#[cfg(test)]
 pub fn read_within(
     prompt: &Value,
     attachments: Option<&Path>,

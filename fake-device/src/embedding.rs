@@ -3,20 +3,24 @@
 //! and shuts the device down when dropped.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness::embed::{RunPlan, Running};
+use futures_util::FutureExt;
+use harness::Exit;
+use harness::embed::{Ended, InProcessPeer, RunPlan, Running, Shutdown, isolated};
 use harness::engine::{ActError, Cell};
+use harness::lembas::setup::DeviceSetup;
 use harness::report::RunReport;
 use harness::rules::{Binds, Misbehaviours};
 use harness::scenario::{LoadError, Scenario, Side};
 use serde_json::Value;
 
 use crate::actions::{DeviceAction, DeviceActor};
-use crate::dial::ProtocolChoice;
+use crate::dial::{ProtocolChoice, Stopped};
+use crate::peer_of::PeerPlay;
 use crate::settings::AgentKind;
-use crate::{Options, StartError};
+use crate::{Live, Options, StartError};
 
 /// How long [`DeviceBuilder::start`] waits for the device to be set up, and for discovery
 /// when the protocol is chosen from it.
@@ -38,7 +42,11 @@ pub struct DeviceBuilder {
     options: Options,
     scenario: Option<Scenario>,
     spec: Option<String>,
+    cell: Option<Cell>,
     verdict_within: Option<Duration>,
+    play: Option<PeerPlay>,
+    restarts: Option<Arc<InProcessPeer>>,
+    own_runtime: bool,
 }
 
 impl DeviceBuilder {
@@ -48,7 +56,11 @@ impl DeviceBuilder {
             options: Options::for_instance(instance),
             scenario: None,
             spec: None,
+            cell: None,
             verdict_within: None,
+            play: None,
+            restarts: None,
+            own_runtime: false,
         }
     }
 
@@ -133,6 +145,43 @@ impl DeviceBuilder {
         self
     }
 
+    /// Plays the device an instance-side scenario's `peer:` section describes, as the
+    /// self-test does: a trusted root laid out as it says (or none), its store seeded with
+    /// sessions deleted offline or started elsewhere, the model the scenario scripts, a person
+    /// at the terminal on its timers, and its `peer.steps`.
+    pub fn as_peer_of(mut self, scenario: &Scenario) -> Result<Self, LoadError> {
+        crate::check_as_peer_of(scenario)?;
+        self.play = Some(PeerPlay {
+            setup: DeviceSetup::of(scenario)?,
+            steps: scenario.peer_steps().to_vec(),
+        });
+        Ok(self)
+    }
+
+    /// The protocol and spec of the run, as a matrix cell names them: the spec it follows and
+    /// the `${protocol}` of its steps (the protocol it says is still chosen from discovery).
+    pub fn cell(mut self, cell: Cell) -> Self {
+        self.cell = Some(cell);
+        self
+    }
+
+    /// Lets `peer` restart it, as `restart_peer` restarts a real device's process: the run ends
+    /// and starts again on the same store. `peer` also hears the code the command would have
+    /// exited with.
+    pub fn restarted_by(mut self, peer: Arc<InProcessPeer>) -> Self {
+        self.restarts = Some(peer);
+        self
+    }
+
+    /// Runs each of its runs on a runtime and a thread of its own, dropped when the run ends:
+    /// every task of a restarted run (a turn still streaming, a timer) ends with it, as a killed
+    /// process's would. Without, a run shares the test's runtime, whose workers keep its timers
+    /// on time on a busy machine.
+    pub fn own_runtime(mut self, own: bool) -> Self {
+        self.own_runtime = own;
+        self
+    }
+
     /// Starts the device on the current tokio runtime: it reads discovery and dials (a
     /// scenario's `dial: manual` waits for its steps), and the handle comes back at once.
     pub async fn start(self) -> Result<FakeDevice, StartError> {
@@ -140,10 +189,11 @@ impl DeviceBuilder {
         let matrix = self.scenario.as_ref().map(|s| &s.matrix);
         // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which
         // by default is what discovery allows.
-        let protocol = match (options.protocol, &self.scenario) {
-            (ProtocolChoice::Fixed(p), _) => p,
-            (ProtocolChoice::Auto, None) => 2,
-            (ProtocolChoice::Auto, Some(_)) => {
+        let protocol = match (options.protocol, &self.scenario, &self.cell) {
+            (ProtocolChoice::Fixed(p), _, _) => p,
+            (ProtocolChoice::Auto, _, Some(cell)) => cell.protocol,
+            (ProtocolChoice::Auto, None, None) => 2,
+            (ProtocolChoice::Auto, Some(_), None) => {
                 crate::dial::probe_protocol(&options.instance, START_WITHIN)
                     .await
                     .map_err(StartError::Scenario)?
@@ -153,9 +203,25 @@ impl DeviceBuilder {
             protocol,
             spec: self
                 .spec
+                .or_else(|| self.cell.map(|c| c.spec))
                 .or_else(|| matrix.and_then(|m| m.spec.iter().max().cloned()))
                 .unwrap_or(options.cell.spec),
         };
+        let scratch = if self.play.is_some() || self.restarts.is_some() {
+            Some(tempfile::tempdir().map_err(|e| {
+                StartError::Scenario(format!("cannot make a temporary directory: {e}"))
+            })?)
+        } else {
+            None
+        };
+        if let (Some(play), Some(scratch)) = (&self.play, &scratch) {
+            crate::peer_of::apply(play, &mut options, scratch.path())
+                .map_err(StartError::Scenario)?;
+        }
+        if let (Some(_), Some(scratch), None) = (&self.restarts, &scratch, &options.state_dir) {
+            // A restart finds the sessions of the run before it.
+            options.state_dir = Some(scratch.path().join("state"));
+        }
         let plan = RunPlan {
             double: "fake-device",
             cell: options.cell.clone(),
@@ -164,24 +230,102 @@ impl DeviceBuilder {
             verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
         };
         let scenario = self.scenario;
+        let restarts = self.restarts;
+        let own_runtime = self.own_runtime;
+        let actor = Arc::new(Mutex::new(None::<Arc<DeviceActor>>));
+        let slot = actor.clone();
         let (live, running) = Running::start(plan, |up, shutdown| async move {
-            crate::run_started(
-                options,
-                scenario,
-                move |live| {
-                    let _ = up.send(live);
-                },
-                shutdown,
-            )
-            .await
-            .map(Into::into)
+            match restarts {
+                None => crate::run_started(
+                    options,
+                    scenario,
+                    move |live| {
+                        let _ = up.send(live);
+                    },
+                    shutdown,
+                )
+                .await
+                .map(Into::into),
+                Some(peer) => runs(options, peer, own_runtime, up, slot, shutdown).await,
+            }
         })
         .await?;
+        if let Ok(mut slot) = actor.lock() {
+            slot.get_or_insert(live.actor);
+        }
         Ok(FakeDevice {
-            actor: live.actor,
+            actor,
             running,
+            _scratch: scratch,
         })
     }
+}
+
+/// The device's runs while `peer` restarts it, on the same store (each on a runtime of its own
+/// when `own_runtime`), until `shutdown` or a run that ends by itself. The first run's hands go to `up`; a later
+/// run's replace them in `actor`.
+async fn runs(
+    options: Options,
+    peer: Arc<InProcessPeer>,
+    own_runtime: bool,
+    up: tokio::sync::oneshot::Sender<Live>,
+    actor: Arc<Mutex<Option<Arc<DeviceActor>>>>,
+    shutdown: Shutdown,
+) -> Result<Ended, StartError> {
+    let stop = shutdown.shared();
+    let mut up = Some(up);
+    loop {
+        let (asked, stop_now) = (peer.clone(), stop.clone());
+        let run_shutdown = async move {
+            tokio::select! {
+                () = stop_now => {}
+                () = asked.restart_asked() => {}
+            }
+        };
+        let first = up.take();
+        let slot = actor.clone();
+        let started = move |live: Live| match first {
+            Some(up) => {
+                let _ = up.send(live);
+            }
+            None => {
+                if let Ok(mut slot) = slot.lock() {
+                    *slot = Some(live.actor);
+                }
+            }
+        };
+        let run_options = options.clone();
+        let finished = if own_runtime {
+            isolated(move || crate::run_started(run_options, None, started, run_shutdown))
+                .await
+                .unwrap_or_else(|| Err(StartError::NotUp("its thread could not start".into())))
+        } else {
+            crate::run_started(run_options, None, started, run_shutdown).await
+        };
+        let stopped = stop.clone().now_or_never().is_some();
+        match peer.take_restart() {
+            Some(ack) if !stopped => {
+                let _ = ack.send(());
+            }
+            _ => {
+                peer.ended(exit_code(&finished));
+                return finished.map(Into::into);
+            }
+        }
+    }
+}
+
+/// The code the fake-device command would have exited with after this run.
+fn exit_code(finished: &Result<crate::Finished, StartError>) -> i32 {
+    let code = match finished {
+        Ok(done) => match done.stopped {
+            Some(Stopped::ProtocolMismatch) => Exit::ProtocolMismatch,
+            Some(Stopped::Unauthorized) => Exit::Unauthorized,
+            _ => Exit::Passed,
+        },
+        Err(_) => Exit::Usage,
+    };
+    code as i32
 }
 
 /// A fake LLeMbas CLI running inside the test, linked to the instance under test: act as the
@@ -207,8 +351,11 @@ impl DeviceBuilder {
 /// # }
 /// ```
 pub struct FakeDevice {
-    actor: Arc<DeviceActor>,
+    /// The person's hands in the current run (a restart replaces them).
+    actor: Arc<Mutex<Option<Arc<DeviceActor>>>>,
     running: Running<StartError>,
+    /// The root, home and store a device playing a scenario's peer works in.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl FakeDevice {
@@ -222,11 +369,23 @@ impl FakeDevice {
         self.running.cell()
     }
 
+    /// The person's hands in the current run.
+    fn actor(&self) -> Result<Arc<DeviceActor>, ActError> {
+        self.actor
+            .lock()
+            .ok()
+            .and_then(|actor| actor.clone())
+            .ok_or_else(|| ActError::Failed("the device is not running".into()))
+    }
+
     /// Waits until the device is linked and the instance has initialized it as LLeMbas.
     pub async fn wait_linked(&self, within: Duration) -> Result<(), ActError> {
         let deadline = Instant::now() + within;
         loop {
-            if self.actor.lembas_link().is_some() {
+            if self
+                .actor()
+                .is_ok_and(|actor| actor.lembas_link().is_some())
+            {
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -250,7 +409,7 @@ impl FakeDevice {
         action: DeviceAction,
         within: Duration,
     ) -> Result<Value, ActError> {
-        self.actor
+        self.actor()?
             .act_now(action, within)
             .await
             .map_err(ActError::Failed)

@@ -1,36 +1,56 @@
 //! fake-device: plays LLeMbas CLI, the device, for a real LLeMbas web server's tests.
 //!
-//! It reads discovery before every dial and links with its token ([`dial`]), acts as the ACP
-//! agent on the link ([`agent`]), and checks every rule that binds an instance as the instance
-//! talks ([`monitor`]). With a scenario it runs the scenario's steps over the link and ends with
-//! its verdict; without one it stays linked as a simulated device until told to stop.
+//! It reads discovery before every dial and links with its token, acts as the ACP agent on the
+//! link (a session store, turns with de-duplication, cards, files, commands, attachments,
+//! terminals), and checks every rule that binds an instance as the instance talks. With a
+//! scenario it runs the scenario's steps over the link and ends with its verdict; without one it
+//! stays linked as a simulated device, driven from the test.
+//!
+//! In a Rust test, start it with [`FakeDevice::builder`], pointed at the instance under test:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use fake_device::FakeDevice;
+//! # let instance = fake_instance::FakeInstance::start().await?;
+//! # let url = instance.url();
+//!
+//! let root = tempfile::tempdir()?;
+//! let device = FakeDevice::builder(url).root(root.path()).scenario("negotiate")?.start().await?;
+//! device.verdict().await.assert_passed();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The command-line double (`fake-device --scenario …`) is [`run`] with [`Options`];
+//! `fake-device serve --stdio` is [`serve_stdio`].
 #![warn(missing_docs)]
 
-pub mod account;
-pub mod actions;
-pub mod agent;
-pub mod attachments;
-pub mod cards;
-pub mod commands;
-pub mod dial;
-pub mod directories;
+mod account;
+mod actions;
+mod agent;
+mod attachments;
+mod cards;
+mod commands;
+mod dial;
+mod directories;
 mod embedding;
-pub mod events;
-pub mod files;
-pub mod library;
-pub mod limits;
-pub mod mentions;
-pub mod model;
-pub mod monitor;
-pub mod script;
-pub mod scripts;
-pub mod sessions;
-pub mod settings;
-pub mod setup;
-pub mod store;
-pub mod stream;
-pub mod terminals;
-pub mod turns;
+mod events;
+mod files;
+mod library;
+mod limits;
+mod mentions;
+mod model;
+mod monitor;
+mod peer_of;
+mod script;
+mod scripts;
+mod sessions;
+mod settings;
+mod store;
+mod stream;
+mod terminals;
+mod turns;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -41,22 +61,43 @@ use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::Spec;
+use harness::lembas::setup::InstanceSetup;
 use harness::process::{Placeholders, Sut, SutSpec};
 use harness::rules::{Misbehaviours, ids};
 use harness::scenario::{Mode, Scenario, check_actions};
 use harness::under_test::UnderTest;
 
-use crate::settings::{AgentKind, DeviceSettings};
-
 use crate::actions::DeviceActor;
 use crate::agent::{AgentConfig, AgentModel};
-use crate::dial::{DeviceDialer, ProtocolChoice, Stopped};
+use crate::dial::DeviceDialer;
 use crate::limits::Limits;
 use crate::model::ModelClient;
 use crate::sessions::{Sessions, SessionsConfig};
 use crate::store::Store;
 
+pub use actions::{CardAnswer, DeviceAction, LimitsChange, PersonalizationChange};
+pub use dial::{ProtocolChoice, Stopped, probe_protocol};
 pub use embedding::{DeviceBuilder, FakeDevice};
+pub use scripts::{
+    AgentScript, Regex, Say, ScriptAsk, ScriptPermission, ScriptStep, ScriptSubmitPlan, ScriptTool,
+    StopReason,
+};
+pub use settings::{AgentKind, DeviceSettings};
+
+/// Checks what fake-device reads of a device-side scenario beyond the format: its `device:`
+/// settings, its `peer:` set-up and its steps' actions. An error names the file, the line and
+/// the key at fault.
+pub fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
+    settings::of(scenario)?;
+    InstanceSetup::of(scenario)?;
+    check_actions::<DeviceAction>(&scenario.steps, "steps", &scenario.source)
+}
+
+/// Checks what fake-device reads of an instance-side scenario when it plays the device for it:
+/// what its person does by itself (`peer.steps`).
+pub fn check_as_peer_of(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
+    check_actions::<DeviceAction>(scenario.peer_steps(), "peer.steps", &scenario.source)
+}
 
 /// The sentence a device says when the instance closed with 4400 (the CLI's own words).
 pub const PROTOCOL_MISMATCH_SENTENCE: &str =
@@ -231,8 +272,9 @@ pub struct TerminalPlay {
     pub leave_after: Option<Duration>,
 }
 
-/// What the person at the terminal types (`TerminalPlay::prompt_after`).
-pub const TERMINAL_PROMPT: &str = "typed at the terminal";
+/// What the person at the terminal types (`TerminalPlay::prompt_after`): the scenarios'
+/// words, which hooks also type into a real CLI.
+pub use harness::lembas::setup::TERMINAL_PROMPT;
 
 /// How a run ended.
 #[derive(Debug)]
@@ -296,9 +338,9 @@ pub(crate) async fn run_started(
     let (settings, instance_setup) = match &scenario {
         Some(scenario) => (
             settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-            setup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
+            InstanceSetup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
         ),
-        None => (DeviceSettings::default(), setup::InstanceSetup::default()),
+        None => (DeviceSettings::default(), InstanceSetup::default()),
     };
     let Basics {
         spec,

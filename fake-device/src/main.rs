@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use fake_device::dial::{ProtocolChoice, Stopped};
+use fake_device::{ProtocolChoice, Stopped};
 use harness::Exit;
 use harness::cli::CommonArgs;
 use harness::engine::Cell;
@@ -85,7 +85,7 @@ enum AgentArg {
     Model,
 }
 
-impl From<AgentArg> for fake_device::settings::AgentKind {
+impl From<AgentArg> for fake_device::AgentKind {
     fn from(arg: AgentArg) -> Self {
         match arg {
             AgentArg::Echo => Self::Echo,
@@ -178,9 +178,7 @@ fn serve(args: ServeArgs) -> ExitCode {
 }
 
 /// The scripts of `--scripts FILE`, or the usage error saying why they do not load.
-fn scripts_of(
-    path: Option<&std::path::Path>,
-) -> Result<Vec<fake_device::scripts::AgentScript>, ExitCode> {
+fn scripts_of(path: Option<&std::path::Path>) -> Result<Vec<fake_device::AgentScript>, ExitCode> {
     let Some(path) = path else {
         return Ok(Vec::new());
     };
@@ -289,7 +287,7 @@ fn main() -> ExitCode {
             // what it printed, rather than after the probe's 30 s.
             let sut = started.as_ref().map(|(sut, _)| sut.clone());
             let probed = runtime.block_on(async {
-                let probe = fake_device::dial::probe_protocol(
+                let probe = fake_device::probe_protocol(
                     &instance,
                     std::time::Duration::from_secs(30),
                 );

@@ -1013,3 +1013,7 @@ impl Sessions {
         Ok(json!({ "title": title }))
     }
 }
+
+/// Sessions and turn answers across a restart on the same store.
+#[cfg(test)]
+mod survives_restart;

@@ -406,11 +406,6 @@ impl Terminals {
             });
         }
     }
-
-    /// The shell, for tests.
-    pub fn shell(&self) -> &Path {
-        &self.shell
-    }
 }
 
 #[cfg(test)]

@@ -59,7 +59,7 @@ fn an_act_step_needs_exactly_one_action_and_belongs_to_fake_device() {
     let instance = "name: x\nabout: y\nsteps:\n  - wait: 1s\n  - act: { share_session: true }\n";
     let scenario =
         harness::scenario::load_str(instance, "x.yaml", Some(Side::Instance)).expect("it loads");
-    let err = harness::scenario::check_actions::<fake_instance::actions::WebAction>(
+    let err = harness::scenario::check_actions::<fake_instance::WebAction>(
         &scenario.steps,
         "steps",
         &scenario.source,
@@ -72,7 +72,7 @@ fn an_act_step_needs_exactly_one_action_and_belongs_to_fake_device() {
         "{err}"
     );
     assert!(
-        harness::scenario::check_actions::<fake_device::actions::DeviceAction>(
+        harness::scenario::check_actions::<fake_device::DeviceAction>(
             &scenario.steps,
             "steps",
             &scenario.source,

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::HTTP_CHAT;
 use crate::chats::{Chats, LinkFacts};
 use crate::settings::InstanceSettings;
-use crate::setup::{DeviceSetup, RootsNeed};
+use harness::lembas::setup::{DeviceSetup, RootsNeed};
 
 /// What a run relies on beyond its steps' messages.
 #[derive(Debug, Clone, Default)]

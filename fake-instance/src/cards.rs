@@ -13,11 +13,6 @@ pub const CARD_METHODS: [&str; 3] = [
     methods::LEMBAS_PLAN,
 ];
 
-/// The default answer to a card, or `None` for a method that is not one.
-pub fn answer(method: &str, params: &Value) -> Option<Value> {
-    answer_by(&CardPolicy::default(), method, params)
-}
-
 /// The answer a policy gives a card; `None`: a method that is not one, or a card the policy
 /// leaves unanswered (`ignore`).
 pub fn answer_by(policy: &CardPolicy, method: &str, params: &Value) -> Option<Value> {
@@ -142,6 +137,11 @@ fn questions(params: &Value, recommended: bool) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The default policy's answer.
+    fn answer(method: &str, params: &Value) -> Option<Value> {
+        answer_by(&CardPolicy::default(), method, params)
+    }
 
     #[test]
     fn approvals_are_allowed_once_and_questions_get_the_recommended_option() {

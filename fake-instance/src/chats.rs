@@ -201,6 +201,7 @@ impl Chats {
     }
 
     /// The deletes waiting to be delivered.
+    #[cfg(test)]
     pub fn pending_deletes(&self) -> BTreeMap<String, PendingDelete> {
         self.lock().pending_deletes.clone()
     }

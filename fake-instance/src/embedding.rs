@@ -2,10 +2,11 @@
 //! handle that acts as the web UI, gives the verdict, and shuts the instance down when dropped.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness::embed::{RunPlan, Running};
+use futures_util::FutureExt;
+use harness::embed::{Ended, InProcessPeer, RunPlan, Running, Shutdown};
 use harness::engine::{ActError, Cell};
 use harness::lembas::LINK_PATH;
 use harness::process::SutSpec;
@@ -13,9 +14,10 @@ use harness::report::RunReport;
 use harness::rules::{Binds, Misbehaviours};
 use harness::scenario::{LoadError, Scenario, Side};
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use crate::actions::{InstanceActor, OpenChat, SendMessage, WebAction};
-use crate::{Options, StartError};
+use crate::{Live, Options, StartError};
 
 /// How long [`InstanceBuilder::start`] waits for the instance to listen.
 const START_WITHIN: Duration = Duration::from_secs(10);
@@ -35,6 +37,7 @@ pub struct InstanceBuilder {
     protocol: Option<u8>,
     spec: Option<String>,
     verdict_within: Option<Duration>,
+    restarts: Option<Arc<InProcessPeer>>,
 }
 
 impl InstanceBuilder {
@@ -107,6 +110,31 @@ impl InstanceBuilder {
         self
     }
 
+    /// Plays the instance a device-side scenario's `peer:` section describes, as the
+    /// self-test does: its web UI answers cards as `peer.cards` says and does `peer.steps` by
+    /// itself.
+    pub fn as_peer_of(mut self, scenario: &Scenario) -> Result<Self, LoadError> {
+        crate::check_as_peer_of(scenario)?;
+        self.options.cards = crate::peer_cards(scenario)?;
+        self.options.steps = scenario.peer_steps().to_vec();
+        Ok(self)
+    }
+
+    /// The protocol and spec of the run, as a matrix cell names them.
+    pub fn cell(mut self, cell: Cell) -> Self {
+        self.protocol = Some(cell.protocol);
+        self.spec = Some(cell.spec);
+        self
+    }
+
+    /// Lets `peer` restart it, as `restart_peer` restarts a real server: it stops and serves
+    /// again on the same address and state (its chats, their undelivered deletes), its own
+    /// steps done already.
+    pub fn restarted_by(mut self, peer: Arc<InProcessPeer>) -> Self {
+        self.restarts = Some(peer);
+        self
+    }
+
     /// Starts the instance on the current tokio runtime and gives its handle once it listens.
     pub async fn start(self) -> Result<FakeInstance, StartError> {
         let mut options = self.options;
@@ -121,6 +149,17 @@ impl InstanceBuilder {
                 .or_else(|| matrix.and_then(|m| m.spec.iter().max().cloned()))
                 .unwrap_or(options.cell.spec),
         };
+        let scratch = match (&self.restarts, &options.state_dir) {
+            (Some(_), None) => {
+                let scratch = tempfile::tempdir().map_err(|e| {
+                    StartError::Scenario(format!("cannot make a state directory: {e}"))
+                })?;
+                // A restart finds the chats of the run before it.
+                options.state_dir = Some(scratch.path().to_path_buf());
+                Some(scratch)
+            }
+            _ => None,
+        };
         let token = options.tokens.first().cloned().unwrap_or_default();
         let plan = RunPlan {
             double: "fake-instance",
@@ -130,25 +169,96 @@ impl InstanceBuilder {
             verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
         };
         let scenario = self.scenario;
+        let restarts = self.restarts;
+        let actor = Arc::new(Mutex::new(None::<Arc<InstanceActor>>));
+        let slot = actor.clone();
         let (live, running) = Running::start(plan, |up, shutdown| async move {
-            crate::run_started(
-                options,
-                scenario,
-                move |live| {
-                    let _ = up.send(live);
-                },
-                shutdown,
-            )
-            .await
-            .map(Into::into)
+            match restarts {
+                None => crate::run_started(
+                    options,
+                    scenario,
+                    move |live| {
+                        let _ = up.send(live);
+                    },
+                    shutdown,
+                )
+                .await
+                .map(Into::into),
+                Some(peer) => runs(options, peer, up, slot, shutdown).await,
+            }
         })
         .await?;
+        if let Ok(mut slot) = actor.lock() {
+            slot.get_or_insert(live.actor);
+        }
         Ok(FakeInstance {
             addr: live.addr,
             token,
-            actor: live.actor,
+            actor,
             running,
+            _scratch: scratch,
         })
+    }
+}
+
+/// The instance's runs while `peer` restarts it: each serves on the address of the first and
+/// the same state directory, until `shutdown` or a run that ends by itself. The web UI's own
+/// steps run once, in the first. The first run's hands go to `up`; a later run's replace them
+/// in `actor`.
+async fn runs(
+    mut options: Options,
+    peer: Arc<InProcessPeer>,
+    up: oneshot::Sender<Live>,
+    actor: Arc<Mutex<Option<Arc<InstanceActor>>>>,
+    shutdown: Shutdown,
+) -> Result<Ended, StartError> {
+    let stop = shutdown.shared();
+    let mut up = Some(up);
+    let mut ack: Option<oneshot::Sender<()>> = None;
+    loop {
+        let (asked, stop_now) = (peer.clone(), stop.clone());
+        let run_shutdown = async move {
+            tokio::select! {
+                () = stop_now => {}
+                () = asked.restart_asked() => {}
+            }
+        };
+        let (first, restarted) = (up.take(), ack.take());
+        let mut listened = None;
+        let finished = crate::run_started(
+            options.clone(),
+            None,
+            |live| {
+                listened = Some(live.addr);
+                match first {
+                    Some(up) => {
+                        let _ = up.send(live);
+                    }
+                    None => {
+                        if let Ok(mut slot) = actor.lock() {
+                            *slot = Some(live.actor);
+                        }
+                    }
+                }
+                if let Some(ack) = restarted {
+                    let _ = ack.send(());
+                }
+            },
+            run_shutdown,
+        )
+        .await;
+        let stopped = stop.clone().now_or_never().is_some();
+        match peer.take_restart() {
+            Some(next) if !stopped => ack = Some(next),
+            _ => {
+                peer.ended(harness::Exit::Passed as i32);
+                return finished.map(Into::into);
+            }
+        }
+        if let Some(addr) = listened {
+            options.listen = addr;
+        }
+        options.steps = Vec::new();
     }
 }
 
@@ -174,8 +284,11 @@ impl InstanceBuilder {
 pub struct FakeInstance {
     addr: SocketAddr,
     token: String,
-    actor: Arc<InstanceActor>,
+    /// The web UI's hands in the current run (a restart replaces them).
+    actor: Arc<Mutex<Option<Arc<InstanceActor>>>>,
     running: Running<StartError>,
+    /// The state directory a restartable instance keeps its chats in.
+    _scratch: Option<tempfile::TempDir>,
 }
 
 impl FakeInstance {
@@ -222,14 +335,24 @@ impl FakeInstance {
 
     /// As [`act`](Self::act), waiting up to `within`.
     pub async fn act_within(&self, action: WebAction, within: Duration) -> Result<Value, ActError> {
-        self.actor.act_now(action, within).await
+        self.actor()?.act_now(action, within).await
+    }
+
+    /// The web UI's hands in the current run.
+    fn actor(&self) -> Result<Arc<InstanceActor>, ActError> {
+        self.actor
+            .lock()
+            .ok()
+            .and_then(|actor| actor.clone())
+            .ok_or_else(|| ActError::Failed("the instance is not running".into()))
     }
 
     /// Waits until a device has linked and finished `initialize`.
     pub async fn wait_for_device(&self, within: Duration) -> Result<(), ActError> {
-        self.actor
+        let actor = self.actor()?;
+        actor
             .chats
-            .ready_link(&self.actor.hub, within)
+            .ready_link(&actor.hub, within)
             .await
             .map(|_| ())
             .map_err(ActError::Failed)

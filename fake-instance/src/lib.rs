@@ -1,23 +1,40 @@
 //! fake-instance: plays LLeMbas, the web server, for a real LLeMbas CLI's tests.
 //!
-//! It serves discovery and accepts device links behind their tokens ([`server`]), acts as the
-//! ACP client on each link ([`client`]), and checks every rule that binds a device as the device
-//! talks ([`monitor`]). With a scenario it runs the scenario's steps over those links and ends
-//! with its verdict; without one it stays up as a simulated instance until told to stop.
+//! It serves discovery and the HTTP API a device uses ([`http`]), accepts device links behind
+//! their tokens, acts as the ACP client on each link, and checks every rule that binds a device
+//! as the device talks. With a scenario it runs the scenario's steps over those links and ends
+//! with its verdict; without one it stays up as a simulated instance, driven from the test.
+//!
+//! In a Rust test, start it with [`FakeInstance::builder`]:
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use fake_instance::FakeInstance;
+//!
+//! let instance = FakeInstance::builder().protocol(2).scenario("reattach")?.start().await?;
+//! // Start the CLI under test with instance.url() and instance.token(), then:
+//! # let root = tempfile::tempdir()?;
+//! # let _device = fake_device::FakeDevice::builder(instance.url()).root(root.path()).start().await?;
+//! instance.verdict().await.assert_passed();
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The command-line double (`fake-instance --scenario …`) is [`run`] with [`Options`].
 #![warn(missing_docs)]
 
-pub mod actions;
-pub mod applicability;
-pub mod attach;
-pub mod cards;
-pub mod chats;
-pub mod client;
+mod actions;
+mod applicability;
+mod attach;
+mod cards;
+mod chats;
+mod client;
 mod embedding;
 pub mod http;
-pub mod monitor;
-pub mod server;
-pub mod settings;
-pub mod setup;
+mod monitor;
+mod server;
+mod settings;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -29,13 +46,13 @@ use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome, Runner};
 use harness::finding::{Finding, Findings};
 use harness::hooks::Hooks;
 use harness::journal::{Entry, Journal};
+use harness::lembas::setup::DeviceSetup;
 use harness::lembas::{Discovery, LINK_PATH, Spec};
 use harness::process::{Placeholders, SutSpec};
 use harness::rules::Misbehaviours;
 use harness::scenario::{Scenario, Spanned, Step, check_actions};
 use harness::under_test::UnderTest;
 
-use crate::settings::{CardPolicy, InstanceSettings};
 use harness::transport::FrameLimits;
 use serde_json::json;
 
@@ -44,7 +61,41 @@ use crate::chats::{Chats, ChatsConfig};
 use crate::client::{ClientConfig, ClientModel};
 use crate::server::ServerState;
 
+pub use actions::{AttachFile, ComposerAsk, OpenChat, RewindChat, SendMessage, WebAction};
 pub use embedding::{FakeInstance, InstanceBuilder};
+pub use settings::{
+    CardPolicy, ClientKind, InstanceSettings, PermissionPolicy, PlanPolicy, QuestionPolicy,
+};
+
+/// Checks what fake-instance reads of an instance-side scenario beyond the format: its
+/// `instance:` settings, its `peer:` set-up and its steps' actions. An error names the file,
+/// the line and the key at fault.
+pub fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
+    settings::of(scenario)?;
+    DeviceSetup::of(scenario)?;
+    check_actions::<WebAction>(&scenario.steps, "steps", &scenario.source)
+}
+
+/// Checks what fake-instance reads of a device-side scenario when it plays the instance for it:
+/// how its web UI answers cards (`peer.cards`) and what it does by itself (`peer.steps`).
+pub fn check_as_peer_of(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
+    peer_cards(scenario)?;
+    check_actions::<WebAction>(scenario.peer_steps(), "peer.steps", &scenario.source)
+}
+
+/// How the web UI's person answers cards for a device-side scenario (`peer.cards`).
+pub fn peer_cards(scenario: &Scenario) -> Result<CardPolicy, harness::scenario::LoadError> {
+    let (Some(peer), Some(cards)) = (
+        scenario.peer.as_ref(),
+        scenario
+            .peer
+            .as_ref()
+            .and_then(|p| p.value.setup.get("cards")),
+    ) else {
+        return Ok(CardPolicy::default());
+    };
+    harness::scenario::read_section(cards.clone(), "peer.cards", &scenario.source, peer)
+}
 
 /// The link number the HTTP side's requests are seen on in a scenario's inbox (links count
 /// from 1).
@@ -249,7 +300,7 @@ pub(crate) async fn run_started(
     let (settings, device_setup) = match &scenario {
         Some(scenario) => (
             settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-            setup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
+            DeviceSetup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
         ),
         None => Default::default(),
     };

@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fake_device::dial::ProtocolChoice;
+use fake_device::ProtocolChoice;
 use harness::engine::Cell;
 use harness::rules::{Binds, Misbehaviours};
 

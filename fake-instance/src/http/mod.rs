@@ -1,18 +1,18 @@
 //! The HTTP API a LLeMbas CLI uses on its instance, besides the link (the spec's section on the
 //! HTTP API the CLI uses): the models it lists, an OpenAI-compatible scripted chat model, usage,
 //! the account's personalization, the instance's description and the library over MCP. Every
-//! route sits behind a device token ([`auth`]); each endpoint is a module of its own, and
+//! route sits behind a device token; each endpoint is a module of its own, and
 //! [`HttpConfig`] gathers what a run (a scenario's `instance.http`) may set for each.
 
-pub mod auth;
-pub mod chat;
-pub mod discovery;
-pub mod instance_info;
-pub mod library;
-pub mod mcp;
-pub mod models;
-pub mod personalization;
-pub mod usage;
+mod auth;
+mod chat;
+pub(crate) mod discovery;
+mod instance_info;
+mod library;
+mod mcp;
+mod models;
+mod personalization;
+mod usage;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -26,7 +26,9 @@ use harness::lembas::Discovery;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use chat::{ChatLog, ChatScript, LoggedRequest};
+pub use chat::{
+    ChatLog, ChatScript, Fault, LoggedRequest, Pattern, Reply, TokenUsage, ToolCallScript, When,
+};
 pub use library::{ChatScopes, LibraryConfig};
 pub use models::{ModelEntry, ProviderField};
 pub use personalization::{Personalization, PersonalizationConfig, PersonalizationWrite};

@@ -4,6 +4,7 @@
 pub mod capabilities;
 pub mod discovery;
 pub mod methods;
+pub mod setup;
 pub mod spec;
 
 pub use discovery::Discovery;

@@ -57,6 +57,11 @@ impl RunReport {
         &self.recent
     }
 
+    /// The outcome and the last messages, for reports of many runs.
+    pub fn into_parts(self) -> (RunOutcome, Vec<Entry>) {
+        (self.outcome, self.recent)
+    }
+
     /// The report a person reads: each step, what failed and why, the last messages.
     pub fn render(&self) -> String {
         super::human::render(self.double, &self.outcome, &self.recent)

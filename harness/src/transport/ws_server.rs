@@ -3,7 +3,7 @@
 //! [`accept`] turns an axum [`WebSocketUpgrade`] into a [`Connection`]. This file also holds the
 //! pump shared with [`super::ws_client`]: both sides speak the same close handshake, so the loop
 //! that moves frames between the socket and the channels is written once, over the small
-//! [`WsMessage`] trait that hides the difference between axum's and tungstenite's message types.
+//! `WsMessage` trait that hides the difference between axum's and tungstenite's message types.
 //! (It lives here rather than in a module of its own because `mod.rs` is shared and fixed.)
 
 use std::convert::Infallible;

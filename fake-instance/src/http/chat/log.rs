@@ -34,7 +34,7 @@ pub const CHAT_LOG_KEPT: usize = 10_000;
 /// Told of each request as it is logged.
 pub type Observer = Arc<dyn Fn(&LoggedRequest) + Send + Sync>;
 
-/// Every chat completion request of the run, in order (the newest [`CHAT_LOG_KEPT`]). Clones
+/// Every chat completion request of the run, in order (the newest 10 000). Clones
 /// share the journal.
 #[derive(Clone, Default)]
 pub struct ChatLog(Arc<Mutex<Vec<LoggedRequest>>>, Arc<Mutex<Option<Observer>>>);

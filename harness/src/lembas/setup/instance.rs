@@ -3,7 +3,7 @@
 //! self-test). The engine keeps the section as written; fake-device reads it and names the
 //! set-up a real web server's test must arrange.
 
-use harness::scenario::{LoadError, Scenario};
+use crate::scenario::{LoadError, Scenario};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -19,6 +19,20 @@ pub struct InstanceSetup {
 }
 
 impl InstanceSetup {
+    /// Reads a scenario's `peer:` set-up (the defaults without one); an error names the file, the
+    /// section's line and the key at fault.
+    pub fn of(scenario: &Scenario) -> Result<InstanceSetup, LoadError> {
+        let Some(peer) = scenario.peer.as_ref() else {
+            return Ok(Self::default());
+        };
+        crate::scenario::read_section(
+            Value::Object(peer.value.setup.clone()),
+            "peer",
+            &scenario.source,
+            peer,
+        )
+    }
+
     /// The set-up the instance must be given, by name: what fake-instance does by itself in the
     /// self-test, and what a real web server's test must arrange (`--arranged`).
     pub fn needs(&self) -> Vec<String> {
@@ -34,28 +48,14 @@ impl InstanceSetup {
     /// The set-up an instance under test is given as it runs, as hook actions on a timeline:
     /// how its person answers cards (`answer_cards`, with fake-instance's card policy as its
     /// fields), at once.
-    pub fn timeline(&self) -> Vec<harness::hooks::Timed> {
+    pub fn timeline(&self) -> Vec<crate::hooks::Timed> {
         self.cards
             .iter()
-            .map(|cards| harness::hooks::Timed {
+            .map(|cards| crate::hooks::Timed {
                 at: std::time::Duration::ZERO,
                 action: "answer_cards".into(),
                 value: cards.clone(),
             })
             .collect()
     }
-}
-
-/// Reads a scenario's `peer:` set-up (the defaults without one); an error names the file, the
-/// section's line and the key at fault.
-pub fn of(scenario: &Scenario) -> Result<InstanceSetup, LoadError> {
-    let Some(peer) = scenario.peer.as_ref() else {
-        return Ok(InstanceSetup::default());
-    };
-    harness::scenario::read_section(
-        Value::Object(peer.value.setup.clone()),
-        "peer",
-        &scenario.source,
-        peer,
-    )
 }

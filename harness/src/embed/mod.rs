@@ -3,6 +3,10 @@
 //! and never taken fails the test when the handle is dropped, as a mock server that verifies on
 //! drop does.
 
+mod in_process;
+
+pub use in_process::{InProcessPeer, isolated};
+
 use std::fmt::Display;
 use std::future::Future;
 use std::pin::Pin;

@@ -1,11 +1,11 @@
-//! fake-device's account on its instance (personalization and usage), against fake-instance's
+//! The account on its instance (personalization and usage), against fake-instance's
 //! HTTP API over real loopback HTTP: the shapes of usage the spec lists, and what a write-back
 //! sends and is told.
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use fake_device::account::Account;
+use super::Account;
 use fake_instance::http::HttpConfig;
 use fake_instance::{DEFAULT_TOKEN, Options};
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! The other double as the scenario's peer, run in this process (the self-test): a
+//! A double as the scenario's peer, run in this process (the self-test): a
 //! [`PeerProcess`] whose restart ends the double's run and starts it again on the same state, as
 //! `restart_peer` does to a real peer's process, and whose exit is the code the double's command
 //! would have ended with.
@@ -6,9 +6,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness::engine::PeerProcess;
-use harness::engine::process::ProcessFuture;
-use harness::process::{Exited, OutputLog, ProcessReport};
+use crate::engine::PeerProcess;
+use crate::engine::process::ProcessFuture;
+use crate::process::{Exited, OutputLog, ProcessReport};
 use tokio::sync::{Notify, oneshot, watch};
 
 /// How long a restart may take before the step says the peer did not come back.

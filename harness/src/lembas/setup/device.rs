@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use harness::scenario::{Dur, LoadError, Scenario};
+use crate::scenario::{Dur, LoadError, Scenario};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -65,6 +65,20 @@ pub struct DeviceSetup {
 }
 
 impl DeviceSetup {
+    /// Reads a scenario's `peer:` set-up (the defaults without one); an error names the file, the
+    /// section's line and the key at fault.
+    pub fn of(scenario: &Scenario) -> Result<DeviceSetup, LoadError> {
+        let Some(peer) = scenario.peer.as_ref() else {
+            return Ok(Self::default());
+        };
+        crate::scenario::read_section(
+            serde_json::Value::Object(peer.value.setup.clone()),
+            "peer",
+            &scenario.source,
+            peer,
+        )
+    }
+
     /// The set-up actions the device must be given before or during the run, by name: what
     /// fake-device does by itself in the self-test, and what a real CLI's test must arrange
     /// (`--arranged`). Conditions fake-instance can see for itself (a root to open sessions in,
@@ -124,8 +138,8 @@ impl DeviceSetup {
 
     /// The set-up done while the device runs, on the scenario's timers, as hook actions whose
     /// values are fake-device's own actions (`{action}` is a line its `--console` reads).
-    pub fn timeline(&self) -> Vec<harness::hooks::Timed> {
-        use harness::hooks::Timed;
+    pub fn timeline(&self) -> Vec<crate::hooks::Timed> {
+        use crate::hooks::Timed;
         use serde_json::json;
         let mut timeline = Vec::new();
         let timed = |at: std::time::Duration, action: &str, value: serde_json::Value| Timed {
@@ -205,20 +219,6 @@ impl DeviceSetup {
     }
 }
 
-/// Reads a scenario's `peer:` set-up (the defaults without one); an error names the file, the
-/// section's line and the key at fault.
-pub fn of(scenario: &Scenario) -> Result<DeviceSetup, LoadError> {
-    let Some(peer) = scenario.peer.as_ref() else {
-        return Ok(DeviceSetup::default());
-    };
-    harness::scenario::read_section(
-        serde_json::Value::Object(peer.value.setup.clone()),
-        "peer",
-        &scenario.source,
-        peer,
-    )
-}
-
 /// Whether the device under test must have a remote root.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum RootsNeed {
@@ -268,7 +268,7 @@ mod tests {
     use super::*;
 
     fn scenario(peer: &str) -> Scenario {
-        harness::scenario::load_str(
+        crate::scenario::load_str(
             &format!("name: t\nabout: t\nsteps: []\npeer:\n{peer}"),
             "t.yaml",
             None,
@@ -278,7 +278,7 @@ mod tests {
 
     #[test]
     fn the_device_s_set_up_is_read_here_and_names_what_a_test_must_arrange() {
-        let read = of(&scenario(
+        let read = DeviceSetup::of(&scenario(
             "  roots: false\n  pending_deletes: [ses_x]\n  share_session_after: 1s\n  steps:\n    - act: { show_usage: true }\n",
         ))
         .expect("a device's set-up");
@@ -291,18 +291,21 @@ mod tests {
             ["no_roots", "delete_unlinked", "share_session", "show_usage"]
         );
         assert_eq!(
-            of(&scenario("  roots: any\n")).expect("any").roots,
+            DeviceSetup::of(&scenario("  roots: any\n"))
+                .expect("any")
+                .roots,
             RootsNeed::Any
         );
     }
 
     #[test]
     fn a_key_a_device_set_up_lacks_is_located() {
-        let e = of(&scenario("  roots: true\n  pending_delets: [x]\n")).expect_err("a typo");
+        let e = DeviceSetup::of(&scenario("  roots: true\n  pending_delets: [x]\n"))
+            .expect_err("a typo");
         assert_eq!(e.key_path.as_deref(), Some("peer.pending_delets"));
         assert!(e.message.contains("unknown field `pending_delets`"), "{e}");
         assert_eq!(e.line, Some(5), "{e}");
-        let e = of(&scenario("  roots: maybe\n")).expect_err("not a roots need");
+        let e = DeviceSetup::of(&scenario("  roots: maybe\n")).expect_err("not a roots need");
         assert!(
             e.message
                 .contains("`maybe` is not `true`, `false` or `any`"),

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fake_device::events::{Client, Quirks, Route};
-use fake_device::limits::Limits;
-use fake_device::sessions::{Sessions, SessionsConfig};
-use fake_device::store::Store;
+use crate::events::{Client, Quirks, Route};
+use crate::limits::Limits;
+use crate::sessions::{Sessions, SessionsConfig};
+use crate::store::Store;
 use harness::finding::Findings;
 use harness::journal::Journal;
 use harness::jsonrpc::{Dispatch, LinkEvent, Peer, PeerConfig};
@@ -76,7 +76,7 @@ fn sessions_stepping(
             step_delay,
             connection: "lembas".into(),
             stdio: false,
-            account: fake_device::account::Account {
+            account: crate::account::Account {
                 base: "http://127.0.0.1:9".into(),
                 token: "unused".into(),
                 http: reqwest::Client::new(),
