@@ -139,6 +139,13 @@ impl DeviceBuilder {
         self
     }
 
+    /// Serves the control API on a free loopback port with a fresh token, for a program in
+    /// another language that the test starts ([`FakeDevice::control`] says where).
+    pub fn control(mut self) -> Self {
+        self.options.control = Some(harness::control::ControlConfig::loopback(0));
+        self
+    }
+
     /// Any other option, for what the builder does not name.
     pub fn options(mut self, change: impl FnOnce(&mut Options)) -> Self {
         change(&mut self.options);
@@ -222,6 +229,7 @@ impl DeviceBuilder {
             // A restart finds the sessions of the run before it.
             options.state_dir = Some(scratch.path().join("state"));
         }
+        let control_token = options.control.as_ref().map(|c| c.token.clone());
         let plan = RunPlan {
             double: "fake-device",
             cell: options.cell.clone(),
@@ -250,6 +258,10 @@ impl DeviceBuilder {
             }
         })
         .await?;
+        let control = live
+            .control
+            .zip(control_token)
+            .map(|(addr, token)| (format!("http://{addr}"), token));
         if let Ok(mut slot) = actor.lock() {
             slot.get_or_insert(live.actor);
         }
@@ -257,6 +269,7 @@ impl DeviceBuilder {
             actor,
             running,
             _scratch: scratch,
+            control,
         })
     }
 }
@@ -354,6 +367,8 @@ pub struct FakeDevice {
     /// The person's hands in the current run (a restart replaces them).
     actor: Arc<Mutex<Option<Arc<DeviceActor>>>>,
     running: Running<StartError>,
+    /// The control API's URL and token, when the builder asked for it.
+    control: Option<(String, String)>,
     /// The root, home and store a device playing a scenario's peer works in.
     _scratch: Option<tempfile::TempDir>,
 }
@@ -362,6 +377,13 @@ impl FakeDevice {
     /// A builder for a device that dials the instance at `instance` (`http://host:port`).
     pub fn builder(instance: impl Into<String>) -> DeviceBuilder {
         DeviceBuilder::new(instance)
+    }
+
+    /// The control API's URL and token, when the builder asked for it.
+    pub fn control(&self) -> Option<(&str, &str)> {
+        self.control
+            .as_ref()
+            .map(|(url, token)| (url.as_str(), token.as_str()))
     }
 
     /// The protocol and spec of the run.

@@ -164,6 +164,8 @@ pub struct Options {
     /// Read a person's actions at the terminal from standard input, one JSON line each
     /// (`--console`), when no scenario runs.
     pub console: bool,
+    /// Serve the control API (`--control`): state, journal, actions, injections, signals.
+    pub control: Option<harness::control::ControlConfig>,
 }
 
 impl Options {
@@ -198,6 +200,7 @@ impl Options {
             process: None,
             hooks: None,
             console: false,
+            control: None,
         }
     }
 }
@@ -313,11 +316,36 @@ pub async fn run(
     run_started(options, scenario, |_| {}, shutdown).await
 }
 
+/// [`run`], telling `ready` where its control API listens once the device is set up, and
+/// handing it the run's progress (for `--events`).
+pub async fn run_with(
+    options: Options,
+    scenario: Option<Scenario>,
+    ready: impl FnOnce(harness::embed::Ready),
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    run_started(options, scenario, |live| ready(live.ready()), shutdown).await
+}
+
 /// What a running device hands whoever embeds it once it is set up: the hands of a person at
-/// its terminal.
+/// its terminal, its control API and its progress.
 pub(crate) struct Live {
     /// The person at the device, for actions from Rust.
     pub actor: Arc<DeviceActor>,
+    /// Where its control API listens.
+    pub control: Option<std::net::SocketAddr>,
+    /// How the run is getting on.
+    pub progress: Arc<harness::engine::Progress>,
+}
+
+impl Live {
+    fn ready(&self) -> harness::embed::Ready {
+        harness::embed::Ready {
+            addr: None,
+            control: self.control,
+            progress: self.progress.clone(),
+        }
+    }
 }
 
 /// [`run`], handing `started` what an embedding handle needs once the device is set up (before
@@ -413,8 +441,31 @@ pub(crate) async fn run_started(
         scratch: state_dir.clone(),
     });
     play_on_timers(&actor, &options);
+    let control = match &options.control {
+        Some(config) => {
+            let snapshot = sessions_for_limits.clone();
+            let target = harness::control::ControlTarget {
+                double: "fake-device",
+                cell: options.cell.clone(),
+                scenario: scenario.as_ref().map(|s| s.name.clone()),
+                hub: hub.clone(),
+                actor: actor.clone(),
+                peer_state: Arc::new(move || snapshot.snapshot()),
+            };
+            let served = harness::control::serve(config, target).await.map_err(|e| {
+                StartError::Scenario(format!(
+                    "cannot serve the control API on {}: {e}",
+                    config.listen
+                ))
+            })?;
+            Some(served)
+        }
+        None => None,
+    };
     started(Live {
         actor: actor.clone(),
+        control: control.as_ref().map(|c| c.addr),
+        progress: hub.progress().clone(),
     });
     let mut under_test = UnderTest::adopt(
         options.sut.clone(),

@@ -341,6 +341,7 @@ fn main() -> ExitCode {
         },
         None => None,
     };
+    let control = cli.common.control_config();
     let options = fake_device::Options {
         instance,
         token: cli.token.clone(),
@@ -368,10 +369,15 @@ fn main() -> ExitCode {
         process: None,
         hooks,
         console: cli.console,
+        control: control.clone(),
+    };
+    let events = cli.common.events;
+    let ready = |ready: harness::embed::Ready| {
+        harness::cli::announce(&ready, control.as_ref(), events);
     };
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();
-        fake_device::run(options, scenario, shutdown).await
+        fake_device::run_with(options, scenario, ready, shutdown).await
     });
     // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
     runtime.shutdown_background();

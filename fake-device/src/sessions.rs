@@ -163,6 +163,57 @@ pub fn fresh_id(prefix: &str) -> String {
 }
 
 impl Sessions {
+    /// What the control API shows of the sessions: each live one (its turns, the one running,
+    /// those queued), the cards waiting at the terminal, the deletes kept for the next link. A
+    /// session busy this instant says so rather than waiting for it.
+    pub fn snapshot(&self) -> Value {
+        /// The newest turns shown per session.
+        const TURNS_SHOWN: usize = 20;
+        let live: Vec<(String, Arc<Live>)> = self
+            .live
+            .lock()
+            .map(|l| l.iter().map(|(id, s)| (id.clone(), s.clone())).collect())
+            .unwrap_or_default();
+        let mut sessions: Vec<Value> = live
+            .iter()
+            .map(|(id, live)| match live.state.try_lock() {
+                Ok(state) => {
+                    let turns: Vec<Value> = state
+                        .turns
+                        .turns
+                        .iter()
+                        .rev()
+                        .take(TURNS_SHOWN)
+                        .rev()
+                        .map(|t| json!({ "turnId": t.turn_id, "state": t.state }))
+                        .collect();
+                    json!({
+                        "sessionId": id,
+                        "cwd": state.stored.cwd,
+                        "title": state.stored.title,
+                        "mode": state.stored.mode,
+                        "running": state.running.as_ref().map(|r| r.turn_id.clone()),
+                        "queued": state.queued,
+                        "turns": turns,
+                    })
+                }
+                Err(_) => json!({ "sessionId": id, "busy": true }),
+            })
+            .collect();
+        sessions.sort_by(|a, b| a["sessionId"].as_str().cmp(&b["sessionId"].as_str()));
+        let cards: Vec<String> = self
+            .terminal_cards
+            .lock()
+            .map(|c| c.iter().map(|card| card.call_id.clone()).collect())
+            .unwrap_or_default();
+        json!({
+            "sessions": sessions,
+            "terminal_session": self.terminal_session(),
+            "pending_cards": cards,
+            "pending_deletes": self.store.pending_deletes().unwrap_or_default(),
+        })
+    }
+
     /// Sessions over a store.
     pub fn new(store: Store, limits: Limits, config: SessionsConfig) -> Arc<Sessions> {
         Arc::new(Sessions {

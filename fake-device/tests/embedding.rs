@@ -132,3 +132,25 @@ async fn a_scenario_that_does_not_end_in_time_is_a_broken_run() {
         "the report says what was awaited:\n{verdict}"
     );
 }
+
+/// A Rust test can hand a program in another language the control API of a double it started.
+#[tokio::test]
+async fn a_builder_serves_the_control_api_when_asked() -> Result<(), Box<dyn std::error::Error>> {
+    let instance = FakeInstance::builder().control().start().await?;
+    let (url, token) = instance.control().expect("asked for");
+    let state: serde_json::Value = reqwest::Client::new()
+        .get(format!("{url}/v1/state"))
+        .bearer_auth(token)
+        .send()
+        .await?
+        .json()
+        .await?;
+    assert_eq!(state["double"], "fake-instance");
+    assert_eq!(state["cell"]["protocol"], 2);
+    assert!(
+        FakeInstance::start().await?.control().is_none(),
+        "only when asked"
+    );
+    instance.verdict().await.assert_passed();
+    Ok(())
+}

@@ -200,6 +200,70 @@ impl Chats {
         self.lock().chats.get(session_id).cloned()
     }
 
+    /// What the control API shows of the chats: each chat (its in-flight turns and the end of
+    /// its transcript, long texts cut), the deletes not yet delivered, and the devices linked.
+    pub fn snapshot(&self) -> Value {
+        /// The newest transcript lines shown per chat, and the longest text shown of each.
+        const LINES_SHOWN: usize = 20;
+        const TEXT_SHOWN: usize = 2000;
+        let Ok(inner) = self.inner.lock() else {
+            return json!({});
+        };
+        let chats: Vec<Value> = inner
+            .chats
+            .values()
+            .map(|chat| {
+                let lines: Vec<Value> = chat
+                    .transcript
+                    .iter()
+                    .rev()
+                    .take(LINES_SHOWN)
+                    .rev()
+                    .map(|line| {
+                        let mut text = line.text.clone();
+                        if text.len() > TEXT_SHOWN {
+                            let mut cut = TEXT_SHOWN;
+                            while !text.is_char_boundary(cut) {
+                                cut -= 1;
+                            }
+                            text.truncate(cut);
+                            text.push('…');
+                        }
+                        json!({ "role": line.role, "text": text, "turnId": line.turn_id })
+                    })
+                    .collect();
+                json!({
+                    "sessionId": chat.session_id,
+                    "device": chat.device,
+                    "from_terminal": chat.from_terminal,
+                    "left": chat.left,
+                    "in_flight": chat.in_flight.iter().map(|(turn, _)| turn).collect::<Vec<_>>(),
+                    "turns_sent": chat.sent.len(),
+                    "transcript": lines,
+                })
+            })
+            .collect();
+        let mut links: Vec<Value> = inner
+            .links
+            .iter()
+            .map(|(link, facts)| {
+                json!({
+                    "link": link,
+                    "device": facts.device,
+                    "ready": facts.ready,
+                    "capabilities": facts.capabilities,
+                    "roots": facts.roots,
+                })
+            })
+            .collect();
+        links.sort_by_key(|l| l["link"].as_u64());
+        json!({
+            "chats": chats,
+            "pending_deletes": inner.pending_deletes,
+            "devices": links,
+        })
+    }
+
     /// The deletes waiting to be delivered.
     #[cfg(test)]
     pub fn pending_deletes(&self) -> BTreeMap<String, PendingDelete> {

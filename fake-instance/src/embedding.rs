@@ -104,6 +104,13 @@ impl InstanceBuilder {
         self
     }
 
+    /// Serves the control API on a free loopback port with a fresh token, for a program in
+    /// another language that the test starts ([`FakeInstance::control`] says where).
+    pub fn control(mut self) -> Self {
+        self.options.control = Some(harness::control::ControlConfig::loopback(0));
+        self
+    }
+
     /// Any other option, for what the builder does not name.
     pub fn options(mut self, change: impl FnOnce(&mut Options)) -> Self {
         change(&mut self.options);
@@ -161,6 +168,7 @@ impl InstanceBuilder {
             _ => None,
         };
         let token = options.tokens.first().cloned().unwrap_or_default();
+        let control_token = options.control.as_ref().map(|c| c.token.clone());
         let plan = RunPlan {
             double: "fake-instance",
             cell: options.cell.clone(),
@@ -188,6 +196,10 @@ impl InstanceBuilder {
             }
         })
         .await?;
+        let control = live
+            .control
+            .zip(control_token)
+            .map(|(addr, token)| (format!("http://{addr}"), token));
         if let Ok(mut slot) = actor.lock() {
             slot.get_or_insert(live.actor);
         }
@@ -197,6 +209,7 @@ impl InstanceBuilder {
             actor,
             running,
             _scratch: scratch,
+            control,
         })
     }
 }
@@ -287,6 +300,8 @@ pub struct FakeInstance {
     /// The web UI's hands in the current run (a restart replaces them).
     actor: Arc<Mutex<Option<Arc<InstanceActor>>>>,
     running: Running<StartError>,
+    /// The control API's URL and token, when the builder asked for it.
+    control: Option<(String, String)>,
     /// The state directory a restartable instance keeps its chats in.
     _scratch: Option<tempfile::TempDir>,
 }
@@ -320,6 +335,13 @@ impl FakeInstance {
     /// The device token it accepts.
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The control API's URL and token, when the builder asked for it.
+    pub fn control(&self) -> Option<(&str, &str)> {
+        self.control
+            .as_ref()
+            .map(|(url, token)| (url.as_str(), token.as_str()))
     }
 
     /// The protocol and spec of the run.

@@ -154,6 +154,8 @@ pub struct Options {
     /// Read the web UI's actions from standard input, one JSON line each (`--console`), when
     /// no scenario runs.
     pub console: bool,
+    /// Serve the control API (`--control`): state, journal, actions, injections, signals.
+    pub control: Option<harness::control::ControlConfig>,
 }
 
 impl Default for Options {
@@ -179,6 +181,7 @@ impl Default for Options {
             process: None,
             hooks: None,
             console: false,
+            control: None,
         }
     }
 }
@@ -272,13 +275,38 @@ pub async fn run(
     run_started(options, scenario, |live| ready(live.addr), shutdown).await
 }
 
-/// What a running instance hands whoever embeds it, once it listens: its address and the web
-/// UI's hands.
+/// [`run`], telling `ready` where the instance and its control API listen, and handing it the
+/// run's progress (for `--events`).
+pub async fn run_with(
+    options: Options,
+    scenario: Option<Scenario>,
+    ready: impl FnOnce(harness::embed::Ready),
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    run_started(options, scenario, |live| ready(live.ready()), shutdown).await
+}
+
+/// What a running instance hands whoever embeds it, once it listens: its address, the web
+/// UI's hands, its control API and its progress.
 pub(crate) struct Live {
     /// Where it listens.
     pub addr: SocketAddr,
     /// Its web UI, for actions from Rust.
     pub actor: Arc<InstanceActor>,
+    /// Where its control API listens.
+    pub control: Option<SocketAddr>,
+    /// How the run is getting on.
+    pub progress: Arc<harness::engine::Progress>,
+}
+
+impl Live {
+    fn ready(&self) -> harness::embed::Ready {
+        harness::embed::Ready {
+            addr: Some(self.addr),
+            control: self.control,
+            progress: self.progress.clone(),
+        }
+    }
 }
 
 /// [`run`], handing `started` what an embedding handle needs once the instance listens.
@@ -421,9 +449,32 @@ pub(crate) async fn run_started(
         discovery: discovery_for_actor,
         own_steps: scenario.is_none(),
     });
+    let control = match &options.control {
+        Some(config) => {
+            let snapshot = chats.clone();
+            let target = harness::control::ControlTarget {
+                double: "fake-instance",
+                cell: options.cell.clone(),
+                scenario: scenario.as_ref().map(|s| s.name.clone()),
+                hub: hub.clone(),
+                actor: actor.clone(),
+                peer_state: Arc::new(move || snapshot.snapshot()),
+            };
+            let served = harness::control::serve(config, target)
+                .await
+                .map_err(|source| StartError::Listen {
+                    addr: config.listen,
+                    source,
+                })?;
+            Some(served)
+        }
+        None => None,
+    };
     started(Live {
         addr,
         actor: actor.clone(),
+        control: control.as_ref().map(|c| c.addr),
+        progress: hub.progress().clone(),
     });
     // The device under test starts once the instance answers, so its first dial finds it;
     // what its project must set up before it starts is done first.

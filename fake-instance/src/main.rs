@@ -124,6 +124,7 @@ fn main() -> ExitCode {
         Ok(hooks) => hooks,
         Err(exit) => return exit.into(),
     };
+    let control = cli.common.control_config();
     let options = fake_instance::Options {
         listen: cli.listen,
         tokens: if cli.tokens.is_empty() {
@@ -148,21 +149,26 @@ fn main() -> ExitCode {
             .map(harness::process::SutSpec::command),
         hooks,
         console: cli.console,
+        control: control.clone(),
         ..fake_instance::Options::default()
     };
     let runtime = match harness::cli::runtime(false) {
         Ok(rt) => rt,
         Err(exit) => return exit.into(),
     };
-    let ready = |addr: SocketAddr| {
-        let mut stdout = std::io::stdout();
-        let _ = writeln!(stdout, "listening http://{addr}");
-        let _ = stdout.flush();
+    let events = cli.common.events;
+    let ready = |ready: harness::embed::Ready| {
+        if let Some(addr) = ready.addr {
+            let mut stdout = std::io::stdout();
+            let _ = writeln!(stdout, "listening http://{addr}");
+            let _ = stdout.flush();
+        }
+        harness::cli::announce(&ready, control.as_ref(), events);
     };
     // The signal handlers are in place before the ready line is printed.
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();
-        fake_instance::run(options, scenario, ready, shutdown).await
+        fake_instance::run_with(options, scenario, ready, shutdown).await
     });
     // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
     runtime.shutdown_background();

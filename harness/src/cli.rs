@@ -65,6 +65,69 @@ pub struct CommonArgs {
     /// or comma-separated; `all` for every one): the names a not-applicable verdict gives.
     #[arg(long = "arranged", value_name = "NAME", value_delimiter = ',')]
     pub arranged: Vec<String>,
+    /// Serve the control API on this address (default 127.0.0.1 on a free port): read the run's
+    /// state and journal, act, inject messages, raise signals, over HTTP (docs/control-api.yaml).
+    /// Its URL and token are printed as `control URL token=TOKEN`.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    pub control: Option<std::net::SocketAddr>,
+    /// The control API's token (default: a fresh random one, printed with its URL).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "LEMBAS_CONTROL_TOKEN",
+        requires = "control"
+    )]
+    pub control_token: Option<String>,
+    /// Print the run's progress on stdout as JSON lines: each step's start and end, each finding,
+    /// each signal (`{"event": "step_ended", ...}`).
+    #[arg(long)]
+    pub events: bool,
+}
+
+impl CommonArgs {
+    /// The control API this run serves, if asked for.
+    pub fn control_config(&self) -> Option<crate::control::ControlConfig> {
+        self.control.map(|listen| crate::control::ControlConfig {
+            listen,
+            token: self
+                .control_token
+                .clone()
+                .unwrap_or_else(crate::control::fresh_token),
+        })
+    }
+}
+
+/// Says on stdout what a test program driving the double needs once it is up: the control API's
+/// URL and token (`control URL token=TOKEN`), then, with `--events`, the run's progress as JSON
+/// lines until the run ends.
+pub fn announce(
+    ready: &crate::embed::Ready,
+    control: Option<&crate::control::ControlConfig>,
+    events: bool,
+) {
+    let mut stdout = std::io::stdout();
+    if let (Some(addr), Some(config)) = (ready.control, control) {
+        let _ = writeln!(stdout, "control http://{addr} token={}", config.token);
+        let _ = stdout.flush();
+    }
+    if events {
+        let mut watched = ready.progress.subscribe();
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let line = match watched.recv().await {
+                    Ok(event) => serde_json::to_string(&event).unwrap_or_default(),
+                    Err(RecvError::Lagged(missed)) => {
+                        serde_json::json!({ "event": "lagged", "missed": missed }).to_string()
+                    }
+                    Err(RecvError::Closed) => return,
+                };
+                let mut stdout = std::io::stdout();
+                let _ = writeln!(stdout, "{line}");
+                let _ = stdout.flush();
+            }
+        });
+    }
 }
 
 /// Whether to colour what goes to `stream`: only a terminal, and never when `NO_COLOR` is set

@@ -54,16 +54,39 @@ impl std::fmt::Display for Finding {
 /// How many findings a run keeps.
 pub const FINDINGS_KEPT: usize = 1000;
 
+/// Told of each finding as it is made.
+pub type FindingObserver = std::sync::Arc<dyn Fn(&Finding) + Send + Sync>;
+
 /// The findings of one run, shared by every task that checks the peer.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Findings {
     items: std::sync::Mutex<Vec<Finding>>,
+    observer: std::sync::Mutex<Option<FindingObserver>>,
+}
+
+impl std::fmt::Debug for Findings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Findings")
+            .field("items", &self.items)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Findings {
+    /// Tells `observer` of every finding from now on (one observer: a later one replaces it).
+    pub fn observe(&self, observer: FindingObserver) {
+        if let Ok(mut slot) = self.observer.lock() {
+            *slot = Some(observer);
+        }
+    }
+
     /// Records a finding and logs it, so a person watching stderr sees it as it happens.
     pub fn push(&self, finding: Finding) {
         tracing::warn!(rule = %finding.rule, "{}", finding.summary);
+        let observer = self.observer.lock().ok().and_then(|o| o.clone());
+        if let Some(observer) = observer {
+            observer(&finding);
+        }
         if let Ok(mut items) = self.items.lock() {
             // A peer that keeps sending garbage must not grow memory without bound; the first
             // findings say what is wrong.

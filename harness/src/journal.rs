@@ -31,6 +31,9 @@ pub enum Direction {
 /// One journal line.
 #[derive(Debug, Clone, Serialize)]
 pub struct Entry {
+    /// Its place in the journal, counting from 1: a reader that has seen up to `n` asks for
+    /// what came after `n`.
+    pub seq: u64,
     /// Milliseconds since the run started.
     pub t_ms: f64,
     /// The link, counting from 1.
@@ -47,6 +50,8 @@ pub struct Journal {
     start: Instant,
     file: Option<Mutex<BufWriter<File>>>,
     recent: Mutex<VecDeque<Entry>>,
+    /// Woken at each entry, for readers waiting for the next.
+    grown: tokio::sync::Notify,
 }
 
 impl Journal {
@@ -56,6 +61,7 @@ impl Journal {
             start: Instant::now(),
             file: None,
             recent: Mutex::new(VecDeque::new()),
+            grown: tokio::sync::Notify::new(),
         }
     }
 
@@ -83,7 +89,12 @@ impl Journal {
 
     /// Records one message or event.
     pub fn record(&self, link: u32, dir: Direction, msg: Value) {
+        let Ok(mut recent) = self.recent.lock() else {
+            return;
+        };
+        // Numbered under the lock, so entries are numbered in the order they are kept.
         let entry = Entry {
+            seq: recent.back().map_or(1, |last| last.seq + 1),
             t_ms: (self.elapsed_ms() * 1000.0).round() / 1000.0,
             link,
             dir,
@@ -96,18 +107,47 @@ impl Journal {
             // A journal that cannot be written is not a reason to stop checking the peer.
             let _ = writeln!(file, "{line}").and_then(|_| file.flush());
         }
-        if let Ok(mut recent) = self.recent.lock() {
-            if recent.len() == RECENT {
-                recent.pop_front();
-            }
-            recent.push_back(entry);
+        if recent.len() == RECENT {
+            recent.pop_front();
         }
+        recent.push_back(entry);
+        drop(recent);
+        self.grown.notify_waiters();
     }
 
     /// Records a raw text: as JSON when it parses, else as the string itself.
     pub fn record_text(&self, link: u32, dir: Direction, text: &str) {
         let msg = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
         self.record(link, dir, msg);
+    }
+
+    /// The kept entries after `seq`, oldest first (only the last 200 are kept: a reader that
+    /// fell further behind sees a gap in `seq`).
+    pub fn after(&self, seq: u64) -> Vec<Entry> {
+        let Ok(recent) = self.recent.lock() else {
+            return Vec::new();
+        };
+        recent.iter().filter(|e| e.seq > seq).cloned().collect()
+    }
+
+    /// The entries after `seq`, waiting until at least one comes or `deadline` passes.
+    pub async fn wait_after(&self, seq: u64, deadline: std::time::Instant) -> Vec<Entry> {
+        loop {
+            let grown = self.grown.notified();
+            tokio::pin!(grown);
+            // Registered before looking, so an entry recorded in between is not missed.
+            grown.as_mut().enable();
+            let entries = self.after(seq);
+            if !entries.is_empty() {
+                return entries;
+            }
+            if tokio::time::timeout_at(deadline.into(), grown)
+                .await
+                .is_err()
+            {
+                return Vec::new();
+            }
+        }
     }
 
     /// The last `n` entries, oldest first.

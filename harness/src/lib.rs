@@ -10,6 +10,8 @@
 //!   stops and restarts of its whole process group.
 //! - [`hooks`], [`under_test`]: what only the real peer can do, done by the user's commands or
 //!   requests, and the peer under test as one run sees it (its process, its set-up).
+//! - [`control`]: the control API, an HTTP API on either double for test programs in any
+//!   language.
 //! - [`embed`]: a double's run inside a Rust test, on the test's runtime, and its verdict.
 //! - [`rules`]: the catalogue of protocol rules scenarios and monitors cite.
 //! - [`lembas`]: what both doubles know of the LLeMbas protocol (spec versions, capabilities,
@@ -17,6 +19,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod control;
 pub mod embed;
 pub mod engine;
 pub mod exit;

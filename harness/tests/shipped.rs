@@ -36,7 +36,8 @@ fn unruled(steps: &[Spanned<Step>], file: &str, found: &mut Vec<String>) {
             | Step::Wait(_)
             | Step::Close(_)
             | Step::Act(_)
-            | Step::RestartPeer(_) => None,
+            | Step::RestartPeer(_)
+            | Step::WaitForSignal(_) => None,
         };
         if rule.is_some_and(|r| r.is_none()) {
             found.push(format!(

@@ -23,6 +23,18 @@ use crate::report::RunReport;
 /// How long a run without a scenario may take to stop once told.
 const STOP_WITHIN: Duration = Duration::from_secs(30);
 
+/// What a double tells whoever runs it once it is up: where it listens (fake-instance), where
+/// its control API listens (`--control`), and its progress, for `--events`.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    /// The instance's address (fake-instance only).
+    pub addr: Option<std::net::SocketAddr>,
+    /// The control API's address, when asked for.
+    pub control: Option<std::net::SocketAddr>,
+    /// How the run is getting on.
+    pub progress: std::sync::Arc<crate::engine::Progress>,
+}
+
 /// What a double's run ended with.
 #[derive(Debug)]
 pub struct Ended {

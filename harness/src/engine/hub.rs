@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use super::applicability::{Applies, Intent};
 use super::handlers::{Answer, HandlerSet};
 use super::inbox::Inbox;
+use super::progress::{Progress, RunEvent};
 use crate::finding::Findings;
 use crate::journal::{Direction, Journal};
 use crate::jsonrpc::{
@@ -82,6 +83,8 @@ pub struct Hub {
     answers_changed: Notify,
     /// The last link number given out (links may open at once: numbers are reserved here).
     next_link: std::sync::atomic::AtomicU32,
+    /// How the run is getting on, for watchers (`--events`, the control API).
+    progress: Arc<Progress>,
     me: Weak<Hub>,
 }
 
@@ -118,9 +121,15 @@ impl Hub {
         journal: Arc<Journal>,
         findings: Arc<Findings>,
     ) -> Arc<Hub> {
+        let progress = Arc::new(Progress::default());
+        let watched = progress.clone();
+        findings.observe(Arc::new(move |finding| {
+            watched.tell(RunEvent::found(finding));
+        }));
         Arc::new_cyclic(|me| Hub {
             journal,
             findings,
+            progress,
             behaviour,
             handlers,
             vars: Mutex::new(vars),
@@ -164,6 +173,11 @@ impl Hub {
             Some(me) => self.behaviour.applies(&me, intent),
             None => Applies::Yes,
         }
+    }
+
+    /// How the run is getting on: the step running now, events, signals.
+    pub fn progress(&self) -> &Arc<Progress> {
+        &self.progress
     }
 
     /// The run's journal.

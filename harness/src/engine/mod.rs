@@ -14,11 +14,13 @@ pub mod handlers;
 pub mod hub;
 pub mod inbox;
 pub mod process;
+pub mod progress;
 pub mod runner;
 pub mod verdict;
 
 pub use applicability::{ActError, Applies, Arranged, Intent};
 pub use hub::{Behaviour, Hub, LinkRecord};
 pub use process::PeerProcess;
+pub use progress::{Progress, RunEvent};
 pub use runner::{Actor, Cell, RunOutcome, Runner, Verdict};
 pub use verdict::{Failure, StepStatus, StepVerdict};

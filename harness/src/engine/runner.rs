@@ -402,6 +402,7 @@ impl Runner {
                 let started = Instant::now();
                 let started_ms = self.hub.journal().elapsed_ms();
                 tracing::debug!(step = %index, line, "{title}");
+                self.hub.progress().step_started(&index, &title, line);
                 // What the whole scenario relies on, as far as the double knows by now.
                 let outcome = match self.hub.applies(Intent::Step) {
                     Applies::No(why) => Outcome::NotApplicable(why),
@@ -425,7 +426,7 @@ impl Runner {
                     }
                 };
                 self.stopped |= status != StepStatus::Passed;
-                self.verdicts.push(StepVerdict {
+                let verdict = StepVerdict {
                     index,
                     line,
                     title,
@@ -434,7 +435,9 @@ impl Runner {
                     started_ms,
                     failure,
                     not_applicable,
-                });
+                };
+                self.hub.progress().step_ended(&verdict);
+                self.verdicts.push(verdict);
             }
         })
     }
@@ -605,6 +608,29 @@ impl Runner {
             Step::ExpectExit(e) => self.expect_exit(e).await,
             Step::ExpectOutput(e) => self.expect_output(e).await,
             Step::RestartPeer(_) => self.restart_peer().await,
+            Step::WaitForSignal(w) => self.wait_for_signal(w).await,
+        }
+    }
+
+    /// A signal that never came is the test program's doing, not the peer's: a scenario error
+    /// that says what was awaited.
+    async fn wait_for_signal(&self, step: &WaitForSignalStep) -> Outcome {
+        let within = self.timeout(step.within);
+        let deadline = Instant::now() + within;
+        if self
+            .hub
+            .progress()
+            .wait_signal(&step.name, deadline.into_std())
+            .await
+        {
+            Outcome::Passed
+        } else {
+            Outcome::Error(format!(
+                "no signal `{}` within {} (raise it with POST /v1/signals/{} on the control API)",
+                step.name,
+                humantime::format_duration(within),
+                step.name
+            ))
         }
     }
 
@@ -1827,6 +1853,7 @@ pub fn title(step: &Step) -> String {
         },
         Step::ExpectOutput(e) => format!("expect output matching `{}`", e.pattern),
         Step::RestartPeer(_) => "restart the peer".into(),
+        Step::WaitForSignal(w) => format!("wait for signal {}", w.name),
         Step::When(w) => match &w.that {
             Some(that) => format!("when {}", describe_value(that).trim_matches('`')),
             None => "when".into(),

@@ -544,6 +544,7 @@ mod tests {
 
     fn entry(t_ms: f64, link: u32, dir: Direction, msg: Value) -> Entry {
         Entry {
+            seq: 0,
             t_ms,
             link,
             dir,

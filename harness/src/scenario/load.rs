@@ -532,6 +532,7 @@ pub fn step_key(step: &Step) -> &'static str {
         Step::ExpectExit(_) => "expect_exit",
         Step::ExpectOutput(_) => "expect_output",
         Step::RestartPeer(_) => "restart_peer",
+        Step::WaitForSignal(_) => "wait_for_signal",
     }
 }
 

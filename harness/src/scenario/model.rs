@@ -311,6 +311,20 @@ pub enum Step {
     /// Stop the system under test (SIGTERM, then SIGKILL after its grace period) and start it
     /// again on the same state: a restart of the real CLI or web server.
     RestartPeer(RestartPeerStep),
+    /// Wait until the test program driving the double raises a named signal on its control
+    /// API: a point where the program does its part (starts a second client, edits a file).
+    WaitForSignal(WaitForSignalStep),
+}
+
+/// Wait for a named signal from the control API.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WaitForSignalStep {
+    /// The signal's name (`POST /v1/signals/{name}`).
+    pub name: String,
+    /// How long to wait (default: the step timeout). A signal raised earlier counts.
+    #[serde(default)]
+    pub within: Option<Dur>,
 }
 
 /// Expect the system under test to exit.
