@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use crate::actions::CardAnswer;
 use tokio::sync::oneshot;
 
+use crate::completion::ToolCall;
 use crate::events::Client;
-use crate::model::ToolCall;
 use crate::sessions::{Sessions, TerminalCard};
 
 /// At most this many questions on one card, of at most this many options (spec, `_lembas/question`).

@@ -32,6 +32,7 @@ mod agent;
 mod attachments;
 mod cards;
 mod commands;
+mod completion;
 mod dial;
 mod directories;
 mod embedding;

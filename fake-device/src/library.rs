@@ -86,7 +86,7 @@ impl crate::sessions::Sessions {
     pub(crate) async fn search_library(
         &self,
         session_id: &str,
-        call: &crate::model::ToolCall,
+        call: &crate::completion::ToolCall,
     ) -> crate::cards::ToolOutcome {
         let Some(model) = &self.config.model else {
             return crate::cards::ToolOutcome {

@@ -6,29 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-/// One answer of the model.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Completion {
-    /// The text.
-    pub text: String,
-    /// The reasoning, when the model gave one.
-    pub reasoning: Option<String>,
-    /// The tools it calls.
-    pub tool_calls: Vec<ToolCall>,
-    /// The token counts the provider reported, as sent.
-    pub usage: Option<Value>,
-}
-
-/// A tool the model calls.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    /// Its id.
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// Its arguments (the JSON the model wrote, parsed; `{}` when it did not parse).
-    pub arguments: Value,
-}
+use crate::completion::{Completion, ToolCall};
 
 /// The instance's `/v1`, with the device's token.
 #[derive(Debug, Clone)]

@@ -10,8 +10,8 @@ use crate::scripts::{Say, ScriptStep};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::completion::ToolCall;
 use crate::events::Client;
-use crate::model::ToolCall;
 use crate::sessions::{Live, Sessions, TITLE_MAX, fresh_id};
 
 /// How a step of a script went on.

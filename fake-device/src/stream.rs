@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use crate::model::{Completion, ToolCall};
+use crate::completion::{Completion, ToolCall};
 
 /// One tool call being put together.
 #[derive(Debug, Default, Clone)]

@@ -717,7 +717,7 @@ impl Sessions {
         &self,
         client: Option<&Client>,
         session_id: &str,
-        call: &crate::model::ToolCall,
+        call: &crate::completion::ToolCall,
     ) -> crate::cards::ToolOutcome {
         let Some(client) = client else {
             return crate::cards::ToolOutcome {

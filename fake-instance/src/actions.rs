@@ -14,6 +14,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub use crate::attach::AttachFile;
 use crate::chats::Chats;
 
 /// What a person does in the web UI: an `act` step of a fake-instance scenario (or of a
@@ -103,24 +104,6 @@ pub struct SendMessage {
     /// Files the person attached (a message with files always goes as a prompt).
     #[serde(default)]
     pub attach: Vec<AttachFile>,
-}
-
-/// A file attached in the web UI's composer.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AttachFile {
-    /// Its name.
-    pub name: String,
-    /// Its type (default: `text/plain` with `text`, else `application/octet-stream`); an
-    /// image type makes an `image` block.
-    #[serde(default)]
-    pub mime_type: Option<String>,
-    /// Its text (a text file: a `resource` with `text`).
-    #[serde(default)]
-    pub text: Option<String>,
-    /// Its size in bytes, for a binary file or an image of made-up content.
-    #[serde(default)]
-    pub bytes: Option<usize>,
 }
 
 /// An edit or a regeneration from a turn.

@@ -3,9 +3,28 @@
 //! `text`, any other file as a `resource` with a base64 `blob`. The web UI refuses what is over
 //! the limits (10 MB a file, 25 MB a message, decoded) before anything is sent.
 
-use crate::actions::AttachFile;
 use base64::Engine;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
+
+/// A file attached in the web UI's composer.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachFile {
+    /// Its name.
+    pub name: String,
+    /// Its type (default: `text/plain` with `text`, else `application/octet-stream`); an
+    /// image type makes an `image` block.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+    /// Its text (a text file: a `resource` with `text`).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Its size in bytes, for a binary file or an image of made-up content.
+    #[serde(default)]
+    pub bytes: Option<usize>,
+}
 
 /// The most one file may hold.
 pub const MAX_FILE_BYTES: usize = 10 * 1024 * 1024;

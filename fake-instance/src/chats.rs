@@ -605,7 +605,7 @@ impl Chats {
         facts: &LinkFacts,
         chat: &str,
         text: &str,
-        attach: &[crate::actions::AttachFile],
+        attach: &[crate::attach::AttachFile],
     ) -> Result<Value, String> {
         let running = self
             .chat(chat)

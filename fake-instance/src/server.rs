@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use axum::Router;
 use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use harness::engine::Hub;
@@ -17,7 +17,7 @@ use harness::rules::ids;
 use harness::transport::{FrameLimits, ws_server};
 use serde_json::json;
 
-use crate::http::{self, HttpState};
+use crate::http::{self, HttpState, bearer};
 
 /// What the routes share.
 #[derive(Clone)]
@@ -57,15 +57,6 @@ async fn discovery(State(state): State<ServerState>) -> Response {
         body["protocol"] = json!(2);
     }
     http::discovery::answer(&state.http, body).await
-}
-
-/// The bearer token of a request, if it carries one.
-pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
 }
 
 async fn link(

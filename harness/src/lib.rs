@@ -2,6 +2,7 @@
 //!
 //! Layers, bottom up; each knows only the ones below it:
 //! - [`transport`]: whole text messages over WebSocket (server and client) or stdio.
+//! - [`duration`]: durations as scenarios, hooks and `sut:` write them.
 //! - [`journal`], [`finding`]: what happened, and what the peer did wrong.
 //! - [`pattern`]: partial JSON matching, placeholders, captures and `${var}` substitution.
 //! - [`jsonrpc`]: JSON-RPC 2.0 correlation over a connection.
@@ -20,6 +21,7 @@
 
 pub mod cli;
 pub mod control;
+pub mod duration;
 pub mod embed;
 pub mod engine;
 pub mod exit;

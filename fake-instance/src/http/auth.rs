@@ -3,12 +3,20 @@
 //! path may need a scope of that token.
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
 use super::{HttpState, detail};
-use crate::server::bearer;
+
+/// The bearer token of a request, if it carries one.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+}
 
 /// Who is calling: what the token may do. Handlers read it from the request's extensions; the
 /// token itself is not kept, so it cannot leak into a body or a log.

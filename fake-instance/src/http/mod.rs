@@ -26,6 +26,7 @@ use harness::lembas::Discovery;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub(crate) use auth::bearer;
 pub use chat::{
     ChatLog, ChatScript, Fault, LoggedRequest, Pattern, Reply, TokenUsage, ToolCallScript, When,
 };

@@ -110,7 +110,7 @@ pub struct RunOutcome {
     /// What each hook did (`--hooks`): the set-up and the other side's actions a real peer's
     /// project did for the run. One that failed makes the run a scenario error: its set-up broke.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub hooks: Vec<crate::hooks::HookRun>,
+    pub hooks: Vec<super::verdict::HookRun>,
 }
 
 /// What a run came to, for the exit code and the reports.
@@ -231,7 +231,7 @@ pub struct Runner {
     default_timeout: Duration,
     dialer: Option<Arc<dyn Dialer>>,
     actor: Option<Arc<dyn Actor>>,
-    process: Option<Arc<dyn super::PeerProcess>>,
+    process: Option<Arc<dyn super::process::PeerProcess>>,
     /// The last output line an `expect_output` step matched: the next looks past it.
     output_seen: std::sync::atomic::AtomicU64,
     verdicts: Vec<StepVerdict>,
@@ -306,7 +306,7 @@ impl Runner {
     }
 
     /// The peer's process, for `expect_exit`, `expect_output` and `restart_peer` steps.
-    pub fn with_process(mut self, process: Option<Arc<dyn super::PeerProcess>>) -> Self {
+    pub fn with_process(mut self, process: Option<Arc<dyn super::process::PeerProcess>>) -> Self {
         self.process = process;
         self
     }

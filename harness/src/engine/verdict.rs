@@ -65,3 +65,48 @@ pub struct StepVerdict {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_applicable: Option<String>,
 }
+
+/// What one hook did, for the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct HookRun {
+    /// The action.
+    pub action: String,
+    /// `run`, `http` or `stdin`.
+    pub kind: &'static str,
+    /// The command, the request line, or the text written.
+    pub detail: String,
+    /// Whether it did what it should (exit 0, a 2xx answer, the text written).
+    pub ok: bool,
+    /// Its exit code, or the HTTP status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<i32>,
+    /// What it printed or answered (bounded), or why it failed.
+    pub output: String,
+    /// When it started, in milliseconds since the run began.
+    pub at_ms: f64,
+    /// How long it took.
+    pub elapsed_ms: f64,
+}
+
+impl std::fmt::Display for HookRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let status = match (self.kind, self.status) {
+            ("http", Some(status)) => format!("HTTP {status}"),
+            (_, Some(code)) => format!("exit {code}"),
+            (_, None) => String::new(),
+        };
+        write!(
+            f,
+            "hook `{}` ({} {}): {}{}",
+            self.action,
+            self.kind,
+            self.detail.trim_end(),
+            if self.ok { "done" } else { "FAILED" },
+            if status.is_empty() {
+                String::new()
+            } else {
+                format!(", {status}")
+            }
+        )
+    }
+}

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::HookContext;
+use super::run::HookContext;
 use crate::engine::{ActError, Actor};
 
 /// An [`Actor`] whose every action is a hook.

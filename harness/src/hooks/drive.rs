@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{HookActor, HookContext};
+use super::actor::HookActor;
+use super::run::HookContext;
 use crate::engine::{Cell, Hub, Runner};
 use crate::scenario::{Dur, Scenario, Spanned, Step};
 

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
-use super::{DEFAULT_HOOK_TIMEOUT, Hook, HookRun, Hooks, HttpHook, needs_hook};
+use super::file::{DEFAULT_HOOK_TIMEOUT, Hook, Hooks, HttpHook, needs_hook};
 use crate::engine::ActError;
+use crate::engine::verdict::HookRun;
 use crate::process::{Placeholders, Quoting, Sut};
 
 /// The most of a hook's output (each stream, or a response body) that is kept.

@@ -420,10 +420,10 @@ impl Peer {
                 // peer's own requests.
                 let parsed = serde_json::from_str::<Value>(text).ok();
                 let answer = match &parsed {
-                    None => Some((Value::Null, super::PARSE_ERROR)),
+                    None => Some((Value::Null, super::message::PARSE_ERROR)),
                     Some(v) if v.get("method").is_some() => Some((
                         v.get("id").cloned().unwrap_or(Value::Null),
-                        super::INVALID_REQUEST,
+                        super::message::INVALID_REQUEST,
                     )),
                     Some(_) => None,
                 };

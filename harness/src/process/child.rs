@@ -141,7 +141,10 @@ impl Sut {
 
     /// How long a stop waits after SIGTERM before SIGKILL.
     pub fn grace(&self) -> Duration {
-        self.spec.grace.map(|d| d.0).unwrap_or(super::DEFAULT_GRACE)
+        self.spec
+            .grace
+            .map(|d| d.0)
+            .unwrap_or(super::spec::DEFAULT_GRACE)
     }
 
     fn spawn(&self) -> Result<Running, String> {
@@ -385,7 +388,7 @@ mod tests {
             .set("greeting", "hello there");
         // A child that ignores SIGTERM and leaves a grandchild behind: the worst case.
         let spec = SutSpec {
-            grace: Some(crate::scenario::Dur(Duration::from_millis(200))),
+            grace: Some(crate::duration::Dur(Duration::from_millis(200))),
             ..SutSpec::command(
                 "trap '' TERM; echo {greeting}; echo \"$LEMBAS_TEST_GREETING\" >&2; sleep 300 & echo $! > {tmp}/grandchild; wait",
             )

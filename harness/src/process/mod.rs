@@ -10,8 +10,5 @@ mod template;
 pub(crate) use child::kill_group;
 pub use child::{Exited, ProcessReport, RunRecord, Sut};
 pub use output::{DEFAULT_KEPT_BYTES, MAX_LINE_BYTES, OutputLine, OutputLog, Stream};
-pub use spec::SutSpec;
+pub use spec::{DEFAULT_GRACE, SutSpec};
 pub use template::{Placeholders, Quoting, shell_quote};
-
-/// How long a stop waits after SIGTERM before SIGKILL, unless the `sut:` says.
-pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);

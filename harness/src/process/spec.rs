@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::scenario::Dur;
+use crate::duration::Dur;
+
+/// How long a stop waits after SIGTERM before SIGKILL, unless the `sut:` says.
+pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The system under test's command and how to run it.
 #[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]

@@ -5,12 +5,11 @@
 //! is `docs/scenario.schema.json`, generated from these types (see [`schema::json_schema`]).
 
 pub mod catalogue;
-pub mod duration;
 pub mod load;
 pub mod model;
 pub mod schema;
 
-pub use duration::Dur;
+pub use crate::duration::Dur;
 pub use load::{LoadError, Side, check_actions, load_file, load_str, load_yaml_file, read_section};
 pub use model::*;
 /// A value with the line it was written on (steps and handlers carry it, for reports).

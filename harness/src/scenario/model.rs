@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::Dur;
+use crate::duration::Dur;
 
 /// A scenario: what one double does and checks in one run against a real peer.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

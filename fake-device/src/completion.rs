@@ -1,0 +1,28 @@
+//! What a model answers a turn: its text, reasoning and tool calls, however it arrived (whole, or
+//! assembled from a stream).
+
+use serde_json::Value;
+
+/// One answer of the model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Completion {
+    /// The text.
+    pub text: String,
+    /// The reasoning, when the model gave one.
+    pub reasoning: Option<String>,
+    /// The tools it calls.
+    pub tool_calls: Vec<ToolCall>,
+    /// The token counts the provider reported, as sent.
+    pub usage: Option<Value>,
+}
+
+/// A tool the model calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Its id.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments (the JSON the model wrote, parsed; `{}` when it did not parse).
+    pub arguments: Value,
+}
