@@ -333,22 +333,6 @@ const CRATES: [&str; 4] = ["harness", "cli", "fake-instance", "fake-device"];
 /// test fails on any other loop, and on a listed one that changed or went: a loop may only
 /// shrink, and the list with it.
 const KNOWN_LOOPS: &[(&str, &[&str])] = &[
-    // The HTTP API's shared state holds each endpoint's configuration and memory, and each
-    // endpoint's handler reads that state: next, each endpoint's data goes below the state.
-    (
-        "fake-instance",
-        &[
-            "http",
-            "http::auth",
-            "http::chat",
-            "http::discovery",
-            "http::instance_info",
-            "http::mcp",
-            "http::models",
-            "http::personalization",
-            "http::usage",
-        ],
-    ),
     // fake-device's `Sessions` holds the store, limits, live sessions, the terminal and its
     // cards, and its `impl` is spread over these files: next, split into a registry, turns,
     // agents, cards and the client, each a room of its own.

@@ -7,7 +7,17 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::{HttpState, detail};
+use super::reply::detail;
+
+/// What the token check reads of the API's state.
+pub trait TokenSource: Clone + Send + Sync + 'static {
+    /// The device tokens, in order (`device-N` is the N-th).
+    fn tokens(&self) -> &[String];
+    /// A token's scopes; `None`: every scope.
+    fn token_scopes(&self, token: &str) -> Option<Vec<String>>;
+    /// The scope a path needs, beyond `/mcp`'s.
+    fn route_scope(&self, path: &str) -> Option<&str>;
+}
 
 /// The bearer token of a request, if it carries one.
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
@@ -41,12 +51,12 @@ impl Caller {
 pub const LIBRARY_SCOPE: &str = "library";
 
 /// Lets a request through only with a known device token, and with the scope its path needs.
-pub async fn require_token(
-    State(state): State<HttpState>,
+pub async fn require_token<S: TokenSource>(
+    State(state): State<S>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let token = bearer(request.headers()).filter(|t| state.tokens.iter().any(|known| known == t));
+    let token = bearer(request.headers()).filter(|t| state.tokens().iter().any(|known| known == t));
     let Some(token) = token else {
         // Only whether a token came is logged, never the token.
         tracing::info!(
@@ -61,20 +71,17 @@ pub async fn require_token(
         return refused;
     };
     let device = state
-        .tokens
+        .tokens()
         .iter()
         .position(|known| known == token)
         .map_or_else(|| "device-?".to_string(), |i| format!("device-{}", i + 1));
     let caller = Caller {
         device,
-        scopes: state.config.token_scopes.get(token).cloned(),
+        scopes: state.token_scopes(token),
     };
     let path = request.uri().path();
     let needed = state
-        .config
-        .route_scopes
-        .get(path)
-        .map(String::as_str)
+        .route_scope(path)
         .or((path == "/mcp").then_some(LIBRARY_SCOPE));
     if let Some(scope) = needed
         && !caller.has_scope(scope)

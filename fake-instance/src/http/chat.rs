@@ -26,14 +26,31 @@ use serde_json::json;
 pub use log::{ChatLog, LoggedRequest};
 pub use script::{ChatScript, Fault, Pattern, Reply, TokenUsage, ToolCallScript, When};
 
-use super::{HttpState, json_body};
+use super::models::ModelEntry;
+use super::reply::json_body;
+
+/// What `POST /v1/chat/completions` reads of the API's state.
+pub trait ChatSource: Clone + Send + Sync + 'static {
+    /// Whether any `model` is answered, not only a served chat model.
+    fn accept_any_model(&self) -> bool;
+    /// The models served.
+    fn models(&self) -> &[ModelEntry];
+    /// Whether the instance speaks link protocol 2 now (its discovery lists 2).
+    fn speaks_protocol_2(&self) -> bool;
+    /// The chat model's scripts.
+    fn scripts(&self) -> &[ChatScript];
+    /// The requests so far, and how often each script answered.
+    fn memory(&self) -> &ChatMemory;
+    /// When the API started.
+    fn now_ms(&self) -> u64;
+}
 use answer::Answer;
 use deliver::Cut;
 use request::ChatRequest;
 
 /// What the chat model remembers over a run.
 #[derive(Clone)]
-pub(super) struct ChatMemory {
+pub struct ChatMemory {
     /// Every request.
     pub log: ChatLog,
     /// How many requests each script has answered (for `times`).
@@ -77,14 +94,13 @@ fn refuse(status: StatusCode, kind: &str, message: impl Into<String>) -> Respons
 }
 
 /// The refusal of a model this instance does not answer, if it is one.
-fn refuse_model(state: &HttpState, model: &str) -> Option<Response> {
-    if state.config.accept_any_model {
+fn refuse_model(state: &impl ChatSource, model: &str) -> Option<Response> {
+    if state.accept_any_model() {
         return None;
     }
     let speaks_2 = state.speaks_protocol_2();
     match state
-        .config
-        .models
+        .models()
         .iter()
         .find(|m| m.served_id(speaks_2) == model)
     {
@@ -103,7 +119,7 @@ fn refuse_model(state: &HttpState, model: &str) -> Option<Response> {
 }
 
 /// `POST /v1/chat/completions`.
-pub async fn complete(State(state): State<HttpState>, body: Bytes) -> Response {
+pub async fn complete<S: ChatSource>(State(state): State<S>, body: Bytes) -> Response {
     let at_ms = state.now_ms();
     let request = match json_body(&body) {
         Err(why) => return refuse(StatusCode::BAD_REQUEST, "invalid_request_error", why),
@@ -122,14 +138,14 @@ pub async fn complete(State(state): State<HttpState>, body: Bytes) -> Response {
     // A refused request uses up no script: `times` counts answers.
     let script = match refused {
         Some(_) => None,
-        None => state.chat.choose(&state.config.scripts, &request),
+        None => state.memory().choose(state.scripts(), &request),
     };
     let default_reply = Reply::default();
     let reply = script
-        .and_then(|i| state.config.scripts.get(i))
+        .and_then(|i| state.scripts().get(i))
         .map_or(&default_reply, |s| &s.reply);
     let response = refused.unwrap_or_else(|| answer(&state, &request, reply));
-    state.chat.log.push(LoggedRequest {
+    state.memory().log.push(LoggedRequest {
         at_ms,
         model: request.model.clone(),
         last_user: request.last_user().map(str::to_string),
@@ -150,7 +166,7 @@ pub async fn complete(State(state): State<HttpState>, body: Bytes) -> Response {
 
 /// The answer to a request a reply was chosen for, faults included (a slow first byte is the
 /// caller's: it holds back the answer this makes).
-fn answer(state: &HttpState, request: &ChatRequest, reply: &Reply) -> Response {
+fn answer(state: &impl ChatSource, request: &ChatRequest, reply: &Reply) -> Response {
     let cut = match reply.fault {
         Some(Fault::RateLimited { retry_after_s }) => {
             let mut response = refuse(
@@ -179,7 +195,7 @@ fn answer(state: &HttpState, request: &ChatRequest, reply: &Reply) -> Response {
         }),
         Some(Fault::SlowFirstByte { .. }) | None => None,
     };
-    let number = state.chat.next_id.fetch_add(1, Ordering::Relaxed);
+    let number = state.memory().next_id.fetch_add(1, Ordering::Relaxed);
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

@@ -11,7 +11,18 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{HttpState, detail};
+use super::events::{Events, HTTP_DISCOVERY};
+use super::reply::detail;
+
+/// What discovery's answer reads of the API's state.
+pub trait DiscoverySource {
+    /// The fault to serve, if any.
+    fn fault(&self) -> &DiscoveryFault;
+    /// How many discovery requests were answered.
+    fn served(&self) -> &Served;
+    /// Where the request is told.
+    fn events(&self) -> &Events;
+}
 
 /// How discovery goes wrong. Default: it does not.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
@@ -37,15 +48,15 @@ impl DiscoveryFault {
 
 /// How many discovery requests a run has answered.
 #[derive(Debug, Default)]
-pub(super) struct Served(AtomicU32);
+pub struct Served(AtomicU32);
 
 /// Discovery's answer: `correct` as the instance would serve it, or what the fault makes of it.
-pub async fn answer(state: &HttpState, correct: Value) -> Response {
-    let fault = &state.config.discovery;
-    let number = state.discovery_served.0.fetch_add(1, Ordering::Relaxed);
-    state.emit(
-        super::HTTP_DISCOVERY,
-        serde_json::json!({ "at_ms": state.now_ms() }),
+pub async fn answer(state: &impl DiscoverySource, correct: Value) -> Response {
+    let fault = state.fault();
+    let number = state.served().0.fetch_add(1, Ordering::Relaxed);
+    state.events().emit(
+        HTTP_DISCOVERY,
+        serde_json::json!({ "at_ms": state.events().now_ms() }),
     );
     if fault.is_none() || fault.times.is_some_and(|times| number >= times) {
         return axum::Json(correct).into_response();

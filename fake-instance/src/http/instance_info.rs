@@ -4,7 +4,15 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::HttpState;
+use super::events::{Events, HTTP_INSTANCE};
+
+/// What `GET /api/v1/instance` reads of the API's state.
+pub trait InstanceSource: Clone + Send + Sync + 'static {
+    /// The description served.
+    fn instance(&self) -> &Value;
+    /// Where the request is told.
+    fn events(&self) -> &Events;
+}
 
 /// The description a run serves unless told otherwise: a name that says it is the fake, and
 /// this crate's version.
@@ -16,10 +24,10 @@ pub fn default_instance() -> Value {
 }
 
 /// `GET /api/v1/instance`.
-pub async fn show(State(state): State<HttpState>) -> Response {
-    state.emit(
-        super::HTTP_INSTANCE,
-        json!({ "at_ms": state.now_ms(), "status": 200 }),
+pub async fn show<S: InstanceSource>(State(state): State<S>) -> Response {
+    state.events().emit(
+        HTTP_INSTANCE,
+        json!({ "at_ms": state.events().now_ms(), "status": 200 }),
     );
-    axum::Json(state.config.instance.clone()).into_response()
+    axum::Json(state.instance().clone()).into_response()
 }

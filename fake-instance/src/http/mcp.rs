@@ -20,12 +20,20 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value, json};
 
-use super::HttpState;
 use super::auth::Caller;
-use super::library::{self, Reach};
+use super::events::{Events, HTTP_MCP};
+use super::library::{self, ChatScopes, LibraryConfig, Reach};
 
-/// The message a `tools/call` is to a scenario's steps.
-pub const HTTP_MCP: &str = "http/mcp";
+/// What the library's calls read of the API's state.
+#[derive(Clone)]
+pub struct McpContext {
+    /// The account's library.
+    pub library: Arc<LibraryConfig>,
+    /// The chats a call's scope may name.
+    pub scopes: Arc<dyn ChatScopes>,
+    /// Where each call is told.
+    pub events: Events,
+}
 
 /// The search tool's name.
 pub const SEARCH_TOOL: &str = "library_search";
@@ -38,13 +46,13 @@ const DEFAULT_LIMIT: usize = 5;
 /// The `/mcp` service, for [`axum::Router::route_service`]. Stateless (no MCP session to keep),
 /// answering in JSON; any `Host` is accepted, since fake-instance is often reached by a
 /// container's name in CI.
-pub fn service(state: HttpState) -> StreamableHttpService<LibraryServer, NeverSessionManager> {
+pub fn service(context: McpContext) -> StreamableHttpService<LibraryServer, NeverSessionManager> {
     let config = StreamableHttpServerConfig::default()
         .disable_allowed_hosts()
         .with_legacy_session_mode(false)
         .with_json_response(true);
     StreamableHttpService::new(
-        move || Ok(LibraryServer::new(state.clone())),
+        move || Ok(LibraryServer::new(context.clone())),
         Arc::new(NeverSessionManager::default()),
         config,
     )
@@ -53,12 +61,12 @@ pub fn service(state: HttpState) -> StreamableHttpService<LibraryServer, NeverSe
 /// The library's MCP server, made afresh for each request.
 #[derive(Clone)]
 pub struct LibraryServer {
-    state: HttpState,
+    context: McpContext,
 }
 
 impl LibraryServer {
-    fn new(state: HttpState) -> Self {
-        Self { state }
+    fn new(context: McpContext) -> Self {
+        Self { context }
     }
 
     /// Answers one call, or refuses its scope.
@@ -68,8 +76,8 @@ impl LibraryServer {
         request: &CallToolRequestParams,
         meta: Option<&Value>,
     ) -> Outcome {
-        let library = &self.state.config.library;
-        let reach = match library::reach(meta, &caller.device, self.state.scopes.as_ref()) {
+        let library = self.context.library.as_ref();
+        let reach = match library::reach(meta, &caller.device, self.context.scopes.as_ref()) {
             Ok(reach) => reach,
             Err(why) => return Outcome::Refused(why.to_string()),
         };
@@ -202,7 +210,7 @@ impl ServerHandler for LibraryServer {
             .and_then(|m| serde_json::to_value(m).ok());
         let outcome = self.call(&caller, &request, meta.as_ref());
         let mut message = json!({
-            "at_ms": self.state.now_ms(),
+            "at_ms": self.context.events.now_ms(),
             "device": caller.device,
             "tool": request.name,
             "arguments": request.arguments,
@@ -215,7 +223,7 @@ impl ServerHandler for LibraryServer {
         if let (Value::Object(m), Value::Object(d)) = (&mut message, outcome.describe()) {
             m.extend(d);
         }
-        self.state.emit(HTTP_MCP, message);
+        self.context.events.emit(HTTP_MCP, message);
         match outcome {
             Outcome::Answered(_, value) => {
                 Ok(CallToolResult::success(vec![ContentBlock::text(value.to_string())]).into())

@@ -7,28 +7,32 @@
 mod auth;
 mod chat;
 pub(crate) mod discovery;
+mod events;
 mod instance_info;
 mod library;
 mod mcp;
 mod models;
 mod personalization;
+mod reply;
 mod usage;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Instant;
+use std::sync::{Arc, RwLock};
 
 use axum::Router;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use harness::lembas::Discovery;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 pub(crate) use auth::bearer;
+use chat::ChatMemory;
 pub use chat::{
     ChatLog, ChatScript, Fault, LoggedRequest, Pattern, Reply, TokenUsage, ToolCallScript, When,
+};
+pub use events::{
+    EventSink, Events, HTTP_CHAT, HTTP_DISCOVERY, HTTP_INSTANCE, HTTP_MCP, HTTP_MODELS,
+    HTTP_PERSONALIZATION, HTTP_USAGE,
 };
 pub use library::{ChatScopes, LibraryConfig};
 pub use models::{ModelEntry, ProviderField};
@@ -93,33 +97,15 @@ impl Default for HttpConfig {
 #[derive(Clone)]
 pub struct HttpState {
     config: Arc<HttpConfig>,
+    library: Arc<LibraryConfig>,
     tokens: Arc<Vec<String>>,
     discovery: Arc<RwLock<Discovery>>,
-    started: Instant,
-    chat: chat::ChatMemory,
+    events: Events,
+    chat: ChatMemory,
     personalization: personalization::Store,
     scopes: Arc<dyn ChatScopes>,
     discovery_served: Arc<discovery::Served>,
-    events: Arc<Mutex<Option<EventSink>>>,
 }
-
-/// Told of what happens on the HTTP API: a method name (`http/chat`, `http/mcp`, ...) and its
-/// params, the shape a scenario's steps expect on.
-pub type EventSink = Arc<dyn Fn(&'static str, Value) + Send + Sync>;
-
-/// The message each chat completion request is to a scenario's steps.
-pub const HTTP_CHAT: &str = "http/chat";
-/// The message each discovery request is to a scenario's steps.
-pub const HTTP_DISCOVERY: &str = "http/discovery";
-/// The message each `GET /v1/models` is to a scenario's steps.
-pub const HTTP_MODELS: &str = "http/models";
-/// The message each `GET /v1/usage` is to a scenario's steps.
-pub const HTTP_USAGE: &str = "http/usage";
-/// The message each `GET` or `PUT /v1/me/personalization` is to a scenario's steps.
-pub const HTTP_PERSONALIZATION: &str = "http/personalization";
-/// The message each `GET /api/v1/instance` is to a scenario's steps.
-pub const HTTP_INSTANCE: &str = "http/instance";
-pub use mcp::HTTP_MCP;
 
 impl HttpState {
     /// The state of a run's HTTP API, for these device tokens and this (live) discovery.
@@ -128,18 +114,18 @@ impl HttpState {
         tokens: Arc<Vec<String>>,
         discovery: Arc<RwLock<Discovery>>,
     ) -> Self {
-        let chat = chat::ChatMemory::new(config.scripts.len());
+        let chat = ChatMemory::new(config.scripts.len());
         let personalization = personalization::Store::new(&config.personalization);
         Self {
+            library: Arc::new(config.library.clone()),
             config: Arc::new(config),
             tokens,
             discovery,
-            started: Instant::now(),
+            events: Events::default(),
             chat,
             personalization,
             scopes: Arc::new(library::NoChats),
             discovery_served: Arc::default(),
-            events: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -158,19 +144,7 @@ impl HttpState {
                 for_chat(HTTP_CHAT, params);
             }
         }));
-        *self.events.lock().unwrap_or_else(PoisonError::into_inner) = Some(sink);
-    }
-
-    /// Tells the sink, if any, of one request.
-    fn emit(&self, method: &'static str, params: Value) {
-        let sink = self
-            .events
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        if let Some(sink) = sink {
-            sink(method, params);
-        }
+        self.events.observe(sink);
     }
 
     /// Every chat completion request asked so far, in order (for steps that check what the
@@ -189,15 +163,19 @@ impl HttpState {
         self.personalization.current()
     }
 
-    /// Milliseconds since the run's HTTP API started: the time journals carry.
-    fn now_ms(&self) -> u64 {
-        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    /// What the library's calls read.
+    fn mcp_context(&self) -> mcp::McpContext {
+        mcp::McpContext {
+            library: self.library.clone(),
+            scopes: self.scopes.clone(),
+            events: self.events.clone(),
+        }
     }
 
     /// Whether the instance speaks link protocol 2 now: its discovery lists 2 (the spec's
     /// section on versions and discovery). A scenario may change discovery between dials, so
     /// this is read per request.
-    fn speaks_protocol_2(&self) -> bool {
+    fn speaks_2(&self) -> bool {
         self.discovery
             .read()
             .map(|d| d.protocol_for_device() >= 2)
@@ -205,40 +183,122 @@ impl HttpState {
     }
 }
 
+// What each endpoint reads of the state: the endpoints know only their own part of it.
+
+impl models::ModelsSource for HttpState {
+    fn models(&self) -> &[ModelEntry] {
+        &self.config.models
+    }
+    fn provider_field(&self) -> ProviderField {
+        self.config.provider_field
+    }
+    fn speaks_protocol_2(&self) -> bool {
+        self.speaks_2()
+    }
+    fn events(&self) -> &Events {
+        &self.events
+    }
+}
+
+impl chat::ChatSource for HttpState {
+    fn accept_any_model(&self) -> bool {
+        self.config.accept_any_model
+    }
+    fn models(&self) -> &[ModelEntry] {
+        &self.config.models
+    }
+    fn speaks_protocol_2(&self) -> bool {
+        self.speaks_2()
+    }
+    fn scripts(&self) -> &[ChatScript] {
+        &self.config.scripts
+    }
+    fn memory(&self) -> &ChatMemory {
+        &self.chat
+    }
+    fn now_ms(&self) -> u64 {
+        self.events.now_ms()
+    }
+}
+
+impl usage::UsageSource for HttpState {
+    fn usage(&self) -> &UsageConfig {
+        &self.config.usage
+    }
+    fn events(&self) -> &Events {
+        &self.events
+    }
+}
+
+impl personalization::PersonalizationSource for HttpState {
+    fn store(&self) -> &personalization::Store {
+        &self.personalization
+    }
+    fn events(&self) -> &Events {
+        &self.events
+    }
+}
+
+impl instance_info::InstanceSource for HttpState {
+    fn instance(&self) -> &Value {
+        &self.config.instance
+    }
+    fn events(&self) -> &Events {
+        &self.events
+    }
+}
+
+impl discovery::DiscoverySource for HttpState {
+    fn fault(&self) -> &discovery::DiscoveryFault {
+        &self.config.discovery
+    }
+    fn served(&self) -> &discovery::Served {
+        &self.discovery_served
+    }
+    fn events(&self) -> &Events {
+        &self.events
+    }
+}
+
+impl auth::TokenSource for HttpState {
+    fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+    fn token_scopes(&self, token: &str) -> Option<Vec<String>> {
+        self.config.token_scopes.get(token).cloned()
+    }
+    fn route_scope(&self, path: &str) -> Option<&str> {
+        self.config.route_scopes.get(path).map(String::as_str)
+    }
+}
+
 /// The API's routes, each behind a device token.
 pub fn router(state: HttpState) -> Router {
     Router::new()
-        .route("/v1/models", get(models::list))
-        .route("/v1/chat/completions", axum::routing::post(chat::complete))
-        .route("/v1/usage", get(usage::show))
+        .route("/v1/models", get(models::list::<HttpState>))
+        .route(
+            "/v1/chat/completions",
+            axum::routing::post(chat::complete::<HttpState>),
+        )
+        .route("/v1/usage", get(usage::show::<HttpState>))
         .route(
             "/v1/me/personalization",
-            get(personalization::show).put(personalization::update),
+            get(personalization::show::<HttpState>).put(personalization::update::<HttpState>),
         )
-        .route("/api/v1/instance", get(instance_info::show))
-        .route_service("/mcp", mcp::service(state.clone()))
+        .route("/api/v1/instance", get(instance_info::show::<HttpState>))
+        .route_service("/mcp", mcp::service(state.mcp_context()))
         // `route_layer`: an unknown path stays a 404 rather than becoming a 401.
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            auth::require_token,
+            auth::require_token::<HttpState>,
         ))
         .with_state(state)
-}
-
-/// An error answer in LLeMbas's shape: a JSON body whose `detail` says what went wrong.
-pub(crate) fn detail(status: StatusCode, detail: impl Into<String>) -> Response {
-    (status, axum::Json(json!({ "detail": detail.into() }))).into_response()
-}
-
-/// A request body as JSON, or why it is not. Bodies are the peer's: one that is not JSON is a
-/// 400 saying why, never a panic.
-pub(crate) fn json_body(bytes: &[u8]) -> Result<Value, String> {
-    serde_json::from_slice(bytes).map_err(|e| format!("the request body is not JSON: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn an_empty_section_is_the_default_and_a_typo_is_an_error() {

@@ -10,7 +10,19 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::HttpState;
+use super::events::{Events, HTTP_MODELS};
+
+/// What `GET /v1/models` reads of the API's state.
+pub trait ModelsSource: Clone + Send + Sync + 'static {
+    /// The models served.
+    fn models(&self) -> &[ModelEntry];
+    /// When an entry carries its provider.
+    fn provider_field(&self) -> ProviderField;
+    /// Whether the instance speaks link protocol 2 now (its discovery lists 2).
+    fn speaks_protocol_2(&self) -> bool;
+    /// Where the request is told.
+    fn events(&self) -> &Events;
+}
 
 /// One model the instance serves.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
@@ -95,17 +107,16 @@ fn served(entry: &ModelEntry, speaks_protocol_2: bool, field: ProviderField) -> 
 }
 
 /// `GET /v1/models`.
-pub async fn list(State(state): State<HttpState>) -> Response {
+pub async fn list<S: ModelsSource>(State(state): State<S>) -> Response {
     let speaks_2 = state.speaks_protocol_2();
     let data: Vec<Value> = state
-        .config
-        .models
+        .models()
         .iter()
-        .map(|m| served(m, speaks_2, state.config.provider_field))
+        .map(|m| served(m, speaks_2, state.provider_field()))
         .collect();
-    state.emit(
-        super::HTTP_MODELS,
-        json!({ "at_ms": state.now_ms(), "protocol": if speaks_2 { 2 } else { 1 }, "status": 200 }),
+    state.events().emit(
+        HTTP_MODELS,
+        json!({ "at_ms": state.events().now_ms(), "protocol": if speaks_2 { 2 } else { 1 }, "status": 200 }),
     );
     axum::Json(json!({ "object": "list", "data": data })).into_response()
 }

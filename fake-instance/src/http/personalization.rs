@@ -15,7 +15,16 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::{HttpState, detail, json_body};
+use super::events::{Events, HTTP_PERSONALIZATION};
+use super::reply::{detail, json_body};
+
+/// What `/v1/me/personalization` reads of the API's state.
+pub trait PersonalizationSource: Clone + Send + Sync + 'static {
+    /// The saved personalization.
+    fn store(&self) -> &Store;
+    /// Where the request is told.
+    fn events(&self) -> &Events;
+}
 
 /// The 403 `detail` when personalization is not available.
 pub const NOT_AVAILABLE: &str = "personalization is not available on this instance";
@@ -136,7 +145,7 @@ fn text(fields: &Map<String, Value>, key: &str) -> Result<Option<String>, String
 
 /// What a run keeps: the saved personalization and the journal of writes.
 #[derive(Clone)]
-pub(super) struct Store {
+pub struct Store {
     device_token: bool,
     inner: Arc<Mutex<Saved>>,
 }
@@ -210,20 +219,20 @@ impl Store {
 }
 
 /// `GET /v1/me/personalization`: what is saved (also when not available, which it says).
-pub async fn show(State(state): State<HttpState>) -> Response {
-    state.emit(
-        super::HTTP_PERSONALIZATION,
-        json!({ "at_ms": state.now_ms(), "verb": "GET", "status": 200 }),
+pub async fn show<S: PersonalizationSource>(State(state): State<S>) -> Response {
+    state.events().emit(
+        HTTP_PERSONALIZATION,
+        json!({ "at_ms": state.events().now_ms(), "verb": "GET", "status": 200 }),
     );
-    axum::Json(state.personalization.current()).into_response()
+    axum::Json(state.store().current()).into_response()
 }
 
 /// `PUT /v1/me/personalization`: merges the fields the body has.
-pub async fn update(State(state): State<HttpState>, body: Bytes) -> Response {
-    let at_ms = state.now_ms();
-    let (response, write) = state.personalization.write(at_ms, json_body(&body));
-    state.emit(
-        super::HTTP_PERSONALIZATION,
+pub async fn update<S: PersonalizationSource>(State(state): State<S>, body: Bytes) -> Response {
+    let at_ms = state.events().now_ms();
+    let (response, write) = state.store().write(at_ms, json_body(&body));
+    state.events().emit(
+        HTTP_PERSONALIZATION,
         json!({ "at_ms": write.at_ms, "verb": "PUT", "body": write.body, "status": write.status }),
     );
     response

@@ -9,7 +9,16 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::{HttpState, detail};
+use super::events::{Events, HTTP_USAGE};
+use super::reply::detail;
+
+/// What `GET /v1/usage` reads of the API's state.
+pub trait UsageSource: Clone + Send + Sync + 'static {
+    /// What the usage says.
+    fn usage(&self) -> &UsageConfig;
+    /// Where the request is told.
+    fn events(&self) -> &Events;
+}
 
 /// What `GET /v1/usage` answers.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
@@ -163,16 +172,16 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Option<f64>>, D::Er
 }
 
 /// `GET /v1/usage`.
-pub async fn show(State(state): State<HttpState>) -> Response {
-    let usage = &state.config.usage;
+pub async fn show<S: UsageSource>(State(state): State<S>) -> Response {
+    let usage = state.usage();
     let response = if usage.absent {
         detail(StatusCode::NOT_FOUND, "this instance has no usage")
     } else {
         axum::Json(usage).into_response()
     };
-    state.emit(
-        super::HTTP_USAGE,
-        serde_json::json!({ "at_ms": state.now_ms(), "status": response.status().as_u16() }),
+    state.events().emit(
+        HTTP_USAGE,
+        serde_json::json!({ "at_ms": state.events().now_ms(), "status": response.status().as_u16() }),
     );
     response
 }
