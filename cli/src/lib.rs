@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod matrix;
+pub mod record;
 pub mod run;
 pub mod selftest;
 

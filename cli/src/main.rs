@@ -54,6 +54,9 @@ enum Command {
     /// Run scenarios against the real project under test, across protocols and specs: start it
     /// for each run (--exec), do its set-up by hooks (--hooks), report a JUnit file a cell.
     Run(Box<harness_cli::matrix::RunArgs>),
+    /// Sit between a real device and a real instance, pass everything through, and write the
+    /// journal and a draft scenario for each double (at Ctrl-C or after --for).
+    Record(harness_cli::record::RecordArgs),
 }
 
 /// Loads a scenario and checks what the doubles read themselves: its settings and its own steps'
@@ -76,6 +79,31 @@ fn load_checked(
         None => {}
     }
     Ok(scenario)
+}
+
+fn record(args: &harness_cli::record::RecordArgs) -> Exit {
+    harness::cli::init_logs("warn");
+    harness::cli::init_tls();
+    let runtime = match harness::cli::runtime(true) {
+        Ok(rt) => rt,
+        Err(exit) => return exit,
+    };
+    match runtime.block_on(harness_cli::record::run(args)) {
+        Ok(written) => {
+            println!(
+                "recorded {} link messages\n  journal        {}\n  fake-instance  {}\n  fake-device    {}",
+                written.messages,
+                written.journal.display(),
+                written.instance.display(),
+                written.device.display()
+            );
+            Exit::Passed
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            Exit::Usage
+        }
+    }
 }
 
 fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
@@ -185,6 +213,7 @@ fn main() -> ExitCode {
             Exit::Passed.into()
         }
         Command::Run(args) => harness_cli::matrix::command(*args).into(),
+        Command::Record(args) => record(&args).into(),
         Command::Selftest {
             filter,
             jobs,
