@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::agent::AgentModel;
 use crate::dial::DeviceDialer;
 use crate::sessions::Sessions;
+pub use crate::terminal_card::CardAnswer;
 
 /// What happens on the device off the link: an `act` step of a fake-device scenario (or of an
 /// instance-side scenario's `peer.steps`, which fake-device does). Each variant is one action
@@ -46,16 +47,6 @@ pub enum DeviceAction {
     /// A person opens `/usage` (`true`); result `{status_bar, page}`, or `{absent: true}` for an
     /// instance without usage.
     ShowUsage(bool),
-}
-
-/// How the person at the terminal answers a card.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CardAnswer {
-    /// Allow once; the first option of each question; approve the plan in `edit`.
-    Allow,
-    /// Deny; dismiss the questions or the plan.
-    Deny,
 }
 
 /// An edit of the device's `remote:` block.

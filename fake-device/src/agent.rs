@@ -15,9 +15,10 @@ use harness::rules::ids;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::answers::Reply;
 use crate::events::{Client, Quirks, Route};
 use crate::monitor;
-use crate::sessions::{Reply, Sessions};
+use crate::sessions::Sessions;
 
 /// What the device is and allows.
 #[derive(Debug, Clone)]

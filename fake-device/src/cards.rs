@@ -12,12 +12,12 @@ use harness::jsonrpc::{METHOD_NOT_FOUND, RequestError};
 use harness::rules::ids;
 use serde_json::{Value, json};
 
-use crate::actions::CardAnswer;
+use crate::terminal_card::{CardAnswer, TerminalCard};
 use tokio::sync::oneshot;
 
 use crate::completion::ToolCall;
 use crate::events::Client;
-use crate::sessions::{Sessions, TerminalCard};
+use crate::sessions::Sessions;
 
 /// At most this many questions on one card, of at most this many options (spec, `_lembas/question`).
 pub const MAX_QUESTIONS: usize = 4;

@@ -7,8 +7,8 @@ use std::path::Path;
 use harness::jsonrpc::RpcError;
 use serde_json::{Value, json};
 
+use crate::answers::refuse;
 use crate::limits::Limits;
-use crate::sessions::refuse;
 
 /// The most entries one listing gives (a huge directory must not make a huge message).
 pub const MAX_ENTRIES: usize = 500;

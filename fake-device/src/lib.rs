@@ -29,6 +29,7 @@
 mod account;
 mod actions;
 mod agent;
+mod answers;
 mod attachments;
 mod cards;
 mod commands;
@@ -50,6 +51,7 @@ mod sessions;
 mod settings;
 mod store;
 mod stream;
+mod terminal_card;
 mod terminals;
 mod turns;
 

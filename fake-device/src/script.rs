@@ -10,9 +10,10 @@ use crate::scripts::{Say, ScriptStep};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+use crate::answers::fresh_id;
 use crate::completion::ToolCall;
 use crate::events::Client;
-use crate::sessions::{Live, Sessions, TITLE_MAX, fresh_id};
+use crate::sessions::{Live, Sessions, TITLE_MAX};
 
 /// How a step of a script went on.
 enum Next<'s> {

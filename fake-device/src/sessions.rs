@@ -7,56 +7,21 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use harness::jsonrpc::{INVALID_PARAMS, RpcError};
+use harness::jsonrpc::RpcError;
 use harness::lembas::Spec;
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::answers::{Answer, Reply, fresh_id, param_str, refuse};
 use crate::events::Client;
 use crate::limits::{Limits, MODES};
 use crate::store::{Store, StoredSession, TurnLog, TurnState};
+use crate::terminal_card::TerminalCard;
 use crate::turns::{Job, Running};
 
 /// The longest title a session keeps (spec, `_lembas/session/title`).
 pub const TITLE_MAX: usize = 200;
-
-/// A session method's answer.
-pub type Answer = Result<Value, RpcError>;
-
-/// A session method's reply: now, or when a turn ends (a prompt's answer waits for its turn,
-/// and the link must not wait with it).
-#[derive(Debug)]
-pub enum Reply {
-    /// The answer, at once.
-    Now(Answer),
-    /// The answer of turn `turn_id`, when it ends.
-    Later {
-        /// The turn.
-        turn_id: String,
-        /// Where its answer comes.
-        answer: oneshot::Receiver<Value>,
-    },
-}
-
-impl Reply {
-    /// Waits for the answer.
-    pub async fn wait(self) -> Answer {
-        match self {
-            Reply::Now(answer) => answer,
-            Reply::Later { turn_id, answer } => answer.await.map_err(|_| {
-                refuse(format!(
-                    "turn `{turn_id}` was dropped: its session was deleted"
-                ))
-            }),
-        }
-    }
-}
-
-/// `-32602` with a reason: the spec's answer to a request the device refuses.
-pub fn refuse(reason: impl Into<String>) -> RpcError {
-    RpcError::new(INVALID_PARAMS, reason)
-}
 
 /// How the sessions behave.
 #[derive(Debug, Clone)]
@@ -138,28 +103,6 @@ pub struct Sessions {
     pub(crate) frecency: crate::files::Frecency,
     /// The command set each session's client was last told.
     commands_sent: Mutex<HashMap<String, Vec<serde_json::Value>>>,
-}
-
-/// A card of the shared session, as the terminal shows it.
-#[derive(Debug)]
-pub(crate) struct TerminalCard {
-    /// Its toolCallId.
-    pub call_id: String,
-    /// Where the terminal's answer goes.
-    pub answer: oneshot::Sender<crate::actions::CardAnswer>,
-}
-
-pub(crate) fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| refuse(format!("`{key}` must be a string")))
-}
-
-/// A fresh id with a prefix (`ses_`, `turn_`).
-pub fn fresh_id(prefix: &str) -> String {
-    let n: u64 = rand::random();
-    format!("{prefix}{n:016x}")
 }
 
 impl Sessions {
@@ -510,7 +453,7 @@ impl Sessions {
     /// waiting up to `within` for one to show; gives its toolCallId.
     pub async fn answer_terminal_card(
         &self,
-        answer: crate::actions::CardAnswer,
+        answer: crate::terminal_card::CardAnswer,
         within: Duration,
     ) -> Result<String, String> {
         let deadline = tokio::time::Instant::now() + within;

@@ -10,10 +10,11 @@ use harness::rules::ids;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::answers::{Answer, Reply, fresh_id, param_str, refuse};
 use crate::commands::Slash;
 use crate::events::Client;
 use crate::model::ModelClient;
-use crate::sessions::{Answer, Live, Reply, Sessions, State, fresh_id, param_str, refuse};
+use crate::sessions::{Live, Sessions, State};
 use crate::store::{StoredMessage, TurnState};
 
 /// A turn waiting in a session's queue.
