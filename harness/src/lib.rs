@@ -19,6 +19,7 @@
 //!   discovery), shared so the two sides cannot disagree on facts.
 #![warn(missing_docs)]
 
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod control;
 pub mod duration;

@@ -3,17 +3,22 @@
 pub mod html;
 pub mod human;
 pub mod json;
+#[cfg(feature = "cli")]
 pub mod junit;
 mod run_report;
 
 pub use run_report::RunReport;
 
+#[cfg(feature = "cli")]
 use std::path::PathBuf;
 
+#[cfg(feature = "cli")]
 use crate::engine::RunOutcome;
+#[cfg(feature = "cli")]
 use crate::journal::Entry;
 
 /// A report a run should write, from `--report KIND:PATH`.
+#[cfg(feature = "cli")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReportTarget {
     /// JUnit XML.
@@ -24,6 +29,7 @@ pub enum ReportTarget {
     Html(PathBuf),
 }
 
+#[cfg(feature = "cli")]
 impl std::str::FromStr for ReportTarget {
     type Err = String;
 
@@ -40,6 +46,7 @@ impl std::str::FromStr for ReportTarget {
 }
 
 /// Writes every requested report.
+#[cfg(feature = "cli")]
 pub fn write_all(
     targets: &[ReportTarget],
     double: &str,
@@ -60,7 +67,7 @@ pub fn write_all(
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "cli"))]
 mod tests {
     use crate::engine::{Cell, RunOutcome, StepStatus, StepVerdict};
 
