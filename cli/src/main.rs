@@ -86,7 +86,10 @@ fn record(args: &harness_cli::record::RecordArgs) -> Exit {
     harness::cli::init_tls();
     let runtime = match harness::cli::runtime(true) {
         Ok(rt) => rt,
-        Err(exit) => return exit,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return e.exit();
+        }
     };
     match runtime.block_on(harness_cli::record::run(args)) {
         Ok(written) => {
@@ -231,7 +234,7 @@ fn main() -> ExitCode {
             };
             let runtime = match harness::cli::runtime(true) {
                 Ok(rt) => rt,
-                Err(exit) => return exit.into(),
+                Err(e) => return harness::cli::exit_with(Err(e)),
             };
             match runtime.block_on(harness_cli::selftest::selftest(
                 filter.as_deref(),

@@ -161,7 +161,10 @@ pub fn command(args: RunArgs) -> Exit {
     };
     let hooks = match harness::cli::hooks(args.hooks.as_deref()) {
         Ok(h) => h,
-        Err(exit) => return exit,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return e.exit();
+        }
     };
     let setup = Arc::new(Setup {
         exec: args.exec.clone(),
@@ -192,7 +195,10 @@ pub fn command(args: RunArgs) -> Exit {
     }
     let runtime = match harness::cli::runtime(true) {
         Ok(rt) => rt,
-        Err(exit) => return exit,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return e.exit();
+        }
     };
     let started = Instant::now();
     let args_jobs = args.jobs;

@@ -764,6 +764,19 @@ fn play_on_timers(actor: &Arc<DeviceActor>, options: &Options) {
     });
 }
 
+/// The exit code of a run that could not start: one place for the command's mapping.
+#[cfg(feature = "cli")]
+impl From<StartError> for harness::cli::CliError {
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Scenario(_) => harness::cli::CliError::Usage(e.to_string()),
+            StartError::Journal(_) | StartError::NotUp(_) => {
+                harness::cli::CliError::Internal(e.to_string())
+            }
+        }
+    }
+}
+
 impl From<harness::embed::EmbedError<StartError>> for StartError {
     fn from(e: harness::embed::EmbedError<StartError>) -> Self {
         match e {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use fake_device::{ProtocolChoice, Stopped};
 use harness::Exit;
-use harness::cli::CommonArgs;
+use harness::cli::{CliError, CommonArgs};
 use harness::engine::Cell;
 use harness::rules::Binds;
 use harness::scenario::Side;
@@ -138,19 +138,18 @@ struct ServeArgs {
 }
 
 /// `fake-device serve --stdio`.
-fn serve(args: ServeArgs) -> ExitCode {
+fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     if !args.stdio {
-        eprintln!("error: say `serve --stdio` (stdin/stdout is the only transport serve has)");
-        return Exit::Usage.into();
+        return Err(CliError::Usage(
+            "say `serve --stdio` (stdin/stdout is the only transport serve has)".into(),
+        ));
     }
     if matches!(args.agent, AgentArg::Model) && args.instance.is_none() {
-        eprintln!("error: --agent model asks an instance's model: give --instance URL");
-        return Exit::Usage.into();
+        return Err(CliError::Usage(
+            "--agent model asks an instance's model: give --instance URL".into(),
+        ));
     }
-    let scripts = match scripts_of(args.scripts.as_deref()) {
-        Ok(scripts) => scripts,
-        Err(exit) => return exit,
-    };
+    let scripts = scripts_of(args.scripts.as_deref())?;
     let mut options = fake_device::Options::for_instance(args.instance.unwrap_or_default());
     options.token = args.token;
     options.agent = args.agent.into();
@@ -158,34 +157,23 @@ fn serve(args: ServeArgs) -> ExitCode {
     options.approval_timeout = args.approval_timeout.map(|d| d.0);
     options.state_dir = args.state_dir;
     options.cell.spec = args.spec;
-    let runtime = match harness::cli::runtime(false) {
-        Ok(rt) => rt,
-        Err(exit) => return exit.into(),
-    };
+    let runtime = harness::cli::runtime(false)?;
     let finished = runtime.block_on(async {
         let connection = harness::transport::stdio::stdio(options.limits);
         fake_device::serve_stdio(options, connection, harness::cli::shutdown_signal()).await
     });
     // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
     runtime.shutdown_background();
-    match finished {
-        Ok(_) => Exit::Passed.into(),
-        Err(e) => {
-            eprintln!("error: {e}");
-            Exit::Usage.into()
-        }
-    }
+    finished?;
+    Ok(Exit::Passed)
 }
 
 /// The scripts of `--scripts FILE`, or the usage error saying why they do not load.
-fn scripts_of(path: Option<&std::path::Path>) -> Result<Vec<fake_device::AgentScript>, ExitCode> {
+fn scripts_of(path: Option<&std::path::Path>) -> Result<Vec<fake_device::AgentScript>, CliError> {
     let Some(path) = path else {
         return Ok(Vec::new());
     };
-    harness::scenario::load_yaml_file(path).map_err(|e| {
-        eprintln!("error: {e}");
-        Exit::Usage.into()
-    })
+    harness::scenario::load_yaml_file(path).map_err(|e| CliError::Usage(e.to_string()))
 }
 
 fn parse_duration(text: &str) -> Result<harness::scenario::Dur, String> {
@@ -195,7 +183,11 @@ fn parse_duration(text: &str) -> Result<harness::scenario::Dur, String> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    harness::cli::exit_with(run(Cli::parse()))
+}
+
+/// The command's run; every error says which exit code it ends with.
+fn run(cli: Cli) -> Result<Exit, CliError> {
     harness::cli::init_logs(if cli.common.verbose { "debug" } else { "warn" });
     harness::cli::init_tls();
     if let Some(Command::Serve(args)) = cli.command {
@@ -203,26 +195,19 @@ fn main() -> ExitCode {
     }
     if cli.common.list_scenarios {
         harness::cli::list_scenarios(Side::Device);
-        return Exit::Passed.into();
+        return Ok(Exit::Passed);
     }
-    let runtime = match harness::cli::runtime(false) {
-        Ok(rt) => rt,
-        Err(exit) => return exit.into(),
-    };
+    let runtime = harness::cli::runtime(false)?;
     // The instance under test, when this run starts it: before discovery is read, since it
     // serves it. The device's root is `{root}`: its first --root, else one made here.
     let mut roots = cli.roots.clone();
     let made_root = match (&cli.common.exec, roots.is_empty()) {
-        (Some(_), true) => match tempfile::tempdir() {
-            Ok(dir) => {
-                roots.push(dir.path().display().to_string());
-                Some(dir)
-            }
-            Err(e) => {
-                eprintln!("error: cannot make a root: {e}");
-                return Exit::Internal.into();
-            }
-        },
+        (Some(_), true) => {
+            let dir = tempfile::tempdir()
+                .map_err(|e| CliError::Internal(format!("cannot make a root: {e}")))?;
+            roots.push(dir.path().display().to_string());
+            Some(dir)
+        }
         _ => None,
     };
     let started = match &cli.common.exec {
@@ -232,19 +217,16 @@ fn main() -> ExitCode {
                 spec: cli.common.spec.clone(),
             };
             let root = std::path::PathBuf::from(&roots[0]);
-            match runtime.block_on(fake_device::start_instance(
-                harness::process::SutSpec::command(exec.clone()),
-                cli.instance.as_deref(),
-                &cli.token,
-                &cell,
-                &root,
-            )) {
-                Ok(started) => Some(started),
-                Err(e) => {
-                    eprintln!("error: --exec: {e}");
-                    return Exit::Usage.into();
-                }
-            }
+            let started = runtime
+                .block_on(fake_device::start_instance(
+                    harness::process::SutSpec::command(exec.clone()),
+                    cli.instance.as_deref(),
+                    &cli.token,
+                    &cell,
+                    &root,
+                ))
+                .map_err(|e| CliError::Usage(format!("--exec: {e}")))?;
+            Some(started)
         }
         None => None,
     };
@@ -253,30 +235,21 @@ fn main() -> ExitCode {
         .clone()
         .or_else(|| started.as_ref().map(|(_, url)| url.clone()))
     else {
-        eprintln!("error: --instance URL is required");
-        return Exit::Usage.into();
+        return Err(CliError::Usage("--instance URL is required".into()));
     };
     let protocol = match cli.protocol.as_str() {
         "auto" => ProtocolChoice::Auto,
         "1" => ProtocolChoice::Fixed(1),
         "2" => ProtocolChoice::Fixed(2),
         other => {
-            eprintln!("error: --protocol {other}: say auto, 1 or 2");
-            return Exit::Usage.into();
+            return Err(CliError::Usage(format!(
+                "--protocol {other}: say auto, 1 or 2"
+            )));
         }
     };
-    let scripts = match scripts_of(cli.scripts.as_deref()) {
-        Ok(scripts) => scripts,
-        Err(exit) => return exit,
-    };
-    let misbehave = match harness::cli::misbehaviours(&cli.common.misbehave, Binds::Device) {
-        Ok(m) => m,
-        Err(exit) => return exit.into(),
-    };
-    let hooks = match harness::cli::hooks(cli.common.hooks.as_deref()) {
-        Ok(hooks) => hooks,
-        Err(exit) => return exit.into(),
-    };
+    let scripts = scripts_of(cli.scripts.as_deref())?;
+    let misbehave = harness::cli::misbehaviours(&cli.common.misbehave, Binds::Device)?;
+    let hooks = harness::cli::hooks(cli.common.hooks.as_deref())?;
     // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which under
     // `auto` is what the instance's discovery allows.
     let cell_protocol = match (protocol, &cli.common.scenario) {
@@ -310,13 +283,8 @@ fn main() -> ExitCode {
                     None => probe.await,
                 }
             });
-            match probed {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("error: cannot read the instance's discovery: {e}");
-                    return Exit::PeerFailed.into();
-                }
-            }
+            probed
+                .map_err(|e| CliError::Peer(format!("cannot read the instance's discovery: {e}")))?
         }
     };
     let cell = Cell {
@@ -327,18 +295,14 @@ fn main() -> ExitCode {
         let spec =
             harness::lembas::Spec::parse(&cell.spec).unwrap_or(harness::lembas::Spec::V1_1_0);
         if let Some(unknown) = list.iter().find(|c| !spec.defines(c)) {
-            eprintln!(
-                "error: --capabilities: `{unknown}` is not a capability of harness spec {spec} ({})",
+            return Err(CliError::Usage(format!(
+                "--capabilities: `{unknown}` is not a capability of harness spec {spec} ({})",
                 spec.capabilities().join(", ")
-            );
-            return Exit::Usage.into();
+            )));
         }
     }
     let scenario = match &cli.common.scenario {
-        Some(arg) => match harness::cli::load_scenario(arg, Side::Device, &cell) {
-            Some(s) => Some(s),
-            None => return Exit::Usage.into(),
-        },
+        Some(arg) => Some(harness::cli::load_scenario(arg, Side::Device, &cell)?),
         None => None,
     };
     let control = cli.common.control_config();
@@ -382,35 +346,22 @@ fn main() -> ExitCode {
     // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
     runtime.shutdown_background();
     drop(made_root);
-    match finished {
-        Ok(done) => match done.stopped {
-            Some(Stopped::ProtocolMismatch) => {
-                eprintln!("fake-device: {}", fake_device::PROTOCOL_MISMATCH_SENTENCE);
-                Exit::ProtocolMismatch.into()
-            }
-            Some(Stopped::Unauthorized) => {
-                eprintln!(
-                    "fake-device: the instance refused this device's token (401); log in again"
-                );
-                Exit::Unauthorized.into()
-            }
-            _ => harness::cli::finish(
-                "fake-device",
-                &cli.common,
-                done.outcome.as_ref(),
-                &done.findings,
-                &done.recent,
-            )
-            .into(),
-        },
-        Err(e) => {
-            eprintln!("error: {e}");
-            match e {
-                fake_device::StartError::Scenario(_) => Exit::Usage.into(),
-                fake_device::StartError::Journal(_) | fake_device::StartError::NotUp(_) => {
-                    Exit::Internal.into()
-                }
-            }
+    let done = finished?;
+    Ok(match done.stopped {
+        Some(Stopped::ProtocolMismatch) => {
+            eprintln!("fake-device: {}", fake_device::PROTOCOL_MISMATCH_SENTENCE);
+            Exit::ProtocolMismatch
         }
-    }
+        Some(Stopped::Unauthorized) => {
+            eprintln!("fake-device: the instance refused this device's token (401); log in again");
+            Exit::Unauthorized
+        }
+        _ => harness::cli::finish(
+            "fake-device",
+            &cli.common,
+            done.outcome.as_ref(),
+            &done.findings,
+            &done.recent,
+        ),
+    })
 }

@@ -585,6 +585,19 @@ pub(crate) async fn run_started(
     })
 }
 
+/// The exit code of a run that could not start: one place for the command's mapping.
+#[cfg(feature = "cli")]
+impl From<StartError> for harness::cli::CliError {
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Scenario(_) => harness::cli::CliError::Usage(e.to_string()),
+            StartError::Listen { .. } | StartError::Journal(_) | StartError::NotUp(_) => {
+                harness::cli::CliError::Internal(e.to_string())
+            }
+        }
+    }
+}
+
 impl From<harness::embed::EmbedError<StartError>> for StartError {
     fn from(e: harness::embed::EmbedError<StartError>) -> Self {
         match e {

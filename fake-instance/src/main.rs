@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use harness::Exit;
-use harness::cli::CommonArgs;
+use harness::cli::{CliError, CommonArgs};
 use harness::engine::Cell;
 use harness::rules::Binds;
 use harness::scenario::Side;
@@ -75,17 +75,18 @@ fn say_steps(
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    harness::cli::exit_with(run(Cli::parse()))
+}
+
+/// The command's run; every error says which exit code it ends with.
+fn run(cli: Cli) -> Result<Exit, CliError> {
     harness::cli::init_logs(if cli.common.verbose { "debug" } else { "warn" });
     harness::cli::init_tls();
     if cli.common.list_scenarios {
         harness::cli::list_scenarios(Side::Instance);
-        return Exit::Passed.into();
+        return Ok(Exit::Passed);
     }
-    let misbehave = match harness::cli::misbehaviours(&cli.common.misbehave, Binds::Instance) {
-        Ok(m) => m,
-        Err(exit) => return exit.into(),
-    };
+    let misbehave = harness::cli::misbehaviours(&cli.common.misbehave, Binds::Instance)?;
     let protocol = cli.protocol.unwrap_or_else(|| match &cli.protocols {
         Some(list) if !list.contains(&2) => 1,
         _ => 2,
@@ -96,10 +97,9 @@ fn main() -> ExitCode {
             || list.iter().any(|p| !matches!(p, 1 | 2))
             || cli.protocol.is_some_and(|p| p != highest)
         {
-            eprintln!(
-                "error: --protocols {list:?} must list 1 (and only 1 or 2), and --protocol must be the highest of them: a device says the highest protocol discovery allows"
-            );
-            return Exit::Usage.into();
+            return Err(CliError::Usage(format!(
+                "--protocols {list:?} must list 1 (and only 1 or 2), and --protocol must be the highest of them: a device says the highest protocol discovery allows"
+            )));
         }
     }
     let cell = Cell {
@@ -107,23 +107,11 @@ fn main() -> ExitCode {
         spec: cli.common.spec.clone(),
     };
     let scenario = match &cli.common.scenario {
-        Some(arg) => match harness::cli::load_scenario(arg, Side::Instance, &cell) {
-            Some(s) => Some(s),
-            None => return Exit::Usage.into(),
-        },
+        Some(arg) => Some(harness::cli::load_scenario(arg, Side::Instance, &cell)?),
         None => None,
     };
-    let steps = match say_steps(&cli.say) {
-        Ok(steps) => steps,
-        Err(e) => {
-            eprintln!("error: --say: {e}");
-            return Exit::Usage.into();
-        }
-    };
-    let hooks = match harness::cli::hooks(cli.common.hooks.as_deref()) {
-        Ok(hooks) => hooks,
-        Err(exit) => return exit.into(),
-    };
+    let steps = say_steps(&cli.say).map_err(|e| CliError::Usage(format!("--say: {e}")))?;
+    let hooks = harness::cli::hooks(cli.common.hooks.as_deref())?;
     let control = cli.common.control_config();
     let options = fake_instance::Options {
         listen: cli.listen,
@@ -152,10 +140,7 @@ fn main() -> ExitCode {
         control: control.clone(),
         ..fake_instance::Options::default()
     };
-    let runtime = match harness::cli::runtime(false) {
-        Ok(rt) => rt,
-        Err(exit) => return exit.into(),
-    };
+    let runtime = harness::cli::runtime(false)?;
     let events = cli.common.events;
     let ready = |ready: harness::embed::Ready| {
         if let Some(addr) = ready.addr {
@@ -172,21 +157,12 @@ fn main() -> ExitCode {
     });
     // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
     runtime.shutdown_background();
-    match finished {
-        Ok(done) => harness::cli::finish(
-            "fake-instance",
-            &cli.common,
-            done.outcome.as_ref(),
-            &done.findings,
-            &done.recent,
-        )
-        .into(),
-        Err(e) => {
-            eprintln!("error: {e}");
-            match e {
-                fake_instance::StartError::Scenario(_) => Exit::Usage.into(),
-                _ => Exit::Internal.into(),
-            }
-        }
-    }
+    let done = finished?;
+    Ok(harness::cli::finish(
+        "fake-instance",
+        &cli.common,
+        done.outcome.as_ref(),
+        &done.findings,
+        &done.recent,
+    ))
 }

@@ -8,6 +8,42 @@ use clap::Args;
 
 use crate::report::ReportTarget;
 
+/// Why a double's command could not do its run; each kind ends the process with its own code.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The command line, or a file it names, is wrong (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// The peer could not even be asked (its discovery unreadable; exit 1).
+    #[error("{0}")]
+    Peer(String),
+    /// The machine failed the run: a runtime, a directory, a report file (exit 3).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl CliError {
+    /// The exit code it ends the process with.
+    pub fn exit(&self) -> crate::Exit {
+        match self {
+            CliError::Usage(_) => crate::Exit::Usage,
+            CliError::Peer(_) => crate::Exit::PeerFailed,
+            CliError::Internal(_) => crate::Exit::Internal,
+        }
+    }
+}
+
+/// The process's exit: the run's own, or the error's, said on stderr.
+pub fn exit_with(ran: Result<crate::Exit, CliError>) -> std::process::ExitCode {
+    match ran {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit().into()
+        }
+    }
+}
+
 /// Options common to fake-instance and fake-device.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
@@ -160,20 +196,16 @@ pub fn init_tls() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// The `--hooks` file, read; an error is printed with its file, line and key, and is
-/// [`Exit::Usage`](crate::Exit::Usage).
+/// The `--hooks` file, read; an error names its file, line and key.
 pub fn hooks(
     path: Option<&std::path::Path>,
-) -> Result<Option<std::sync::Arc<crate::hooks::Hooks>>, crate::Exit> {
+) -> Result<Option<std::sync::Arc<crate::hooks::Hooks>>, CliError> {
     let Some(path) = path else {
         return Ok(None);
     };
     crate::hooks::Hooks::load(path)
         .map(|h| Some(std::sync::Arc::new(h)))
-        .map_err(|e| {
-            eprintln!("error: --hooks: {e}");
-            crate::Exit::Usage
-        })
+        .map_err(|e| CliError::Usage(format!("--hooks: {e}")))
 }
 
 /// Prints the embedded scenarios of a double with their `about` lines.
@@ -191,29 +223,22 @@ pub fn list_scenarios(side: crate::scenario::Side) {
 }
 
 /// Loads the scenario a command line names and checks that the cell is one it applies to.
-/// Errors are printed; the caller exits with [`Exit::Usage`](crate::Exit::Usage).
 pub fn load_scenario(
     arg: &str,
     side: crate::scenario::Side,
     cell: &crate::engine::Cell,
-) -> Option<crate::scenario::Scenario> {
-    let scenario = match crate::scenario::catalogue::resolve(arg, side) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return None;
-        }
-    };
+) -> Result<crate::scenario::Scenario, CliError> {
+    let scenario = crate::scenario::catalogue::resolve(arg, side)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     if !scenario.matrix.protocol.contains(&cell.protocol)
         || !scenario.matrix.spec.contains(&cell.spec)
     {
-        eprintln!(
-            "error: scenario `{}` applies to protocols {:?} and specs {:?}, not to {cell}",
+        return Err(CliError::Usage(format!(
+            "scenario `{}` applies to protocols {:?} and specs {:?}, not to {cell}",
             scenario.name, scenario.matrix.protocol, scenario.matrix.spec
-        );
-        return None;
+        )));
     }
-    Some(scenario)
+    Ok(scenario)
 }
 
 /// Prints the human report (one line for a run that passed or did not apply, with `--quiet`;
@@ -307,7 +332,7 @@ pub fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'stat
 /// The runtime of a command; a failure to make one is printed and is [`Exit::Internal`].
 ///
 /// [`Exit::Internal`]: crate::Exit::Internal
-pub fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, crate::Exit> {
+pub fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, CliError> {
     // A double is one process talking to one peer: a current-thread runtime is the fastest
     // there (see the notes on crates); the self-test runs many pairs and wants both cores.
     let mut builder = if multi_thread {
@@ -315,20 +340,17 @@ pub fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, crate::Exi
     } else {
         tokio::runtime::Builder::new_current_thread()
     };
-    builder.enable_all().build().map_err(|e| {
-        eprintln!("error: cannot start the runtime: {e}");
-        crate::Exit::Internal
-    })
+    builder
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Internal(format!("cannot start the runtime: {e}")))
 }
 
-/// The `--misbehave` rules of a double of `side`; an unknown one is printed and is
-/// [`Exit::Usage`](crate::Exit::Usage).
+/// The `--misbehave` rules of a double of `side`; an unknown one is a usage error.
 pub fn misbehaviours(
     ids: &[String],
     side: crate::rules::Binds,
-) -> Result<crate::rules::Misbehaviours, crate::Exit> {
-    crate::rules::Misbehaviours::parse(ids, side).map_err(|e| {
-        eprintln!("error: --misbehave {e}");
-        crate::Exit::Usage
-    })
+) -> Result<crate::rules::Misbehaviours, CliError> {
+    crate::rules::Misbehaviours::parse(ids, side)
+        .map_err(|e| CliError::Usage(format!("--misbehave {e}")))
 }
