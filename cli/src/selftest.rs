@@ -150,29 +150,13 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 .start()
                 .await
                 .map_err(|e| e.to_string())?;
-            let device = FakeDevice::builder(instance.url())
-                .cell(case.cell.clone())
-                .patience(PATIENCE)
-                .restarted_by(peer)
-                .own_runtime(restarts_peer(&case.scenario.steps));
-            let device = match &case.misbehave {
-                Some(rule) => device.misbehave(rule).map_err(|e| e.to_string())?,
-                None => device,
+            let (device, _root) = match peer_device(case, &instance.url(), peer).await {
+                Ok(started) => started,
+                Err(e) => {
+                    instance.dismiss();
+                    return Err(e);
+                }
             };
-            // A reduced device is given no set-up: one root, a model of its own, only some
-            // capabilities.
-            let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
-            let device = if case.reduced {
-                device
-                    .root(root.path())
-                    .agent(fake_device::AgentKind::Echo)
-                    .capabilities(REDUCED_DEVICE.iter().copied())
-            } else {
-                device
-                    .as_peer_of(&case.scenario)
-                    .map_err(|e| e.to_string())?
-            };
-            let device = device.start().await.map_err(|e| e.to_string())?;
             let report = instance.verdict().await;
             let _ = device.verdict().await;
             report
@@ -215,6 +199,42 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
         }
     };
     Ok(report.into_parts())
+}
+
+/// The device that plays an instance scenario's peer: the one its `peer:` section describes,
+/// or a reduced one given no set-up; restarted by `peer` when a step says so. The reduced
+/// device's root is given back with it, to live as long as the run.
+async fn peer_device(
+    case: &Case,
+    url: &str,
+    peer: Arc<InProcessPeer>,
+) -> Result<(FakeDevice, Option<tempfile::TempDir>), String> {
+    let device = FakeDevice::builder(url)
+        .cell(case.cell.clone())
+        .patience(PATIENCE)
+        .restarted_by(peer)
+        .own_runtime(restarts_peer(&case.scenario.steps));
+    let device = match &case.misbehave {
+        Some(rule) => device.misbehave(rule).map_err(|e| e.to_string())?,
+        None => device,
+    };
+    // A reduced device is given no set-up: one root, a model of its own, only some
+    // capabilities.
+    let (device, root) = if case.reduced {
+        let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
+        let device = device
+            .root(root.path())
+            .agent(fake_device::AgentKind::Echo)
+            .capabilities(REDUCED_DEVICE.iter().copied());
+        (device, Some(root))
+    } else {
+        let device = device
+            .as_peer_of(&case.scenario)
+            .map_err(|e| e.to_string())?;
+        (device, None)
+    };
+    let device = device.start().await.map_err(|e| e.to_string())?;
+    Ok((device, root))
 }
 
 /// Whether the steps restart the peer (`restart_peer`, also inside `when`).

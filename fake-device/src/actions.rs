@@ -234,7 +234,7 @@ impl Actor for DeviceActor {
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
         Box::pin(async move {
             let action: DeviceAction = serde_json::from_value(action)
-                .map_err(|e| ActError::Failed(format!("not an action of fake-device: {e}")))?;
+                .map_err(|e| ActError::Unknown(format!("not an action of fake-device: {e}")))?;
             self.act_now(action, timeout)
                 .await
                 .map_err(ActError::Failed)

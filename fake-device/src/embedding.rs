@@ -19,8 +19,8 @@ use serde_json::Value;
 use crate::actions::{DeviceAction, DeviceActor};
 use crate::dial::{ProtocolChoice, Stopped};
 use crate::peer_of::PeerPlay;
+use crate::run::{Live, Options, StartError};
 use crate::settings::AgentKind;
-use crate::{Live, Options, StartError};
 
 /// How long [`DeviceBuilder::start`] waits for the device to be set up, and for discovery
 /// when the protocol is chosen from it.
@@ -157,7 +157,7 @@ impl DeviceBuilder {
     /// sessions deleted offline or started elsewhere, the model the scenario scripts, a person
     /// at the terminal on its timers, and its `peer.steps`.
     pub fn as_peer_of(mut self, scenario: &Scenario) -> Result<Self, LoadError> {
-        crate::check_as_peer_of(scenario)?;
+        crate::check::check_as_peer_of(scenario)?;
         self.play = Some(PeerPlay {
             setup: DeviceSetup::of(scenario)?,
             steps: scenario.peer_steps().to_vec(),
@@ -237,6 +237,12 @@ impl DeviceBuilder {
             up_within: START_WITHIN,
             verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
         };
+        if self.restarts.is_some() && self.scenario.is_some() {
+            // A restarted run plays a peer; a scenario's steps would start over with it.
+            return Err(StartError::Scenario(
+                "a double restarted by its peer runs no scenario of its own".into(),
+            ));
+        }
         let scenario = self.scenario;
         let restarts = self.restarts;
         let own_runtime = self.own_runtime;
@@ -244,7 +250,7 @@ impl DeviceBuilder {
         let slot = actor.clone();
         let (live, running) = Running::start(plan, |up, shutdown| async move {
             match restarts {
-                None => crate::run_started(
+                None => crate::run::run_started(
                     options,
                     scenario,
                     move |live| {
@@ -278,7 +284,7 @@ impl DeviceBuilder {
 /// when `own_runtime`), until `shutdown` or a run that ends by itself. The first run's hands go to `up`; a later
 /// run's replace them in `actor`.
 async fn runs(
-    options: Options,
+    mut options: Options,
     peer: Arc<InProcessPeer>,
     own_runtime: bool,
     up: tokio::sync::oneshot::Sender<Live>,
@@ -297,25 +303,37 @@ async fn runs(
         };
         let first = up.take();
         let slot = actor.clone();
-        let started = move |live: Live| match first {
-            Some(up) => {
-                let _ = up.send(live);
+        let controlled = Arc::new(Mutex::new(None));
+        let seen = controlled.clone();
+        let started = move |live: Live| {
+            if let Ok(mut seen) = seen.lock() {
+                *seen = live.control;
             }
-            None => {
-                if let Ok(mut slot) = slot.lock() {
-                    *slot = Some(live.actor);
+            match first {
+                Some(up) => {
+                    let _ = up.send(live);
+                }
+                None => {
+                    if let Ok(mut slot) = slot.lock() {
+                        *slot = Some(live.actor);
+                    }
                 }
             }
         };
         let run_options = options.clone();
         let finished = if own_runtime {
-            isolated(move || crate::run_started(run_options, None, started, run_shutdown))
+            isolated(move || crate::run::run_started(run_options, None, started, run_shutdown))
                 .await
                 .unwrap_or_else(|| Err(StartError::NotUp("its thread could not start".into())))
         } else {
-            crate::run_started(run_options, None, started, run_shutdown).await
+            crate::run::run_started(run_options, None, started, run_shutdown).await
         };
         let stopped = stop.clone().now_or_never().is_some();
+        // The control API comes back where it was, so the URL given out stays true.
+        let bound = controlled.lock().ok().and_then(|c| *c);
+        if let (Some(addr), Some(control)) = (bound, options.control.as_mut()) {
+            control.listen = addr;
+        }
         match peer.take_restart() {
             Some(ack) if !stopped => {
                 let _ = ack.send(());
@@ -329,7 +347,7 @@ async fn runs(
 }
 
 /// The code the fake-device command would have exited with after this run.
-fn exit_code(finished: &Result<crate::Finished, StartError>) -> i32 {
+fn exit_code(finished: &Result<crate::run::Finished, StartError>) -> i32 {
     let code = match finished {
         Ok(done) => match done.stopped {
             Some(Stopped::ProtocolMismatch) => Exit::ProtocolMismatch,
@@ -460,6 +478,12 @@ impl FakeDevice {
     /// without one, what the monitors found until now. The device shuts down either way.
     pub async fn verdict(self) -> RunReport {
         self.running.verdict().await
+    }
+
+    /// Stops the double without taking its verdict: for a test that failed before the run
+    /// could end (its own error is then the one it reports).
+    pub fn dismiss(self) {
+        self.running.dismiss();
     }
 }
 

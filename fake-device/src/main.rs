@@ -305,7 +305,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         Some(arg) => Some(harness::cli::load_scenario(arg, Side::Device, &cell)?),
         None => None,
     };
-    let control = cli.common.control_config();
+    let control = cli.common.control_config()?;
     let options = fake_device::Options {
         instance,
         token: cli.token.clone(),
@@ -336,12 +336,19 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         control: control.clone(),
     };
     let events = cli.common.events;
+    // Filled by the ready line's callback, drained once the run ends.
+    let tail = std::cell::RefCell::new(None);
     let ready = |ready: harness::embed::Ready| {
-        harness::cli::announce(&ready, control.as_ref(), events);
+        *tail.borrow_mut() = harness::cli::announce(&ready, control.as_ref(), events);
     };
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();
-        fake_device::run_with(options, scenario, ready, shutdown).await
+        let finished = fake_device::run_with(options, scenario, ready, shutdown).await;
+        let printer = tail.borrow_mut().take();
+        if let Some(printer) = printer {
+            printer.finish().await;
+        }
+        finished
     });
     // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
     runtime.shutdown_background();

@@ -7,7 +7,7 @@ use std::path::Path;
 use harness::lembas::setup::{DeviceSetup, RootsNeed};
 use harness::scenario::{Spanned, Step};
 
-use crate::Options;
+use crate::run::{Options, TerminalPlay};
 use crate::settings::AgentKind;
 use crate::store::{Store, StoredSession};
 
@@ -55,7 +55,7 @@ pub(crate) fn apply(play: &PeerPlay, options: &mut Options, scratch: &Path) -> R
     // Instance scenarios script the model; the device follows it, as a CLI does.
     options.agent = AgentKind::Model;
     options.change_limits_after = setup.change_limits_after.map(|d| d.0);
-    options.terminal = crate::TerminalPlay {
+    options.terminal = TerminalPlay {
         share_after: setup.share_session_after.map(|d| d.0),
         prompt_after: setup.terminal_prompt_after.map(|d| d.0),
         answers_after: setup.terminal_answers_after.map(|d| d.0),

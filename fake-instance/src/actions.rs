@@ -140,7 +140,7 @@ impl Actor for InstanceActor {
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
         Box::pin(async move {
             let action: WebAction = serde_json::from_value(action)
-                .map_err(|e| ActError::Failed(format!("not an action of fake-instance: {e}")))?;
+                .map_err(|e| ActError::Unknown(format!("not an action of fake-instance: {e}")))?;
             match self.act_now(action, timeout).await {
                 Err(ActError::NotApplicable(why)) if self.own_steps => {
                     tracing::info!("the web UI leaves an action out: {why}");

@@ -11,8 +11,8 @@ use harness::lembas::capabilities::{self, Need};
 use harness::scenario::Scenario;
 use serde_json::Value;
 
-use crate::HTTP_CHAT;
 use crate::chats::{Chats, LinkFacts};
+use crate::http::HTTP_CHAT;
 use crate::settings::InstanceSettings;
 use harness::lembas::setup::{DeviceSetup, RootsNeed};
 

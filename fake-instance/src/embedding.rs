@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::actions::{InstanceActor, OpenChat, SendMessage, WebAction};
-use crate::{Live, Options, StartError};
+use crate::run::{Live, Options, StartError};
 
 /// How long [`InstanceBuilder::start`] waits for the instance to listen.
 const START_WITHIN: Duration = Duration::from_secs(10);
@@ -121,8 +121,8 @@ impl InstanceBuilder {
     /// self-test does: its web UI answers cards as `peer.cards` says and does `peer.steps` by
     /// itself.
     pub fn as_peer_of(mut self, scenario: &Scenario) -> Result<Self, LoadError> {
-        crate::check_as_peer_of(scenario)?;
-        self.options.cards = crate::peer_cards(scenario)?;
+        crate::check::check_as_peer_of(scenario)?;
+        self.options.cards = crate::check::peer_cards(scenario)?;
         self.options.steps = scenario.peer_steps().to_vec();
         Ok(self)
     }
@@ -176,13 +176,19 @@ impl InstanceBuilder {
             up_within: START_WITHIN,
             verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
         };
+        if self.restarts.is_some() && self.scenario.is_some() {
+            // A restarted run plays a peer; a scenario's steps would start over with it.
+            return Err(StartError::Scenario(
+                "a double restarted by its peer runs no scenario of its own".into(),
+            ));
+        }
         let scenario = self.scenario;
         let restarts = self.restarts;
         let actor = Arc::new(Mutex::new(None::<Arc<InstanceActor>>));
         let slot = actor.clone();
         let (live, running) = Running::start(plan, |up, shutdown| async move {
             match restarts {
-                None => crate::run_started(
+                None => crate::run::run_started(
                     options,
                     scenario,
                     move |live| {
@@ -238,11 +244,13 @@ async fn runs(
         };
         let (first, restarted) = (up.take(), ack.take());
         let mut listened = None;
-        let finished = crate::run_started(
+        let mut controlled = None;
+        let finished = crate::run::run_started(
             options.clone(),
             None,
             |live| {
                 listened = Some(live.addr);
+                controlled = live.control;
                 match first {
                     Some(up) => {
                         let _ = up.send(live);
@@ -270,6 +278,10 @@ async fn runs(
         }
         if let Some(addr) = listened {
             options.listen = addr;
+        }
+        // The control API comes back where it was, so the URL given out stays true.
+        if let (Some(addr), Some(control)) = (controlled, options.control.as_mut()) {
+            control.listen = addr;
         }
         options.steps = Vec::new();
     }
@@ -405,6 +417,12 @@ impl FakeInstance {
     /// without one, what the monitors found until now. The instance shuts down either way.
     pub async fn verdict(self) -> RunReport {
         self.running.verdict().await
+    }
+
+    /// Stops the double without taking its verdict: for a test that failed before the run
+    /// could end (its own error is then the one it reports).
+    pub fn dismiss(self) {
+        self.running.dismiss();
     }
 }
 

@@ -112,7 +112,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     };
     let steps = say_steps(&cli.say).map_err(|e| CliError::Usage(format!("--say: {e}")))?;
     let hooks = harness::cli::hooks(cli.common.hooks.as_deref())?;
-    let control = cli.common.control_config();
+    let control = cli.common.control_config()?;
     let options = fake_instance::Options {
         listen: cli.listen,
         tokens: if cli.tokens.is_empty() {
@@ -142,18 +142,25 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     };
     let runtime = harness::cli::runtime(false)?;
     let events = cli.common.events;
+    // Filled by the ready line's callback, drained once the run ends.
+    let tail = std::cell::RefCell::new(None);
     let ready = |ready: harness::embed::Ready| {
         if let Some(addr) = ready.addr {
             let mut stdout = std::io::stdout();
             let _ = writeln!(stdout, "listening http://{addr}");
             let _ = stdout.flush();
         }
-        harness::cli::announce(&ready, control.as_ref(), events);
+        *tail.borrow_mut() = harness::cli::announce(&ready, control.as_ref(), events);
     };
     // The signal handlers are in place before the ready line is printed.
     let finished = runtime.block_on(async {
         let shutdown = harness::cli::shutdown_signal();
-        fake_instance::run_with(options, scenario, ready, shutdown).await
+        let finished = fake_instance::run_with(options, scenario, ready, shutdown).await;
+        let printer = tail.borrow_mut().take();
+        if let Some(printer) = printer {
+            printer.finish().await;
+        }
+        finished
     });
     // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
     runtime.shutdown_background();

@@ -188,7 +188,7 @@ async fn a_whole_run_is_driven_through_the_control_api() {
     );
     let last = page["last"].as_u64().expect("last");
 
-    // A bad action is a 400 that says how; an unknown one a 422 that says why.
+    // Not JSON, or not one of the double's actions: a 400 that says how.
     let answer = post("/v1/act").body("{").send().await.expect("sent");
     assert_eq!(answer.status(), 400);
     checked(&api, "POST", "/v1/act", answer).await;
@@ -197,8 +197,42 @@ async fn a_whole_run_is_driven_through_the_control_api() {
         .send()
         .await
         .expect("sent");
-    assert_eq!(answer.status(), 422);
+    assert_eq!(answer.status(), 400);
+    let refused = checked(&api, "POST", "/v1/act", answer).await;
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("not an action of fake-instance")),
+        "{refused}"
+    );
+    // One the device cannot take (files attached, for a device that lists no `attachments`)
+    // would be a 409; this device lists them, so a chat's unknown session is a 422 instead.
+    let answer = post("/v1/act?within_ms=2000")
+        .json(&json!({ "delete_chat": "ses_nobody" }))
+        .send()
+        .await
+        .expect("sent");
+    assert!(
+        [200, 422].contains(&answer.status().as_u16()),
+        "{}",
+        answer.status()
+    );
     checked(&api, "POST", "/v1/act", answer).await;
+    // The scheme is read in any case.
+    let answer = http
+        .get(format!("{control}/v1/state"))
+        .header("Authorization", format!("bearer {TOKEN}"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(answer.status(), 200);
+    // A reader ahead of the journal learns where it stands, at once.
+    let answer = get("/v1/journal?after=999999&wait_ms=20000")
+        .send()
+        .await
+        .expect("sent");
+    let page = checked(&api, "GET", "/v1/journal", answer).await;
+    assert!(page["last"].as_u64().is_some_and(|l| l < 999_999), "{page}");
 
     // A fault test's raw message goes out on the link as it is.
     let answer = post("/v1/inject")
@@ -279,6 +313,25 @@ async fn a_signal_that_never_comes_is_a_scenario_error_saying_what_was_awaited()
         + &String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "a scenario error: {said}");
     assert!(said.contains("no signal `never` within 200ms"), "{said}");
+}
+
+/// A control token in the environment is for runs that serve the API: a run without
+/// `--control` is not refused over it, and an empty one is refused with `--control`.
+#[test]
+fn the_control_token_in_the_environment_is_used_only_with_control() {
+    let listed = Command::new(BIN)
+        .arg("--list-scenarios")
+        .env("LEMBAS_CONTROL_TOKEN", "t0k")
+        .output()
+        .expect("ran");
+    assert_eq!(listed.status.code(), Some(0));
+    let empty = Command::new(BIN)
+        .args(["--control", "--scenario", "negotiate"])
+        .env("LEMBAS_CONTROL_TOKEN", "")
+        .output()
+        .expect("ran");
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&empty.stderr).contains("is empty"));
 }
 
 /// The description and the implementation list the same routes.

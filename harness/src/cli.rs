@@ -106,13 +106,9 @@ pub struct CommonArgs {
     /// Its URL and token are printed as `control URL token=TOKEN`.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
     pub control: Option<std::net::SocketAddr>,
-    /// The control API's token (default: a fresh random one, printed with its URL).
-    #[arg(
-        long,
-        value_name = "TOKEN",
-        env = "LEMBAS_CONTROL_TOKEN",
-        requires = "control"
-    )]
+    /// The control API's token (default: a fresh random one, printed with its URL); without
+    /// --control it is not used.
+    #[arg(long, value_name = "TOKEN", env = "LEMBAS_CONTROL_TOKEN")]
     pub control_token: Option<String>,
     /// Print the run's progress on stdout as JSON lines: each step's start and end, each finding,
     /// each signal (`{"event": "step_ended", ...}`).
@@ -121,49 +117,102 @@ pub struct CommonArgs {
 }
 
 impl CommonArgs {
-    /// The control API this run serves, if asked for.
-    pub fn control_config(&self) -> Option<crate::control::ControlConfig> {
-        self.control.map(|listen| crate::control::ControlConfig {
-            listen,
-            token: self
-                .control_token
-                .clone()
-                .unwrap_or_else(crate::control::fresh_token),
-        })
+    /// The control API this run serves, if asked for; an empty token is a usage error (no
+    /// request could ever bear it).
+    pub fn control_config(&self) -> Result<Option<crate::control::ControlConfig>, CliError> {
+        let Some(listen) = self.control else {
+            return Ok(None);
+        };
+        let token = match &self.control_token {
+            Some(token) if token.trim().is_empty() => {
+                return Err(CliError::Usage(
+                    "--control-token (or LEMBAS_CONTROL_TOKEN) is empty".into(),
+                ));
+            }
+            Some(token) => token.clone(),
+            None => crate::control::fresh_token(),
+        };
+        Ok(Some(crate::control::ControlConfig { listen, token }))
     }
 }
 
 /// Says on stdout what a test program driving the double needs once it is up: the control API's
 /// URL and token (`control URL token=TOKEN`), then, with `--events`, the run's progress as JSON
-/// lines until the run ends.
+/// lines until [`EventsTail::finish`].
 pub fn announce(
     ready: &crate::embed::Ready,
     control: Option<&crate::control::ControlConfig>,
     events: bool,
-) {
+) -> Option<EventsTail> {
     let mut stdout = std::io::stdout();
     if let (Some(addr), Some(config)) = (ready.control, control) {
         let _ = writeln!(stdout, "control http://{addr} token={}", config.token);
         let _ = stdout.flush();
     }
-    if events {
-        let mut watched = ready.progress.subscribe();
-        tokio::spawn(async move {
-            use tokio::sync::broadcast::error::RecvError;
-            loop {
-                let line = match watched.recv().await {
-                    Ok(event) => serde_json::to_string(&event).unwrap_or_default(),
-                    Err(RecvError::Lagged(missed)) => {
-                        serde_json::json!({ "event": "lagged", "missed": missed }).to_string()
-                    }
-                    Err(RecvError::Closed) => return,
-                };
-                let mut stdout = std::io::stdout();
-                let _ = writeln!(stdout, "{line}");
-                let _ = stdout.flush();
-            }
-        });
+    if !events {
+        return None;
     }
+    let mut watched = ready.progress.subscribe();
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+        loop {
+            tokio::select! {
+                biased;
+                received = watched.recv() => match received {
+                    Ok(event) => print_event(&event),
+                    Err(RecvError::Lagged(missed)) => print_lagged(missed),
+                    Err(RecvError::Closed) => return,
+                },
+                _ = &mut stopped => {
+                    // What came before the end is said too.
+                    loop {
+                        match watched.try_recv() {
+                            Ok(event) => print_event(&event),
+                            Err(TryRecvError::Lagged(missed)) => print_lagged(missed),
+                            Err(_) => return,
+                        }
+                    }
+                }
+            }
+        }
+    });
+    Some(EventsTail { stop, task })
+}
+
+/// The `--events` printer of a run.
+#[derive(Debug)]
+pub struct EventsTail {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl EventsTail {
+    /// Prints what is left, once the run has ended (within a second).
+    pub async fn finish(self) {
+        let _ = self.stop.send(());
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), self.task).await;
+    }
+}
+
+fn print_event(event: &crate::engine::RunEvent) {
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(
+        stdout,
+        "{}",
+        serde_json::to_string(event).unwrap_or_default()
+    );
+    let _ = stdout.flush();
+}
+
+fn print_lagged(missed: u64) {
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(
+        stdout,
+        "{}",
+        serde_json::json!({ "event": "lagged", "missed": missed })
+    );
+    let _ = stdout.flush();
 }
 
 /// Whether to colour what goes to `stream`: only a terminal, and never when `NO_COLOR` is set

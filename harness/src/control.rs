@@ -32,6 +32,10 @@ pub const ROUTES: &[(&str, &str)] = &[
 /// The longest a journal read may wait for an entry.
 pub const JOURNAL_WAIT_MAX: Duration = Duration::from_secs(30);
 
+/// How many entries a journal page holds unless the request says fewer: a page is a copy of
+/// messages the peer chose the size of.
+pub const JOURNAL_PAGE_MAX: usize = 50;
+
 /// How long an action waits for the peer unless the request says.
 const ACT_WITHIN: Duration = Duration::from_secs(10);
 
@@ -162,19 +166,33 @@ async fn require_token(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
+    // The scheme is case-insensitive (RFC 7235); the token is compared in constant time.
     let bearer = request
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
     match bearer {
-        Some(token) if token == served.token => next.run(request).await,
+        Some(token) if same_token(token, &served.token) => next.run(request).await,
         Some(_) => error(StatusCode::UNAUTHORIZED, "not the control token"),
         None => error(
             StatusCode::UNAUTHORIZED,
             "say the control token as `Authorization: Bearer TOKEN`",
         ),
     }
+}
+
+/// Whether two tokens are equal, taking as long whatever their first difference.
+fn same_token(given: &str, expected: &str) -> bool {
+    let (given, expected) = (given.as_bytes(), expected.as_bytes());
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |differs, (a, b)| differs | (a ^ b))
+            == 0
 }
 
 async fn state(State(served): State<Arc<Served>>) -> Response {
@@ -215,6 +233,8 @@ struct JournalQuery {
     after: u64,
     #[serde(default)]
     wait_ms: u64,
+    #[serde(default)]
+    limit: Option<usize>,
 }
 
 async fn journal(
@@ -228,8 +248,18 @@ async fn journal(
         );
     };
     let wait = Duration::from_millis(query.wait_ms).min(JOURNAL_WAIT_MAX);
+    let limit = query
+        .limit
+        .unwrap_or(JOURNAL_PAGE_MAX)
+        .clamp(1, JOURNAL_PAGE_MAX);
     let journal = served.target.hub.journal();
-    let entries = journal.wait_after(query.after, Instant::now() + wait).await;
+    let newest = journal.last_seq();
+    if query.after > newest {
+        // A reader ahead of this journal (one of an earlier run) is told where it stands now.
+        return axum::Json(json!({ "entries": [], "last": newest })).into_response();
+    }
+    let mut entries = journal.wait_after(query.after, Instant::now() + wait).await;
+    entries.truncate(limit);
     let last = entries.last().map_or(query.after, |e| e.seq);
     axum::Json(json!({ "entries": entries, "last": last })).into_response()
 }
@@ -271,6 +301,7 @@ async fn act(
         )
             .into_response(),
         Err(ActError::Failed(why)) => error(StatusCode::UNPROCESSABLE_ENTITY, why),
+        Err(ActError::Unknown(why)) => error(StatusCode::BAD_REQUEST, why),
     }
 }
 

@@ -121,6 +121,15 @@ impl Journal {
         self.record(link, dir, msg);
     }
 
+    /// The number of the newest entry (0: none yet).
+    pub fn last_seq(&self) -> u64 {
+        self.recent
+            .lock()
+            .ok()
+            .and_then(|r| r.back().map(|e| e.seq))
+            .unwrap_or(0)
+    }
+
     /// The kept entries after `seq`, oldest first (only the last 200 are kept: a reader that
     /// fell further behind sees a gap in `seq`).
     pub fn after(&self, seq: u64) -> Vec<Entry> {

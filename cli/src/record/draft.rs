@@ -63,25 +63,32 @@ fn pattern_of(value: &Value) -> Value {
                 "$number"
             })
         }
-        Value::String(s) => Value::String(literal(s)),
+        // A `${` would be read as a variable: such a text is matched by type.
+        Value::String(s) if s.contains("${") => json!("$string"),
+        Value::String(s) => Value::String(pattern_literal(s)),
         Value::Array(items) => Value::Array(items.iter().map(pattern_of).collect()),
         Value::Object(fields) => Value::Object(
             fields
                 .iter()
-                .map(|(k, v)| (literal(k), pattern_of(v)))
+                .map(|(k, v)| (pattern_literal(k), pattern_of(v)))
                 .collect(),
         ),
         other => other.clone(),
     }
 }
 
-/// A literal string in a pattern or a sent message: a leading `$` is escaped.
-fn literal(s: &str) -> String {
+/// A literal string in a pattern: a leading `$` (an operator's mark) is escaped as `$$`.
+fn pattern_literal(s: &str) -> String {
     if s.starts_with('$') {
         format!("${s}")
     } else {
         s.to_string()
     }
+}
+
+/// A literal string the double sends: only a `${` (a variable's mark) is escaped, as `$${`.
+fn sent_literal(s: &str) -> String {
+    s.replace("${", "$${")
 }
 
 /// The strings a device message holds worth capturing (long enough to be a value the instance
@@ -126,26 +133,35 @@ impl Captures {
         }
     }
 
-    /// A message the instance sends, with what it learnt from the device as `${vN}`.
-    fn substitute(&mut self, value: &Value) -> Value {
+    /// A message the instance sends, with what it learnt from the device as `${vN}`; a string
+    /// of `own` (a handler's request, by value → path) as `${params.…}`, which a handler reads
+    /// from the request it answers.
+    fn substitute(&mut self, value: &Value, own: &BTreeMap<String, String>) -> Value {
         match value {
-            Value::String(s) => match self.seen.get(s).cloned() {
-                Some((step, path)) => {
-                    let next = format!("v{}", self.named.len() + 1);
-                    let name = self.named.entry(s.clone()).or_insert(next).clone();
-                    self.taken
-                        .entry(step)
-                        .or_default()
-                        .insert(name.clone(), path);
-                    Value::String(format!("${{{name}}}"))
+            Value::String(s) => {
+                if let Some(path) = own.get(s) {
+                    return Value::String(format!("${{{path}}}"));
                 }
-                None => Value::String(literal(s)),
-            },
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.substitute(v)).collect()),
+                match self.seen.get(s).cloned() {
+                    Some((step, path)) => {
+                        let next = format!("v{}", self.named.len() + 1);
+                        let name = self.named.entry(s.clone()).or_insert(next).clone();
+                        self.taken
+                            .entry(step)
+                            .or_default()
+                            .insert(name.clone(), path);
+                        Value::String(format!("${{{name}}}"))
+                    }
+                    None => Value::String(sent_literal(s)),
+                }
+            }
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|v| self.substitute(v, own)).collect())
+            }
             Value::Object(fields) => Value::Object(
                 fields
                     .iter()
-                    .map(|(k, v)| (literal(k), self.substitute(v)))
+                    .map(|(k, v)| (sent_literal(k), self.substitute(v, own)))
                     .collect(),
             ),
             other => other.clone(),
@@ -214,11 +230,20 @@ pub fn for_instance(name: &str, messages: &[Recorded]) -> Value {
                 if let Some(answer) = answered
                     && !handlers.iter().any(|h| h["method"] == json!(method))
                 {
+                    // A value of the request itself is read from the request being answered:
+                    // the handler answers before any step could capture it.
+                    let mut found = Vec::new();
+                    strings_with_paths(
+                        msg.get("params").unwrap_or(&Value::Null),
+                        "params".into(),
+                        &mut found,
+                    );
+                    let own: BTreeMap<String, String> = found.into_iter().collect();
                     let mut handler = Map::new();
                     handler.insert("method".into(), json!(method));
                     for field in ["result", "error"] {
                         if let Some(value) = answer.msg.get(field) {
-                            handler.insert(field.into(), captures.substitute(value));
+                            handler.insert(field.into(), captures.substitute(value, &own));
                         }
                     }
                     handlers.push(Value::Object(handler));
@@ -232,7 +257,9 @@ pub fn for_instance(name: &str, messages: &[Recorded]) -> Value {
             continue;
         }
         let Some(method) = method(msg) else { continue };
-        let params = msg.get("params").map(|p| captures.substitute(p));
+        let params = msg
+            .get("params")
+            .map(|p| captures.substitute(p, &BTreeMap::new()));
         if is_request(msg) {
             let index = steps.len();
             let mut request = Map::new();
@@ -353,7 +380,7 @@ mod tests {
                 json!({"jsonrpc": "2.0", "id": 1, "result": {"sessionId": "ses_0123456789abcdef"}}),
             ),
             instance(
-                json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "ses_0123456789abcdef", "prompt": [{"type": "text", "text": "$5"}]}}),
+                json!({"jsonrpc": "2.0", "id": 2, "method": "session/prompt", "params": {"sessionId": "ses_0123456789abcdef", "prompt": [{"type": "text", "text": "$5 for ${HOME}"}]}}),
             ),
             device(json!({"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}})),
         ];
@@ -372,8 +399,8 @@ mod tests {
         assert_eq!(steps[2]["request"]["capture"]["v2"], "result.sessionId");
         assert_eq!(steps[3]["request"]["params"]["sessionId"], "${v2}");
         assert_eq!(
-            steps[3]["request"]["params"]["prompt"][0]["text"], "$$5",
-            "a literal `$` is escaped"
+            steps[3]["request"]["params"]["prompt"][0]["text"], "$5 for $${HOME}",
+            "what is sent escapes only a variable's mark"
         );
         assert_eq!(steps[3]["request"]["result"]["stopReason"], "end_turn");
         assert_eq!(draft["instance"]["initialize"], "manual");
@@ -383,17 +410,21 @@ mod tests {
     fn the_devices_requests_are_answered_by_handlers_as_the_instance_did() {
         let recorded = vec![
             device(
-                json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission", "params": {"toolCall": {"toolCallId": "call_0123456789"}}}),
+                json!({"jsonrpc": "2.0", "id": 7, "method": "session/request_permission", "params": {"toolCall": {"toolCallId": "call_0123456789"}, "options": [{"optionId": "allow-once"}, {"optionId": "$weird"}]}}),
             ),
             instance(
-                json!({"jsonrpc": "2.0", "id": 7, "result": {"outcome": {"outcome": "selected", "optionId": "once"}}}),
+                json!({"jsonrpc": "2.0", "id": 7, "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}),
             ),
         ];
         let draft = for_instance("recorded", &recorded);
         assert_eq!(draft["handlers"][0]["method"], "session/request_permission");
         assert_eq!(
-            draft["handlers"][0]["result"]["outcome"]["optionId"],
-            "once"
+            draft["handlers"][0]["result"]["outcome"]["optionId"], "${params.options[0].optionId}",
+            "a value of the request is read from the request being answered"
+        );
+        assert_eq!(
+            draft["steps"][1]["expect"]["params"]["options"][1]["optionId"], "$$weird",
+            "a pattern escapes a leading `$`"
         );
         let device_draft = for_device("recorded", &recorded);
         assert_eq!(

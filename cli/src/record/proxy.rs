@@ -25,8 +25,12 @@ use super::draft::Recorded;
 /// How many link messages a recording keeps for its drafts (the journal file has them all).
 pub const MESSAGES_KEPT: usize = 20_000;
 
-/// How long the upstream instance may take to accept a link or answer a request.
+/// How long the upstream instance may take to accept a link or a connection.
 const UPSTREAM_PATIENCE: Duration = Duration::from_secs(30);
+
+/// How long the upstream instance may go quiet within one answer (a streamed chat completion
+/// pauses between its chunks).
+const UPSTREAM_QUIET: Duration = Duration::from_secs(120);
 
 /// The largest HTTP body passed through.
 const BODY_BYTES_MAX: usize = 64 * 1024 * 1024;
@@ -56,8 +60,12 @@ impl Recorder {
     /// A recorder in front of the instance at `upstream` (`http://host:port`), writing its
     /// journal to `journal`.
     pub fn new(upstream: &str, journal: Arc<Journal>) -> Result<Arc<Recorder>, String> {
+        // Passed through as they come: a redirect goes back to the device, and an answer streams
+        // (its pacing is part of what is recorded), bounded by a pause, not by its length.
         let http = reqwest::Client::builder()
-            .timeout(UPSTREAM_PATIENCE)
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(UPSTREAM_PATIENCE)
+            .read_timeout(UPSTREAM_QUIET)
             .build()
             .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
         Ok(Arc::new(Recorder {
@@ -82,6 +90,16 @@ impl Recorder {
     /// How many link messages were not kept for the drafts (past [`MESSAGES_KEPT`]).
     pub fn dropped(&self) -> u32 {
         self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// A binary frame: not passed on (the link carries text), but said in the journal.
+    fn binary(&self, link: u32, from_device: bool, bytes: usize) {
+        let by = if from_device { "device" } else { "instance" };
+        self.journal.record(
+            link,
+            Direction::Event,
+            json!({ "event": "binary_frame", "by": by, "bytes": bytes }),
+        );
     }
 
     fn keep(&self, link: u32, from_device: bool, text: &str) {
@@ -204,7 +222,7 @@ async fn pump(recorder: Arc<Recorder>, link: u32, device: Connection, instance: 
                     recorder.keep(link, true, &text);
                     let _ = to_instance.send(Outgoing::Text(text));
                 }
-                Some(Incoming::Binary(_)) => {}
+                Some(Incoming::Binary(bytes)) => recorder.binary(link, true, bytes.len()),
                 Some(Incoming::Closed(info)) => {
                     let _ = to_instance.send(Outgoing::Close(close_of(info.as_ref())));
                     break ("device", info);
@@ -219,7 +237,7 @@ async fn pump(recorder: Arc<Recorder>, link: u32, device: Connection, instance: 
                     recorder.keep(link, false, &text);
                     let _ = to_device.send(Outgoing::Text(text));
                 }
-                Some(Incoming::Binary(_)) => {}
+                Some(Incoming::Binary(bytes)) => recorder.binary(link, false, bytes.len()),
                 Some(Incoming::Closed(info)) => {
                     let _ = to_device.send(Outgoing::Close(close_of(info.as_ref())));
                     break ("instance", info);
@@ -238,12 +256,20 @@ async fn pump(recorder: Arc<Recorder>, link: u32, device: Connection, instance: 
     );
 }
 
-/// The close to pass on: the one that came, or a normal one when the side vanished.
+/// The close to pass on: the one that came, or a normal one when the side vanished. Codes a
+/// close frame may not carry (1005 "no status", 1006 "abnormal") become a normal close.
 fn close_of(info: Option<&CloseInfo>) -> CloseInfo {
-    info.cloned().unwrap_or(CloseInfo {
-        code: harness::transport::CLOSE_NORMAL,
-        reason: String::new(),
-    })
+    match info {
+        Some(info) if !matches!(info.code, 1005 | 1006 | 1015) => info.clone(),
+        Some(info) => CloseInfo {
+            code: harness::transport::CLOSE_NORMAL,
+            reason: info.reason.clone(),
+        },
+        None => CloseInfo {
+            code: harness::transport::CLOSE_NORMAL,
+            reason: String::new(),
+        },
+    }
 }
 
 /// Any other request: passed to the instance as it came, its answer passed back as it came.
@@ -287,12 +313,12 @@ async fn forward(
             passed.append(name, value);
         }
     }
-    let body = answer.bytes().await.unwrap_or_default();
     recorder.journal.record(
         0,
         Direction::Event,
         json!({ "method": "http", "params": { "method": method.as_str(), "path": path, "status": status } }),
     );
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let body = axum::body::Body::from_stream(answer.bytes_stream());
     (status, passed, body).into_response()
 }

@@ -196,6 +196,13 @@ impl<E: Display + Send + 'static> Running<E> {
         }
     }
 
+    /// Stops the run without taking its verdict: for a test that failed before the run could
+    /// end, so the failure it reports is its own and not a verdict nobody took.
+    pub fn dismiss(mut self) {
+        self.verdict_owed = false;
+        self.stop_now();
+    }
+
     fn stop_now(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());

@@ -70,6 +70,9 @@ pub enum ActError {
     /// answer.
     #[error("{0}")]
     Failed(String),
+    /// Not an action of this double (an unknown key, a field of the wrong type).
+    #[error("{0}")]
+    Unknown(String),
 }
 
 impl From<String> for ActError {

@@ -245,6 +245,9 @@ pub struct Runner {
     /// sent on. `expect_close` watches it, so a peer that closes one link and dials the next at
     /// once is judged on the link the scenario was using, not on the new one.
     focus: std::sync::atomic::AtomicU32,
+    /// Whether this is the run's scenario, whose steps watchers follow (`--events`, the control
+    /// API): the background steps of a peer's set-up are not.
+    reports_progress: bool,
     /// The link each captured message came on, by variable: a `reply` answers on that link
     /// (a redialled peer starts its ids again, so an id alone does not say which request).
     origins: std::sync::Mutex<std::collections::HashMap<String, u32>>,
@@ -294,6 +297,7 @@ impl Runner {
             not_applicable: None,
             unarranged: None,
             focus: std::sync::atomic::AtomicU32::new(0),
+            reports_progress: false,
             origins: Default::default(),
             started: Default::default(),
         }
@@ -308,6 +312,13 @@ impl Runner {
     /// The peer's process, for `expect_exit`, `expect_output` and `restart_peer` steps.
     pub fn with_process(mut self, process: Option<Arc<dyn super::process::PeerProcess>>) -> Self {
         self.process = process;
+        self
+    }
+
+    /// Tells the hub's watchers of each step (`--events`, the control API's current step): for
+    /// the run's scenario, not for steps run in the background.
+    pub fn reporting_progress(mut self) -> Self {
+        self.reports_progress = true;
         self
     }
 
@@ -402,7 +413,9 @@ impl Runner {
                 let started = Instant::now();
                 let started_ms = self.hub.journal().elapsed_ms();
                 tracing::debug!(step = %index, line, "{title}");
-                self.hub.progress().step_started(&index, &title, line);
+                if self.reports_progress {
+                    self.hub.progress().step_started(&index, &title, line);
+                }
                 // What the whole scenario relies on, as far as the double knows by now.
                 let outcome = match self.hub.applies(Intent::Step) {
                     Applies::No(why) => Outcome::NotApplicable(why),
@@ -436,7 +449,9 @@ impl Runner {
                     failure,
                     not_applicable,
                 };
-                self.hub.progress().step_ended(&verdict);
+                if self.reports_progress {
+                    self.hub.progress().step_ended(&verdict);
+                }
                 self.verdicts.push(verdict);
             }
         })
@@ -1543,7 +1558,9 @@ impl Runner {
             Ok(result) => result,
             Err(ActError::NotApplicable(why)) => return Outcome::NotApplicable(why),
             // The double could not do what the scenario asked: the scenario's fault, not the peer's.
-            Err(ActError::Failed(why)) => return Outcome::Error(format!("act: {why}")),
+            Err(ActError::Failed(why) | ActError::Unknown(why)) => {
+                return Outcome::Error(format!("act: {why}"));
+            }
         };
         match self.capture(&result, &MatchOutcome::default(), &a.capture, None) {
             Ok(()) => Outcome::Passed,

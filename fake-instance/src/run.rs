@@ -1,0 +1,557 @@
+//! A run of fake-instance: its options, what it ends with, why it may not start, and the run
+//! itself: discovery and the HTTP API served, links accepted, the scenario's steps (or the web
+//! UI's own) run over them, and the device under test started and ended around them.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome, Runner};
+use harness::finding::{Finding, Findings};
+use harness::hooks::Hooks;
+use harness::journal::{Entry, Journal};
+use harness::lembas::setup::DeviceSetup;
+use harness::lembas::{Discovery, LINK_PATH, Spec};
+use harness::process::{Placeholders, SutSpec};
+use harness::rules::Misbehaviours;
+use harness::scenario::{Scenario, Spanned, Step, check_actions};
+
+use crate::http::{self, HTTP_CHAT};
+use crate::settings::{self, CardPolicy, InstanceSettings};
+use crate::{actions, applicability, server};
+use harness::under_test::UnderTest;
+
+use harness::transport::FrameLimits;
+use serde_json::json;
+
+use crate::actions::InstanceActor;
+use crate::chats::{Chats, ChatsConfig};
+use crate::client::{ClientConfig, ClientModel};
+use crate::server::ServerState;
+
+/// The link number the HTTP side's requests are seen on in a scenario's inbox (links count
+/// from 1).
+pub const HTTP_LINK: u32 = 0;
+
+/// The token a device uses when none is configured.
+pub const DEFAULT_TOKEN: &str = "lembas-test-token";
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where to listen (port 0: any free port).
+    pub listen: SocketAddr,
+    /// The device tokens that may link.
+    pub tokens: Vec<String>,
+    /// The protocols discovery lists; `None`: derived from the cell's protocol.
+    pub protocols: Option<Vec<u8>>,
+    /// The protocol and spec of this run.
+    pub cell: Cell,
+    /// Where to write the journal.
+    pub journal: Option<PathBuf>,
+    /// The rules to break.
+    pub misbehave: Misbehaviours,
+    /// How long a device may take to say hello or answer.
+    pub patience: Duration,
+    /// Frame limits of each link.
+    pub limits: FrameLimits,
+    /// What the HTTP API the CLI uses serves (models, chat, usage, personalization, instance).
+    pub http: http::HttpConfig,
+    /// How the person answers cards (a scenario's `instance.cards` overrides it).
+    pub cards: CardPolicy,
+    /// Where chats' undelivered deletes are kept across runs (`--state-dir`).
+    pub state_dir: Option<PathBuf>,
+    /// What the simulated web UI does by itself from the start (`act` and `wait` steps; the
+    /// self-test's `peer.steps`), when no scenario runs.
+    pub steps: Vec<Spanned<Step>>,
+    /// Which of a scenario's `peer:` set-up something arranges for the device under test (the
+    /// self-test's fake-device does all of it; a real CLI's test says what it does with
+    /// `--arranged`). A scenario needing more is not applicable.
+    pub arranged: Arranged,
+    /// The device under test to start once listening (`--exec`); `None`: the scenario's `sut:`,
+    /// if it has one. It gets `{url}`, `{token}`, a `{root}` laid out as the scenario's `peer:`
+    /// says, and is ended with every process it started when the run ends.
+    pub sut: Option<SutSpec>,
+    /// The device as a process something else runs (the self-test's fake-device in this
+    /// process), for `restart_peer` and the like when no `sut` is started.
+    pub process: Option<Arc<dyn PeerProcess>>,
+    /// What the device's project does for the scenario's `peer:` set-up (`--hooks`): a
+    /// person at its terminal, a change of its limits, sessions deleted while offline.
+    pub hooks: Option<Arc<Hooks>>,
+    /// Read the web UI's actions from standard input, one JSON line each (`--console`), when
+    /// no scenario runs.
+    pub console: bool,
+    /// Serve the control API (`--control`): state, journal, actions, injections, signals.
+    pub control: Option<harness::control::ControlConfig>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tokens: vec![DEFAULT_TOKEN.into()],
+            protocols: None,
+            cell: Cell {
+                protocol: 2,
+                spec: "1.1.0".into(),
+            },
+            journal: None,
+            misbehave: Misbehaviours::default(),
+            patience: Duration::from_secs(5),
+            limits: FrameLimits::default(),
+            http: http::HttpConfig::default(),
+            cards: CardPolicy::default(),
+            state_dir: None,
+            steps: Vec::new(),
+            arranged: Arranged::Nothing,
+            sut: None,
+            process: None,
+            hooks: None,
+            console: false,
+            control: None,
+        }
+    }
+}
+
+/// What a run ends with.
+#[derive(Debug)]
+pub struct Finished {
+    /// The scenario's verdict, when one ran.
+    pub outcome: Option<RunOutcome>,
+    /// What the monitors found (also inside `outcome`).
+    pub findings: Vec<Finding>,
+    /// The last messages, for reports.
+    pub recent: Vec<Entry>,
+}
+
+/// Why a run could not even start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The journal file could not be created.
+    #[error("cannot write the journal: {0}")]
+    Journal(std::io::Error),
+    /// It did not come up (embedded in a test: see the builder).
+    #[error("{0}")]
+    NotUp(String),
+    /// The scenario or the options do not fit together.
+    #[error("{0}")]
+    Scenario(String),
+}
+
+/// The discovery a run serves: the scenario's list, else the options', else what the cell's
+/// protocol implies (`[1, 2]` for 2, `[1]` for 1).
+fn discovery_for(options: &Options, settings: &InstanceSettings) -> Discovery {
+    if settings.omit_protocols {
+        return Discovery::for_protocols(None);
+    }
+    let list = settings
+        .protocols
+        .clone()
+        .or_else(|| options.protocols.clone())
+        .unwrap_or_else(|| {
+            if options.cell.protocol >= 2 {
+                vec![1, 2]
+            } else {
+                vec![1]
+            }
+        });
+    Discovery::for_protocols(Some(list))
+}
+
+/// What a device under test is told (its command's and its hooks' placeholders): the
+/// instance's address in `{url}`, `{ws_url}` and `{port}`, its token, a `{root}` to work in and a
+/// `{tmp}` of its own (both made here), and the cell.
+fn device_placeholders(
+    cell: &Cell,
+    addr: SocketAddr,
+    token: &str,
+    tmp: &std::path::Path,
+) -> Result<Placeholders, String> {
+    let root = tmp.join("root");
+    let own = tmp.join("sut");
+    for dir in [&root, &own] {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+    }
+    let placeholders = harness::under_test::placeholders(
+        &format!("http://{addr}"),
+        Some(addr.port()),
+        token,
+        &own,
+        &root.display().to_string(),
+        cell,
+    );
+    Ok(placeholders)
+}
+
+/// Runs fake-instance: binds, calls `ready` with the address, then runs the scenario to its
+/// end (or, without one, serves until `shutdown`).
+pub async fn run(
+    options: Options,
+    scenario: Option<Scenario>,
+    ready: impl FnOnce(SocketAddr),
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    run_started(options, scenario, |live| ready(live.addr), shutdown).await
+}
+
+/// [`run`], telling `ready` where the instance and its control API listen, and handing it the
+/// run's progress (for `--events`).
+pub async fn run_with(
+    options: Options,
+    scenario: Option<Scenario>,
+    ready: impl FnOnce(harness::embed::Ready),
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    run_started(options, scenario, |live| ready(live.ready()), shutdown).await
+}
+
+/// What a running instance hands whoever embeds it, once it listens: its address, the web
+/// UI's hands, its control API and its progress.
+pub(crate) struct Live {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    /// Its web UI, for actions from Rust.
+    pub actor: Arc<InstanceActor>,
+    /// Where its control API listens.
+    pub control: Option<SocketAddr>,
+    /// How the run is getting on.
+    pub progress: Arc<harness::engine::Progress>,
+}
+
+impl Live {
+    fn ready(&self) -> harness::embed::Ready {
+        harness::embed::Ready {
+            addr: Some(self.addr),
+            control: self.control,
+            progress: self.progress.clone(),
+        }
+    }
+}
+
+/// [`run`], handing `started` what an embedding handle needs once the instance listens.
+pub(crate) async fn run_started(
+    options: Options,
+    scenario: Option<Scenario>,
+    started: impl FnOnce(Live),
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    let spec = Spec::parse(&options.cell.spec)
+        .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
+    // The actions are this double's vocabulary: checked here, each against its own type.
+    if let Some(scenario) = &scenario {
+        check_actions::<actions::WebAction>(&scenario.steps, "steps", &scenario.source)
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
+    }
+    check_actions::<actions::WebAction>(&options.steps, "peer.steps", "the web UI's own steps")
+        .map_err(|e| StartError::Scenario(e.to_string()))?;
+    let (settings, device_setup) = match &scenario {
+        Some(scenario) => (
+            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
+            DeviceSetup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
+        ),
+        None => Default::default(),
+    };
+    let http_config = settings
+        .http
+        .clone()
+        .unwrap_or_else(|| options.http.clone());
+    let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
+    let findings = Arc::new(Findings::default());
+    let listener = tokio::net::TcpListener::bind(options.listen)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: options.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Listen {
+        addr: options.listen,
+        source,
+    })?;
+    let discovery = Arc::new(RwLock::new(discovery_for(&options, &settings)));
+    let chats = Chats::new(ChatsConfig {
+        patience: options.patience,
+        misbehave: options.misbehave.clone(),
+        state_dir: options.state_dir.clone(),
+    });
+    let cards = match &scenario {
+        Some(_) => settings.cards.clone(),
+        None => options.cards.clone(),
+    };
+    // Whether the device ever asks the instance's model: a step waiting for a model request from
+    // a device that talks to a model of its own does not apply to it.
+    let model_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let applicability = applicability::Applicability::new(
+        applicability::Standing::of(scenario.as_ref(), &settings, &device_setup),
+        chats.clone(),
+        model_asked.clone(),
+    );
+    let model = ClientModel::new(
+        ClientConfig {
+            spec,
+            initialize: settings.initialize,
+            client: settings.client,
+            misbehave: options.misbehave.clone(),
+            patience: options.patience,
+            cards,
+        },
+        discovery.clone(),
+        chats.clone(),
+    )
+    .with_applicability(applicability);
+    let tmp = tempfile::tempdir()
+        .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
+    let token = options.tokens.first().cloned().unwrap_or_default();
+    let mut vars = options
+        .cell
+        .builtin_vars(&format!("http://{addr}"), &token, tmp.path());
+    vars.set("link_url", json!(format!("ws://{addr}{LINK_PATH}")));
+    let hub = Hub::for_scenario(
+        Arc::new(model),
+        scenario.as_ref(),
+        vars,
+        journal.clone(),
+        findings.clone(),
+    )
+    .map_err(StartError::Scenario)?;
+    // A scenario configures its device tokens with their scopes: each token `token_scopes`
+    // names is a device's token too, after the command line's (so `device-N` numbers stay).
+    let mut tokens = options.tokens.clone();
+    for token in http_config.token_scopes.keys() {
+        if !tokens.contains(token) {
+            tokens.push(token.clone());
+        }
+    }
+    let tokens = Arc::new(tokens);
+    let http = http::HttpState::new(http_config, tokens.clone(), discovery.clone())
+        .with_scopes(chats.clone());
+    // Each request on the HTTP API is a message a step can expect, on link 0 (the HTTP side):
+    // "the model was asked exactly once for this turn" is an expect and an expect_none.
+    let inbox_hub = hub.clone();
+    let http_journal = journal.clone();
+    http.observe(Arc::new(move |method, params| {
+        // In the journal too, on link 0: reports draw the HTTP side as a lane of its own.
+        http_journal.record(
+            HTTP_LINK,
+            harness::journal::Direction::In,
+            json!({ "method": method, "params": params }),
+        );
+        if method == HTTP_CHAT {
+            model_asked.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        inbox_hub
+            .inbox
+            .push(HTTP_LINK, json!({ "method": method, "params": params }));
+    }));
+    let discovery_for_actor = discovery.clone();
+    // The control API binds before the server starts: a port it cannot have ends the run
+    // with nothing left serving.
+    let actor = Arc::new(InstanceActor {
+        chats: chats.clone(),
+        hub: hub.clone(),
+        discovery: discovery_for_actor.clone(),
+        own_steps: scenario.is_none(),
+    });
+    let control = match &options.control {
+        Some(config) => {
+            let snapshot = chats.clone();
+            let target = harness::control::ControlTarget {
+                double: "fake-instance",
+                cell: options.cell.clone(),
+                scenario: scenario.as_ref().map(|s| s.name.clone()),
+                hub: hub.clone(),
+                // The control API's actions are the test program's: one the device cannot take
+                // says so (409) rather than being skipped as the web UI's own steps are.
+                actor: Arc::new(InstanceActor {
+                    chats: chats.clone(),
+                    hub: hub.clone(),
+                    discovery: discovery_for_actor,
+                    own_steps: false,
+                }),
+                peer_state: Arc::new(move || snapshot.snapshot()),
+            };
+            let served = harness::control::serve(config, target)
+                .await
+                .map_err(|source| StartError::Listen {
+                    addr: config.listen,
+                    source,
+                })?;
+            Some(served)
+        }
+        None => None,
+    };
+    let state = ServerState {
+        hub: hub.clone(),
+        tokens,
+        discovery,
+        http,
+        misbehave: options.misbehave.clone(),
+        limits: options.limits,
+        chats: chats.clone(),
+    };
+    let app = server::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        // Small JSON-RPC messages stall behind Nagle's algorithm (see the notes on crates).
+        let _ = tcp.set_nodelay(true);
+    });
+    let server = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!("the HTTP server stopped: {e}");
+        }
+    });
+    started(Live {
+        addr,
+        actor: actor.clone(),
+        control: control.as_ref().map(|c| c.addr),
+        progress: hub.progress().clone(),
+    });
+    // The device under test starts once the instance answers, so its first dial finds it;
+    // what its project must set up before it starts is done first.
+    let spec = options
+        .sut
+        .clone()
+        .or_else(|| scenario.as_ref().and_then(|s| s.sut.clone()));
+    let placeholders = device_placeholders(&options.cell, addr, &token, tmp.path())
+        .map_err(StartError::Scenario)?;
+    if spec.is_some() {
+        device_setup
+            .lay_out(std::path::Path::new(
+                placeholders.get("root").unwrap_or_default(),
+            ))
+            .map_err(StartError::Scenario)?;
+    }
+    let before = match &scenario {
+        Some(_) => device_setup.before_start(),
+        None => Vec::new(),
+    };
+    let mut under_test = UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None)
+        .await
+        .map_err(StartError::Scenario)?;
+    let process = under_test.process(options.process.clone());
+    // A device it starts gets its root laid out by fake-instance itself.
+    let arranged = under_test.arranged(options.arranged.clone(), &["lay_out_root"]);
+    let outcome = match &scenario {
+        Some(scenario) => {
+            let unarranged = harness::engine::applicability::unarranged_but(
+                &scenario.set_up_needs(device_setup.needs()),
+                &arranged,
+                &["lay_out_root"],
+            );
+            // The device's project plays its part by hooks, unless the run cannot apply.
+            if unarranged.is_none() {
+                let timeline = harness::hooks::steps_of(&device_setup.timeline())
+                    .map_err(StartError::Scenario)?;
+                under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
+                under_test.drive(
+                    &hub,
+                    &options.cell,
+                    "the device's own steps",
+                    scenario.peer_steps().to_vec(),
+                );
+            }
+            let runner = Runner::new(
+                hub.clone(),
+                options.cell.clone(),
+                scenario.timeout.map(|d| d.0),
+                None,
+            )
+            .with_actor(actor)
+            .with_process(process)
+            .unarranged(unarranged)
+            .reporting_progress();
+            tokio::select! {
+                outcome = runner.run(scenario) => Some(outcome),
+                () = shutdown => None,
+            }
+        }
+        None => {
+            let console = options.console.then(|| {
+                tokio::spawn(harness::engine::console::read_actions(
+                    actor.clone(),
+                    tokio::io::stdin(),
+                ))
+            });
+            let own_steps = (!options.steps.is_empty()).then(|| {
+                let runner =
+                    Runner::new(hub.clone(), options.cell.clone(), None, None).with_actor(actor);
+                let steps = Scenario::of_steps("the web UI's own steps", options.steps.clone());
+                tokio::spawn(async move {
+                    let outcome = runner.run(&steps).await;
+                    if !outcome.passed() {
+                        tracing::warn!(
+                            "the web UI's own steps did not all run: {}",
+                            harness::report::human::render("fake-instance", &outcome, &[])
+                        );
+                    }
+                })
+            });
+            shutdown.await;
+            if let Some(task) = own_steps {
+                task.abort();
+            }
+            if let Some(task) = console {
+                task.abort();
+            }
+            None
+        }
+    };
+    // Links hold the server open; the run is over, so the server goes without waiting for them.
+    for link in hub.links() {
+        if !link.peer.is_closed() {
+            link.peer
+                .close(harness::transport::CLOSE_NORMAL, "fake-instance is done");
+        }
+    }
+    server.abort();
+    // Its listener is closed once the task is gone: the address is free when `run` returns (a
+    // restart binds it again).
+    let _ = server.await;
+    let mut outcome = outcome;
+    under_test.finish(outcome.as_mut()).await;
+    Ok(Finished {
+        outcome,
+        findings: findings.all(),
+        recent: journal.recent(200),
+    })
+}
+
+/// The exit code of a run that could not start: one place for the command's mapping.
+#[cfg(feature = "cli")]
+impl From<StartError> for harness::cli::CliError {
+    fn from(e: StartError) -> Self {
+        match e {
+            StartError::Scenario(_) => harness::cli::CliError::Usage(e.to_string()),
+            StartError::Listen { .. } | StartError::Journal(_) | StartError::NotUp(_) => {
+                harness::cli::CliError::Internal(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<harness::embed::EmbedError<StartError>> for StartError {
+    fn from(e: harness::embed::EmbedError<StartError>) -> Self {
+        match e {
+            harness::embed::EmbedError::Run(e) => e,
+            other => StartError::NotUp(other.to_string()),
+        }
+    }
+}
+
+impl From<Finished> for harness::embed::Ended {
+    fn from(finished: Finished) -> Self {
+        harness::embed::Ended {
+            outcome: finished.outcome,
+            findings: finished.findings,
+            recent: finished.recent,
+        }
+    }
+}
