@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use harness::Exit;
-use harness::embed::{Ended, InProcessPeer, RunPlan, Running, Shutdown, isolated};
+use harness::embed::{Ended, Hands, InProcessPeer, RunPlan, Running, Shutdown, isolated};
 use harness::engine::{ActError, Cell};
 use harness::lembas::setup::DeviceSetup;
 use harness::report::RunReport;
@@ -192,6 +192,12 @@ impl DeviceBuilder {
     /// Starts the device on the current tokio runtime: it reads discovery and dials (a
     /// scenario's `dial: manual` waits for its steps), and the handle comes back at once.
     pub async fn start(self) -> Result<FakeDevice, StartError> {
+        if self.restarts.is_some() && self.scenario.is_some() {
+            // A restarted run plays a peer; a scenario's steps would start over with it.
+            return Err(StartError::Scenario(
+                "a double restarted by its peer runs no scenario of its own".into(),
+            ));
+        }
         let mut options = self.options;
         let matrix = self.scenario.as_ref().map(|s| &s.matrix);
         // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which
@@ -237,16 +243,10 @@ impl DeviceBuilder {
             up_within: START_WITHIN,
             verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
         };
-        if self.restarts.is_some() && self.scenario.is_some() {
-            // A restarted run plays a peer; a scenario's steps would start over with it.
-            return Err(StartError::Scenario(
-                "a double restarted by its peer runs no scenario of its own".into(),
-            ));
-        }
         let scenario = self.scenario;
         let restarts = self.restarts;
         let own_runtime = self.own_runtime;
-        let actor = Arc::new(Mutex::new(None::<Arc<DeviceActor>>));
+        let actor = Arc::new(Hands::<DeviceActor>::default());
         let slot = actor.clone();
         let (live, running) = Running::start(plan, |up, shutdown| async move {
             match restarts {
@@ -268,9 +268,7 @@ impl DeviceBuilder {
             .control
             .zip(control_token)
             .map(|(addr, token)| (format!("http://{addr}"), token));
-        if let Ok(mut slot) = actor.lock() {
-            slot.get_or_insert(live.actor);
-        }
+        actor.set(live.actor);
         Ok(FakeDevice {
             actor,
             running,
@@ -288,7 +286,7 @@ async fn runs(
     peer: Arc<InProcessPeer>,
     own_runtime: bool,
     up: tokio::sync::oneshot::Sender<Live>,
-    actor: Arc<Mutex<Option<Arc<DeviceActor>>>>,
+    actor: Arc<Hands<DeviceActor>>,
     shutdown: Shutdown,
 ) -> Result<Ended, StartError> {
     let stop = shutdown.shared();
@@ -314,9 +312,7 @@ async fn runs(
                     let _ = up.send(live);
                 }
                 None => {
-                    if let Ok(mut slot) = slot.lock() {
-                        *slot = Some(live.actor);
-                    }
+                    slot.set(live.actor);
                 }
             }
         };
@@ -383,7 +379,7 @@ fn exit_code(finished: &Result<crate::run::Finished, StartError>) -> i32 {
 /// ```
 pub struct FakeDevice {
     /// The person's hands in the current run (a restart replaces them).
-    actor: Arc<Mutex<Option<Arc<DeviceActor>>>>,
+    actor: Arc<Hands<DeviceActor>>,
     running: Running<StartError>,
     /// The control API's URL and token, when the builder asked for it.
     control: Option<(String, String)>,
@@ -411,11 +407,7 @@ impl FakeDevice {
 
     /// The person's hands in the current run.
     fn actor(&self) -> Result<Arc<DeviceActor>, ActError> {
-        self.actor
-            .lock()
-            .ok()
-            .and_then(|actor| actor.clone())
-            .ok_or_else(|| ActError::Failed("the device is not running".into()))
+        self.actor.current()
     }
 
     /// Waits until the device is linked and the instance has initialized it as LLeMbas.

@@ -2,11 +2,11 @@
 //! handle that acts as the web UI, gives the verdict, and shuts the instance down when dropped.
 
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use harness::embed::{Ended, InProcessPeer, RunPlan, Running, Shutdown};
+use harness::embed::{Ended, Hands, InProcessPeer, RunPlan, Running, Shutdown};
 use harness::engine::{ActError, Cell};
 use harness::lembas::LINK_PATH;
 use harness::process::SutSpec;
@@ -144,6 +144,12 @@ impl InstanceBuilder {
 
     /// Starts the instance on the current tokio runtime and gives its handle once it listens.
     pub async fn start(self) -> Result<FakeInstance, StartError> {
+        if self.restarts.is_some() && self.scenario.is_some() {
+            // A restarted run plays a peer; a scenario's steps would start over with it.
+            return Err(StartError::Scenario(
+                "a double restarted by its peer runs no scenario of its own".into(),
+            ));
+        }
         let mut options = self.options;
         let matrix = self.scenario.as_ref().map(|s| &s.matrix);
         options.cell = Cell {
@@ -176,15 +182,9 @@ impl InstanceBuilder {
             up_within: START_WITHIN,
             verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
         };
-        if self.restarts.is_some() && self.scenario.is_some() {
-            // A restarted run plays a peer; a scenario's steps would start over with it.
-            return Err(StartError::Scenario(
-                "a double restarted by its peer runs no scenario of its own".into(),
-            ));
-        }
         let scenario = self.scenario;
         let restarts = self.restarts;
-        let actor = Arc::new(Mutex::new(None::<Arc<InstanceActor>>));
+        let actor = Arc::new(Hands::<InstanceActor>::default());
         let slot = actor.clone();
         let (live, running) = Running::start(plan, |up, shutdown| async move {
             match restarts {
@@ -206,9 +206,7 @@ impl InstanceBuilder {
             .control
             .zip(control_token)
             .map(|(addr, token)| (format!("http://{addr}"), token));
-        if let Ok(mut slot) = actor.lock() {
-            slot.get_or_insert(live.actor);
-        }
+        actor.set(live.actor);
         Ok(FakeInstance {
             addr: live.addr,
             token,
@@ -228,7 +226,7 @@ async fn runs(
     mut options: Options,
     peer: Arc<InProcessPeer>,
     up: oneshot::Sender<Live>,
-    actor: Arc<Mutex<Option<Arc<InstanceActor>>>>,
+    actor: Arc<Hands<InstanceActor>>,
     shutdown: Shutdown,
 ) -> Result<Ended, StartError> {
     let stop = shutdown.shared();
@@ -256,9 +254,7 @@ async fn runs(
                         let _ = up.send(live);
                     }
                     None => {
-                        if let Ok(mut slot) = actor.lock() {
-                            *slot = Some(live.actor);
-                        }
+                        actor.set(live.actor);
                     }
                 }
                 if let Some(ack) = restarted {
@@ -310,7 +306,7 @@ pub struct FakeInstance {
     addr: SocketAddr,
     token: String,
     /// The web UI's hands in the current run (a restart replaces them).
-    actor: Arc<Mutex<Option<Arc<InstanceActor>>>>,
+    actor: Arc<Hands<InstanceActor>>,
     running: Running<StartError>,
     /// The control API's URL and token, when the builder asked for it.
     control: Option<(String, String)>,
@@ -374,11 +370,7 @@ impl FakeInstance {
 
     /// The web UI's hands in the current run.
     fn actor(&self) -> Result<Arc<InstanceActor>, ActError> {
-        self.actor
-            .lock()
-            .ok()
-            .and_then(|actor| actor.clone())
-            .ok_or_else(|| ActError::Failed("the instance is not running".into()))
+        self.actor.current()
     }
 
     /// Waits until a device has linked and finished `initialize`.

@@ -35,6 +35,35 @@ pub struct Ready {
     pub progress: std::sync::Arc<crate::engine::Progress>,
 }
 
+/// The double's hands in its current run (its actor), replaced when a restart starts the next
+/// run; shared by the handle and the runs.
+#[derive(Debug)]
+pub struct Hands<T>(std::sync::Mutex<Option<std::sync::Arc<T>>>);
+
+impl<T> Default for Hands<T> {
+    fn default() -> Self {
+        Self(std::sync::Mutex::new(None))
+    }
+}
+
+impl<T> Hands<T> {
+    /// The current run's hands are these.
+    pub fn set(&self, hands: std::sync::Arc<T>) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(hands);
+        }
+    }
+
+    /// The current run's hands, or why there are none.
+    pub fn current(&self) -> Result<std::sync::Arc<T>, crate::engine::ActError> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|hands| hands.clone())
+            .ok_or_else(|| crate::engine::ActError::Failed("the double is not running".into()))
+    }
+}
+
 /// What a double's run ended with.
 #[derive(Debug)]
 pub struct Ended {
