@@ -124,6 +124,7 @@ impl DeviceActor {
         let client = self.model.client(&peer);
         let session = self
             .sessions
+            .registry()
             .terminal_session()
             .ok_or("no session is shared: share one first (`share_session`)")?;
         let turn = self
@@ -138,9 +139,10 @@ impl DeviceActor {
     pub fn leave_session(&self) -> Result<Value, String> {
         let id = self
             .sessions
+            .registry()
             .leave_terminal_session()
             .ok_or("no session is shared")?;
-        if !self.sessions.breaks(ids::DEVICE_LEFT_SHAPE)
+        if !self.sessions.registry().breaks(ids::DEVICE_LEFT_SHAPE)
             && let Some(peer) = self.lembas_link()
         {
             peer.notify(
@@ -156,12 +158,13 @@ impl DeviceActor {
     pub async fn delete_session(&self, id: &str) -> Result<Value, String> {
         self.sessions.delete_here(id).await?;
         let told = match self.lembas_link() {
-            Some(peer) if self.sessions.has("delete") => {
+            Some(peer) if self.sessions.registry().has("delete") => {
                 peer.notify(methods::LEMBAS_SESSION_DELETED, json!({ "sessionId": id }));
                 true
             }
             _ => {
                 self.sessions
+                    .registry()
                     .store
                     .add_pending_delete(id)
                     .map_err(|e| format!("cannot keep the delete for the next link: {e}"))?;
@@ -177,6 +180,7 @@ impl DeviceActor {
         let said = {
             let mut limits = self
                 .sessions
+                .registry()
                 .limits
                 .write()
                 .map_err(|_| "the limits are unavailable")?;
@@ -194,8 +198,8 @@ impl DeviceActor {
         };
         // Relinking on changed limits came with spec 1.1.0; a 1.0.0 device says its new limits
         // when its link next comes up.
-        if self.sessions.config.spec != harness::lembas::Spec::V1_0_0
-            && !self.sessions.breaks(ids::DEVICE_LIMITS_RELINK)
+        if self.sessions.registry().config.spec != harness::lembas::Spec::V1_0_0
+            && !self.sessions.registry().breaks(ids::DEVICE_LIMITS_RELINK)
         {
             let (dialer, sessions) = (self.dialer.clone(), self.sessions.clone());
             tokio::spawn(async move { dialer.relink(&sessions).await });
@@ -208,13 +212,13 @@ impl DeviceActor {
     /// A person opens `/usage`: the instance's usage, rendered as the CLI shows it. An
     /// instance without usage (404) shows nothing, and nothing else changes.
     pub async fn show_usage(&self) -> Result<Value, String> {
-        match self.sessions.config.account.usage().await? {
+        match self.sessions.registry().config.account.usage().await? {
             Some(view) => {
                 tracing::info!(status_bar = ?view.status_bar, "usage: {}", view.page.join(" | "));
                 Ok(json!({ "status_bar": view.status_bar, "page": view.page }))
             }
             None => {
-                if self.sessions.breaks(ids::DEVICE_USAGE_ABSENT)
+                if self.sessions.registry().breaks(ids::DEVICE_USAGE_ABSENT)
                     && let Some(peer) = self.hub.current()
                 {
                     // Misbehaving: an instance without usage is taken for a broken login.
@@ -252,7 +256,11 @@ impl DeviceActor {
             DeviceAction::ShareSession(true) => self.share_session().await,
             DeviceAction::TerminalPrompt(text) => self.terminal_prompt(&text).await,
             DeviceAction::AnswerCard(answer) => {
-                let call = self.sessions.answer_terminal_card(answer, timeout).await?;
+                let call = self
+                    .sessions
+                    .registry()
+                    .answer_terminal_card(answer, timeout)
+                    .await?;
                 Ok(json!({ "toolCallId": call }))
             }
             DeviceAction::LeaveSession(true) => self.leave_session(),
@@ -263,6 +271,7 @@ impl DeviceActor {
             DeviceAction::SetPersonalization(change) => {
                 let answer = self
                     .sessions
+                    .registry()
                     .config
                     .account
                     .change(&change.field, &change.value)

@@ -215,7 +215,7 @@ impl AgentModel {
     }
 
     async fn announce_with(sessions: &Sessions, client: &Client) {
-        if sessions.has("sessions") {
+        if sessions.registry().has("sessions") {
             sessions.announce_to(client).await;
         }
     }
@@ -224,6 +224,7 @@ impl AgentModel {
     fn terminal_cwd(&self, params: &Value) -> Result<std::path::PathBuf, String> {
         let limits = self
             .sessions
+            .registry()
             .limits
             .read()
             .map(|l| l.clone())
@@ -329,6 +330,7 @@ impl AgentModel {
         }
         let mut limits = self
             .sessions
+            .registry()
             .limits
             .read()
             .map(|l| l.to_value())
@@ -553,13 +555,13 @@ impl Behaviour for AgentModel {
                     self.announce(peer);
                 }
                 match (
-                    lembas && self.sessions.has("delete"),
+                    lembas && self.sessions.registry().has("delete"),
                     self.breaks(ids::DEVICE_DELETED_PENDING),
                     protocol,
                 ) {
-                    (true, false, _) => self.sessions.send_pending_deletes(peer, true),
+                    (true, false, _) => self.sessions.registry().send_pending_deletes(peer, true),
                     // Misbehaving: at protocol 1 it never sends them; at 2 it never forgets them.
-                    (true, true, 2) => self.sessions.send_pending_deletes(peer, false),
+                    (true, true, 2) => self.sessions.registry().send_pending_deletes(peer, false),
                     _ => {}
                 }
                 true

@@ -15,9 +15,10 @@ use serde_json::{Value, json};
 use crate::terminal_card::{CardAnswer, TerminalCard};
 use tokio::sync::oneshot;
 
-use crate::completion::ToolCall;
+use crate::completion::{ToolCall, ToolOutcome};
 use crate::events::Client;
-use crate::sessions::Sessions;
+use crate::plan::{plan_entries, plan_update};
+use crate::registry::Registry;
 
 /// At most this many questions on one card, of at most this many options (spec, `_lembas/question`).
 pub const MAX_QUESTIONS: usize = 4;
@@ -25,15 +26,6 @@ pub const MAX_QUESTIONS: usize = 4;
 pub const MAX_OPTIONS: usize = 6;
 /// The longest option label a card shows.
 pub const MAX_LABEL: usize = 240;
-
-/// What a tool call came to: the text the model is given, and whether it ran.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutcome {
-    /// Given to the model as the tool's result.
-    pub text: String,
-    /// Whether the tool ran (false: denied, dismissed, nobody to ask).
-    pub ran: bool,
-}
 
 /// Shapes the model's questions for a card: at most four of at most six options, the
 /// recommended option first, labels cut to 240 characters.
@@ -76,46 +68,6 @@ pub fn card_questions(arguments: &Value) -> Vec<Value> {
             })
         })
         .collect()
-}
-
-/// ACP's flat list of a plan: every task of every phase, `dropped` shown as `completed` (ACP has
-/// no word for it).
-pub fn plan_entries(plan: &Value) -> Vec<Value> {
-    plan.get("phases")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .flat_map(|phase| {
-            phase
-                .get("tasks")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
-        .map(|task| {
-            let status = match task.get("status").and_then(Value::as_str) {
-                Some("in_progress") => "in_progress",
-                Some("completed") | Some("dropped") => "completed",
-                _ => "pending",
-            };
-            let content = task
-                .get("title")
-                .or_else(|| task.get("content"))
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            json!({ "content": content, "priority": "medium", "status": status })
-        })
-        .collect()
-}
-
-/// The `plan` session update for a plan (`null`: cleared): ACP's flat entries, and with
-/// `plan_state` the structure in `_meta.lembas.plan`.
-pub fn plan_update(plan: &Value, plan_state: bool) -> Value {
-    let mut update = json!({ "sessionUpdate": "plan", "entries": plan_entries(plan) });
-    if plan_state {
-        update["_meta"] = json!({ "lembas": { "plan": plan } });
-    }
-    update
 }
 
 /// Reads a question card's answer for the model; anything the spec does not define is a dismissal.
@@ -180,11 +132,53 @@ fn terminal_answer(method: &str, params: &Value, answer: CardAnswer) -> Value {
     }
 }
 
-impl Sessions {
+/// The cards of the device's sessions, over its registry.
+#[derive(Debug, Clone, Copy)]
+pub struct Cards<'r> {
+    registry: &'r Registry,
+}
+
+impl<'r> Cards<'r> {
+    /// Cards over `registry`.
+    pub fn new(registry: &'r Registry) -> Cards<'r> {
+        Cards { registry }
+    }
+
+    /// One tool call, as the client sees it: its `tool_call` update and `tool_start` event, the
+    /// card it needs, then its end (`tool_end`, or `tool_denied` when it did not run).
+    pub(crate) async fn tool_step(
+        &self,
+        client: Option<&Client>,
+        session_id: &str,
+        call: &crate::completion::ToolCall,
+    ) -> ToolOutcome {
+        let Some(client) = client else {
+            return ToolOutcome {
+                text: "Nobody is there to approve it.".into(),
+                ran: false,
+            };
+        };
+        client.update(session_id, json!({ "sessionUpdate": "tool_call", "toolCallId": call.id, "title": call.name, "kind": "execute", "status": "pending", "rawInput": call.arguments }));
+        client.event(session_id, json!({ "type": "tool_start", "id": call.id, "name": call.name, "args": call.arguments }));
+        let outcome = self.run_tool(client, session_id, call).await;
+        let status = if outcome.ran { "completed" } else { "failed" };
+        client.update(session_id, json!({ "sessionUpdate": "tool_call_update", "toolCallId": call.id, "status": status, "content": [{ "type": "content", "content": { "type": "text", "text": outcome.text } }] }));
+        let kind = if outcome.ran {
+            "tool_end"
+        } else {
+            "tool_denied"
+        };
+        client.event(
+            session_id,
+            json!({ "type": kind, "id": call.id, "name": call.name, "output": outcome.text }),
+        );
+        outcome
+    }
+
     /// Whether this client may be asked questions and plans now.
     pub(crate) fn may_ask(&self, client: &Client, capability: &str) -> bool {
-        let asks_all = self.breaks(ids::DEVICE_QUESTION_PROTOCOL);
-        self.has(capability)
+        let asks_all = self.registry.breaks(ids::DEVICE_QUESTION_PROTOCOL);
+        self.registry.has(capability)
             && (asks_all || (client.lembas() && client.protocol() >= 2 && client.asks()))
     }
 
@@ -202,9 +196,9 @@ impl Sessions {
         method: &str,
         params: Value,
     ) -> Result<Option<Value>, i64> {
-        let wait: Duration = self.config.approval_timeout;
+        let wait: Duration = self.registry.config.approval_timeout;
         // A cancelled turn stops waiting for its card too (and takes it down).
-        let mut cancelled = match self.live_session(session_id) {
+        let mut cancelled = match self.registry.live_session(session_id) {
             Some(live) => live
                 .state
                 .lock()
@@ -246,19 +240,19 @@ impl Sessions {
         mut params: Value,
         wait: Duration,
     ) -> Result<Option<Value>, i64> {
-        let shared = self.is_terminal_session(session_id);
+        let shared = self.registry.is_terminal_session(session_id);
         params["_meta"]["lembas"]["patient"] =
-            json!(shared && !self.breaks(ids::DEVICE_CARD_PATIENT));
+            json!(shared && !self.registry.breaks(ids::DEVICE_CARD_PATIENT));
         let answered = if shared {
             // Shown at the terminal too: the first answer wins.
             let (tx, at_terminal) = oneshot::channel();
-            if let Ok(mut cards) = self.terminal_cards.lock() {
+            if let Ok(mut cards) = self.registry.terminal_cards.lock() {
                 cards.push(TerminalCard {
                     call_id: call_id.to_string(),
                     answer: tx,
                 });
             }
-            let timer = self.config.terminal_answers_after;
+            let timer = self.registry.config.terminal_answers_after;
             let terminal = async move {
                 match timer {
                     Some(after) => {
@@ -273,13 +267,13 @@ impl Sessions {
                 answered = peer.request(method, params.clone(), wait) => Ok(answered),
                 Some(answer) = terminal => Err(answer),
             };
-            if let Ok(mut cards) = self.terminal_cards.lock() {
+            if let Ok(mut cards) = self.registry.terminal_cards.lock() {
                 cards.retain(|c| c.call_id != call_id);
             }
             match first {
                 Ok(answered) => answered,
                 Err(answer) => {
-                    if client.lembas() && !self.breaks(ids::DEVICE_CARD_SETTLED_TERMINAL) {
+                    if client.lembas() && !self.registry.breaks(ids::DEVICE_CARD_SETTLED_TERMINAL) {
                         client.peer().notify(
                             methods::LEMBAS_PERMISSION_SETTLED,
                             json!({ "sessionId": session_id, "toolCallId": call_id }),
@@ -296,7 +290,7 @@ impl Sessions {
             Ok(Err(error)) => Err(error.code),
             Err(RequestError::Timeout { .. }) => {
                 // `_lembas` notifications are for a LLeMbas client only.
-                if self.breaks(ids::DEVICE_CARD_TIMEOUT) || !client.lembas() {
+                if self.registry.breaks(ids::DEVICE_CARD_TIMEOUT) || !client.lembas() {
                     return Ok(None);
                 }
                 client.peer().notify(
@@ -320,7 +314,9 @@ impl Sessions {
             "ask_user" => self.question(client, session_id, call).await,
             "plan_submit" => self.plan(client, session_id, call).await,
             "plan_write" => self.write_plan(client, session_id, call).await,
-            "library_search" => self.search_library(session_id, call).await,
+            "library_search" => {
+                crate::library::search_library(self.registry, session_id, call).await
+            }
             _ => self.approve_and_run(client, session_id, call).await,
         }
     }
@@ -335,7 +331,7 @@ impl Sessions {
         let mut params = json!({
             "sessionId": session_id,
             "toolCallId": call.id,
-            "questions": if self.breaks(ids::DEVICE_QUESTION_SHAPE) {
+            "questions": if self.registry.breaks(ids::DEVICE_QUESTION_SHAPE) {
                 call.arguments.get("questions").cloned().unwrap_or(json!([]))
             } else {
                 json!(card_questions(&call.arguments))
@@ -366,7 +362,7 @@ impl Sessions {
             },
             Err(METHOD_NOT_FOUND) => {
                 // A client that does not know questions is treated as protocol 1 from now on.
-                if !self.breaks(ids::DEVICE_QUESTION_DOWNGRADE) {
+                if !self.registry.breaks(ids::DEVICE_QUESTION_DOWNGRADE) {
                     client.stop_asking();
                 }
                 ToolOutcome {
@@ -402,8 +398,8 @@ impl Sessions {
             "_meta": { "lembas": {} },
         });
         // With plan_state the card also carries the plan's structure, for LLeMbas to draw.
-        if self.has("plan_state")
-            && let Some(live) = self.live_session(session_id)
+        if self.registry.has("plan_state")
+            && let Some(live) = self.registry.live_session(session_id)
             && let Some(plan) = live.state.lock().await.stored.plan.clone()
         {
             params["plan"] = plan;
@@ -418,11 +414,11 @@ impl Sessions {
                         .get("mode")
                         .and_then(Value::as_str)
                         .unwrap_or("manual");
-                    let lowered = self.limits.read().ok().and_then(|l| l.lower_mode(asked));
-                    match (lowered, self.live_session(session_id)) {
+                    let lowered = self.registry.limits().lower_mode(asked);
+                    match (lowered, self.registry.live_session(session_id)) {
                         // The session goes on in that mode, lowered to max_mode …
                         (Some(mode), Some(live)) if mode != "plan" => {
-                            let mode = self.change_mode(&live, &mode, Some(client)).await;
+                            let mode = self.registry.change_mode(&live, &mode, Some(client)).await;
                             ToolOutcome {
                                 text: format!("The plan is approved; go on in {mode} mode."),
                                 ran: true,
@@ -451,7 +447,7 @@ impl Sessions {
                 },
             },
             Err(METHOD_NOT_FOUND) => {
-                if !self.breaks(ids::DEVICE_QUESTION_DOWNGRADE) {
+                if !self.registry.breaks(ids::DEVICE_QUESTION_DOWNGRADE) {
                     client.stop_asking();
                 }
                 ToolOutcome {
@@ -470,22 +466,22 @@ impl Sessions {
     /// (ACP's flat entries, and with `plan_state` the structure) and a `plan` event.
     async fn write_plan(&self, client: &Client, session_id: &str, call: &ToolCall) -> ToolOutcome {
         let plan = call.arguments.get("plan").cloned().unwrap_or(Value::Null);
-        if let Some(live) = self.live_session(session_id) {
+        if let Some(live) = self.registry.live_session(session_id) {
             let mut state = live.state.lock().await;
             state.stored.plan = (!plan.is_null()).then(|| plan.clone());
-            self.save(&state);
+            self.registry.save(&state);
         }
         let entries: Vec<Value> = plan_entries(&plan);
-        let structure = !self.breaks(ids::DEVICE_PLAN_UPDATE);
-        let mut update = plan_update(&plan, self.has("plan_state"));
-        if self.has("plan_state") {
+        let structure = !self.registry.breaks(ids::DEVICE_PLAN_UPDATE);
+        let mut update = plan_update(&plan, self.registry.has("plan_state"));
+        if self.registry.has("plan_state") {
             if !structure {
                 update["_meta"]["lembas"]["plan"] = Value::Null;
             }
             client.event(session_id, json!({ "type": "plan", "plan": plan }));
-        } else if self.breaks(ids::DEVICE_EVENT_TODOS) {
+        } else if self.registry.breaks(ids::DEVICE_EVENT_TODOS) {
             client.event(session_id, json!({ "type": "plan", "plan": plan }));
-        } else if self.config.spec == harness::lembas::Spec::V1_0_0 {
+        } else if self.registry.config.spec == harness::lembas::Spec::V1_0_0 {
             // Spec 1.0.0 has no plan structure: the session's plan is its todo list, and the
             // event that carries it is `todos` (the same entries the `plan` update has).
             client.event(session_id, json!({ "type": "todos", "todos": entries }));
@@ -508,7 +504,7 @@ impl Sessions {
             Some(command) => format!("Run `{command}`"),
             None => format!("Use {}", call.name),
         };
-        let live = self.live_session(session_id);
+        let live = self.registry.live_session(session_id);
         // Allowed for this session already: it runs without asking again.
         if let (Some(live), Some(command)) = (&live, command)
             && live.state.lock().await.allowed.contains(command)
@@ -518,7 +514,7 @@ impl Sessions {
                 ran: true,
             };
         }
-        if self.breaks(ids::DEVICE_PERMISSION_ASK) {
+        if self.registry.breaks(ids::DEVICE_PERMISSION_ASK) {
             // Misbehaving: it runs without asking.
             return ToolOutcome {
                 text: format!("{title}: done (exit 0)."),
@@ -530,7 +526,7 @@ impl Sessions {
             json!({ "optionId": "session", "name": "Allow for this session", "kind": "allow_always" }),
             json!({ "optionId": "deny", "name": "Deny", "kind": "reject_once" }),
         ];
-        if self.breaks(ids::DEVICE_PERMISSION_SHAPE) {
+        if self.registry.breaks(ids::DEVICE_PERMISSION_SHAPE) {
             options.pop();
         }
         let params = json!({

@@ -26,3 +26,12 @@ pub struct ToolCall {
     /// Its arguments (the JSON the model wrote, parsed; `{}` when it did not parse).
     pub arguments: Value,
 }
+
+/// What a tool call came to: the text the model is given, and whether it ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// Given to the model as the tool's result.
+    pub text: String,
+    /// Whether the tool ran (false: denied, dismissed, nobody to ask).
+    pub ran: bool,
+}

@@ -232,7 +232,7 @@ impl DeviceDialer {
     pub async fn relink(&self, sessions: &crate::sessions::Sessions) {
         // Not while a session works, nor before the answers of turns just ended are on the
         // wire: the client would lose them with the link.
-        let waits = !sessions.breaks(ids::DEVICE_LIMITS_WAIT);
+        let waits = !sessions.registry().breaks(ids::DEVICE_LIMITS_WAIT);
         // A request the device holds on purpose (a scenario's `hold`) is not waited for long.
         let mut answers_for = Duration::ZERO;
         const ANSWERS_GRACE: Duration = Duration::from_secs(2);
@@ -241,7 +241,7 @@ impl DeviceDialer {
             if !waits {
                 break;
             }
-            if sessions.any_working().await {
+            if sessions.registry().any_working().await {
                 answers_for = Duration::ZERO;
             } else if answers_for < ANSWERS_GRACE
                 && self.hub.current().is_some_and(|p| p.unanswered() > 0)

@@ -10,6 +10,9 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
+use crate::completion::{ToolCall, ToolOutcome};
+use crate::registry::Registry;
+
 /// How long one library call may take, handshake included.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -68,46 +71,44 @@ fn as_object(value: Value) -> JsonObject {
     }
 }
 
-impl crate::sessions::Sessions {
-    /// The scope a library call made for this session carries: the session itself, when the
-    /// device lists `library` and the client opened the session (a terminal's own session was
-    /// not opened by the client, so its calls go without one).
-    pub(crate) fn library_scope(&self, session_id: &str) -> Option<String> {
-        let opened_by_client = self.terminal_session().as_deref() != Some(session_id);
-        // An editor's sessions (serve --stdio) are none of the instance's chats.
-        (self.has("library")
-            && !self.config.stdio
-            && opened_by_client
-            && !self.breaks(harness::rules::ids::DEVICE_LIBRARY_SCOPE))
-        .then(|| session_id.to_string())
-    }
+/// The scope a library call made for this session carries: the session itself, when the
+/// device lists `library` and the client opened the session (a terminal's own session was
+/// not opened by the client, so its calls go without one).
+pub(crate) fn library_scope(registry: &Registry, session_id: &str) -> Option<String> {
+    let opened_by_client = registry.terminal_session().as_deref() != Some(session_id);
+    // An editor's sessions (serve --stdio) are none of the instance's chats.
+    (registry.has("library")
+        && !registry.config.stdio
+        && opened_by_client
+        && !registry.breaks(harness::rules::ids::DEVICE_LIBRARY_SCOPE))
+    .then(|| session_id.to_string())
+}
 
-    /// The model's `library_search`: asks the instance's library, within the chat's scope.
-    pub(crate) async fn search_library(
-        &self,
-        session_id: &str,
-        call: &crate::completion::ToolCall,
-    ) -> crate::cards::ToolOutcome {
-        let Some(model) = &self.config.model else {
-            return crate::cards::ToolOutcome {
-                text: "No library: this device is not logged in to an instance's model.".into(),
-                ran: false,
-            };
+/// The model's `library_search`: asks the instance's library, within the chat's scope.
+pub(crate) async fn search_library(
+    registry: &Registry,
+    session_id: &str,
+    call: &ToolCall,
+) -> ToolOutcome {
+    let Some(model) = &registry.config.model else {
+        return ToolOutcome {
+            text: "No library: this device is not logged in to an instance's model.".into(),
+            ran: false,
         };
-        let library = Library {
-            base: model.base.clone(),
-            token: model.token.clone(),
-        };
-        let scope = self.library_scope(session_id);
-        match library
-            .call("library_search", &call.arguments, scope.as_deref())
-            .await
-        {
-            Ok(text) => crate::cards::ToolOutcome { text, ran: true },
-            Err(why) => crate::cards::ToolOutcome {
-                text: format!("The library refused: {why}"),
-                ran: false,
-            },
-        }
+    };
+    let library = Library {
+        base: model.base.clone(),
+        token: model.token.clone(),
+    };
+    let scope = library_scope(registry, session_id);
+    match library
+        .call("library_search", &call.arguments, scope.as_deref())
+        .await
+    {
+        Ok(text) => ToolOutcome { text, ran: true },
+        Err(why) => ToolOutcome {
+            text: format!("The library refused: {why}"),
+            ran: false,
+        },
     }
 }

@@ -25,7 +25,8 @@ use crate::dial::DeviceDialer;
 use crate::dial::{ProtocolChoice, Stopped};
 use crate::limits::Limits;
 use crate::model::ModelClient;
-use crate::sessions::{Sessions, SessionsConfig};
+use crate::registry::SessionsConfig;
+use crate::sessions::Sessions;
 use crate::settings::{self, AgentKind, DeviceSettings};
 use crate::store::Store;
 
@@ -379,7 +380,7 @@ pub(crate) async fn run_started(
                 scenario: scenario.as_ref().map(|s| s.name.clone()),
                 hub: hub.clone(),
                 actor: actor.clone(),
-                peer_state: Arc::new(move || snapshot.snapshot()),
+                peer_state: Arc::new(move || snapshot.registry().snapshot()),
             };
             let served = harness::control::serve(config, target).await.map_err(|e| {
                 StartError::Scenario(format!(

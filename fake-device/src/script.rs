@@ -11,9 +11,11 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::answers::fresh_id;
+use crate::cards::Cards;
 use crate::completion::ToolCall;
 use crate::events::Client;
-use crate::sessions::{Live, Sessions, TITLE_MAX};
+use crate::live::{Live, TITLE_MAX};
+use crate::registry::Registry;
 
 /// How a step of a script went on.
 enum Next<'s> {
@@ -25,9 +27,20 @@ enum Next<'s> {
     Stop(&'static str),
 }
 
-impl Sessions {
+/// The scripted agent of the device's sessions, over its registry.
+#[derive(Debug, Clone, Copy)]
+pub struct Scripted<'r> {
+    registry: &'r Registry,
+}
+
+impl<'r> Scripted<'r> {
+    /// The scripted agent over `registry`.
+    pub fn new(registry: &'r Registry) -> Scripted<'r> {
+        Scripted { registry }
+    }
+
     /// Runs a script's turn; gives what was said and the stop reason.
-    pub(crate) async fn script_turn(
+    pub(crate) async fn turn(
         &self,
         live: &Live,
         script: &AgentScript,
@@ -48,7 +61,7 @@ impl Sessions {
                 return (said, "cancelled");
             }
             // Steer messages are taken in at each step, as the CLI does between model calls.
-            self.take_steers(live, client, session_id).await;
+            live.take_steers(client, session_id).await;
             match self
                 .script_step(live, step, client, session_id, cancelled, &mut said)
                 .await
@@ -86,7 +99,7 @@ impl Sessions {
                     Say::Chunked { chunks, delay } => (chunks.as_slice(), delay.map(|d| d.0)),
                 };
                 for chunk in chunks {
-                    if !pause(delay.unwrap_or(self.config.step_delay), cancelled).await {
+                    if !pause(delay.unwrap_or(self.registry.config.step_delay), cancelled).await {
                         return Next::Stop("cancelled");
                     }
                     if let Some(client) = client {
@@ -117,7 +130,7 @@ impl Sessions {
                     json!({ "type": "tool_start", "id": id, "name": tool.name, "args": args }),
                 );
                 for line in &tool.progress {
-                    if !pause(self.config.step_delay, cancelled).await {
+                    if !pause(self.registry.config.step_delay, cancelled).await {
                         return Next::Stop("cancelled");
                     }
                     client.update(session_id, json!({ "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress", "content": [text_content(line)] }));
@@ -133,7 +146,9 @@ impl Sessions {
             }
             ScriptStep::Permission(p) => {
                 let call = card("bash", json!({ "command": p.command }));
-                let outcome = self.tool_step(client, session_id, &call).await;
+                let outcome = Cards::new(self.registry)
+                    .tool_step(client, session_id, &call)
+                    .await;
                 branch(outcome.ran, &p.then, &p.otherwise)
             }
             ScriptStep::Ask(a) => {
@@ -141,14 +156,16 @@ impl Sessions {
                 if let Some(why) = &a.why {
                     arguments["why"] = json!(why);
                 }
-                let outcome = self
+                let outcome = Cards::new(self.registry)
                     .tool_step(client, session_id, &card("ask_user", arguments))
                     .await;
                 branch(outcome.ran, &a.then, &a.otherwise)
             }
             ScriptStep::Plan(plan) => {
                 let call = card("plan_write", json!({ "plan": plan }));
-                self.tool_step(client, session_id, &call).await;
+                Cards::new(self.registry)
+                    .tool_step(client, session_id, &call)
+                    .await;
                 Next::Continue
             }
             ScriptStep::SubmitPlan(p) => {
@@ -156,7 +173,7 @@ impl Sessions {
                 if let Some(path) = &p.path {
                     arguments["path"] = json!(path);
                 }
-                let outcome = self
+                let outcome = Cards::new(self.registry)
                     .tool_step(client, session_id, &card("plan_submit", arguments))
                     .await;
                 branch(outcome.ran, &p.then, &p.otherwise)
@@ -165,7 +182,7 @@ impl Sessions {
                 let title: String = title.chars().take(TITLE_MAX).collect();
                 let mut state = live.state.lock().await;
                 state.stored.title = title.clone();
-                self.save(&state);
+                self.registry.save(&state);
                 if let Some(client) = client {
                     client.event(
                         session_id,

@@ -3,67 +3,22 @@
 //! `_lembas/steer` hands it a message at its next step. The default agent echoes the prompt back
 //! in a few pieces.
 
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 
 use harness::jsonrpc::RpcError;
 use harness::rules::ids;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{oneshot, watch};
 
 use crate::answers::{Answer, Reply, fresh_id, param_str, refuse};
+use crate::cards::Cards;
 use crate::commands::Slash;
 use crate::events::Client;
+use crate::live::{Job, JobQueue, Live};
 use crate::model::ModelClient;
-use crate::sessions::{Live, Sessions, State};
+use crate::registry::Registry;
+use crate::script::Scripted;
 use crate::store::{StoredMessage, TurnState};
-
-/// A turn waiting in a session's queue.
-#[derive(Debug)]
-pub struct Job {
-    /// Its id.
-    pub turn_id: String,
-    /// What the agent is given (a command's expanded text).
-    pub text: String,
-    /// What the person typed (`/review`, not its body), for the prompt event and history.
-    pub typed: String,
-    /// The command the prompt is, when it is one.
-    pub command: Option<Slash>,
-    /// The files attached to it (`{name, mimeType, size}`), for the prompt event and history.
-    pub attachments: Vec<Value>,
-}
-
-/// The turn running in a session.
-#[derive(Debug)]
-pub struct Running {
-    /// Its id.
-    pub turn_id: String,
-    cancel: watch::Sender<bool>,
-    /// Steer messages not yet taken in: (text, messageId).
-    pub steers: Vec<(String, Option<String>)>,
-}
-
-impl Running {
-    /// Stops it at its next step.
-    pub fn cancel(&self) {
-        self.cancel.send_replace(true);
-    }
-
-    /// Hears when it is cancelled.
-    pub fn cancelled(&self) -> watch::Receiver<bool> {
-        self.cancel.subscribe()
-    }
-}
-
-/// Marks a turn as the running one (out of the queue, `running` in the log).
-fn mark_running(state: &mut State, turn_id: &str) {
-    state.queued.retain(|t| t != turn_id);
-    state.turns.set(turn_id, TurnState::Running, None);
-    state.running = Some(Running {
-        turn_id: turn_id.to_string(),
-        cancel: watch::channel(false).0,
-        steers: Vec::new(),
-    });
-}
 
 /// The pieces the echo agent answers in: up to three, split at spaces.
 fn pieces(text: &str) -> Vec<String> {
@@ -75,24 +30,36 @@ fn pieces(text: &str) -> Vec<String> {
     words.chunks(per).map(|c| c.concat()).collect()
 }
 
-impl Sessions {
+/// The turns of the device's sessions, over its registry.
+#[derive(Debug, Clone, Copy)]
+pub struct Turns<'r> {
+    registry: &'r Registry,
+}
+
+impl<'r> Turns<'r> {
+    /// Turns over `registry`.
+    pub fn new(registry: &'r Registry) -> Turns<'r> {
+        Turns { registry }
+    }
+
     /// Takes a prompt in: the order-sensitive part (the turn queued, or found) happens now, in
     /// the link's order; the answer comes when the turn ends.
     pub(crate) async fn prompt(
-        self: &Arc<Self>,
+        &self,
+        live: &Live,
         params: &Value,
         client: &Client,
     ) -> Result<Reply, RpcError> {
-        let live = self.session(params).await?;
         let (session_id, project) = {
             let state = live.state.lock().await;
             (state.stored.id.clone(), state.stored.cwd.clone())
         };
         let dir = self
+            .registry
             .has("attachments")
-            .then(|| self.store.attachments_dir(&session_id));
+            .then(|| self.registry.store.attachments_dir(&session_id));
         // Misbehaving: a block may be twice the spec's limit.
-        let max_block = match self.breaks(ids::DEVICE_ATTACHMENTS_LIMITS) {
+        let max_block = match self.registry.breaks(ids::DEVICE_ATTACHMENTS_LIMITS) {
             true => 2 * crate::attachments::MAX_BLOCK_BYTES,
             false => crate::attachments::MAX_BLOCK_BYTES,
         };
@@ -105,8 +72,9 @@ impl Sessions {
         let text = prepared.typed.clone();
         // `@path` in what the person typed (never in a command's own text), before any
         // attached block's text.
-        let mentioned = if self.has("files") {
+        let mentioned = if self.registry.has("files") {
             let limits = self
+                .registry
                 .limits
                 .read()
                 .map(|l| l.clone())
@@ -114,11 +82,11 @@ impl Sessions {
             let reach = crate::mentions::Reach {
                 project: &project,
                 limits: &limits,
-                judges_unresolved: self.breaks(ids::DEVICE_FILES_MENTION),
+                judges_unresolved: self.registry.breaks(ids::DEVICE_FILES_MENTION),
             };
             let expanded = crate::mentions::expand(&text, &reach);
             for path in &expanded.used {
-                self.frecency.used(path);
+                self.registry.frecency.used(path);
             }
             expanded.text
         } else {
@@ -128,22 +96,22 @@ impl Sessions {
         let given = meta
             .and_then(|m| m.pointer("/lembas/turnId"))
             .and_then(Value::as_str)
-            .filter(|_| self.has("turns"));
+            .filter(|_| self.registry.has("turns"));
         let turn_id = given.map(String::from).unwrap_or_else(|| fresh_id("turn_"));
         let (tx, rx) = oneshot::channel();
         {
             let mut state = live.state.lock().await;
             // Newer `Context` replaces older, on every prompt.
-            if !self.breaks(ids::DEVICE_CONTEXT_READ) {
-                self.read_context(meta, &mut state);
+            if !self.registry.breaks(ids::DEVICE_CONTEXT_READ) {
+                self.registry.read_context(meta, &mut state);
             }
-            self.report_to(&mut state, client);
+            self.registry.report_to(&mut state, client);
             state.stored.given = true;
             let known = state
                 .turns
                 .get(&turn_id)
                 .cloned()
-                .filter(|_| !self.breaks(ids::DEVICE_TURNS_DEDUP));
+                .filter(|_| !self.registry.breaks(ids::DEVICE_TURNS_DEDUP));
             match known {
                 Some(turn) if turn.state == TurnState::Done => {
                     // A known turn does not run again: it gets the first run's answer.
@@ -158,17 +126,20 @@ impl Sessions {
                     // A prompt to an idle session runs at once; otherwise it waits its turn.
                     state.turns.set(&turn_id, TurnState::Queued, None);
                     if state.running.is_none() && state.queued.is_empty() {
-                        mark_running(&mut state, &turn_id);
+                        state.mark_running(&turn_id);
                     } else {
                         state.queued.push(turn_id.clone());
                     }
                     state.waiters.entry(turn_id.clone()).or_default().push(tx);
-                    self.save(&state);
+                    self.registry.save(&state);
                     let command = self
+                        .registry
                         .has("commands")
-                        .then(|| crate::commands::parse(&text, &self.command_set(&project)))
+                        .then(|| {
+                            crate::commands::parse(&text, &self.registry.command_set(&project))
+                        })
                         .flatten()
-                        .filter(|_| !self.breaks(ids::DEVICE_COMMANDS_ACTIONS));
+                        .filter(|_| !self.registry.breaks(ids::DEVICE_COMMANDS_ACTIONS));
                     let mut given_text = match &command {
                         Some(Slash::Prompt { text, .. }) => text.clone(),
                         _ => text.clone(),
@@ -201,8 +172,8 @@ impl Sessions {
         })
     }
 
-    pub(crate) async fn steer(self: &Arc<Self>, params: &Value) -> Answer {
-        let live = self.session(params).await?;
+    /// `_lembas/steer`: a message for the running turn, taken in at its next step.
+    pub(crate) async fn steer(&self, live: &Live, params: &Value) -> Answer {
         let text = param_str(params, "text")?;
         let mut state = live.state.lock().await;
         let message_id = params
@@ -212,26 +183,20 @@ impl Sessions {
         match state
             .running
             .as_mut()
-            .filter(|_| !self.breaks(ids::DEVICE_STEER_RUNNING))
+            .filter(|_| !self.registry.breaks(ids::DEVICE_STEER_RUNNING))
         {
             Some(running) => {
                 running.steers.push((text.to_string(), message_id));
                 Ok(json!({ "queued": running.steers.len() }))
             }
-            None if self.breaks(ids::DEVICE_STEER_IDLE) => Ok(json!({ "queued": 0 })),
+            None if self.registry.breaks(ids::DEVICE_STEER_IDLE) => Ok(json!({ "queued": 0 })),
             None => Err(refuse("nothing runs in this session: send it as a prompt")),
         }
     }
 
     /// `session/cancel`: stops the running turn (a notification: nothing to answer).
-    pub async fn cancel(self: &Arc<Self>, params: &Value) {
-        let Some(id) = params.get("sessionId").and_then(Value::as_str) else {
-            return;
-        };
-        let Some(live) = self.open(id).await else {
-            return;
-        };
-        if self.breaks(ids::DEVICE_CANCEL_TURN) {
+    pub async fn cancel(&self, live: &Live) {
+        if self.registry.breaks(ids::DEVICE_CANCEL_TURN) {
             return;
         }
         let state = live.state.lock().await;
@@ -240,11 +205,11 @@ impl Sessions {
         }
     }
 
-    pub(crate) async fn rewind(self: &Arc<Self>, params: &Value) -> Answer {
-        let live = self.session(params).await?;
+    /// `_lembas/session/rewind`: a turn and every later one leave the conversation.
+    pub(crate) async fn rewind(&self, live: &Live, params: &Value) -> Answer {
         let turn_id = param_str(params, "turnId")?;
         let mut state = live.state.lock().await;
-        if state.running.is_some() && !self.breaks(ids::DEVICE_REWIND_WORKING) {
+        if state.running.is_some() && !self.registry.breaks(ids::DEVICE_REWIND_WORKING) {
             return Err(refuse("the session is working: rewind it between turns"));
         }
         let Some(first) = state
@@ -253,12 +218,12 @@ impl Sessions {
             .iter()
             .position(|m| m.turn_id == turn_id && !m.reverted)
         else {
-            if self.breaks(ids::DEVICE_REWIND_UNKNOWN) {
+            if self.registry.breaks(ids::DEVICE_REWIND_UNKNOWN) {
                 return Ok(json!({ "reverted": 0 }));
             }
             return Err(refuse(format!("this session has no turn `{turn_id}`")));
         };
-        if self.breaks(ids::DEVICE_REWIND_REVERTS) {
+        if self.registry.breaks(ids::DEVICE_REWIND_REVERTS) {
             // Misbehaving: says it rewound, and keeps every turn.
             return Ok(json!({ "reverted": 1 }));
         }
@@ -276,17 +241,17 @@ impl Sessions {
                 reverted.push(message.turn_id.clone());
             }
         }
-        self.save(&state);
+        self.registry.save(&state);
         Ok(json!({ "reverted": reverted.len() }))
     }
 
-    pub(crate) async fn compact(self: &Arc<Self>, params: &Value, client: &Client) -> Answer {
-        let live = self.session(params).await?;
+    /// `_lembas/session/compact`: the conversation summed up, between turns.
+    pub(crate) async fn compact(&self, live: &Live, params: &Value, client: &Client) -> Answer {
         let id = param_str(params, "sessionId")?;
         if live.state.lock().await.running.is_some() {
             return Err(refuse("the session is working: compact it between turns"));
         }
-        let summary = self.summary(live.as_ref()).await;
+        let summary = self.summary(live).await;
         client.event(id, json!({ "type": "compacted", "summary": summary }));
         Ok(json!({ "summary": summary }))
     }
@@ -324,7 +289,7 @@ impl Sessions {
         {
             message.reverted = true;
         }
-        self.save(&state);
+        self.registry.save(&state);
         Some(last.1)
     }
 
@@ -341,10 +306,10 @@ impl Sessions {
                 .as_ref()
                 .is_none_or(|r| r.turn_id != job.turn_id)
             {
-                mark_running(&mut state, &job.turn_id);
+                state.mark_running(&job.turn_id);
             }
-            let cancelled = state.running.as_ref().map(|r| r.cancel.subscribe());
-            self.save(&state);
+            let cancelled = state.running.as_ref().map(|r| r.cancelled());
+            self.registry.save(&state);
             (cancelled, state.client.clone(), state.stored.id.clone())
         };
         let Some(mut cancelled) = cancelled.take() else {
@@ -357,12 +322,13 @@ impl Sessions {
         };
         let mut prompt_event =
             json!({ "type": "prompt", "text": job.typed, "turnId": job.turn_id });
-        if !job.attachments.is_empty() && !self.breaks(ids::DEVICE_ATTACHMENTS_NAMED) {
+        if !job.attachments.is_empty() && !self.registry.breaks(ids::DEVICE_ATTACHMENTS_NAMED) {
             prompt_event["attachments"] = json!(job.attachments);
         }
         say(prompt_event);
         let task = |state: &str| {
-            if self.breaks(ids::DEVICE_TASK_TERMINAL_TURN) && self.is_terminal_session(&session_id)
+            if self.registry.breaks(ids::DEVICE_TASK_TERMINAL_TURN)
+                && self.registry.is_terminal_session(&session_id)
             {
                 json!({ "type": "task", "state": state })
             } else {
@@ -393,24 +359,33 @@ impl Sessions {
                 true
             }
             Some(Slash::PlanMode) => {
-                let mode = self.change_mode(live, "plan", client.as_ref()).await;
+                let mode = self
+                    .registry
+                    .change_mode(live, "plan", client.as_ref())
+                    .await;
                 extra.insert("mode".into(), json!(mode));
                 true
             }
             Some(Slash::Prompt {
                 mode: Some(mode), ..
             }) => {
-                self.change_mode(live, mode, client.as_ref()).await;
+                self.registry.change_mode(live, mode, client.as_ref()).await;
                 false
             }
             _ => false,
         };
-        let script = self.config.scripts.iter().find(|s| s.answers(&job.text));
-        let (reply, stop) = match (script, &self.config.model) {
+        let script = self
+            .registry
+            .config
+            .scripts
+            .iter()
+            .find(|s| s.answers(&job.text));
+        let (reply, stop) = match (script, &self.registry.config.model) {
             // An action sends nothing to the model.
             _ if action => (String::new(), "end_turn"),
             (Some(script), _) => {
-                self.script_turn(live, script, client.as_ref(), &session_id, &mut cancelled)
+                Scripted::new(self.registry)
+                    .turn(live, script, client.as_ref(), &session_id, &mut cancelled)
                     .await
             }
             (None, Some(model)) => {
@@ -450,28 +425,29 @@ impl Sessions {
         let mut state = live.state.lock().await;
         // The turn may have written a command file or made a skill.
         if let Some(client) = &client {
-            self.commands_changed(&session_id, &state.stored.cwd, client);
+            self.registry
+                .commands_changed(&session_id, &state.stored.cwd, client);
         }
         let finished = state.running.take();
         // The next turn is running from the moment this one ends, so a status in between
         // never sees an idle session with turns waiting.
         if let Some(next) = state.queued.first().cloned() {
-            mark_running(&mut state, &next);
+            state.mark_running(&next);
         }
         let unsent: Vec<String> = finished
             .map(|r| r.steers.into_iter().map(|(t, _)| t).collect())
             .unwrap_or_default();
         let mut lembas = json!({ "turnId": job.turn_id });
-        if self.breaks(ids::DEVICE_PROMPT_TURN_ID) {
+        if self.registry.breaks(ids::DEVICE_PROMPT_TURN_ID) {
             lembas = json!({});
         }
-        if !unsent.is_empty() && self.has("steer") {
+        if !unsent.is_empty() && self.registry.has("steer") {
             lembas["unsent"] = json!(unsent);
         }
         if let Some(fields) = lembas.as_object_mut() {
             fields.extend(extra);
         }
-        let said_stop = if self.breaks(ids::DEVICE_PROMPT_ANSWER) {
+        let said_stop = if self.registry.breaks(ids::DEVICE_PROMPT_ANSWER) {
             "done" // Misbehaving: a stop reason the spec does not have.
         } else {
             stop
@@ -499,14 +475,14 @@ impl Sessions {
         state
             .turns
             .set(&job.turn_id, TurnState::Done, Some(answer.clone()));
-        self.save(&state);
+        self.registry.save(&state);
         for waiter in state.waiters.remove(&job.turn_id).unwrap_or_default() {
             let _ = waiter.send(answer.clone());
         }
     }
 }
 
-impl Sessions {
+impl Turns<'_> {
     /// Says `text` in up to three pieces, a step delay apart. The echo agent's pieces are its
     /// steps, so it takes in steer messages at each (`take_steers`); a model's turn takes them in
     /// before its next model call instead. Gives what was said, and whether the turn was
@@ -523,11 +499,11 @@ impl Sessions {
         let mut said = String::new();
         for piece in pieces(text) {
             tokio::select! {
-                () = tokio::time::sleep(self.config.step_delay) => {}
+                () = tokio::time::sleep(self.registry.config.step_delay) => {}
                 _ = cancelled.wait_for(|c| *c) => return (said, true),
             }
             if take_steers {
-                self.take_steers(live, client, session_id).await;
+                live.take_steers(client, session_id).await;
             }
             if let Some(client) = client {
                 client.text(session_id, &piece);
@@ -535,33 +511,6 @@ impl Sessions {
             said.push_str(&piece);
         }
         (said, false)
-    }
-
-    /// Takes in the steer messages waiting for the running turn, with a `steered` event; gives
-    /// their texts.
-    pub(crate) async fn take_steers(
-        &self,
-        live: &Live,
-        client: Option<&Client>,
-        session_id: &str,
-    ) -> Vec<String> {
-        let taken = {
-            let mut state = live.state.lock().await;
-            state
-                .running
-                .as_mut()
-                .map(|r| std::mem::take(&mut r.steers))
-                .unwrap_or_default()
-        };
-        if let (Some(client), false) = (client, taken.is_empty()) {
-            let texts: Vec<&str> = taken.iter().map(|(t, _)| t.as_str()).collect();
-            let ids: Vec<&str> = taken.iter().filter_map(|(_, id)| id.as_deref()).collect();
-            client.event(
-                session_id,
-                json!({ "type": "steered", "texts": texts, "ids": ids }),
-            );
-        }
-        taken.into_iter().map(|(text, _)| text).collect()
     }
 
     /// A turn the instance's model drives: each step asks the model, says its text, and runs its
@@ -576,13 +525,13 @@ impl Sessions {
         cancelled: &mut watch::Receiver<bool>,
     ) -> (String, &'static str) {
         // The account's personalization stands in for the device's own (spec, HTTP API).
-        let personal = self.config.account.personal_prompt().await;
+        let personal = self.registry.config.account.personal_prompt().await;
         let (model_id, mut messages) = {
             let state = live.state.lock().await;
-            let prefix = format!("{}/", self.config.connection);
+            let prefix = format!("{}/", self.registry.config.connection);
             // Requests go to the instance's `/v1` with the served id, not the device's ref
             // (spec, how the device names an instance's models).
-            let keeps_ref = self.breaks(ids::DEVICE_MODEL_SERVED_ID);
+            let keeps_ref = self.registry.breaks(ids::DEVICE_MODEL_SERVED_ID);
             let model_id = state.stored.model.as_deref().map(|m| {
                 if keeps_ref {
                     m.to_string()
@@ -602,11 +551,11 @@ impl Sessions {
             {
                 system.push_str(&format!(
                     "\n\n## Instructions from {}\n\n{authored}",
-                    self.config.connection
+                    self.registry.config.connection
                 ));
             }
             if let Some(client) = client
-                && !self.may_ask(client, "ask")
+                && !Cards::new(self.registry).may_ask(client, "ask")
             {
                 system.push_str(
                     "\n\nNobody can be asked questions or approve a plan in this session: decide \
@@ -648,7 +597,7 @@ impl Sessions {
         for step in 0..MAX_STEPS {
             // Steer messages reach the model at its next step (spec, `_lembas/steer`).
             if step > 0 {
-                for text in self.take_steers(live, client, session_id).await {
+                for text in live.take_steers(client, session_id).await {
                     messages.push(json!({ "role": "user", "content": text }));
                 }
             }
@@ -696,12 +645,14 @@ impl Sessions {
             );
             let mut plan_kept = false;
             for call in &completion.tool_calls {
-                let outcome = self.tool_step(client, session_id, call).await;
+                let outcome = Cards::new(self.registry)
+                    .tool_step(client, session_id, call)
+                    .await;
                 messages.push(
                     json!({ "role": "tool", "tool_call_id": call.id, "content": outcome.text }),
                 );
-                plan_kept |=
-                    call.name == "plan_submit" && client.is_some_and(|c| !self.may_ask(c, "plan"));
+                plan_kept |= call.name == "plan_submit"
+                    && client.is_some_and(|c| !Cards::new(self.registry).may_ask(c, "plan"));
             }
             // Nobody to approve a plan (an editor, a protocol-1 client): it is kept, and the
             // turn stops there (spec, serve --stdio).
@@ -710,37 +661,6 @@ impl Sessions {
             }
         }
         (reply, "max_turn_requests")
-    }
-
-    /// One tool call, as the client sees it: its `tool_call` update and `tool_start` event, the
-    /// card it needs, then its end (`tool_end`, or `tool_denied` when it did not run).
-    pub(crate) async fn tool_step(
-        &self,
-        client: Option<&Client>,
-        session_id: &str,
-        call: &crate::completion::ToolCall,
-    ) -> crate::cards::ToolOutcome {
-        let Some(client) = client else {
-            return crate::cards::ToolOutcome {
-                text: "Nobody is there to approve it.".into(),
-                ran: false,
-            };
-        };
-        client.update(session_id, json!({ "sessionUpdate": "tool_call", "toolCallId": call.id, "title": call.name, "kind": "execute", "status": "pending", "rawInput": call.arguments }));
-        client.event(session_id, json!({ "type": "tool_start", "id": call.id, "name": call.name, "args": call.arguments }));
-        let outcome = self.run_tool(client, session_id, call).await;
-        let status = if outcome.ran { "completed" } else { "failed" };
-        client.update(session_id, json!({ "sessionUpdate": "tool_call_update", "toolCallId": call.id, "status": status, "content": [{ "type": "content", "content": { "type": "text", "text": outcome.text } }] }));
-        let kind = if outcome.ran {
-            "tool_end"
-        } else {
-            "tool_denied"
-        };
-        client.event(
-            session_id,
-            json!({ "type": kind, "id": call.id, "name": call.name, "output": outcome.text }),
-        );
-        outcome
     }
 
     fn model_failed(
@@ -766,16 +686,12 @@ pub const SHARED_PROMPT: &str =
 pub const MAX_STEPS: usize = 8;
 
 /// A session's turn worker: one turn at a time, in order, until the session goes.
-pub async fn worker(
-    sessions: Weak<Sessions>,
-    live: Weak<Live>,
-    mut queue: mpsc::UnboundedReceiver<Job>,
-) {
+pub async fn worker(registry: Weak<Registry>, live: Weak<Live>, mut queue: JobQueue) {
     while let Some(job) = queue.recv().await {
-        let (Some(sessions), Some(live)) = (sessions.upgrade(), live.upgrade()) else {
+        let (Some(registry), Some(live)) = (registry.upgrade(), live.upgrade()) else {
             return;
         };
-        sessions.run(&live, job).await;
+        Turns::new(&registry).run(&live, job).await;
     }
 }
 

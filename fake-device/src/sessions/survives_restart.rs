@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::events::{Client, Quirks, Route};
 use crate::limits::Limits;
-use crate::sessions::{Sessions, SessionsConfig};
+use crate::registry::SessionsConfig;
+use crate::sessions::Sessions;
 use crate::store::Store;
 use harness::finding::Findings;
 use harness::journal::Journal;
