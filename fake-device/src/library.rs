@@ -35,16 +35,27 @@ impl Library {
         scope: Option<&str>,
     ) -> Result<String, String> {
         let url = format!("{}/mcp", self.base.trim_end_matches('/'));
-        let transport = StreamableHttpClientTransport::from_config(
-            StreamableHttpClientTransportConfig::with_uri(url).auth_header(self.token.clone()),
-        );
+        let connect = || {
+            ().serve(StreamableHttpClientTransport::from_config(
+                StreamableHttpClientTransportConfig::with_uri(url.clone())
+                    .auth_header(self.token.clone()),
+            ))
+        };
         let mut params = CallToolRequestParams::new(tool.to_string())
             .with_arguments(as_object(arguments.clone()));
         if let Some(session_id) = scope {
             params.meta = Some(as_object(json!({ "lembas": { "scope": session_id } })).into());
         }
         let exchange = async {
-            let client = ().serve(transport).await.map_err(|e| e.to_string())?;
+            // The handshake is tried twice: on a loaded machine a POST may meet a connection
+            // the server just closed, and nothing of the call has been sent yet.
+            let client = match connect().await {
+                Ok(client) => client,
+                Err(first) => {
+                    tracing::debug!("the library's handshake failed, trying once more: {first}");
+                    connect().await.map_err(|e| e.to_string())?
+                }
+            };
             let result = client.call_tool(params).await.map_err(|e| e.to_string());
             let _ = client.cancel().await;
             result
