@@ -10,7 +10,7 @@ use harness::scenario::{Side, load_file};
 
 /// Suite-wide commands of the LLeMbas test doubles.
 #[derive(Debug, Parser)]
-#[command(name = "harness", version)]
+#[command(name = "harness", version = harness::cli::version())]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -23,7 +23,7 @@ Example: check a web server's initialize for a protocol-2 device
 /// Plays LLeMbas CLI (the device) for a LLeMbas web server under test: reads discovery, dials
 /// the link, acts as the ACP agent, and checks the instance against the spec.
 #[derive(Debug, Parser)]
-#[command(name = "fake-device", version, after_help = EXAMPLE, args_conflicts_with_subcommands = true)]
+#[command(name = "fake-device", version = harness::cli::version(), after_help = EXAMPLE, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

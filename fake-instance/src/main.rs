@@ -22,7 +22,7 @@ Example: check a CLI's hello and initialize against a protocol-1 instance
 /// Plays LLeMbas (the web server) for a LLeMbas CLI under test: serves discovery and the link,
 /// acts as the ACP client, and checks the device against the spec.
 #[derive(Debug, Parser)]
-#[command(name = "fake-instance", version, after_help = EXAMPLE)]
+#[command(name = "fake-instance", version = harness::cli::version(), after_help = EXAMPLE)]
 struct Cli {
     /// Where to listen.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]

@@ -289,6 +289,12 @@ fn help_has_an_example_and_version_answers() {
     let (code, out, _) = run(&["--version"]);
     assert_eq!(code, 0);
     assert!(out.starts_with("fake-instance "), "{out}");
+    // It names the release and every spec and protocol version it implements.
+    assert!(out.contains(env!("CARGO_PKG_VERSION")), "{out}");
+    for spec in harness::lembas::Spec::ALL {
+        assert!(out.contains(spec.as_str()), "{out}");
+    }
+    assert!(out.contains("link protocol 1, 2"), "{out}");
     let (code, out, _) = run(&["--list-scenarios"]);
     assert_eq!(code, 0);
     assert!(out.contains("negotiate.yaml"), "{out}");

@@ -215,6 +215,27 @@ fn print_lagged(missed: u64) {
     let _ = stdout.flush();
 }
 
+/// What `--version` says on every binary: the release, then the harness spec versions and the
+/// protocol versions the doubles implement, so a CI log shows which spec a run was judged by.
+pub fn version() -> &'static str {
+    static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        let specs: Vec<&str> = crate::lembas::Spec::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        let protocols: Vec<String> = (1..=crate::lembas::LATEST_PROTOCOL)
+            .map(|p| p.to_string())
+            .collect();
+        format!(
+            "{} (harness spec {}; link protocol {})",
+            env!("CARGO_PKG_VERSION"),
+            specs.join(", "),
+            protocols.join(", ")
+        )
+    });
+    VERSION.as_str()
+}
+
 /// Whether to colour what goes to `stream`: only a terminal, and never when `NO_COLOR` is set
 /// to anything (no-color.org), so a log redirected to a file holds no escape codes.
 pub fn colours_on(stream: &impl std::io::IsTerminal) -> bool {
