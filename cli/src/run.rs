@@ -219,14 +219,14 @@ fn side_of(path: &Path, side: Option<Side>) -> Result<Side, String> {
 pub fn plan(
     selected: &[(Side, String, Arc<Scenario>)],
     protocols: &[u8],
-    specs: &[String],
+    specs: &[harness::lembas::Spec],
 ) -> Vec<Planned> {
     let mut runs = Vec::new();
     for spec in specs {
         for protocol in protocols {
             for (side, label, scenario) in selected {
                 if scenario.matrix.protocol.contains(protocol)
-                    && scenario.matrix.spec.contains(spec)
+                    && scenario.matrix.spec.iter().any(|s| s == spec.as_str())
                 {
                     runs.push(Planned {
                         side: *side,
@@ -234,7 +234,7 @@ pub fn plan(
                         scenario: scenario.clone(),
                         cell: Cell {
                             protocol: *protocol,
-                            spec: spec.clone(),
+                            spec: *spec,
                         },
                     });
                 }

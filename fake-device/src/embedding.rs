@@ -41,7 +41,7 @@ const LINK_POLL: Duration = Duration::from_millis(10);
 pub struct DeviceBuilder {
     options: Options,
     scenario: Option<Scenario>,
-    spec: Option<String>,
+    spec: Option<harness::lembas::Spec>,
     cell: Option<Cell>,
     verdict_within: Option<Duration>,
     play: Option<PeerPlay>,
@@ -78,8 +78,8 @@ impl DeviceBuilder {
     }
 
     /// The spec version it follows (default: the scenario's newest, else 1.1.0).
-    pub fn spec(mut self, spec: impl Into<String>) -> Self {
-        self.spec = Some(spec.into());
+    pub fn spec(mut self, spec: harness::lembas::Spec) -> Self {
+        self.spec = Some(spec);
         self
     }
 
@@ -217,7 +217,7 @@ impl DeviceBuilder {
             spec: self
                 .spec
                 .or_else(|| self.cell.map(|c| c.spec))
-                .or_else(|| matrix.and_then(|m| m.spec.iter().max().cloned()))
+                .or_else(|| matrix.and_then(|m| m.spec.iter().filter_map(|s| s.parse().ok()).max()))
                 .unwrap_or(options.cell.spec),
         };
         let scratch = if self.play.is_some() || self.restarts.is_some() {

@@ -134,7 +134,7 @@ struct ServeArgs {
     state_dir: Option<std::path::PathBuf>,
     /// The harness spec to implement: 1.0.0 or 1.1.0.
     #[arg(long, default_value = "1.1.0")]
-    spec: String,
+    spec: harness::lembas::Spec,
 }
 
 /// `fake-device serve --stdio`.
@@ -214,7 +214,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         Some(exec) => {
             let cell = Cell {
                 protocol: cli.protocol.parse().unwrap_or(2),
-                spec: cli.common.spec.clone(),
+                spec: cli.common.spec,
             };
             let root = std::path::PathBuf::from(&roots[0]);
             let started = runtime
@@ -289,11 +289,10 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     };
     let cell = Cell {
         protocol: cell_protocol,
-        spec: cli.common.spec.clone(),
+        spec: cli.common.spec,
     };
     if let Some(list) = &cli.capabilities {
-        let spec =
-            harness::lembas::Spec::parse(&cell.spec).unwrap_or(harness::lembas::Spec::V1_1_0);
+        let spec = cell.spec;
         if let Some(unknown) = list.iter().find(|c| !spec.defines(c)) {
             return Err(CliError::Usage(format!(
                 "--capabilities: `{unknown}` is not a capability of harness spec {spec} ({})",

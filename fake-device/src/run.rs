@@ -110,7 +110,7 @@ impl Options {
             protocol: ProtocolChoice::Auto,
             cell: Cell {
                 protocol: 2,
-                spec: "1.1.0".into(),
+                spec: harness::lembas::Spec::V1_1_0,
             },
             journal: None,
             misbehave: Misbehaviours::default(),
@@ -523,8 +523,7 @@ struct Basics {
 
 impl Basics {
     fn open(options: &Options) -> Result<Basics, StartError> {
-        let spec = Spec::parse(&options.cell.spec)
-            .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
+        let spec = options.cell.spec;
         let journal =
             Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
         let tmp = tempfile::tempdir()

@@ -53,7 +53,7 @@ fn instance_doing(
             misbehave,
             cell: Cell {
                 protocol,
-                spec: "1.1.0".into(),
+                spec: harness::lembas::Spec::V1_1_0,
             },
             patience: Duration::from_secs(5),
             steps,

@@ -35,7 +35,7 @@ pub struct InstanceBuilder {
     options: Options,
     scenario: Option<Scenario>,
     protocol: Option<u8>,
-    spec: Option<String>,
+    spec: Option<harness::lembas::Spec>,
     verdict_within: Option<Duration>,
     restarts: Option<Arc<InProcessPeer>>,
 }
@@ -48,8 +48,8 @@ impl InstanceBuilder {
     }
 
     /// The spec version of the run (default: the scenario's newest, else 1.1.0).
-    pub fn spec(mut self, spec: impl Into<String>) -> Self {
-        self.spec = Some(spec.into());
+    pub fn spec(mut self, spec: harness::lembas::Spec) -> Self {
+        self.spec = Some(spec);
         self
     }
 
@@ -159,7 +159,7 @@ impl InstanceBuilder {
                 .unwrap_or(options.cell.protocol),
             spec: self
                 .spec
-                .or_else(|| matrix.and_then(|m| m.spec.iter().max().cloned()))
+                .or_else(|| matrix.and_then(|m| m.spec.iter().filter_map(|s| s.parse().ok()).max()))
                 .unwrap_or(options.cell.spec),
         };
         let scratch = match (&self.restarts, &options.state_dir) {

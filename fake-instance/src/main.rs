@@ -104,7 +104,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     }
     let cell = Cell {
         protocol,
-        spec: cli.common.spec.clone(),
+        spec: cli.common.spec,
     };
     let scenario = match &cli.common.scenario {
         Some(arg) => Some(harness::cli::load_scenario(arg, Side::Instance, &cell)?),

@@ -13,7 +13,7 @@ use harness::finding::{Finding, Findings};
 use harness::hooks::Hooks;
 use harness::journal::{Entry, Journal};
 use harness::lembas::setup::DeviceSetup;
-use harness::lembas::{Discovery, LINK_PATH, Spec};
+use harness::lembas::{Discovery, LINK_PATH};
 use harness::process::{Placeholders, SutSpec};
 use harness::rules::Misbehaviours;
 use harness::scenario::{Scenario, Spanned, Step, check_actions};
@@ -95,7 +95,7 @@ impl Default for Options {
             protocols: None,
             cell: Cell {
                 protocol: 2,
-                spec: "1.1.0".into(),
+                spec: harness::lembas::Spec::V1_1_0,
             },
             journal: None,
             misbehave: Misbehaviours::default(),
@@ -245,8 +245,7 @@ pub(crate) async fn run_started(
     started: impl FnOnce(Live),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
-    let spec = Spec::parse(&options.cell.spec)
-        .ok_or_else(|| StartError::Scenario(format!("unknown spec {}", options.cell.spec)))?;
+    let spec = options.cell.spec;
     // The actions are this double's vocabulary: checked here, each against its own type.
     if let Some(scenario) = &scenario {
         check_actions::<actions::WebAction>(&scenario.steps, "steps", &scenario.source)

@@ -61,7 +61,7 @@ fn device(
         Binds::Device,
     )
     .expect("known misbehaviours");
-    let spec = spec.to_string();
+    let spec: harness::lembas::Spec = spec.parse().expect("a spec this suite implements");
     device_with(url, move |options| {
         options.cell = Cell { protocol, spec };
         options.misbehave = misbehave;
@@ -386,7 +386,7 @@ fn say_opens_a_chat_on_the_linked_device_and_writes_in_it() {
         roots: vec![root.path().display().to_string()],
         cell: Cell {
             protocol: 2,
-            spec: "1.1.0".into(),
+            spec: harness::lembas::Spec::V1_1_0,
         },
         ..fake_device::Options::for_instance(url)
     };
@@ -421,7 +421,7 @@ fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
             protocols: Some(vec![1]),
             cell: Cell {
                 protocol: 1,
-                spec: "1.1.0".into(),
+                spec: harness::lembas::Spec::V1_1_0,
             },
             ..fake_instance::Options::default()
         };
@@ -442,7 +442,7 @@ fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
             protocol: ProtocolChoice::Fixed(2),
             cell: Cell {
                 protocol: 2,
-                spec: "1.1.0".into(),
+                spec: harness::lembas::Spec::V1_1_0,
             },
             misbehave: Misbehaviours::parse(
                 &["device.link.no_redial_4400".to_string()],

@@ -32,7 +32,7 @@ async fn start_with(protocol: u8, http: HttpConfig, tokens: &[&str]) -> Instance
     let options = Options {
         cell: Cell {
             protocol,
-            spec: "1.1.0".into(),
+            spec: harness::lembas::Spec::V1_1_0,
         },
         tokens: tokens.iter().map(|t| t.to_string()).collect(),
         http,

@@ -54,8 +54,8 @@ pub struct CommonArgs {
     #[arg(long)]
     pub list_scenarios: bool,
     /// The harness spec to behave as: 1.0.0 or 1.1.0.
-    #[arg(long, value_name = "V", default_value = "1.1.0", value_parser = ["1.0.0", "1.1.0"])]
-    pub spec: String,
+    #[arg(long, value_name = "V", default_value = "1.1.0")]
+    pub spec: crate::lembas::Spec,
     /// Keep state here across runs (fake-device: its sessions, turn logs and pending deletes;
     /// default: a temporary directory of the run's own).
     #[arg(long, value_name = "DIR")]
@@ -301,7 +301,7 @@ pub fn load_scenario(
     let scenario = crate::scenario::catalogue::resolve(arg, side)
         .map_err(|e| CliError::Usage(e.to_string()))?;
     if !scenario.matrix.protocol.contains(&cell.protocol)
-        || !scenario.matrix.spec.contains(&cell.spec)
+        || !scenario.matrix.spec.iter().any(|s| s == cell.spec.as_str())
     {
         return Err(CliError::Usage(format!(
             "scenario `{}` applies to protocols {:?} and specs {:?}, not to {cell}",

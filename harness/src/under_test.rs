@@ -40,7 +40,7 @@ pub fn placeholders(
         .set("tmp", tmp.display().to_string())
         .set("root", root)
         .set("protocol", cell.protocol.to_string())
-        .set("spec", cell.spec.clone());
+        .set("spec", cell.spec.to_string());
     if let Some(port) = port {
         placeholders.set("port", port.to_string());
     }

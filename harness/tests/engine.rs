@@ -126,7 +126,7 @@ fn runner(hub: &Arc<Hub>, scenario: &Scenario) -> Runner {
         hub.clone(),
         Cell {
             protocol: 2,
-            spec: "1.1.0".into(),
+            spec: harness::lembas::Spec::V1_1_0,
         },
         scenario.timeout.map(|d| d.0),
         None,

@@ -34,7 +34,7 @@ pub fn instance_checks(scenario: &str, device: impl FnOnce(String)) -> Option<St
         protocols: Some(vec![1, 2]),
         cell: Cell {
             protocol: 2,
-            spec: "1.1.0".into(),
+            spec: harness::lembas::Spec::V1_1_0,
         },
         patience: Duration::from_secs(5),
         ..fake_instance::Options::default()

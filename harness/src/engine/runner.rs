@@ -31,8 +31,8 @@ const ADMIT_POLL: Duration = Duration::from_millis(10);
 pub struct Cell {
     /// The link protocol (1 or 2).
     pub protocol: u8,
-    /// The harness spec (`1.0.0`, `1.1.0`).
-    pub spec: String,
+    /// The harness spec.
+    pub spec: crate::lembas::Spec,
 }
 
 impl Cell {
@@ -361,7 +361,10 @@ impl Runner {
                 let index = format!("{prefix}{}", i + 1);
                 if let Step::When(when) = &step.value {
                     let in_cell = when.protocol.is_none_or(|p| p == self.cell.protocol)
-                        && when.spec.as_ref().is_none_or(|s| *s == self.cell.spec);
+                        && when
+                            .spec
+                            .as_ref()
+                            .is_none_or(|s| s == self.cell.spec.as_str());
                     let mut holds = match (in_cell && !self.stopped, &when.that, &when.matches) {
                         (true, Some(that), Some(matches)) => self.holds(that, matches),
                         (in_cell, _, _) => Ok(in_cell),

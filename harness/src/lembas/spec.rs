@@ -85,6 +85,26 @@ impl fmt::Display for Spec {
     }
 }
 
+/// A version this suite does not implement.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no harness spec `{0}`: this suite implements {versions}", versions = Spec::ALL.map(Spec::as_str).join(", "))]
+pub struct UnknownSpec(pub String);
+
+impl std::str::FromStr for Spec {
+    type Err = UnknownSpec;
+
+    fn from_str(text: &str) -> Result<Spec, UnknownSpec> {
+        Spec::parse(text).ok_or_else(|| UnknownSpec(text.to_string()))
+    }
+}
+
+/// Written as its version (`"1.1.0"`), as in hello and in reports.
+impl serde::Serialize for Spec {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +118,11 @@ mod tests {
         assert_eq!(Spec::V1_1_0.cli_version(), "1.3.0");
         assert_eq!(Spec::parse("1.1.0"), Some(Spec::V1_1_0));
         assert_eq!(Spec::parse("1.2.0"), None);
+        let unknown = "1.2.0".parse::<Spec>().unwrap_err().to_string();
+        assert!(
+            unknown.contains("1.2.0") && unknown.contains("1.0.0, 1.1.0"),
+            "{unknown}"
+        );
+        assert_eq!(serde_json::to_value(Spec::V1_0_0).unwrap(), "1.0.0");
     }
 }

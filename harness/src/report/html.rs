@@ -567,7 +567,7 @@ mod tests {
             scenario: "negotiate".into(),
             cell: Cell {
                 protocol: 1,
-                spec: "1.1.0".into(),
+                spec: crate::lembas::Spec::V1_1_0,
             },
             steps: vec![
                 step("1", StepStatus::Passed, None),

@@ -86,7 +86,7 @@ mod tests {
             scenario: "files-search".into(),
             cell: Cell {
                 protocol: 2,
-                spec: "1.1.0".into(),
+                spec: crate::lembas::Spec::V1_1_0,
             },
             steps: vec![
                 step("1", StepStatus::Passed, None),
