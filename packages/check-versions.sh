@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The packages follow the workspace's version: the packaging crate of the wheel
+# (packages/python/Cargo.toml, which cannot inherit it, being a workspace of its own) and the npm
+# package's source manifest must say the version in the root Cargo.toml's [workspace.package].
+# pack.mjs stamps the npm tarballs with it anyway; this catches a release bump that missed one.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+
+# The `version = "..."` line of a TOML section, without a TOML parser (CI's Python may be < 3.11).
+toml_version() {
+  awk -v section="[$2]" '
+    $0 == section { inside = 1; next }
+    /^\[/ { inside = 0 }
+    inside && $1 == "version" { gsub(/"/, "", $3); print $3; exit }
+  ' "$1"
+}
+
+workspace="$(toml_version "$root/Cargo.toml" workspace.package)"
+wheel="$(toml_version "$root/packages/python/Cargo.toml" package)"
+npm="$(node -p 'require(process.argv[1]).version' "$root/packages/npm/lembas-doubles/package.json")"
+status=0
+for pair in "packages/python/Cargo.toml:$wheel" "packages/npm/lembas-doubles/package.json:$npm"; do
+  if [ "${pair##*:}" != "$workspace" ]; then
+    echo "check-versions: ${pair%%:*} says ${pair##*:}, the workspace says $workspace: make them equal" >&2
+    status=1
+  fi
+done
+[ "$status" = 0 ] && echo "versions: $workspace everywhere"
+exit "$status"

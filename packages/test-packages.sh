@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# What CI does with the packages, as three jobs (run one, or all in order):
+#
+#   packages/test-packages.sh build    # the wheel (and the binaries it carries), with Rust
+#   packages/test-packages.sh python   # pip install the wheel into a fresh venv, no Rust on PATH, pytest
+#   packages/test-packages.sh npm      # pack the npm tarballs, npm i -D them into a scratch project, vitest
+#   packages/test-packages.sh          # all three
+#
+# Artifacts go to $LEMBAS_PACKAGES_OUT (default: $CARGO_TARGET_DIR/packages, else target/packages):
+# wheels/, bin/, npm/*.tgz, and each job's reports. The python and npm jobs only read what the
+# build job wrote, so CI can run them on machines with Python or Node and no Rust. Each job
+# prints its wall time and the artifacts' sizes. Worth caching in CI: the wheel's cargo target
+# directory (CARGO_TARGET_DIR, else target/wheel: a warm rebuild takes seconds), ~/.cache/pip,
+# ~/.npm and ~/.cargo/registry.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${LEMBAS_PACKAGES_OUT:-${CARGO_TARGET_DIR:-$root/target}/packages}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+
+# The PATH of a user without Rust: the job's own tools first, then the system's, and nothing from
+# ~/.cargo (the test below proves it).
+NO_RUST_PATH="/usr/local/bin:/usr/bin:/bin"
+# Vitest 3 with Vite 6: the newest that still run on Node 18, which is what Debian 12 (CI's
+# system) packages; vitest 4 and vite 7 need Node 20.
+VITEST_VERSION="3.2.4"
+VITE_VERSION="6.4.1"
+TYPESCRIPT_VERSION="5.9.3"
+TYPES_NODE_VERSION="18"
+PYTEST_VERSION="8.3.4"
+
+size() { du -h "$1" | cut -f1; }
+
+timed() {
+  local job="$1" start end
+  shift
+  start=$(date +%s%N)
+  "$@"
+  end=$(date +%s%N)
+  # Whole nanoseconds in shell arithmetic: no bc on a fresh machine.
+  local tenths=$(((end - start) / 100000000))
+  printf '%s job: %d.%d s wall\n' "$job" $((tenths / 10)) $((tenths % 10)) | tee -a "$out/times.txt"
+}
+
+build() {
+  "$root/packages/build-wheel.sh" "$out"
+}
+
+no_rust() {
+  # Fails the job when a Rust toolchain is reachable: the point is that users need none.
+  if env PATH="$1" sh -c 'command -v cargo || command -v rustc' >/dev/null; then
+    echo "test-packages: cargo or rustc is on the job's PATH ($1)" >&2
+    exit 1
+  fi
+}
+
+python_job() {
+  local wheel venv
+  wheel="$(ls "$out"/wheels/*.whl)"
+  venv="$out/venv-test"
+  rm -rf "$venv" "$out/python-reports"
+  mkdir -p "$out/python-reports"
+  python3 -m venv "$venv"
+  local path="$venv/bin:$NO_RUST_PATH"
+  no_rust "$path"
+  # As a user installs it: the wheel and pytest, nothing else (the plugin comes with the wheel).
+  env PATH="$path" pip install --quiet --disable-pip-version-check "$wheel" "pytest==$PYTEST_VERSION"
+  # The commands are on the venv's PATH, from the wheel.
+  for name in fake-instance fake-device harness; do
+    [ "$(env PATH="$path" sh -c "command -v $name")" = "$venv/bin/$name" ]
+  done
+  env PATH="$path" fake-instance --version
+  # The tests import the installed package, not the sources beside them.
+  env PATH="$path" python -c 'import lembas_doubles, sys; f = lembas_doubles.__file__; print("lembas_doubles from", f); sys.exit("site-packages" not in f)'
+  # Run from a folder outside the sources, so the package imported is the installed one.
+  (cd "$out/python-reports" && env -u LEMBAS_FAKE_INSTANCE -u LEMBAS_FAKE_DEVICE -u LEMBAS_HARNESS \
+    PATH="$path" pytest "$root/packages/python/tests" -p no:cacheprovider \
+      --rootdir "$root/packages/python" --lembas-protocols 1,2 --lembas-specs 1.0.0,1.1.0 \
+      --junitxml="$out/python-reports/junit.xml" -q)
+  echo "wheel: $(basename "$wheel") $(size "$wheel")"
+}
+
+npm_job() {
+  local key scratch
+  rm -rf "$out/npm"
+  mkdir -p "$out/npm"
+  key="$(node -p 'require(process.argv[1]).platformKey()' "$root/packages/npm/lembas-doubles/lib/platform.js")"
+  node "$root/packages/npm/pack.mjs" --out "$out/npm" --platform "$key=$out/bin"
+  scratch="$out/npm-scratch"
+  rm -rf "$scratch"
+  cp -r "$root/packages/npm/scratch" "$scratch"
+  local path="$NO_RUST_PATH"
+  no_rust "$path"
+  # As a user installs it: the tarballs (the platform one satisfies the main one's optional
+  # dependency, as the registry would) and vitest, from the registry.
+  mapfile -t tarballs < "$out/npm/tarballs.txt"
+  (cd "$scratch" && env PATH="$path" npm install --save-dev --no-audit --no-fund --loglevel=error \
+    "${tarballs[@]}" "vitest@$VITEST_VERSION" "vite@$VITE_VERSION" "typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION")
+  (cd "$scratch" && env -u LEMBAS_FAKE_INSTANCE -u LEMBAS_FAKE_DEVICE -u LEMBAS_HARNESS PATH="$path" sh -c \
+    'npx tsc --noEmit -p . && npx vitest run --reporter=default --reporter=junit --outputFile.junit=junit.xml')
+  for tarball in "${tarballs[@]}"; do echo "tarball: $(basename "$tarball") $(size "$tarball")"; done
+}
+
+case "${1:-all}" in
+  build) timed build build ;;
+  python) timed python python_job ;;
+  npm) timed npm npm_job ;;
+  all)
+    rm -f "$out/times.txt"
+    timed build build
+    timed python python_job
+    timed npm npm_job
+    cat "$out/times.txt"
+    ;;
+  *) echo "usage: $0 [build|python|npm|all]" >&2; exit 2 ;;
+esac
