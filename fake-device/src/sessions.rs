@@ -387,7 +387,11 @@ impl Sessions {
             let state = live.state.lock().await;
             let running = state.running.as_ref().map(|r| r.turn_id.as_str());
             let shared = self.registry.is_terminal_session(id);
-            let held = if shared { "terminal" } else { "here" };
+            let held = match (shared, self.registry.breaks(ids::DEVICE_STATUS_HELD)) {
+                (_, true) => "none",
+                (true, false) => "terminal",
+                (false, false) => "here",
+            };
             return Ok(self.status_of(&state.stored, &state.turns, running, &state.queued, held));
         }
         // Not open: read from the store without opening it, so a status changes nothing.
@@ -414,7 +418,7 @@ impl Sessions {
             "sessionId": stored.id,
             "exists": true,
             "held": held,
-            "busy": running.is_some(),
+            "busy": running.is_some() && !self.registry.breaks(ids::DEVICE_STATUS_BUSY),
             "title": stored.title,
             "queued": [],
         });

@@ -248,11 +248,15 @@ impl<'r> Turns<'r> {
     /// `_lembas/session/compact`: the conversation summed up, between turns.
     pub(crate) async fn compact(&self, live: &Live, params: &Value, client: &Client) -> Answer {
         let id = param_str(params, "sessionId")?;
-        if live.state.lock().await.running.is_some() {
+        let working = live.state.lock().await.running.is_some();
+        if working && !self.registry.breaks(ids::DEVICE_COMPACT_WORKING) {
             return Err(refuse("the session is working: compact it between turns"));
         }
         let summary = self.summary(live).await;
         client.event(id, json!({ "type": "compacted", "summary": summary }));
+        if self.registry.breaks(ids::DEVICE_COMPACT_RESULT) {
+            return Ok(json!({}));
+        }
         Ok(json!({ "summary": summary }))
     }
 
