@@ -36,6 +36,9 @@ pub struct State {
     pub allowed: HashSet<String>,
     /// Deleted: nothing of it is written again (a turn still ending must not bring it back).
     pub deleted: bool,
+    /// A cancel that came while nothing ran, kept for the next turn: only a device breaking
+    /// `device.cancel.idle` keeps one.
+    pub cancel_kept: bool,
 }
 
 impl State {
@@ -77,6 +80,7 @@ impl Live {
             reported_link: None,
             allowed: HashSet::new(),
             deleted: false,
+            cancel_kept: false,
         };
         let live = Arc::new(Live {
             state: tokio::sync::Mutex::new(state),

@@ -442,7 +442,7 @@ impl Sessions {
     async fn history(&self, params: &Value) -> Answer {
         let live = self.session(params).await?;
         let state = live.state.lock().await;
-        let turns: Vec<Value> = state
+        let mut turns: Vec<Value> = state
             .stored
             .messages
             .iter()
@@ -453,6 +453,14 @@ impl Sessions {
                 _ => json!({ "role": "assistant", "text": m.text, "reasoning": m.reasoning, "tools": [] }),
             })
             .collect();
+        if self.registry.breaks(ids::DEVICE_HISTORY_TURN_ID) {
+            for turn in &mut turns {
+                turn.as_object_mut().map(|t| t.remove("turnId"));
+            }
+        }
+        if self.registry.breaks(ids::DEVICE_HISTORY_ORDER) {
+            turns.reverse();
+        }
         Ok(json!({
             "sessionId": state.stored.id,
             "title": state.stored.title,

@@ -199,9 +199,12 @@ impl<'r> Turns<'r> {
         if self.registry.breaks(ids::DEVICE_CANCEL_TURN) {
             return;
         }
-        let state = live.state.lock().await;
-        if let Some(running) = &state.running {
-            running.cancel();
+        let mut state = live.state.lock().await;
+        match &state.running {
+            Some(running) => running.cancel(),
+            // Misbehaving: a cancel that came while nothing ran is kept for the next turn.
+            None if self.registry.breaks(ids::DEVICE_CANCEL_IDLE) => state.cancel_kept = true,
+            None => {}
         }
     }
 
@@ -311,6 +314,11 @@ impl<'r> Turns<'r> {
                 .is_none_or(|r| r.turn_id != job.turn_id)
             {
                 state.mark_running(&job.turn_id);
+            }
+            if std::mem::take(&mut state.cancel_kept)
+                && let Some(running) = &state.running
+            {
+                running.cancel();
             }
             let cancelled = state.running.as_ref().map(|r| r.cancelled());
             self.registry.save(&state);
