@@ -438,6 +438,31 @@ impl LinkWatch {
                     _ => Vec::new(),
                 }
             }
+            methods::LEMBAS_SESSION_COMPACT => shape(
+                ids::DEVICE_COMPACT_RESULT,
+                "the answer to `_lembas/session/compact`",
+                json!({ "summary": "$string" }),
+                result,
+            )
+            .into_iter()
+            .collect(),
+            methods::LEMBAS_SESSION_STATUS => [
+                shape(
+                    ids::DEVICE_STATUS_HELD,
+                    "the answer to `_lembas/session/status`",
+                    json!({ "exists": "$boolean", "held": { "$one_of": ["here", "terminal", "none"] } }),
+                    result,
+                ),
+                shape(
+                    ids::DEVICE_STATUS_BUSY,
+                    "the answer to `_lembas/session/status`",
+                    json!({ "busy": "$boolean" }),
+                    result,
+                ),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
             _ => Vec::new(),
         }
     }
@@ -493,6 +518,47 @@ mod watch_tests {
 
     fn rules_of(found: &[Finding]) -> Vec<&str> {
         found.iter().map(|f| f.rule.as_str()).collect()
+    }
+
+    #[test]
+    fn compact_and_status_answers_are_checked_for_their_shape() {
+        let mut watch = LinkWatch::default();
+        let asked = json!({ "sessionId": "ses_a" });
+        let compact = |watch: &mut LinkWatch, result: Value| {
+            watch.response(methods::LEMBAS_SESSION_COMPACT, &asked, &Ok(result))
+        };
+        assert!(compact(&mut watch, json!({ "summary": "two turns" })).is_empty());
+        assert_eq!(
+            rules_of(&compact(&mut watch, json!({}))),
+            [ids::DEVICE_COMPACT_RESULT]
+        );
+        let status = |watch: &mut LinkWatch, result: Value| {
+            watch.response(methods::LEMBAS_SESSION_STATUS, &asked, &Ok(result))
+        };
+        let right = json!({ "sessionId": "ses_a", "exists": true, "held": "here", "busy": false, "title": "", "queued": [] });
+        assert!(status(&mut watch, right.clone()).is_empty());
+        let mut held_elsewhere = right.clone();
+        held_elsewhere["held"] = json!("away");
+        assert_eq!(
+            rules_of(&status(&mut watch, held_elsewhere)),
+            [ids::DEVICE_STATUS_HELD]
+        );
+        let mut busy_as_text = right;
+        busy_as_text["busy"] = json!("no");
+        assert_eq!(
+            rules_of(&status(&mut watch, busy_as_text)),
+            [ids::DEVICE_STATUS_BUSY]
+        );
+        // A refusal is judged by the scenario that asked, not by its shape.
+        assert!(
+            watch
+                .response(
+                    methods::LEMBAS_SESSION_STATUS,
+                    &asked,
+                    &Err(json!({ "code": -32602 }))
+                )
+                .is_empty()
+        );
     }
 
     #[test]
