@@ -2,6 +2,7 @@
 #![warn(missing_docs)]
 
 pub mod baseline;
+pub mod coverage;
 pub mod matrix;
 pub mod record;
 pub mod run;

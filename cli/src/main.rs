@@ -51,6 +51,20 @@ enum Command {
     },
     /// List the rule catalogue, with the scenarios that check each rule and its misbehaviour.
     Rules,
+    /// Every rule with the scenarios and misbehaviours that prove it, totals per side and
+    /// section; `--check` fails when an observable rule is unproven and does not say why.
+    Coverage {
+        /// markdown (the default), json, or totals (the per-side table the README shows).
+        #[arg(long, default_value = "markdown", value_parser = ["markdown", "json", "totals"])]
+        format: String,
+        /// Write the report here instead of stdout.
+        #[arg(long, value_name = "PATH")]
+        write: Option<PathBuf>,
+        /// Exit 1, naming each, when an observable rule lacks a scenario or a misbehaviour and
+        /// is not marked `not_yet` with a reason.
+        #[arg(long)]
+        check: bool,
+    },
     /// Run scenarios against the real project under test, across protocols and specs: start it
     /// for each run (--exec), do its set-up by hooks (--hooks), report a JUnit file a cell.
     Run(Box<harness_cli::matrix::RunArgs>),
@@ -190,6 +204,40 @@ fn print_rules() {
     }
 }
 
+fn coverage(format: &str, write: Option<&std::path::Path>, check: bool) -> Exit {
+    let report = match harness_cli::coverage::coverage(harness::rules::catalogue()) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::Usage;
+        }
+    };
+    let text = match format {
+        "json" => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+        "totals" => report.totals_markdown(),
+        _ => report.markdown(),
+    };
+    let written = match write {
+        Some(path) => std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display())),
+        None => std::io::stdout()
+            .lock()
+            .write_all(text.as_bytes())
+            .map_err(|e| e.to_string()),
+    };
+    if let Err(e) = written {
+        eprintln!("error: {e}");
+        return Exit::Usage;
+    }
+    let failures = report.failures();
+    if check && !failures.is_empty() {
+        for f in &failures {
+            eprintln!("coverage: {f}");
+        }
+        return Exit::PeerFailed;
+    }
+    Exit::Passed
+}
+
 fn main() -> ExitCode {
     harness::cli::init_process("error");
     let cli = Cli::parse();
@@ -215,6 +263,11 @@ fn main() -> ExitCode {
             print_rules();
             Exit::Passed.into()
         }
+        Command::Coverage {
+            format,
+            write,
+            check,
+        } => coverage(&format, write.as_deref(), check).into(),
         Command::Run(args) => harness_cli::matrix::command(*args).into(),
         Command::Record(args) => record(&args).into(),
         Command::Selftest {

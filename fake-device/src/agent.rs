@@ -162,6 +162,9 @@ pub struct AgentModel {
     next_protocol: Mutex<u8>,
     /// Every route made, to move those of ended links to the next one.
     routes: Mutex<Vec<std::sync::Weak<RwLock<Route>>>>,
+    /// The catalogue's shape checks of the instance's messages, and this side's shape
+    /// misbehaviours, on every link.
+    shapes: Option<Arc<dyn harness::jsonrpc::MessageWatch>>,
 }
 
 impl AgentModel {
@@ -174,7 +177,14 @@ impl AgentModel {
         );
         terminals.home = config.terminal_home.clone();
         let terminals = Arc::new(terminals);
+        let shapes = harness::shapes::ShapeWatch::shared(
+            harness::rules::catalogue(),
+            harness::rules::Binds::Instance,
+            &config.misbehave,
+            config.spec.as_str(),
+        );
         Self {
+            shapes,
             announced: std::sync::atomic::AtomicBool::new(false),
             config,
             sessions,
@@ -411,6 +421,10 @@ fn other_spec(spec: Spec) -> Spec {
 }
 
 impl Behaviour for AgentModel {
+    fn watch(&self) -> Option<Arc<dyn harness::jsonrpc::MessageWatch>> {
+        self.shapes.clone()
+    }
+
     fn on_open(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
         let protocol = self.next_protocol.lock().map(|p| *p).unwrap_or(1);
         let (work, queue) = mpsc::unbounded_channel();

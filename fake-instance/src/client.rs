@@ -63,6 +63,9 @@ pub struct ClientModel {
     closed_4400: Mutex<HashMap<String, std::time::Instant>>,
     /// Whether the scenario's steps apply to the device.
     applicability: Option<Applicability>,
+    /// The catalogue's shape checks of the device's messages, and this side's shape
+    /// misbehaviours, on every link.
+    shapes: Option<Arc<dyn harness::jsonrpc::MessageWatch>>,
 }
 
 /// How soon after a 4400 close a device's new link counts as a redial.
@@ -71,7 +74,14 @@ const REDIAL_WINDOW: Duration = Duration::from_secs(30);
 impl ClientModel {
     /// A model that serves `discovery` (shared with the HTTP side, which may change it).
     pub fn new(config: ClientConfig, discovery: Arc<RwLock<Discovery>>, chats: Arc<Chats>) -> Self {
+        let shapes = harness::shapes::ShapeWatch::shared(
+            harness::rules::catalogue(),
+            harness::rules::Binds::Device,
+            &config.misbehave,
+            config.spec.as_str(),
+        );
         Self {
+            shapes,
             config,
             discovery,
             links: Arc::new(Mutex::new(HashMap::new())),
@@ -290,6 +300,10 @@ impl ClientModel {
 }
 
 impl Behaviour for ClientModel {
+    fn watch(&self) -> Option<Arc<dyn harness::jsonrpc::MessageWatch>> {
+        self.shapes.clone()
+    }
+
     fn on_open(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
         // A device that never says hello would leave the link silent forever: say so.
         let (links, link, patience) = (self.links.clone(), peer.link(), self.config.patience);

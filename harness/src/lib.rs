@@ -36,6 +36,7 @@ pub mod process;
 pub mod report;
 pub mod rules;
 pub mod scenario;
+pub mod shapes;
 pub mod transport;
 pub mod under_test;
 

@@ -61,6 +61,146 @@ pub struct Rule {
     /// Where that misbehaviour shows; absent: every cell.
     #[serde(default)]
     pub cells: Option<Cells>,
+    /// Where the rule holds at all; absent: everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applies: Option<Applies>,
+    /// How a check can see it: on every message, or only in a scripted situation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckKind>,
+    /// Tests that prove a monitor-only check fails on a message that breaks the rule (for the
+    /// rules of both sides, which no one double can act out): `path::test_name`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proven_by: Vec<String>,
+    /// Why the rule has no scenario or misbehaviour yet, and what it would take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_yet: Option<String>,
+    /// Why nothing outside the peer's process can see whether it keeps the rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unobservable: Option<String>,
+    /// The shape of one message the rule is about, which every link checks (see
+    /// [`crate::shapes`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
+}
+
+/// The shape a message must have, checked on every link whatever the scenario.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shape {
+    /// Which part of which message: the params of the method's requests and notifications,
+    /// or the result of its successful answers.
+    pub of: ShapeOf,
+    /// The method.
+    pub method: String,
+    /// A pattern (the scenarios' matching language) the part must match.
+    pub pattern: serde_json::Value,
+    /// What the other double does to that part with `--misbehave` (a shape rule's
+    /// misbehaviour is always this mutation).
+    #[serde(rename = "break")]
+    pub breaks: Mutation,
+}
+
+/// The part of a message a shape is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ShapeOf {
+    /// The params of a request or notification.
+    Params,
+    /// The result of a successful answer.
+    Result,
+}
+
+/// A change made to a message, to break its shape: fields dropped, fields set. Paths are
+/// dotted, with numbers for array elements (`modes.availableModes.0.id`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mutation {
+    /// Fields to remove.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drop: Vec<String>,
+    /// Fields to set (made where missing, inside existing objects).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub set: BTreeMap<String, serde_json::Value>,
+}
+
+impl Rule {
+    /// Whether a check from outside the peer could see the rule kept or broken.
+    pub fn observable(&self) -> bool {
+        self.unobservable.is_none()
+    }
+}
+
+/// Where a rule holds: the capability the device must list, the client kind, the protocols and
+/// the spec versions (each absent or empty: no restriction).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Applies {
+    /// The device capabilities the rule is about (one, or a list).
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "one_or_many"
+    )]
+    pub capability: Vec<String>,
+    /// The kind of client (`lembas`: one that said `_meta.lembas` in initialize).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// Link protocols; empty: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protocol: Vec<u8>,
+    /// Harness specs; empty: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spec: Vec<String>,
+}
+
+impl std::fmt::Display for Applies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if !self.capability.is_empty() {
+            parts.push(format!("capability {}", self.capability.join(" + ")));
+        }
+        if let Some(c) = &self.client {
+            parts.push(format!("{c} client"));
+        }
+        if !self.protocol.is_empty() {
+            let list: Vec<String> = self.protocol.iter().map(u8::to_string).collect();
+            parts.push(format!("protocol {}", list.join("/")));
+        }
+        if !self.spec.is_empty() {
+            parts.push(format!("spec {}", self.spec.join("/")));
+        }
+        if parts.is_empty() {
+            f.write_str("everywhere")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
+/// A string or a list of strings, as a list.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(de: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(de)? {
+        OneOrMany::One(one) => vec![one],
+        OneOrMany::Many(many) => many,
+    })
+}
+
+/// How a rule can be checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckKind {
+    /// On every message, whatever the scenario: a shape, a type, an ordering.
+    Monitor,
+    /// Only in a scripted situation.
+    Scenario,
+    /// Both: an always-on monitor finding and a scenario step.
+    Both,
 }
 
 /// The whole catalogue, by id.
@@ -75,6 +215,30 @@ impl Catalogue {
         let list: Vec<Rule> = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
         let mut rules = BTreeMap::new();
         for rule in list {
+            if rule.unobservable.is_some()
+                && (rule.not_yet.is_some() || rule.misbehaviour.is_some())
+            {
+                return Err(format!(
+                    "rule `{}` is marked unobservable, so it can have neither `not_yet` nor a \
+                     misbehaviour",
+                    rule.id
+                ));
+            }
+            if let Some(shape) = &rule.shape {
+                if let Err(e) = crate::pattern::Pattern::compile(&shape.pattern) {
+                    return Err(format!(
+                        "rule `{}`: its shape does not compile: {e}",
+                        rule.id
+                    ));
+                }
+                if rule.misbehaviour.is_none() {
+                    return Err(format!(
+                        "rule `{}` has a shape, so it needs a `misbehaviour` saying what its \
+                         `break` does",
+                        rule.id
+                    ));
+                }
+            }
             if let Some(old) = rules.insert(rule.id.clone(), rule) {
                 return Err(format!("rule `{}` is in the catalogue twice", old.id));
             }

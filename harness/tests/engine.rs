@@ -894,6 +894,22 @@ async fn an_await_gives_up_at_its_deadline() {
     assert_elapsed(elapsed, Duration::from_secs(2));
 }
 
+#[tokio::test(start_paused = true)]
+async fn a_binary_frame_is_a_finding_of_its_own() {
+    let s = setup("steps:\n  - expect: { method: after }\n");
+    s.remote
+        .to_hub
+        .try_send(Incoming::Binary(vec![0xff, 0x00, 0x7b]))
+        .expect("the test transport takes a frame");
+    s.remote.send(notification("after", json!({})));
+
+    let (outcome, _) = run(&s).await;
+
+    assert_eq!(statuses(&outcome), [StepStatus::Passed]);
+    assert_eq!(outcome.broken_rules(), ["jsonrpc.text"]);
+    assert!(outcome.findings[0].summary.contains("3 bytes"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // The peer's edges: a closed link, late answers, broken responses
 

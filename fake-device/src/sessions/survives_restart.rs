@@ -37,7 +37,10 @@ fn client() -> (
             incoming,
             peer: "test".into(),
         },
-        PeerConfig { link: 1 },
+        PeerConfig {
+            link: 1,
+            ..Default::default()
+        },
         Arc::new(Journal::in_memory()),
         Arc::new(Findings::default()),
         Arc::new(Quiet),

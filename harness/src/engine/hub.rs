@@ -42,6 +42,12 @@ pub trait Behaviour: Send + Sync + 'static {
     fn applies(&self, _hub: &Arc<Hub>, _intent: Intent<'_>) -> Applies {
         Applies::Yes
     }
+
+    /// What sees every message of each new link (the always-on shape checks, and the
+    /// misbehaviours that bend what this side sends); none by default.
+    fn watch(&self) -> Option<Arc<dyn crate::jsonrpc::MessageWatch>> {
+        None
+    }
 }
 
 /// One link of the run.
@@ -197,7 +203,10 @@ impl Hub {
             let dispatch = Arc::new(HubDispatch(Weak::new()));
             return Peer::start(
                 connection,
-                PeerConfig { link: 0 },
+                PeerConfig {
+                    link: 0,
+                    ..Default::default()
+                },
                 self.journal.clone(),
                 self.findings.clone(),
                 dispatch,
@@ -211,7 +220,10 @@ impl Hub {
         // The link is recorded and the model has seen it open before its first message is read.
         Peer::start_after(
             connection,
-            PeerConfig { link },
+            PeerConfig {
+                link,
+                watch: self.behaviour.watch(),
+            },
             self.journal.clone(),
             self.findings.clone(),
             dispatch,

@@ -5,8 +5,10 @@
 
 pub mod message;
 pub mod peer;
+pub mod watch;
 
 pub use message::{Malformed, Message, RpcError, classify};
 pub use peer::{Dispatch, IncomingRequest, LinkEvent, Peer, PeerConfig, RequestError};
+pub use watch::{MessageWatch, Part};
 
 pub use message::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR};

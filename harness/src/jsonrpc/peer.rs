@@ -1,7 +1,7 @@
 //! One JSON-RPC 2.0 peer over one [`Connection`]: ids, the table of pending requests with their
 //! deadlines, the journal, and findings for whatever the peer sends that is not JSON-RPC.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::message::{Malformed, Message, RpcError, classify};
+use super::watch::{MessageWatch, Part};
 use crate::finding::{Finding, Findings};
 use crate::journal::{Direction, Journal};
 use crate::transport::{CloseInfo, Connection, Incoming, Outgoing};
@@ -98,10 +99,21 @@ pub enum RequestError {
 }
 
 /// Settings of one peer.
-#[derive(Debug, Clone)]
+#[derive(Clone, Default)]
 pub struct PeerConfig {
     /// The link's number in this run, counting from 1.
     pub link: u32,
+    /// Sees every message read and sent (the protocol's always-on checks, misbehaviours).
+    pub watch: Option<Arc<dyn MessageWatch>>,
+}
+
+impl std::fmt::Debug for PeerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerConfig")
+            .field("link", &self.link)
+            .field("watch", &self.watch.is_some())
+            .finish()
+    }
 }
 
 struct Pending {
@@ -130,8 +142,10 @@ pub struct Peer {
     out: mpsc::UnboundedSender<Outgoing>,
     next_id: AtomicI64,
     pending: Mutex<PendingTable>,
-    /// The peer's requests not yet answered (an id may come again once answered).
-    unanswered: Mutex<HashSet<String>>,
+    /// The peer's requests not yet answered, with their methods (an id may come again once
+    /// answered).
+    unanswered: Mutex<HashMap<String, String>>,
+    watch: Option<Arc<dyn MessageWatch>>,
     journal: Arc<Journal>,
     findings: Arc<Findings>,
     dispatch: Arc<dyn Dispatch>,
@@ -187,7 +201,8 @@ impl Peer {
             out: outgoing,
             next_id: AtomicI64::new(1),
             pending: Mutex::new(PendingTable::default()),
-            unanswered: Mutex::new(HashSet::new()),
+            unanswered: Mutex::new(HashMap::new()),
+            watch: config.watch,
             journal,
             findings,
             dispatch,
@@ -238,7 +253,8 @@ impl Peer {
     }
 
     /// Sends a notification.
-    pub fn notify(self: &Arc<Self>, method: &str, params: Value) {
+    pub fn notify(self: &Arc<Self>, method: &str, mut params: Value) {
+        self.bend(Part::Params, method, &mut params);
         let msg = Message::Notification {
             method: method.into(),
             params: Some(params),
@@ -280,10 +296,11 @@ impl Peer {
     pub fn begin_request(
         self: &Arc<Self>,
         method: &str,
-        params: Value,
+        mut params: Value,
         timeout: Duration,
     ) -> impl std::future::Future<Output = Result<Result<Value, RpcError>, RequestError>> + Send + 'static
     {
+        self.bend(Part::Params, method, &mut params);
         let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         match self.pending.lock() {
@@ -337,14 +354,17 @@ impl Peer {
     /// Answers a request of the peer's. Returns false (and sends nothing) when no request with
     /// this id is waiting (answered already, or never asked), so a scenario that replies to a
     /// request the default behaviour took can say so.
-    pub fn respond(self: &Arc<Self>, id: &Value, outcome: Result<Value, RpcError>) -> bool {
-        let waiting = self
+    pub fn respond(self: &Arc<Self>, id: &Value, mut outcome: Result<Value, RpcError>) -> bool {
+        let method = self
             .unanswered
             .lock()
-            .map(|mut u| u.remove(&id_key(id)))
-            .unwrap_or(false);
-        if !waiting {
+            .ok()
+            .and_then(|mut u| u.remove(&id_key(id)));
+        let Some(method) = method else {
             return false;
+        };
+        if let Ok(result) = &mut outcome {
+            self.bend(Part::Result, &method, result);
         }
         let msg = Message::Response {
             id: id.clone(),
@@ -401,6 +421,22 @@ impl Peer {
         self.dispatch.on_event(&self, LinkEvent::Closed(close));
     }
 
+    /// Lets the watch change what this side is about to send (a misbehaviour).
+    fn bend(&self, part: Part, method: &str, value: &mut Value) {
+        if let Some(watch) = &self.watch {
+            watch.outgoing(part, method, value);
+        }
+    }
+
+    /// Lets the watch check what the other side sent.
+    fn watch_incoming(&self, part: Part, method: &str, value: Option<&Value>) {
+        if let Some(watch) = &self.watch {
+            for finding in watch.incoming(part, method, value.unwrap_or(&Value::Null)) {
+                self.find(finding);
+            }
+        }
+    }
+
     fn find(&self, finding: Finding) {
         self.findings.push(finding.on_link(self.link));
     }
@@ -442,8 +478,9 @@ impl Peer {
         let event = match message {
             Message::Request { id, method, params } => {
                 if let Ok(mut unanswered) = self.unanswered.lock() {
-                    unanswered.insert(id_key(&id));
+                    unanswered.insert(id_key(&id), method.clone());
                 }
+                self.watch_incoming(Part::Params, &method, params.as_ref());
                 LinkEvent::Request(IncomingRequest {
                     id,
                     method,
@@ -451,11 +488,14 @@ impl Peer {
                     raw,
                 })
             }
-            Message::Notification { method, params } => LinkEvent::Notification {
-                method,
-                params: params.unwrap_or(Value::Null),
-                raw,
-            },
+            Message::Notification { method, params } => {
+                self.watch_incoming(Part::Params, &method, params.as_ref());
+                LinkEvent::Notification {
+                    method,
+                    params: params.unwrap_or(Value::Null),
+                    raw,
+                }
+            }
             Message::Response { id, outcome } => {
                 let (waiting, expired) = match self.pending.lock() {
                     Ok(mut p) => {
@@ -484,6 +524,9 @@ impl Peer {
                 };
                 // Monitors see the answer before the waiter wakes, so a finding about it is
                 // recorded before a scenario that waited for it can finish.
+                if let Ok(result) = &outcome {
+                    self.watch_incoming(Part::Result, &method, Some(result));
+                }
                 self.dispatch.on_event(
                     self,
                     LinkEvent::Response {
@@ -532,7 +575,10 @@ mod tests {
                 incoming,
                 peer: "test".into(),
             },
-            PeerConfig { link: 1 },
+            PeerConfig {
+                link: 1,
+                ..Default::default()
+            },
             Arc::new(Journal::in_memory()),
             Arc::new(Findings::default()),
             Arc::new(Quiet),

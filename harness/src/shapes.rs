@@ -1,0 +1,313 @@
+//! The catalogue's shape rules on every link: each message the peer sends is matched against
+//! the shapes of the rules binding the peer's side, and this side's `--misbehave` of a shape
+//! rule bends what it sends so the other double's check is seen to fail.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::finding::Finding;
+use crate::jsonrpc::{MessageWatch, Part};
+use crate::pattern::Pattern;
+use crate::rules::{Binds, Catalogue, Misbehaviours, Mutation, ShapeOf};
+
+struct Check {
+    rule: String,
+    of: ShapeOf,
+    method: String,
+    pattern: Pattern,
+}
+
+struct Bend {
+    of: ShapeOf,
+    method: String,
+    mutation: Mutation,
+}
+
+/// The shape checks of one run and the shape misbehaviours this side acts out.
+pub struct ShapeWatch {
+    checks: Vec<Check>,
+    bends: Vec<Bend>,
+}
+
+impl std::fmt::Debug for ShapeWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShapeWatch")
+            .field("checks", &self.checks.len())
+            .field("bends", &self.bends.len())
+            .finish()
+    }
+}
+
+fn same_part(of: ShapeOf, part: Part) -> bool {
+    matches!(
+        (of, part),
+        (ShapeOf::Params, Part::Params) | (ShapeOf::Result, Part::Result)
+    )
+}
+
+impl ShapeWatch {
+    /// The watch of a double that checks `judged` (the other side) and plays `own`, breaking
+    /// the rules in `misbehaving`, at harness spec `spec`.
+    pub fn new(
+        catalogue: &Catalogue,
+        judged: Binds,
+        misbehaving: &Misbehaviours,
+        spec: &str,
+    ) -> ShapeWatch {
+        let mut checks = Vec::new();
+        let mut bends = Vec::new();
+        for rule in catalogue.iter() {
+            let Some(shape) = &rule.shape else { continue };
+            let in_spec = rule
+                .applies
+                .as_ref()
+                .is_none_or(|a| a.spec.is_empty() || a.spec.iter().any(|s| s == spec));
+            if rule.binds == judged && in_spec {
+                match Pattern::compile(&shape.pattern) {
+                    Ok(pattern) => checks.push(Check {
+                        rule: rule.id.clone(),
+                        of: shape.of,
+                        method: shape.method.clone(),
+                        pattern,
+                    }),
+                    // The catalogue's own test compiles every shape; a broken one is left out
+                    // rather than failing every run.
+                    Err(e) => tracing::error!("the shape of {} does not compile: {e}", rule.id),
+                }
+            }
+            if misbehaving.breaks(&rule.id) {
+                bends.push(Bend {
+                    of: shape.of,
+                    method: shape.method.clone(),
+                    mutation: shape.breaks.clone(),
+                });
+            }
+        }
+        ShapeWatch { checks, bends }
+    }
+
+    /// The same, shared, as a link's watch (none when there is nothing to check or bend).
+    pub fn shared(
+        catalogue: &Catalogue,
+        judged: Binds,
+        misbehaving: &Misbehaviours,
+        spec: &str,
+    ) -> Option<Arc<dyn MessageWatch>> {
+        let watch = ShapeWatch::new(catalogue, judged, misbehaving, spec);
+        if watch.checks.is_empty() && watch.bends.is_empty() {
+            None
+        } else {
+            Some(Arc::new(watch))
+        }
+    }
+}
+
+impl MessageWatch for ShapeWatch {
+    fn incoming(&self, part: Part, method: &str, value: &Value) -> Vec<Finding> {
+        let mut found = Vec::new();
+        for check in &self.checks {
+            if check.method != method || !same_part(check.of, part) {
+                continue;
+            }
+            let outcome = check.pattern.matches(value);
+            if outcome.is_match() {
+                continue;
+            }
+            let what = match part {
+                Part::Params => format!("the params of `{method}`"),
+                Part::Result => format!("the answer to `{method}`"),
+            };
+            let detail = outcome
+                .mismatches
+                .iter()
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
+                .join("\n");
+            let mut received = value.to_string();
+            if received.len() > 2000 {
+                let cut = (0..=2000)
+                    .rev()
+                    .find(|i| received.is_char_boundary(*i))
+                    .unwrap_or(0);
+                received.truncate(cut);
+                received.push('…');
+            }
+            found.push(
+                Finding::new(
+                    &check.rule,
+                    format!("{what} is not shaped as the spec says"),
+                )
+                .with_detail(format!("{detail}\nreceived: {received}")),
+            );
+        }
+        found
+    }
+
+    fn outgoing(&self, part: Part, method: &str, value: &mut Value) {
+        for bend in &self.bends {
+            if bend.method == method && same_part(bend.of, part) {
+                apply(&bend.mutation, value);
+            }
+        }
+    }
+}
+
+/// Applies a mutation: drops, then sets.
+pub fn apply(mutation: &Mutation, value: &mut Value) {
+    for path in &mutation.drop {
+        let (parent, last) = split(path);
+        if let Some(target) = walk(value, &parent) {
+            match target {
+                Value::Object(map) => {
+                    map.remove(last);
+                }
+                Value::Array(items) => {
+                    if let Ok(i) = last.parse::<usize>()
+                        && i < items.len()
+                    {
+                        items.remove(i);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    for (path, new) in &mutation.set {
+        let (parent, last) = split(path);
+        if let Some(target) = walk(value, &parent) {
+            match target {
+                Value::Object(map) => {
+                    map.insert(last.to_string(), new.clone());
+                }
+                Value::Array(items) => {
+                    if let Some(slot) = last.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                        *slot = new.clone();
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn split(path: &str) -> (Vec<&str>, &str) {
+    let mut parts: Vec<&str> = path.split('.').collect();
+    let last = parts.pop().unwrap_or("");
+    (parts, last)
+}
+
+fn walk<'v>(value: &'v mut Value, path: &[&str]) -> Option<&'v mut Value> {
+    let mut here = value;
+    for step in path {
+        here = match here {
+            Value::Object(map) => map.get_mut(*step)?,
+            Value::Array(items) => items.get_mut(step.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(here)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn catalogue() -> Catalogue {
+        Catalogue::parse(
+            r#"
+- id: device.x.shape
+  section: s
+  binds: device
+  says: x
+  misbehaviour: drops `a`
+  shape:
+    of: result
+    method: x/get
+    pattern: { a: $string, b: { $one_of: [$absent, $null, $integer] } }
+    break: { drop: [a] }
+- id: instance.y.shape
+  section: s
+  binds: instance
+  says: y
+  misbehaviour: sets `list.0` to a number
+  applies: { spec: ["1.1.0"] }
+  shape:
+    of: params
+    method: y/tell
+    pattern: { list: { $each: $string } }
+    break: { set: { list.0: 7 } }
+"#,
+        )
+        .expect("test catalogue parses")
+    }
+
+    #[test]
+    fn the_judged_sides_shapes_are_checked_and_a_mismatch_shows_what_came() {
+        let none = Misbehaviours::default();
+        let watch = ShapeWatch::new(&catalogue(), Binds::Device, &none, "1.1.0");
+        assert!(
+            watch
+                .incoming(Part::Result, "x/get", &json!({"a": "ok", "b": null}))
+                .is_empty()
+        );
+        assert!(
+            watch.incoming(Part::Params, "x/get", &json!({})).is_empty(),
+            "only the result is shaped"
+        );
+        let found = watch.incoming(Part::Result, "x/get", &json!({"b": 2}));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].rule, "device.x.shape");
+        assert!(found[0].summary.contains("the answer to `x/get`"));
+        assert!(
+            found[0]
+                .detail
+                .as_deref()
+                .unwrap_or("")
+                .contains(r#"received: {"b":2}"#)
+        );
+        // The instance's rules are not this watch's to check.
+        assert!(
+            watch
+                .incoming(Part::Params, "y/tell", &json!({"list": [1]}))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_rule_of_another_spec_is_not_checked() {
+        let none = Misbehaviours::default();
+        let watch = ShapeWatch::new(&catalogue(), Binds::Instance, &none, "1.0.0");
+        assert!(
+            watch
+                .incoming(Part::Params, "y/tell", &json!({"list": [1]}))
+                .is_empty()
+        );
+        let watch = ShapeWatch::new(&catalogue(), Binds::Instance, &none, "1.1.0");
+        assert_eq!(
+            watch
+                .incoming(Part::Params, "y/tell", &json!({"list": [1]}))
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn mutations_drop_and_set_along_dotted_paths() {
+        let mut v = json!({"a": 1, "list": ["x", "y"], "o": {"k": true}});
+        apply(
+            &Mutation {
+                drop: vec!["a".into(), "o.k".into(), "missing.deep".into()],
+                set: [
+                    ("list.0".to_string(), json!(7)),
+                    ("o.n".to_string(), json!("new")),
+                ]
+                .into_iter()
+                .collect(),
+            },
+            &mut v,
+        );
+        assert_eq!(v, json!({"list": [7, "y"], "o": {"n": "new"}}));
+    }
+}
