@@ -49,12 +49,39 @@ impl Account {
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<Answer, String> {
-        let response = request
-            .bearer_auth(&self.token)
-            .timeout(CALL_TIMEOUT)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
+        Self::answer(
+            request
+                .bearer_auth(&self.token)
+                .timeout(CALL_TIMEOUT)
+                .send()
+                .await,
+        )
+        .await
+    }
+
+    /// Any call of the API: `verb` on `path`, with a JSON body, with the device token or
+    /// without it (to see the instance refuse).
+    pub async fn call(
+        &self,
+        verb: &str,
+        path: &str,
+        body: Option<&Value>,
+        with_token: bool,
+    ) -> Result<Answer, String> {
+        let verb = reqwest::Method::from_bytes(verb.to_ascii_uppercase().as_bytes())
+            .map_err(|_| format!("`{verb}` is not an HTTP method"))?;
+        let mut request = self.http.request(verb, self.url(path));
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        if !with_token {
+            return Self::answer(request.timeout(CALL_TIMEOUT).send().await).await;
+        }
+        self.send(request).await
+    }
+
+    async fn answer(sent: Result<reqwest::Response, reqwest::Error>) -> Result<Answer, String> {
+        let response = sent.map_err(|e| e.to_string())?;
         let status = response.status().as_u16();
         let body = response.json::<Value>().await.unwrap_or(Value::Null);
         Ok(Answer { status, body })

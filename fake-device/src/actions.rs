@@ -47,6 +47,35 @@ pub enum DeviceAction {
     /// A person opens `/usage` (`true`); result `{status_bar, page}`, or `{absent: true}` for an
     /// instance without usage.
     ShowUsage(bool),
+    /// The device calls the instance's HTTP API (`/v1/...`, `/api/v1/instance`, `/mcp`) with its
+    /// token, or without it; result `{status, body}`. A successful answer is also checked
+    /// against the catalogue's shapes for that route.
+    Http(HttpCall),
+}
+
+/// One call of the instance's HTTP API.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpCall {
+    /// `GET` (the default), `PUT`, `POST`, ….
+    #[serde(default = "get_verb")]
+    pub method: String,
+    /// The path, from the instance's base URL (`/v1/usage`).
+    pub path: String,
+    /// A JSON body to send.
+    #[serde(default)]
+    pub body: Option<Value>,
+    /// Send the device token (the default); `false` to see the instance refuse a call without.
+    #[serde(default = "yes")]
+    pub token: bool,
+}
+
+fn get_verb() -> String {
+    "GET".into()
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// An edit of the device's `remote:` block.
@@ -211,6 +240,27 @@ impl DeviceActor {
 impl DeviceActor {
     /// A person opens `/usage`: the instance's usage, rendered as the CLI shows it. An
     /// instance without usage (404) shows nothing, and nothing else changes.
+    /// Calls the instance's HTTP API, and checks a successful answer's shape.
+    pub async fn http(&self, call: &HttpCall) -> Result<Value, String> {
+        let account = &self.sessions.registry().config.account;
+        let answer = account
+            .call(&call.method, &call.path, call.body.as_ref(), call.token)
+            .await?;
+        if (200..300).contains(&answer.status) {
+            let shapes = harness::shapes::ShapeWatch::new(
+                harness::rules::catalogue(),
+                harness::rules::Binds::Instance,
+                &harness::rules::Misbehaviours::default(),
+                self.model.spec().as_str(),
+            );
+            let route = harness::shapes::route(&call.method, &call.path);
+            for finding in shapes.check_response(&route, &answer.body) {
+                self.hub.findings().push(finding);
+            }
+        }
+        Ok(json!({ "status": answer.status, "body": answer.body }))
+    }
+
     pub async fn show_usage(&self) -> Result<Value, String> {
         match self.sessions.registry().config.account.usage().await? {
             Some(view) => {
@@ -279,6 +329,7 @@ impl DeviceActor {
                 Ok(json!({ "status": answer.status, "body": answer.body }))
             }
             DeviceAction::ShowUsage(true) => self.show_usage().await,
+            DeviceAction::Http(call) => self.http(&call).await,
             DeviceAction::ShareSession(false)
             | DeviceAction::LeaveSession(false)
             | DeviceAction::ShowUsage(false) => {

@@ -207,6 +207,11 @@ impl AgentModel {
         self.config.misbehave.breaks(rule)
     }
 
+    /// The harness spec it implements.
+    pub fn spec(&self) -> harness::lembas::Spec {
+        self.config.spec
+    }
+
     /// The capabilities listed in initialize.
     pub fn capabilities(&self) -> Vec<String> {
         self.config.capabilities()

@@ -332,7 +332,8 @@ pub(crate) async fn run_started(
     }
     let tokens = Arc::new(tokens);
     let http = http::HttpState::new(http_config, tokens.clone(), discovery.clone())
-        .with_scopes(chats.clone());
+        .with_scopes(chats.clone())
+        .misbehaving(options.misbehave.clone());
     // Each request on the HTTP API is a message a step can expect, on link 0 (the HTTP side):
     // "the model was asked exactly once for this turn" is an expect and an expect_none.
     let inbox_hub = hub.clone();

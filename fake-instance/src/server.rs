@@ -14,6 +14,7 @@ use harness::engine::Hub;
 use harness::lembas::{DISCOVERY_PATH, Discovery, LINK_PATH};
 use harness::rules::Misbehaviours;
 use harness::rules::ids;
+use harness::shapes::ShapeWatch;
 use harness::transport::{FrameLimits, ws_server};
 use serde_json::json;
 
@@ -40,11 +41,46 @@ pub struct ServerState {
 
 /// The instance's routes.
 pub fn router(state: ServerState) -> Router {
+    // Only the bends matter here (the device checks the answers); no side is judged.
+    let shapes = Arc::new(ShapeWatch::new(
+        harness::rules::catalogue(),
+        harness::rules::Binds::Both,
+        &state.misbehave,
+        "",
+    ));
     Router::new()
         .route(DISCOVERY_PATH, get(discovery))
         .route(LINK_PATH, get(link))
         .with_state(state.clone())
         .merge(http::router(state.http))
+        .layer(axum::middleware::from_fn_with_state(shapes, bend_answers))
+}
+
+/// The largest answer a shape misbehaviour rewrites (the API's JSON answers are small).
+const BENT_ANSWER_MAX: usize = 4 << 20;
+
+/// Bends the JSON body of a successful answer whose shape rule this instance was told to
+/// break; every other answer passes untouched, unbuffered.
+async fn bend_answers(
+    State(shapes): State<Arc<ShapeWatch>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = harness::shapes::route(request.method().as_str(), request.uri().path());
+    let response = next.run(request).await;
+    if !shapes.bends_response(&route) || !response.status().is_success() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, BENT_ANSWER_MAX).await else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let Ok(mut value) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    shapes.bend_response(&route, &mut value);
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(value.to_string()))
 }
 
 async fn discovery(State(state): State<ServerState>) -> Response {

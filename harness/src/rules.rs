@@ -88,7 +88,7 @@ pub struct Rule {
 #[serde(deny_unknown_fields)]
 pub struct Shape {
     /// Which part of which message: the params of the method's requests and notifications,
-    /// or the result of its successful answers.
+    /// the result of its successful answers, or the body of an HTTP answer.
     pub of: ShapeOf,
     /// The method.
     pub method: String,
@@ -108,6 +108,9 @@ pub enum ShapeOf {
     Params,
     /// The result of a successful answer.
     Result,
+    /// The JSON body of a successful HTTP answer; `method` is then `VERB /path`
+    /// (`GET /v1/usage`).
+    Response,
 }
 
 /// A change made to a message, to break its shape: fields dropped, fields set. Paths are
@@ -385,6 +388,9 @@ pub mod ids {
     INSTANCE_INITIALIZE_PROTOCOL = "instance.initialize.protocol",
     INSTANCE_INITIALIZE_SHAPE = "instance.initialize.shape",
     INSTANCE_CAPABILITIES_RESPECT = "instance.capabilities.respect",
+    INSTANCE_HTTP_DEVICE_TOKEN = "instance.http.device_token",
+    INSTANCE_PERSONALIZATION_VALIDATION = "instance.personalization.validation",
+    INSTANCE_PERSONALIZATION_PARTIAL_PUT = "instance.personalization.partial_put",
     }
 }
 

@@ -39,6 +39,11 @@ impl std::fmt::Debug for ShapeWatch {
     }
 }
 
+/// An HTTP answer's route as shapes name it: `VERB /path`.
+pub fn route(verb: &str, path: &str) -> String {
+    format!("{} {}", verb.to_ascii_uppercase(), path)
+}
+
 fn same_part(of: ShapeOf, part: Part) -> bool {
     matches!(
         (of, part),
@@ -103,20 +108,42 @@ impl ShapeWatch {
     }
 }
 
-impl MessageWatch for ShapeWatch {
-    fn incoming(&self, part: Part, method: &str, value: &Value) -> Vec<Finding> {
+impl ShapeWatch {
+    /// Checks the body of a successful HTTP answer to `route` (`GET /v1/usage`).
+    pub fn check_response(&self, route: &str, body: &Value) -> Vec<Finding> {
+        self.check(ShapeOf::Response, route, body)
+    }
+
+    /// Whether this side bends its answers to `route` (so a server buffers only those).
+    pub fn bends_response(&self, route: &str) -> bool {
+        self.bends
+            .iter()
+            .any(|b| b.of == ShapeOf::Response && b.method == route)
+    }
+
+    /// Bends the body of this side's HTTP answer to `route`, for a shape misbehaviour.
+    pub fn bend_response(&self, route: &str, body: &mut Value) {
+        for bend in &self.bends {
+            if bend.of == ShapeOf::Response && bend.method == route {
+                apply(&bend.mutation, body);
+            }
+        }
+    }
+
+    fn check(&self, of: ShapeOf, method: &str, value: &Value) -> Vec<Finding> {
         let mut found = Vec::new();
         for check in &self.checks {
-            if check.method != method || !same_part(check.of, part) {
+            if check.method != method || check.of != of {
                 continue;
             }
             let outcome = check.pattern.matches(value);
             if outcome.is_match() {
                 continue;
             }
-            let what = match part {
-                Part::Params => format!("the params of `{method}`"),
-                Part::Result => format!("the answer to `{method}`"),
+            let what = match of {
+                ShapeOf::Params => format!("the params of `{method}`"),
+                ShapeOf::Result => format!("the answer to `{method}`"),
+                ShapeOf::Response => format!("the answer to `{method}` over HTTP"),
             };
             let detail = outcome
                 .mismatches
@@ -142,6 +169,16 @@ impl MessageWatch for ShapeWatch {
             );
         }
         found
+    }
+}
+
+impl MessageWatch for ShapeWatch {
+    fn incoming(&self, part: Part, method: &str, value: &Value) -> Vec<Finding> {
+        let of = match part {
+            Part::Params => ShapeOf::Params,
+            Part::Result => ShapeOf::Result,
+        };
+        self.check(of, method, value)
     }
 
     fn outgoing(&self, part: Part, method: &str, value: &mut Value) {

@@ -17,6 +17,11 @@ pub trait TokenSource: Clone + Send + Sync + 'static {
     fn token_scopes(&self, token: &str) -> Option<Vec<String>>;
     /// The scope a path needs, beyond `/mcp`'s.
     fn route_scope(&self, path: &str) -> Option<&str>;
+    /// Misbehaving (`instance.http.device_token`): a known device token is refused on
+    /// `/api/v1/instance`.
+    fn refuses_device_token(&self) -> bool {
+        false
+    }
 }
 
 /// The bearer token of a request, if it carries one.
@@ -56,7 +61,10 @@ pub async fn require_token<S: TokenSource>(
     mut request: Request,
     next: Next,
 ) -> Response {
-    let token = bearer(request.headers()).filter(|t| state.tokens().iter().any(|known| known == t));
+    let misbehaving = state.refuses_device_token() && request.uri().path() == "/api/v1/instance";
+    let token = bearer(request.headers())
+        .filter(|t| state.tokens().iter().any(|known| known == t))
+        .filter(|_| !misbehaving);
     let Some(token) = token else {
         // Only whether a token came is logged, never the token.
         tracing::info!(

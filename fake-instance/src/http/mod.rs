@@ -105,6 +105,7 @@ pub struct HttpState {
     personalization: personalization::Store,
     scopes: Arc<dyn ChatScopes>,
     discovery_served: Arc<discovery::Served>,
+    misbehave: harness::rules::Misbehaviours,
 }
 
 impl HttpState {
@@ -126,7 +127,14 @@ impl HttpState {
             personalization,
             scopes: Arc::new(library::NoChats),
             discovery_served: Arc::default(),
+            misbehave: harness::rules::Misbehaviours::default(),
         }
+    }
+
+    /// The rules of the HTTP API this instance breaks (`--misbehave`).
+    pub fn misbehaving(mut self, misbehave: harness::rules::Misbehaviours) -> Self {
+        self.misbehave = misbehave;
+        self
     }
 
     /// The chats a library call's scope may name (fake-instance's own chats on the link side).
@@ -234,6 +242,9 @@ impl personalization::PersonalizationSource for HttpState {
     fn store(&self) -> &personalization::Store {
         &self.personalization
     }
+    fn breaks(&self, rule: &str) -> bool {
+        self.misbehave.breaks(rule)
+    }
     fn events(&self) -> &Events {
         &self.events
     }
@@ -263,6 +274,10 @@ impl discovery::DiscoverySource for HttpState {
 impl auth::TokenSource for HttpState {
     fn tokens(&self) -> &[String] {
         &self.tokens
+    }
+    fn refuses_device_token(&self) -> bool {
+        self.misbehave
+            .breaks(harness::rules::ids::INSTANCE_HTTP_DEVICE_TOKEN)
     }
     fn token_scopes(&self, token: &str) -> Option<Vec<String>> {
         self.config.token_scopes.get(token).cloned()

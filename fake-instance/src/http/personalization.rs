@@ -12,6 +12,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use harness::rules::ids;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -24,6 +25,10 @@ pub trait PersonalizationSource: Clone + Send + Sync + 'static {
     fn store(&self) -> &Store;
     /// Where the request is told.
     fn events(&self) -> &Events;
+    /// Whether this instance was told to break `rule` (`instance.personalization.*`).
+    fn breaks(&self, _rule: &str) -> bool {
+        false
+    }
 }
 
 /// The 403 `detail` when personalization is not available.
@@ -230,7 +235,26 @@ pub async fn show<S: PersonalizationSource>(State(state): State<S>) -> Response 
 /// `PUT /v1/me/personalization`: merges the fields the body has.
 pub async fn update<S: PersonalizationSource>(State(state): State<S>, body: Bytes) -> Response {
     let at_ms = state.events().now_ms();
-    let (response, write) = state.store().write(at_ms, json_body(&body));
+    let mut body = json_body(&body);
+    if let Ok(Value::Object(fields)) = &mut body {
+        if state.breaks(ids::INSTANCE_PERSONALIZATION_VALIDATION) {
+            // Misbehaving: a field of the wrong type is dropped, not refused.
+            fields.retain(|key, value| match key.as_str() {
+                "enabled" => value.is_boolean(),
+                "personality" | "personality_custom" | "instructions" => value.is_string(),
+                _ => true,
+            });
+        }
+        if state.breaks(ids::INSTANCE_PERSONALIZATION_PARTIAL_PUT) {
+            // Misbehaving: a partial write blanks the fields it leaves out.
+            for field in ["personality", "personality_custom", "instructions"] {
+                fields
+                    .entry(field)
+                    .or_insert_with(|| Value::String(String::new()));
+            }
+        }
+    }
+    let (response, write) = state.store().write(at_ms, body);
     state.events().emit(
         HTTP_PERSONALIZATION,
         json!({ "at_ms": write.at_ms, "verb": "PUT", "body": write.body, "status": write.status }),
