@@ -489,6 +489,10 @@ impl Sessions {
                 ));
             }
         }
+        if self.registry.breaks(ids::DEVICE_DELETE_GONE) {
+            // Misbehaving: the delete is answered, and the session stays.
+            return Ok(json!({ "deleted": true }));
+        }
         let removed = self
             .registry
             .remove(id, &live)
@@ -525,6 +529,10 @@ impl Sessions {
             return Err(refuse("say `sessionId` or `cwd`"));
         };
         let query = param_str(params, "query")?;
+        if query.trim().is_empty() && self.registry.breaks(ids::DEVICE_FILES_EMPTY_QUERY) {
+            // Misbehaving: the picker's first, empty query is taken for a mistake.
+            return Err(refuse("say what to search for"));
+        }
         let limit = match params.get("limit") {
             None | Some(Value::Null) => crate::files::DEFAULT_LIMIT,
             Some(limit) => limit
@@ -574,6 +582,10 @@ impl Sessions {
             asked.chars().take(TITLE_MAX).collect()
         };
         let mut state = live.state.lock().await;
+        if self.registry.breaks(ids::DEVICE_TITLE_APPLIES) {
+            // Misbehaving: the title is answered, and the session keeps its old one.
+            return Ok(json!({ "title": title }));
+        }
         state.stored.title = title.clone();
         self.registry.save(&state);
         client.event(

@@ -389,6 +389,9 @@ pub mod ids {
     INSTANCE_INITIALIZE_SHAPE = "instance.initialize.shape",
     INSTANCE_CAPABILITIES_RESPECT = "instance.capabilities.respect",
     INSTANCE_HTTP_DEVICE_TOKEN = "instance.http.device_token",
+    DEVICE_DELETE_GONE = "device.delete.gone",
+    DEVICE_TITLE_APPLIES = "device.title.applies",
+    DEVICE_FILES_EMPTY_QUERY = "device.files.empty_query",
     INSTANCE_PERSONALIZATION_VALIDATION = "instance.personalization.validation",
     INSTANCE_PERSONALIZATION_PARTIAL_PUT = "instance.personalization.partial_put",
     }
