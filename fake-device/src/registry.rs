@@ -163,11 +163,16 @@ impl Registry {
 
     /// The command set of a session in `project` (built-ins, custom commands, skills).
     pub(crate) fn command_set(&self, project: &std::path::Path) -> Vec<crate::commands::Command> {
-        crate::commands::command_set(crate::commands::Sources {
+        let mut set = crate::commands::command_set(crate::commands::Sources {
             project,
             own: &self.store.config_dir(),
             keeps_tui_names: self.breaks(ids::DEVICE_COMMANDS_CUSTOM),
-        })
+        });
+        if self.breaks(ids::DEVICE_COMMANDS_BUILTINS) {
+            // Misbehaving: `continue` is left out of the built-ins.
+            set.retain(|c| c.name != "continue");
+        }
+        set
     }
 
     /// Tells `client` a session's command set (`available_commands_update`), and remembers it
