@@ -936,6 +936,12 @@ impl Chats {
         link: Option<(Arc<Peer>, LinkFacts)>,
         chat: &str,
     ) -> Result<Value, String> {
+        if self.breaks(ids::INSTANCE_DELETE_ON_CHAT) {
+            // Misbehaving: the chat goes from the web UI, and the device is never told.
+            self.lock().chats.remove(chat);
+            self.save_chats();
+            return Ok(json!({ "sent": false }));
+        }
         let pending = {
             let mut inner = self.lock();
             let known = inner.chats.remove(chat).map(|c| c.device);

@@ -393,6 +393,7 @@ pub mod ids {
     DEVICE_TITLE_APPLIES = "device.title.applies",
     DEVICE_FILES_EMPTY_QUERY = "device.files.empty_query",
     DEVICE_COMMANDS_BUILTINS = "device.commands.builtins",
+    INSTANCE_DELETE_ON_CHAT = "instance.delete.on_chat",
     INSTANCE_PERSONALIZATION_VALIDATION = "instance.personalization.validation",
     INSTANCE_PERSONALIZATION_PARTIAL_PUT = "instance.personalization.partial_put",
     }
