@@ -45,6 +45,7 @@ mod limits;
 mod live;
 mod mentions;
 mod model;
+mod model_ref;
 mod monitor;
 mod peer_of;
 mod plan;
