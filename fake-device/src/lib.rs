@@ -42,6 +42,7 @@ mod events;
 mod files;
 mod library;
 mod limits;
+mod link_watch;
 mod live;
 mod mentions;
 mod model;

@@ -188,6 +188,8 @@ pub mod ids {
     INSTANCE_DELETE_GIVE_UP = "instance.delete.give_up",
     INSTANCE_STEER_RUNNING = "instance.steer.running",
     INSTANCE_CANCEL_STOP = "instance.cancel.stop",
+    INSTANCE_CONFIGURE_BETWEEN = "instance.configure.between",
+    INSTANCE_CONFIGURE_SHAPE = "instance.configure.shape",
     INSTANCE_STEER_FALLBACK = "instance.steer.fallback",
     INSTANCE_STEER_UNSENT = "instance.steer.unsent",
     INSTANCE_REWIND_NEW_TURN = "instance.rewind.new_turn",
