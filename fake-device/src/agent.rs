@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 
 use crate::answers::Reply;
 use crate::events::{Client, Quirks, Route};
+use crate::link_watch::LinkWatch;
 use crate::monitor;
 use crate::sessions::Sessions;
 
@@ -52,6 +53,8 @@ struct LinkState {
     work: Option<mpsc::UnboundedSender<Work>>,
     /// Where the link's clients send, once initialize came.
     route: Option<Arc<RwLock<Route>>>,
+    /// What the instance asked on the link and still waits for.
+    watch: LinkWatch,
 }
 
 impl Default for LinkState {
@@ -62,6 +65,7 @@ impl Default for LinkState {
             lembas: false,
             work: None,
             route: None,
+            watch: LinkWatch::default(),
         }
     }
 }
@@ -519,6 +523,32 @@ impl Behaviour for AgentModel {
         };
         if let Some((method, params)) = from_instance.filter(|_| !self.config.stdio) {
             for finding in monitor::check_capabilities(method, params, &self.capabilities()) {
+                hub.findings().push(finding.on_link(peer.link()));
+            }
+            if method == methods::LEMBAS_CONFIGURE
+                && let Some(finding) = monitor::check_configure(params)
+            {
+                hub.findings().push(finding.on_link(peer.link()));
+            }
+        }
+        if let LinkEvent::Request(request) = event
+            && !self.config.stdio
+        {
+            let found = self
+                .links
+                .lock()
+                .ok()
+                .and_then(|mut links| {
+                    links.get_mut(&peer.link()).map(|state| {
+                        state
+                            .watch
+                            .request(&request.method, &request.id, &request.params, |id| {
+                                peer.is_unanswered(id)
+                            })
+                    })
+                })
+                .unwrap_or_default();
+            for finding in found {
                 hub.findings().push(finding.on_link(peer.link()));
             }
         }

@@ -352,6 +352,70 @@ pub fn check_capabilities(method: &str, params: &Value, listed: &[String]) -> Ve
     found
 }
 
+/// Checks configure's params (spec, `_lembas/configure`): the session as a string, and the
+/// model and effort, each optional, as strings.
+pub fn check_configure(params: &Value) -> Option<Finding> {
+    let optional_text = |key: &str| match params.get(key) {
+        None | Some(Value::Null) | Some(Value::String(_)) => None,
+        Some(other) => Some(format!("`{key}` is {other}, not a string")),
+    };
+    let faults: Vec<String> = [
+        (!params.get("sessionId").is_some_and(Value::is_string))
+            .then(|| "`sessionId` is not a string".to_string()),
+        optional_text("model"),
+        optional_text("effort"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!faults.is_empty()).then(|| {
+        Finding::new(
+            ids::INSTANCE_CONFIGURE_SHAPE,
+            format!(
+                "`_lembas/configure` is not shaped as the spec says: {}",
+                faults.join("; ")
+            ),
+        )
+        .with_detail(format!(
+            "expected {{sessionId: string, model?: string, effort?: string}}; received: {params}"
+        ))
+    })
+}
+
+#[cfg(test)]
+mod configure_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn configure_params_are_strings_where_given() {
+        for good in [
+            json!({ "sessionId": "ses_a", "model": "fake/deep" }),
+            json!({ "sessionId": "ses_a", "effort": "off" }),
+            json!({ "sessionId": "ses_a", "model": null, "effort": "high" }),
+            json!({ "sessionId": "ses_a" }),
+        ] {
+            assert!(check_configure(&good).is_none(), "{good}");
+        }
+        for bad in [
+            json!({ "sessionId": "ses_a", "effort": false }),
+            json!({ "sessionId": "ses_a", "model": { "id": "deep" } }),
+            json!({ "effort": "off" }),
+        ] {
+            let found = check_configure(&bad).map(|f| f.rule);
+            assert_eq!(
+                found.as_deref(),
+                Some(ids::INSTANCE_CONFIGURE_SHAPE),
+                "{bad}"
+            );
+        }
+        let shown = check_configure(&json!({ "sessionId": "ses_a", "effort": false }))
+            .and_then(|f| f.detail)
+            .unwrap_or_default();
+        assert!(shown.contains("\"effort\":false"), "{shown}");
+    }
+}
+
 #[cfg(test)]
 mod capability_tests {
     use super::*;

@@ -14,9 +14,13 @@ use crate::answers::{Answer, Reply, fresh_id, param_str, refuse};
 use crate::events::Client;
 use crate::limits::{Limits, MODES};
 use crate::live::{JobQueue, Live, State, TITLE_MAX};
+use crate::model_ref;
 use crate::registry::{Opened, Registry, SessionsConfig};
 use crate::store::{Store, StoredSession, TurnLog};
 use crate::turns::Turns;
+
+/// A session's model and effort: its default, and `_lembas/configure`.
+mod model;
 
 /// Every session of the device, as the link's methods reach them.
 #[derive(Debug)]
@@ -262,12 +266,17 @@ impl Sessions {
         let model = meta
             .and_then(|m| m.get("lembas_model"))
             .and_then(Value::as_str)
-            .map(|name| format!("{}/{name}", self.registry.config.connection))
+            .map(|name| model_ref::of_served(&self.registry.config.connection, name))
             .or_else(|| {
                 meta.and_then(|m| m.get("model"))
                     .and_then(Value::as_str)
                     .map(String::from)
             });
+        // No model named: the session starts on the device's default, which it names.
+        let model = match model {
+            Some(model) => Some(model),
+            None => self.default_model().await,
+        };
         let effort = meta
             .and_then(|m| m.get("effort"))
             .and_then(Value::as_str)
@@ -353,32 +362,6 @@ impl Sessions {
         }
         self.registry.change_mode(&live, &mode, Some(client)).await;
         Ok(json!({}))
-    }
-
-    async fn configure(&self, params: &Value, client: &Client) -> Answer {
-        let live = self.session(params).await?;
-        let mut state = live.state.lock().await;
-        if state.running.is_some() {
-            return Err(refuse(
-                "the session is working: configure it between prompts",
-            ));
-        }
-        let before = (state.stored.model.clone(), state.stored.effort.clone());
-        if let Some(name) = params.get("model").and_then(Value::as_str) {
-            state.stored.model = Some(format!("{}/{name}", self.registry.config.connection));
-        }
-        if let Some(effort) = params.get("effort").and_then(Value::as_str) {
-            state.stored.effort = effort.to_string();
-        }
-        self.registry.save(&state);
-        let (model, effort) = (state.stored.model.clone(), state.stored.effort.clone());
-        if (model.clone(), effort.clone()) != before && self.registry.has("model") {
-            client.event(
-                &state.stored.id,
-                json!({ "type": "model", "ref": model, "effort": effort, "connection": self.registry.config.connection, "instance": true }),
-            );
-        }
-        Ok(json!({ "model": model, "effort": effort }))
     }
 
     async fn status(&self, params: &Value) -> Answer {

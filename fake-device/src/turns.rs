@@ -540,7 +540,6 @@ impl Turns<'_> {
         let personal = self.registry.config.account.personal_prompt().await;
         let (model_id, mut messages) = {
             let state = live.state.lock().await;
-            let prefix = format!("{}/", self.registry.config.connection);
             // Requests go to the instance's `/v1` with the served id, not the device's ref
             // (spec, how the device names an instance's models).
             let keeps_ref = self.registry.breaks(ids::DEVICE_MODEL_SERVED_ID);
@@ -548,7 +547,9 @@ impl Turns<'_> {
                 if keeps_ref {
                     m.to_string()
                 } else {
-                    m.strip_prefix(&prefix).unwrap_or(m).to_string()
+                    crate::model_ref::served_id(&self.registry.config.connection, m)
+                        .unwrap_or(m)
+                        .to_string()
                 }
             });
             // The device composes its own prompt; the chat's authored prompt, when the client

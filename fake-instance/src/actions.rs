@@ -1,5 +1,5 @@
 //! What a person does in LLeMbas's web UI, for `act` steps: open a chat, write in it, rewind
-//! it, stop its turn, delete it. Each waits (up to the step's deadline) for a device that is
+//! it, stop its turn, change its model, delete it. Each waits (up to the step's deadline) for a device that is
 //! linked and initialized, and uses only what that device listed in its capabilities: an action
 //! that would call what it did not list does not apply to that device (a scenario's run ends
 //! not applicable; the simulated web UI's own steps go on without it).
@@ -33,6 +33,10 @@ pub enum WebAction {
     Rewind(RewindChat),
     /// Stop the chat's running turn (`session/cancel`); result `{sessionId}`.
     Cancel(String),
+    /// Change a chat's model and/or effort (`_lembas/configure`), between its prompts: while
+    /// its turn runs the change waits for the turn's answer. Result: the device's answer, or
+    /// `{deferred: true}`.
+    Configure(ConfigureChat),
     /// Delete a chat (`_lembas/session/delete`, kept and sent again until answered); result
     /// `{delivered}`.
     DeleteChat(String),
@@ -104,6 +108,20 @@ pub struct SendMessage {
     /// Files the person attached (a message with files always goes as a prompt).
     #[serde(default)]
     pub attach: Vec<AttachFile>,
+}
+
+/// A change of a chat's model or effort.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigureChat {
+    /// The chat (its session id).
+    pub chat: String,
+    /// The model, by the id this instance serves it under (`/v1/models`).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The effort: a level or `off`.
+    #[serde(default)]
+    pub effort: Option<String>,
 }
 
 /// An edit or a regeneration from a turn.
@@ -219,6 +237,16 @@ impl InstanceActor {
                 let (peer, _) = self.chats.ready_link(&self.hub, timeout).await?;
                 self.chats.cancel(&peer, &chat);
                 Ok(json!({ "sessionId": chat }))
+            }
+            WebAction::Configure(change) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                unlisted(&facts, "configure", "a model or effort change")?;
+                let change = crate::configure::Change {
+                    chat: change.chat,
+                    model: change.model,
+                    effort: change.effort,
+                };
+                Ok(crate::configure::configure(&self.chats, &peer, change).await?)
             }
             WebAction::SearchFiles(ask) => {
                 let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;

@@ -181,6 +181,11 @@ impl Chats {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// How long a device may take to answer a request.
+    pub fn patience(&self) -> Duration {
+        self.config.patience
+    }
+
     /// Whether this instance was told to break `rule`.
     pub fn misbehaves(&self, rule: &str) -> bool {
         self.breaks(rule)

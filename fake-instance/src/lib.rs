@@ -31,6 +31,7 @@ mod cards;
 mod chats;
 mod check;
 mod client;
+mod configure;
 mod embedding;
 pub mod http;
 mod monitor;
@@ -38,7 +39,9 @@ mod run;
 mod server;
 mod settings;
 
-pub use actions::{AttachFile, ComposerAsk, OpenChat, RewindChat, SendMessage, WebAction};
+pub use actions::{
+    AttachFile, ComposerAsk, ConfigureChat, OpenChat, RewindChat, SendMessage, WebAction,
+};
 pub use check::{check_as_peer_of, check_scenario, peer_cards};
 pub use embedding::{FakeInstance, InstanceBuilder};
 pub use http::{

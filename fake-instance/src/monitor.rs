@@ -446,6 +446,14 @@ impl LinkWatch {
             )
             .into_iter()
             .collect(),
+            methods::LEMBAS_CONFIGURE => shape(
+                ids::DEVICE_CONFIGURE_RESULT,
+                "the answer to `_lembas/configure`",
+                json!({ "model": "$string", "effort": "$string" }),
+                result,
+            )
+            .into_iter()
+            .collect(),
             methods::LEMBAS_SESSION_STATUS => [
                 shape(
                     ids::DEVICE_STATUS_HELD,
@@ -559,6 +567,33 @@ mod watch_tests {
                 )
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn configure_answers_name_the_model_and_the_effort() {
+        let mut watch = LinkWatch::default();
+        let asked = json!({ "sessionId": "ses_a", "model": "fake/deep" });
+        let mut configure = |result: Value| {
+            rules_of(&watch.response(methods::LEMBAS_CONFIGURE, &asked, &Ok(result)))
+                .into_iter()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        assert!(configure(json!({ "model": "lembas/fake/deep", "effort": "off" })).is_empty());
+        assert!(configure(json!({ "model": "fake/deep", "effort": "high" })).is_empty());
+        let faults = [
+            json!({}),
+            json!({ "model": null, "effort": "off" }),
+            json!({ "model": "fake/deep" }),
+            json!({ "model": "fake/deep", "effort": false }),
+        ];
+        for fault in faults {
+            assert_eq!(
+                configure(fault.clone()),
+                [ids::DEVICE_CONFIGURE_RESULT],
+                "{fault}"
+            );
+        }
     }
 
     #[test]

@@ -351,6 +351,14 @@ impl Peer {
         self.unanswered.lock().map(|u| u.len()).unwrap_or(0)
     }
 
+    /// Whether the peer's request `id` came and is not answered yet.
+    pub fn is_unanswered(&self, id: &Value) -> bool {
+        self.unanswered
+            .lock()
+            .map(|u| u.contains_key(&id_key(id)))
+            .unwrap_or(false)
+    }
+
     /// Answers a request of the peer's. Returns false (and sends nothing) when no request with
     /// this id is waiting (answered already, or never asked), so a scenario that replies to a
     /// request the default behaviour took can say so.
