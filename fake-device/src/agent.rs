@@ -583,6 +583,14 @@ impl Behaviour for AgentModel {
         }
     }
 
+    fn observe_sent(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, message: &Value) {
+        if let Ok(mut links) = self.links.lock()
+            && let Some(state) = links.get_mut(&peer.link())
+        {
+            state.watch.sent(message);
+        }
+    }
+
     fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
         match request.method.as_str() {
             methods::INITIALIZE => {

@@ -99,6 +99,12 @@ impl Limits {
         Ok(resolved)
     }
 
+    /// These limits with `remote.max_mode` set to `mode` (one of [`MODES`]).
+    pub fn with_max_mode(mut self, mode: &str) -> Self {
+        self.max_mode = mode.to_string();
+        self
+    }
+
     /// Adds a trusted root (the person added a folder to `remote.roots`).
     pub fn add_root(&mut self, root: &Path) {
         let root = resolve(root);
@@ -161,8 +167,7 @@ mod tests {
 
     #[test]
     fn modes_are_lowered_to_the_max() {
-        let mut limits = Limits::new(&[]);
-        limits.max_mode = "manual".into();
+        let limits = Limits::new(&[]).with_max_mode("manual");
         assert_eq!(limits.lower_mode("edit").as_deref(), Some("manual"));
         assert_eq!(limits.lower_mode("plan").as_deref(), Some("plan"));
         assert_eq!(limits.lower_mode("yolo"), None);

@@ -1,6 +1,10 @@
-//! What one link's instance has asked and is still waiting for, for the instance's rules that
-//! hang on it: a configure goes only between a session's prompts (spec, `_lembas/configure`),
-//! so one that comes while a prompt of its session waits for its answer is a finding.
+//! What one link's instance has asked and what the device answered it, for the instance's rules
+//! that hang on it: a configure goes only between a session's prompts (spec,
+//! `_lembas/configure`), so one that comes while a prompt of its session waits for its answer is
+//! a finding; and set_mode asks for a mode the session's session/new answer offered (spec,
+//! `session/set_mode`).
+
+use std::collections::HashMap;
 
 use harness::finding::Finding;
 use harness::lembas::methods;
@@ -12,6 +16,10 @@ use serde_json::Value;
 pub struct LinkWatch {
     /// Prompts seen on the link and not yet found answered: (request id, session).
     prompts: Vec<(Value, String)>,
+    /// session/new requests not yet answered, by request id.
+    opening: Vec<Value>,
+    /// The sessions opened on the link, with the ids of the modes each answer offered.
+    modes: HashMap<String, Vec<String>>,
 }
 
 impl LinkWatch {
@@ -32,6 +40,11 @@ impl LinkWatch {
                 self.prompts.push((id.clone(), session.to_string()));
                 Vec::new()
             }
+            (methods::SESSION_NEW, _) => {
+                self.opening.push(id.clone());
+                Vec::new()
+            }
+            (methods::SESSION_SET_MODE, _) => self.set_mode(params).into_iter().collect(),
             (methods::LEMBAS_CONFIGURE, Some(session)) => self
                 .prompts
                 .iter()
@@ -49,6 +62,57 @@ impl LinkWatch {
                 .collect(),
             _ => Vec::new(),
         }
+    }
+
+    /// Learns from a message the device sent: the modes a session/new answer offered.
+    pub fn sent(&mut self, message: &Value) {
+        let Some(id) = message.get("id") else {
+            return;
+        };
+        let Some(at) = self.opening.iter().position(|o| o == id) else {
+            return;
+        };
+        self.opening.swap_remove(at);
+        let Some(result) = message.get("result") else {
+            return;
+        };
+        if let Some(session) = result.get("sessionId").and_then(Value::as_str) {
+            let offered = result
+                .pointer("/modes/availableModes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
+                .collect();
+            self.modes.insert(session.to_string(), offered);
+        }
+    }
+
+    /// Checks a set_mode: a session and a mode id, as strings, the mode one the session's
+    /// session/new answer offered (when that answer went on this link).
+    fn set_mode(&self, params: &Value) -> Option<Finding> {
+        let session = params.get("sessionId").and_then(Value::as_str);
+        let mode = params.get("modeId").and_then(Value::as_str);
+        let why = match (session, mode) {
+            (Some(session), Some(mode)) => {
+                let offered = self.modes.get(session)?;
+                if offered.iter().any(|m| m == mode) {
+                    return None;
+                }
+                format!(
+                    "asks for mode `{mode}`, which session `{session}` was never offered (its session/new answer offered {})",
+                    offered.join(", ")
+                )
+            }
+            _ => "does not name its session and mode as strings".to_string(),
+        };
+        Some(
+            Finding::new(
+                ids::INSTANCE_SET_MODE_KNOWN,
+                format!("`session/set_mode` {why}"),
+            )
+            .with_detail(format!("received: {params}")),
+        )
     }
 }
 
@@ -91,5 +155,48 @@ mod tests {
         // Once the prompt is answered, the session is between prompts.
         waiting.clear();
         assert!(ask(&mut watch, &waiting, methods::LEMBAS_CONFIGURE, 4, same).is_empty());
+    }
+
+    #[test]
+    fn set_mode_asks_for_a_mode_the_session_was_offered() {
+        let mut watch = LinkWatch::default();
+        let ask = |watch: &mut LinkWatch, id: u64, method, params: Value| {
+            watch
+                .request(method, &json!(id), &params, |_| false)
+                .into_iter()
+                .map(|f| f.rule)
+                .collect::<Vec<_>>()
+        };
+        assert!(ask(&mut watch, 1, methods::SESSION_NEW, json!({ "cwd": "/r" })).is_empty());
+        watch.sent(&json!({ "jsonrpc": "2.0", "id": 1, "result": {
+            "sessionId": "ses_a",
+            "modes": { "currentModeId": "edit", "availableModes": [{ "id": "plan" }, { "id": "edit" }] },
+        }}));
+        let switch = |mode: Value| json!({ "sessionId": "ses_a", "modeId": mode });
+        assert!(
+            ask(
+                &mut watch,
+                2,
+                methods::SESSION_SET_MODE,
+                switch(json!("plan"))
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            ask(
+                &mut watch,
+                3,
+                methods::SESSION_SET_MODE,
+                switch(json!("auto"))
+            ),
+            [ids::INSTANCE_SET_MODE_KNOWN]
+        );
+        assert_eq!(
+            ask(&mut watch, 4, methods::SESSION_SET_MODE, switch(json!(2))),
+            [ids::INSTANCE_SET_MODE_KNOWN]
+        );
+        // A session opened elsewhere offered its modes there: not judged on them here.
+        let elsewhere = json!({ "sessionId": "ses_old", "modeId": "auto" });
+        assert!(ask(&mut watch, 5, methods::SESSION_SET_MODE, elsewhere).is_empty());
     }
 }

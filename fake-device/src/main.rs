@@ -55,6 +55,10 @@ struct Cli {
     /// or a dismissal (`remote.approval_timeout`; default 30s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     approval_timeout: Option<harness::scenario::Dur>,
+    /// `remote.max_mode`: the most permissive mode a client may put a session in; a mode asked
+    /// above it is lowered to it (default edit).
+    #[arg(long, value_name = "MODE", value_parser = ["plan", "manual", "edit"])]
+    max_mode: Option<String>,
     /// `remote.terminal: true`: the instance may open terminals on this device (a real login
     /// shell in a PTY; capabilities `terminal` and `shell`).
     #[arg(long)]
@@ -322,6 +326,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         change_limits_after: None,
         terminal: Default::default(),
         approval_timeout: cli.approval_timeout.map(|d| d.0),
+        max_mode: cli.max_mode.clone(),
         scripts,
         remote_terminal: cli.terminal,
         terminal_home: None,

@@ -62,6 +62,7 @@ pub(crate) fn apply(play: &PeerPlay, options: &mut Options, scratch: &Path) -> R
         leave_after: setup.leave_session_after.map(|d| d.0),
     };
     options.approval_timeout = setup.approval_timeout.map(|d| d.0);
+    options.max_mode = setup.max_mode.map(|m| m.as_str().to_string());
     options.remote_terminal = setup.terminal;
     options.terminal_home = Some(home);
     options.steps = play.steps.clone();

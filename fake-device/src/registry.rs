@@ -69,6 +69,15 @@ pub struct Registry {
     commands_sent: Mutex<HashMap<String, Vec<serde_json::Value>>>,
 }
 
+/// How a change of a session's mode is told to its client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ModeReport {
+    /// A `current_mode_update` and, to a lembas client, a `mode` event.
+    Both,
+    /// Only the `mode` event: no `current_mode_update` (a misbehaving device).
+    EventOnly,
+}
+
 /// A session [`Registry::open`] found.
 #[derive(Debug)]
 pub enum Opened {
@@ -453,21 +462,36 @@ impl Registry {
         asked: &str,
         client: Option<&Client>,
     ) -> String {
+        let lowered = self.limits().lower_mode(asked);
+        let mode = match lowered {
+            Some(mode) => mode,
+            None => live.state.lock().await.stored.mode.clone(),
+        };
+        self.put_mode(live, &mode, client, ModeReport::Both).await;
+        mode
+    }
+
+    /// Puts a session in `mode` as it is (the caller lowered it, or misbehaves), and tells the
+    /// client as `report` says.
+    pub(crate) async fn put_mode(
+        &self,
+        live: &Live,
+        mode: &str,
+        client: Option<&Client>,
+        report: ModeReport,
+    ) {
         let mut state = live.state.lock().await;
-        let mode = self
-            .limits()
-            .lower_mode(asked)
-            .unwrap_or_else(|| state.stored.mode.clone());
-        state.stored.mode = mode.clone();
+        state.stored.mode = mode.to_string();
         self.save(&state);
         let id = state.stored.id.clone();
         if let Some(client) = client {
-            client.update(
-                &id,
-                json!({ "sessionUpdate": "current_mode_update", "currentModeId": mode }),
-            );
+            if report == ModeReport::Both {
+                client.update(
+                    &id,
+                    json!({ "sessionUpdate": "current_mode_update", "currentModeId": mode }),
+                );
+            }
             client.event(&id, json!({ "type": "mode", "mode": mode }));
         }
-        mode
     }
 }

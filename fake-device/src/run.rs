@@ -65,6 +65,8 @@ pub struct Options {
     pub terminal: TerminalPlay,
     /// How long a card waits for an answer, unless a scenario says (default 30s).
     pub approval_timeout: Option<Duration>,
+    /// `remote.max_mode`: the most permissive mode a client may ask for (default `edit`).
+    pub max_mode: Option<String>,
     /// The scripted agent's scripts (`--scripts`); a scenario's `device.scripts` come first.
     pub scripts: Vec<crate::scripts::AgentScript>,
     /// `remote.terminal`: remote terminals on (a scenario's `device.terminal` also turns them
@@ -121,6 +123,7 @@ impl Options {
             change_limits_after: None,
             terminal: TerminalPlay::default(),
             approval_timeout: None,
+            max_mode: None,
             scripts: Vec::new(),
             remote_terminal: false,
             terminal_home: None,
@@ -327,7 +330,10 @@ pub(crate) async fn run_started(
         .map_err(|e| StartError::Scenario(format!("cannot make an HTTP client: {e}")))?;
     let sessions = Sessions::new(
         store,
-        Limits::new(&options.roots),
+        match &options.max_mode {
+            Some(mode) => Limits::new(&options.roots).with_max_mode(mode),
+            None => Limits::new(&options.roots),
+        },
         sessions_config(&options, &settings, &agent, &http),
     );
     let sessions_for_limits = sessions.clone();

@@ -15,7 +15,7 @@ use crate::events::Client;
 use crate::limits::{Limits, MODES};
 use crate::live::{JobQueue, Live, State, TITLE_MAX};
 use crate::model_ref;
-use crate::registry::{Opened, Registry, SessionsConfig};
+use crate::registry::{ModeReport, Opened, Registry, SessionsConfig};
 use crate::store::{Store, StoredSession, TurnLog};
 use crate::turns::Turns;
 
@@ -263,6 +263,12 @@ impl Sessions {
         let mode = limits
             .lower_mode(asked)
             .ok_or_else(|| refuse(format!("no mode `{asked}`")))?;
+        // Misbehaving: the asked mode as it is, above `max_mode` or not.
+        let mode = if self.registry.breaks(ids::DEVICE_SESSION_NEW_MODE) {
+            asked.to_string()
+        } else {
+            mode
+        };
         let model = meta
             .and_then(|m| m.get("lembas_model"))
             .and_then(Value::as_str)
@@ -360,7 +366,15 @@ impl Sessions {
             let mut state = live.state.lock().await;
             self.registry.report_to(&mut state, client);
         }
-        self.registry.change_mode(&live, &mode, Some(client)).await;
+        // Misbehaving: the asked mode as it is, above `max_mode` or not.
+        let mode = if self.registry.breaks(ids::DEVICE_SET_MODE_LOWERED) {
+            asked
+        } else {
+            &mode
+        };
+        self.registry
+            .put_mode(&live, mode, Some(client), ModeReport::Both)
+            .await;
         Ok(json!({}))
     }
 

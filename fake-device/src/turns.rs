@@ -16,7 +16,7 @@ use crate::commands::Slash;
 use crate::events::Client;
 use crate::live::{Job, JobQueue, Live};
 use crate::model::ModelClient;
-use crate::registry::Registry;
+use crate::registry::{ModeReport, Registry};
 use crate::script::Scripted;
 use crate::store::{StoredMessage, TurnState};
 
@@ -368,6 +368,14 @@ impl<'r> Turns<'r> {
                         |prompt| json!({ "prompt": prompt, "files": [] }),
                     ),
                 );
+                true
+            }
+            Some(Slash::PlanMode) if self.registry.breaks(ids::DEVICE_MODE_UPDATE) => {
+                // Misbehaving: the mode changes, and no `current_mode_update` says so.
+                self.registry
+                    .put_mode(live, "plan", client.as_ref(), ModeReport::EventOnly)
+                    .await;
+                extra.insert("mode".into(), json!("plan"));
                 true
             }
             Some(Slash::PlanMode) => {

@@ -1,5 +1,5 @@
 //! What a person does in LLeMbas's web UI, for `act` steps: open a chat, write in it, rewind
-//! it, stop its turn, change its model, delete it. Each waits (up to the step's deadline) for a device that is
+//! it, stop its turn, change its model or mode, delete it. Each waits (up to the step's deadline) for a device that is
 //! linked and initialized, and uses only what that device listed in its capabilities: an action
 //! that would call what it did not list does not apply to that device (a scenario's run ends
 //! not applicable; the simulated web UI's own steps go on without it).
@@ -37,6 +37,9 @@ pub enum WebAction {
     /// its turn runs the change waits for the turn's answer. Result: the device's answer, or
     /// `{deferred: true}`.
     Configure(ConfigureChat),
+    /// Switch a chat's mode (`session/set_mode`) to one the device offered for it; result the
+    /// device's answer.
+    SetMode(SetMode),
     /// Delete a chat (`_lembas/session/delete`, kept and sent again until answered); result
     /// `{delivered}`.
     DeleteChat(String),
@@ -122,6 +125,16 @@ pub struct ConfigureChat {
     /// The effort: a level or `off`.
     #[serde(default)]
     pub effort: Option<String>,
+}
+
+/// A switch of a chat's mode.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetMode {
+    /// The chat (its session id).
+    pub chat: String,
+    /// The mode's id (`plan`, `manual`, `edit`: one of the chat's `availableModes`).
+    pub mode: String,
 }
 
 /// An edit or a regeneration from a turn.
@@ -247,6 +260,10 @@ impl InstanceActor {
                     effort: change.effort,
                 };
                 Ok(crate::configure::configure(&self.chats, &peer, change).await?)
+            }
+            WebAction::SetMode(switch) => {
+                let (peer, _) = self.chats.ready_link(&self.hub, timeout).await?;
+                Ok(crate::modes::set_mode(&self.chats, &peer, &switch.chat, &switch.mode).await?)
             }
             WebAction::SearchFiles(ask) => {
                 let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;

@@ -70,6 +70,10 @@ pub struct Chat {
     /// The chat's `Context` (system_prompt, personalization, library, prototypes), as set.
     #[serde(default)]
     pub context: serde_json::Map<String, Value>,
+    /// The modes the device offered for the session (its session/new answer's
+    /// `availableModes`); empty: not known here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<String>,
     /// The files' blocks a turn carries besides its text, by turn id (sent again with it).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub attached: BTreeMap<String, Vec<Value>>,
@@ -560,6 +564,7 @@ impl Chats {
             id.clone(),
             Chat {
                 session_id: id.clone(),
+                modes: offered_modes(&answer),
                 ..chat
             },
         );
@@ -599,6 +604,9 @@ impl Chats {
             if let Some(value) = context.get(field) {
                 chat.context.insert(field.to_string(), value.clone());
             }
+        }
+        if method == methods::SESSION_NEW {
+            chat.modes = offered_modes(result);
         }
     }
 
@@ -1035,6 +1043,17 @@ impl Chats {
             self.deliver(peer, &chat).await;
         }
     }
+}
+
+/// The ids of the modes a session/new answer offered (`modes.availableModes`).
+fn offered_modes(answer: &Value) -> Vec<String> {
+    answer
+        .pointer("/modes/availableModes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
+        .collect()
 }
 
 /// The agent's text of turn `turn` in a history, when the history has that turn.

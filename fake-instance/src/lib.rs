@@ -34,13 +34,15 @@ mod client;
 mod configure;
 mod embedding;
 pub mod http;
+mod mode_watch;
+mod modes;
 mod monitor;
 mod run;
 mod server;
 mod settings;
 
 pub use actions::{
-    AttachFile, ComposerAsk, ConfigureChat, OpenChat, RewindChat, SendMessage, WebAction,
+    AttachFile, ComposerAsk, ConfigureChat, OpenChat, RewindChat, SendMessage, SetMode, WebAction,
 };
 pub use check::{check_as_peer_of, check_scenario, peer_cards};
 pub use embedding::{FakeInstance, InstanceBuilder};

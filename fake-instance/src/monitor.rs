@@ -344,6 +344,8 @@ pub struct LinkWatch {
     capabilities: Vec<String>,
     /// The sessions the client knows.
     sessions: std::collections::HashSet<String>,
+    /// The device's modes: its `max_mode`, and those each session opened here offered.
+    modes: crate::mode_watch::ModeWatch,
 }
 
 /// Methods a device sends about one session.
@@ -414,7 +416,7 @@ impl LinkWatch {
                 if let Some(id) = result.get("sessionId").and_then(Value::as_str) {
                     self.sessions.insert(id.to_string());
                 }
-                Vec::new()
+                self.modes.session_new(request_params, result)
             }
             methods::SESSION_PROMPT => {
                 let sent = request_params
@@ -478,6 +480,10 @@ impl LinkWatch {
     /// Checks a request or notification from the device.
     pub fn incoming(&mut self, method: &str, params: &Value) -> Vec<Finding> {
         let mut found = Vec::new();
+        if method == methods::LEMBAS_HELLO {
+            self.modes.hello(params);
+        }
+        found.extend(self.modes.incoming(method, params));
         let session = params.get("sessionId").and_then(Value::as_str);
         if method == methods::LEMBAS_SESSION_ANNOUNCE
             && let Some(id) = session

@@ -62,6 +62,33 @@ pub struct DeviceSetup {
     /// `remote.approval_timeout`).
     #[serde(default)]
     pub approval_timeout: Option<Dur>,
+    /// fake-device: the most permissive mode a client may put a session in (a real CLI:
+    /// `remote.max_mode`); absent: `edit`, which lowers nothing.
+    #[serde(default)]
+    pub max_mode: Option<MaxMode>,
+}
+
+/// A device's `remote.max_mode`: the modes, least to most permissive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum MaxMode {
+    /// Read and plan only.
+    Plan,
+    /// Ask before each change.
+    Manual,
+    /// Change files.
+    Edit,
+}
+
+impl MaxMode {
+    /// The mode's id, as hello's `limits.max_mode` says it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MaxMode::Plan => "plan",
+            MaxMode::Manual => "manual",
+            MaxMode::Edit => "edit",
+        }
+    }
 }
 
 impl DeviceSetup {
@@ -100,6 +127,7 @@ impl DeviceSetup {
             ("terminal_prompt", self.terminal_prompt_after.is_some()),
             ("answer_card", self.terminal_answers_after.is_some()),
             ("approval_timeout", self.approval_timeout.is_some()),
+            ("max_mode", self.max_mode.is_some()),
         ]
         .into_iter()
         .filter(|(_, needed)| *needed)
@@ -114,7 +142,7 @@ pub const TERMINAL_PROMPT: &str = "typed at the terminal";
 impl DeviceSetup {
     /// The set-up a device under test is given before it starts, as hook actions with their
     /// fields: sessions deleted while it was offline, sessions it has elsewhere, no roots, its
-    /// cards' timeout.
+    /// cards' timeout, its most permissive mode.
     pub fn before_start(&self) -> Vec<(String, serde_json::Value)> {
         use serde_json::json;
         let mut actions = Vec::new();
@@ -132,6 +160,9 @@ impl DeviceSetup {
                 "approval_timeout".to_string(),
                 json!({ "timeout": timeout.to_string(), "ms": timeout.0.as_millis() as u64 }),
             ));
+        }
+        if let Some(mode) = self.max_mode {
+            actions.push(("max_mode".to_string(), json!({ "mode": mode.as_str() })));
         }
         actions
     }
@@ -283,6 +314,17 @@ mod tests {
         ))
         .expect("a device's set-up");
         assert_eq!(read.roots, RootsNeed::None);
+        let limited = DeviceSetup::of(&scenario("  max_mode: manual\n")).expect("a max mode");
+        assert_eq!(limited.max_mode, Some(MaxMode::Manual));
+        assert_eq!(limited.needs(), ["max_mode"]);
+        assert_eq!(
+            limited.before_start(),
+            [(
+                "max_mode".to_string(),
+                serde_json::json!({ "mode": "manual" })
+            )]
+        );
+        assert!(DeviceSetup::of(&scenario("  max_mode: yolo\n")).is_err());
         let s = scenario(
             "  roots: false\n  pending_deletes: [ses_x]\n  share_session_after: 1s\n  steps:\n    - act: { show_usage: true }\n",
         );
