@@ -139,11 +139,31 @@ fn side_name(side: Binds) -> &'static str {
     }
 }
 
-/// The section a rule is counted under: its first section, without the gloss in brackets.
+/// The section a rule is counted under: its first section, without the gloss in brackets, with
+/// the spec's subsections folded into the heading a reader looks for (an HTTP route into the HTTP
+/// API, each terminal method into the terminal's).
 pub fn section_group(section: &str) -> String {
     let first = section.split(';').next().unwrap_or(section);
     let bare = first.split(" (").next().unwrap_or(first);
-    bare.trim().trim_matches('`').to_string()
+    let bare = bare.trim().trim_matches('`');
+    if ["GET /", "PUT /", "POST /", "The library", "The HTTP API"]
+        .iter()
+        .any(|p| bare.starts_with(p))
+    {
+        "The HTTP API the CLI uses".into()
+    } else if bare.starts_with("_lembas/terminal/") {
+        "_lembas/terminal/*".into()
+    } else if [
+        "The opening paragraph",
+        "Opening paragraph",
+        "The device dials out",
+    ]
+    .contains(&bare)
+    {
+        "The opening paragraph".into()
+    } else {
+        bare.to_string()
+    }
 }
 
 /// The scenarios naming each rule, from the folder of the double that checks the rule's side
@@ -391,6 +411,11 @@ mod tests {
             "session/prompt"
         );
         assert_eq!(section_group("`_lembas/hello`"), "_lembas/hello");
+        assert_eq!(
+            section_group("GET /v1/usage (the optional fields)"),
+            "The HTTP API the CLI uses"
+        );
+        assert_eq!(section_group("_lembas/terminal/exit"), "_lembas/terminal/*");
     }
 
     #[test]
