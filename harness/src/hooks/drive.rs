@@ -12,10 +12,11 @@ use super::run::HookContext;
 use crate::engine::{Cell, Hub, Runner};
 use crate::scenario::{Dur, Scenario, Spanned, Step};
 
-/// One timed set-up action: this long after the start, do this action with these fields.
+/// One timed set-up action: this long after the peer's first link, do this action with these
+/// fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Timed {
-    /// When, from the start of the run.
+    /// When, from the peer's first link.
     pub at: Duration,
     /// The action (and its hook's) name.
     pub action: String,
@@ -23,7 +24,12 @@ pub struct Timed {
     pub value: Value,
 }
 
-/// Timed actions as steps: in order of time, with `wait` steps between.
+/// How long the timed set-up waits for the peer's first link before giving up.
+const LINK_WAIT: Duration = Duration::from_secs(60);
+
+/// Timed actions as steps: once the peer has linked, in order of time, with `wait` steps
+/// between. Times count from the link, not from the run's start: a scenario's "half a second
+/// after the CLI links" must not fire before a slow-starting CLI has said hello.
 pub fn steps_of(timeline: &[Timed]) -> Result<Vec<Spanned<Step>>, String> {
     if timeline.is_empty() {
         return Ok(Vec::new());
@@ -31,6 +37,10 @@ pub fn steps_of(timeline: &[Timed]) -> Result<Vec<Spanned<Step>>, String> {
     let mut sorted = timeline.to_vec();
     sorted.sort_by_key(|t| t.at);
     let mut yaml = String::from("name: set-up\nabout: timed set-up\nsteps:\n");
+    yaml.push_str(&format!(
+        "  - expect_link: {{ within: {} }}\n",
+        Dur(LINK_WAIT)
+    ));
     let mut now = Duration::ZERO;
     for timed in &sorted {
         if timed.at > now {
@@ -116,6 +126,7 @@ mod tests {
         assert_eq!(
             titles,
             [
+                "expect a link within 1m",
                 "wait 500ms",
                 "act: share_session",
                 "wait 300ms",
