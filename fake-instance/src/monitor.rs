@@ -22,16 +22,7 @@ fn shape(rule: &str, what: &str, pattern: Value, value: &Value) -> Option<Findin
     if outcome.is_match() {
         return None;
     }
-    let detail = outcome
-        .mismatches
-        .iter()
-        .map(|m| m.to_string())
-        .collect::<Vec<_>>()
-        .join("\n");
-    Some(
-        Finding::new(rule, format!("{what} is not shaped as the spec says"))
-            .with_detail(format!("{detail}\nreceived: {value}")),
-    )
+    Some(harness::shapes::mismatch(rule, what, &outcome, value))
 }
 
 /// Checks a hello's params, given the protocol the discovery served allows and the spec the

@@ -145,28 +145,7 @@ impl ShapeWatch {
                 ShapeOf::Result => format!("the answer to `{method}`"),
                 ShapeOf::Response => format!("the answer to `{method}` over HTTP"),
             };
-            let detail = outcome
-                .mismatches
-                .iter()
-                .map(|m| m.to_string())
-                .collect::<Vec<_>>()
-                .join("\n");
-            let mut received = value.to_string();
-            if received.len() > 2000 {
-                let cut = (0..=2000)
-                    .rev()
-                    .find(|i| received.is_char_boundary(*i))
-                    .unwrap_or(0);
-                received.truncate(cut);
-                received.push('…');
-            }
-            found.push(
-                Finding::new(
-                    &check.rule,
-                    format!("{what} is not shaped as the spec says"),
-                )
-                .with_detail(format!("{detail}\nreceived: {received}")),
-            );
+            found.push(mismatch(&check.rule, &what, &outcome, value));
         }
         found
     }
@@ -188,6 +167,36 @@ impl MessageWatch for ShapeWatch {
             }
         }
     }
+}
+
+/// How much of a mismatched message a finding quotes.
+const QUOTED_MAX: usize = 2000;
+
+/// The finding for `value` (`what`, in words) not matching its shape: every difference, and
+/// what came, cut to a bounded quote.
+pub fn mismatch(
+    rule: &str,
+    what: &str,
+    outcome: &crate::pattern::MatchOutcome,
+    value: &Value,
+) -> Finding {
+    let detail = outcome
+        .mismatches
+        .iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut received = value.to_string();
+    if received.len() > QUOTED_MAX {
+        let cut = (0..=QUOTED_MAX)
+            .rev()
+            .find(|i| received.is_char_boundary(*i))
+            .unwrap_or(0);
+        received.truncate(cut);
+        received.push('…');
+    }
+    Finding::new(rule, format!("{what} is not shaped as the spec says"))
+        .with_detail(format!("{detail}\nreceived: {received}"))
 }
 
 /// Applies a mutation: drops, then sets.
