@@ -147,6 +147,8 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 .options(|o| {
                     o.arranged = arranged(case.reduced);
                     o.process = Some(process);
+                    // A misbehaviour case is decided by its rule's first finding.
+                    o.end_at_finding = case.misbehave.clone();
                 })
                 .start()
                 .await
@@ -190,6 +192,8 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 .options(|o| {
                     o.arranged = arranged(case.reduced);
                     o.process = Some(process);
+                    // A misbehaviour case is decided by its rule's first finding.
+                    o.end_at_finding = case.misbehave.clone();
                 })
                 .start()
                 .await

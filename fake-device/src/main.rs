@@ -338,6 +338,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         hooks,
         console: cli.console,
         control: control.clone(),
+        end_at_finding: None,
     };
     let events = cli.common.events;
     // Filled by the ready line's callback, drained once the run ends.

@@ -99,6 +99,9 @@ pub struct Options {
     pub console: bool,
     /// Serve the control API (`--control`): state, journal, actions, injections, signals.
     pub control: Option<harness::control::ControlConfig>,
+    /// End the scenario at the first finding under this rule, skipping the steps left (the
+    /// self-test's misbehaviour cases: the check has caught the break by then).
+    pub end_at_finding: Option<String>,
 }
 
 impl Options {
@@ -135,6 +138,7 @@ impl Options {
             hooks: None,
             console: false,
             control: None,
+            end_at_finding: None,
         }
     }
 }
@@ -443,6 +447,7 @@ pub(crate) async fn run_started(
             .with_actor(actor.clone())
             .with_process(under_test.process(options.process.clone()))
             .unarranged(unarranged)
+            .ending_at_finding(options.end_at_finding.clone())
             .reporting_progress();
             let outcome = tokio::select! {
                 outcome = runner.run(scenario) => Some(outcome),

@@ -85,6 +85,9 @@ pub struct Options {
     pub console: bool,
     /// Serve the control API (`--control`): state, journal, actions, injections, signals.
     pub control: Option<harness::control::ControlConfig>,
+    /// End the scenario at the first finding under this rule, skipping the steps left (the
+    /// self-test's misbehaviour cases: the check has caught the break by then).
+    pub end_at_finding: Option<String>,
 }
 
 impl Default for Options {
@@ -111,6 +114,7 @@ impl Default for Options {
             hooks: None,
             console: false,
             control: None,
+            end_at_finding: None,
         }
     }
 }
@@ -467,6 +471,7 @@ pub(crate) async fn run_started(
             .with_actor(actor)
             .with_process(process)
             .unarranged(unarranged)
+            .ending_at_finding(options.end_at_finding.clone())
             .reporting_progress();
             tokio::select! {
                 outcome = runner.run(scenario) => Some(outcome),

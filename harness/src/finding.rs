@@ -104,4 +104,12 @@ impl Findings {
     pub fn all(&self) -> Vec<Finding> {
         self.items.lock().map(|i| i.clone()).unwrap_or_default()
     }
+
+    /// Whether a finding under `rule` has been recorded.
+    pub fn has(&self, rule: &str) -> bool {
+        self.items
+            .lock()
+            .map(|i| i.iter().any(|f| f.rule == rule))
+            .unwrap_or(false)
+    }
 }

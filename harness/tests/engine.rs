@@ -219,6 +219,46 @@ async fn an_expect_that_never_comes_fails_at_its_deadline_with_the_nearest_messa
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_run_ending_at_a_finding_stops_in_the_step_it_comes_in_and_skips_the_rest() {
+    let s = setup("steps:\n  - wait: 10ms\n  - wait: 1h\n  - wait: 1h\n");
+    let findings = s.findings.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        findings.push(harness::finding::Finding::new(
+            "device.hello.other",
+            "another rule's finding does not end it",
+        ));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        findings.push(harness::finding::Finding::new(
+            "device.hello.first",
+            "the break the run waits for",
+        ));
+    });
+
+    let started = Instant::now();
+    let outcome = runner(&s.hub, &s.scenario)
+        .ending_at_finding(Some("device.hello.first".into()))
+        .run(&s.scenario)
+        .await;
+
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        statuses(&outcome),
+        [StepStatus::Passed, StepStatus::Skipped, StepStatus::Skipped]
+    );
+    assert!(!outcome.passed());
+    assert!(
+        outcome
+            .broken_rules()
+            .contains(&"device.hello.first".to_string())
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_step_timeout_overrides_the_scenario_timeout() {
     let s = setup(
         "timeout: 10s\nsteps:\n  - expect: { method: never, timeout: 300ms, rule: device.hello.first }\n",

@@ -253,6 +253,8 @@ pub struct Runner {
     origins: std::sync::Mutex<std::collections::HashMap<String, u32>>,
     /// Requests sent by `start`, by name: their method, deadline and answer to come.
     started: std::sync::Mutex<std::collections::HashMap<String, Started>>,
+    /// The rule whose first finding ends the run (see [`Runner::ending_at_finding`]).
+    end_at: Option<String>,
 }
 
 /// A request sent by `start`: its method, its deadline, and the task that waits for its answer.
@@ -268,6 +270,8 @@ enum Outcome {
     Failed(Box<Failure>),
     Error(String),
     NotApplicable(String),
+    /// The finding the run waited for came while the step ran: it and the rest are skipped.
+    Ended,
 }
 
 impl Outcome {
@@ -300,7 +304,16 @@ impl Runner {
             reports_progress: false,
             origins: Default::default(),
             started: Default::default(),
+            end_at: None,
         }
+    }
+
+    /// Ends the run at the first finding under `rule`, skipping the steps left: the
+    /// self-test's misbehaviour cases know by then that the check caught the break, and the
+    /// steps after it would only wait out deadlines the break makes them miss.
+    pub fn ending_at_finding(mut self, rule: Option<String>) -> Self {
+        self.end_at = rule;
+        self
     }
 
     /// The double's actions, for `act` steps.
@@ -400,6 +413,11 @@ impl Runner {
                 }
                 let line = step.referenced.line();
                 let title = title(&step.value);
+                if let Some(rule) = &self.end_at
+                    && self.hub.findings().has(rule)
+                {
+                    self.stopped = true;
+                }
                 if self.stopped {
                     self.verdicts.push(StepVerdict {
                         index,
@@ -422,7 +440,16 @@ impl Runner {
                 // What the whole scenario relies on, as far as the double knows by now.
                 let outcome = match self.hub.applies(Intent::Step) {
                     Applies::No(why) => Outcome::NotApplicable(why),
-                    Applies::Yes | Applies::NotYet => self.step(&step.value).await,
+                    Applies::Yes | Applies::NotYet => match self.end_at.clone() {
+                        None => self.step(&step.value).await,
+                        Some(rule) => {
+                            let hub = self.hub.clone();
+                            tokio::select! {
+                                outcome = self.step(&step.value) => outcome,
+                                () = found(&hub, &rule) => Outcome::Ended,
+                            }
+                        }
+                    },
                 };
                 let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
                 let (status, failure, not_applicable) = match outcome {
@@ -440,6 +467,7 @@ impl Runner {
                         self.not_applicable = Some(why.clone());
                         (StepStatus::NotApplicable, None, Some(why))
                     }
+                    Outcome::Ended => (StepStatus::Skipped, None, None),
                 };
                 self.stopped |= status != StepStatus::Passed;
                 let verdict = StepVerdict {
@@ -1706,6 +1734,14 @@ impl Runner {
 }
 
 /// The process's last lines, as a report shows what came instead.
+/// Resolves once the hub holds a finding under `rule`. Findings have one observer (the control
+/// API's), so this looks every 20 ms instead of taking it.
+async fn found(hub: &Hub, rule: &str) {
+    while !hub.findings().has(rule) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 fn output_tail(output: &crate::process::OutputLog) -> Value {
     let lines: Vec<String> = output
         .tail(20)
