@@ -32,6 +32,8 @@ pub struct Account {
     pub writes_whole: bool,
     /// Misbehaving: the account's personalization is used even when it is disabled.
     pub ignores_enabled: bool,
+    /// Misbehaving: a personality it does not know is used as if it were a preset.
+    pub invents_presets: bool,
 }
 
 /// An answer of the account API: its status and body (`null` when it had none that parsed).
@@ -97,7 +99,19 @@ impl Account {
     /// there is nothing to use (not available, not enabled, the instance has none, or it cannot
     /// be reached: then the device's own settings apply).
     pub async fn personal_prompt(&self) -> Option<String> {
-        let answer = self.personalization().await.ok()?;
+        let mut answer = self.personalization().await.ok()?;
+        if self.invents_presets
+            && let Some(unknown) = answer
+                .body
+                .get("personality")
+                .and_then(Value::as_str)
+                .filter(|p| !p.is_empty() && *p != "custom" && !PRESETS.contains(p))
+                .map(String::from)
+        {
+            // Misbehaving: an unknown preset is used by its name.
+            answer.body["personality"] = json!("custom");
+            answer.body["personality_custom"] = json!(format!("Be {unknown}."));
+        }
         (answer.status == 200)
             .then(|| personal_prompt(&answer.body, self.ignores_enabled))
             .flatten()

@@ -21,6 +21,17 @@ const _: () = assert!(MAX_BLOCK_BYTES / 2 * 5 == MAX_PROMPT_BYTES);
 /// The image types a device takes.
 pub const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
 
+/// How a misbehaving device misreads a prompt's blocks (all `false`: as the spec says).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Misreads {
+    /// Text blocks joined by a single space, not a blank line.
+    pub joined_by_space: bool,
+    /// A `resource_link` becomes its bare uri, not `(see <uri>)`.
+    pub bare_link: bool,
+    /// A binary resource's size is its base64 text's length, not its decoded size.
+    pub encoded_size: bool,
+}
+
 /// One file attached to a prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attachment {
@@ -64,6 +75,9 @@ struct Pending {
     name: String,
     mime_type: String,
     content: Content,
+    /// The size the model is told a binary file has: its decoded size, but for a misreading
+    /// device.
+    told_size: Option<usize>,
 }
 
 impl Pending {
@@ -91,7 +105,13 @@ pub fn read_within(
     attachments: Option<&Path>,
     max_block: usize,
 ) -> Result<Prompt, String> {
-    prepare(prompt, attachments.is_some(), max_block)?.write(attachments)
+    prepare(
+        prompt,
+        attachments.is_some(),
+        max_block,
+        Misreads::default(),
+    )?
+    .write(attachments)
 }
 
 /// A prompt whose blocks were all checked, its attachments not yet written.
@@ -107,8 +127,9 @@ pub fn prepare(
     prompt: &Value,
     takes_attachments: bool,
     max_block: usize,
+    misreads: Misreads,
 ) -> Result<Prepared, String> {
-    let (typed, pending) = parse(prompt, takes_attachments, max_block)?;
+    let (typed, pending) = parse(prompt, takes_attachments, max_block, misreads)?;
     Ok(Prepared { typed, pending })
 }
 
@@ -141,7 +162,7 @@ impl Prepared {
                     format!(
                         "{} at {shown} (binary file, {} bytes)",
                         item.name,
-                        bytes.len()
+                        item.told_size.unwrap_or(bytes.len())
                     )
                 }
             };
@@ -161,7 +182,13 @@ impl Prepared {
 /// Checks a prompt's blocks as a device reads them (their kinds, shapes and sizes), writing
 /// nothing: what an instance may send (`takes_attachments`: the device listed `attachments`).
 pub fn check(prompt: &Value, takes_attachments: bool) -> Result<(), String> {
-    parse(prompt, takes_attachments, MAX_BLOCK_BYTES).map(|_| ())
+    parse(
+        prompt,
+        takes_attachments,
+        MAX_BLOCK_BYTES,
+        Misreads::default(),
+    )
+    .map(|_| ())
 }
 
 /// The typed text and the attachments to write, every block checked and every size counted.
@@ -169,6 +196,7 @@ fn parse(
     prompt: &Value,
     takes_attachments: bool,
     max_block: usize,
+    misreads: Misreads,
 ) -> Result<(String, Vec<Pending>), String> {
     let max_prompt = max_block / 2 * 5;
     let blocks = prompt
@@ -189,17 +217,20 @@ fn parse(
                     .ok_or_else(|| format!("text block {i} has no `text` string"))?
                     .to_string(),
             ),
-            "resource_link" => typed.push(format!(
-                "(see {})",
-                block.get("uri").and_then(Value::as_str).unwrap_or_default()
-            )),
+            "resource_link" => {
+                let uri = block.get("uri").and_then(Value::as_str).unwrap_or_default();
+                typed.push(match misreads.bare_link {
+                    true => uri.to_string(),
+                    false => format!("(see {uri})"),
+                });
+            }
             "image" | "resource" if !takes_attachments => {
                 return Err(format!(
                     "block {i} is an `{kind}`, and this device takes no attachments"
                 ));
             }
             "image" => pending.push(image(i, block, max_block)?),
-            "resource" => pending.push(resource(i, block, max_block)?),
+            "resource" => pending.push(resource(i, block, max_block, misreads)?),
             other => {
                 return Err(format!(
                     "block {i} is of a kind this device does not read: `{other}`"
@@ -213,7 +244,12 @@ fn parse(
             "the prompt's attachments come to {total} bytes, over the {max_prompt} a prompt may hold"
         ));
     }
-    Ok((typed.join("\n\n"), pending))
+    let joiner = if misreads.joined_by_space {
+        " "
+    } else {
+        "\n\n"
+    };
+    Ok((typed.join(joiner), pending))
 }
 
 /// Decodes base64, refusing more than one block may hold.
@@ -257,10 +293,16 @@ fn image(i: usize, block: &Value, max_block: usize) -> Result<Pending, String> {
         name: name_from(block.get("uri"), &format!("image.{extension}")),
         mime_type: mime_type.to_string(),
         content: Content::Image(bytes),
+        told_size: None,
     })
 }
 
-fn resource(i: usize, block: &Value, max_block: usize) -> Result<Pending, String> {
+fn resource(
+    i: usize,
+    block: &Value,
+    max_block: usize,
+    misreads: Misreads,
+) -> Result<Pending, String> {
     let resource = block
         .get("resource")
         .filter(|r| r.is_object())
@@ -283,6 +325,7 @@ fn resource(i: usize, block: &Value, max_block: usize) -> Result<Pending, String
                 name,
                 mime_type: mime_type.unwrap_or("text/plain").to_string(),
                 content: Content::Text(text.clone()),
+                told_size: None,
             })
         }
         (None, Some(Value::String(blob))) => {
@@ -297,6 +340,7 @@ fn resource(i: usize, block: &Value, max_block: usize) -> Result<Pending, String
                 name,
                 mime_type,
                 content,
+                told_size: misreads.encoded_size.then_some(blob.len()),
             })
         }
         _ => Err(format!(

@@ -21,6 +21,11 @@ const BUILTINS: [(&str, &str, Option<&str>); 7] = [
     ("continue", "Continue where the last turn stopped", None),
 ];
 
+/// Whether `name` is one of the built-in commands.
+pub fn is_builtin(name: &str) -> bool {
+    BUILTINS.iter().any(|(builtin, _, _)| *builtin == name)
+}
+
 /// Commands that need the TUI's own screens: never listed, and a custom command or skill of
 /// one of these names is not a command (the TUI's wins).
 pub const TUI_COMMANDS: [&str; 20] = [
@@ -63,6 +68,10 @@ pub struct Command {
     /// A custom command's or skill's text (`$ARGUMENTS` is replaced with what follows the
     /// name).
     pub body: String,
+    /// The mode a custom command runs in (its front matter's `mode`).
+    pub mode: Option<String>,
+    /// The model a custom command runs its prompt on (its front matter's `model`, a ref).
+    pub model: Option<String>,
 }
 
 impl Command {
@@ -97,6 +106,8 @@ pub fn command_set(sources: Sources<'_>) -> Vec<Command> {
             hint: hint.map(String::from),
             kind: Kind::Builtin,
             body: String::new(),
+            mode: None,
+            model: None,
         })
         .collect();
     let commands = [
@@ -180,6 +191,8 @@ fn read_commands(dir: &Path) -> Vec<Command> {
                 description: field(&fields, "description")
                     .unwrap_or_else(|| format!("Run the `{name}` command")),
                 hint: field(&fields, "hint").or_else(|| field(&fields, "argument-hint")),
+                mode: field(&fields, "mode"),
+                model: field(&fields, "model"),
                 name,
                 kind: Kind::Custom,
                 body,
@@ -209,6 +222,8 @@ fn read_skills(dir: &Path) -> Vec<Command> {
                 name,
                 kind: Kind::Skill,
                 body,
+                mode: None,
+                model: None,
             })
         })
         .collect()
@@ -234,8 +249,12 @@ pub enum Slash {
         name: String,
         /// What the agent is given.
         text: String,
-        /// The mode the command puts the session in first (`/plan <task>`).
-        mode: Option<&'static str>,
+        /// The mode the command puts the session in first (`/plan <task>`, a custom
+        /// command's `mode`).
+        mode: Option<String>,
+        /// The model its prompt runs on, the session's coming back after (a custom command's
+        /// `model`).
+        model: Option<String>,
     },
 }
 
@@ -260,10 +279,11 @@ pub fn parse(text: &str, set: &[Command]) -> Option<Slash> {
         None => (rest, ""),
     };
     let command = set.iter().find(|c| c.name == name)?;
-    let prompt = |text: String, mode: Option<&'static str>| Slash::Prompt {
+    let prompt = |text: String, mode: Option<&str>| Slash::Prompt {
         name: command.name.clone(),
         text,
-        mode,
+        mode: mode.map(String::from).or_else(|| command.mode.clone()),
+        model: command.model.clone(),
     };
     if command.kind != Kind::Builtin {
         let text = if command.body.contains("$ARGUMENTS") {
@@ -324,7 +344,7 @@ mod tests {
         assert_eq!(parse("/plan", &set), Some(Slash::PlanMode));
         assert!(matches!(
             parse("/plan add a cache", &set),
-            Some(Slash::Prompt { ref name, mode: Some("plan"), .. }) if name == "plan"
+            Some(Slash::Prompt { ref name, mode: Some(ref mode), .. }) if name == "plan" && mode == "plan"
         ));
         assert!(matches!(
             parse("/review main", &set),
@@ -396,7 +416,8 @@ mod tests {
             Some(Slash::Prompt {
                 name: "deploy".into(),
                 text: "Deploy to staging now.\n".into(),
-                mode: None
+                mode: None,
+                model: None,
             })
         );
         assert!(

@@ -129,6 +129,11 @@ pub struct Reach<'a> {
     pub limits: &'a Limits,
     /// Misbehaving: the path is judged as written, before its symlinks are followed.
     pub judges_unresolved: bool,
+    /// Misbehaving: an escaped `#` is read as a range's mark, so a name holding one is never
+    /// attached.
+    pub misreads_hash: bool,
+    /// Misbehaving: `@dir/` attaches nothing.
+    pub lists_no_dirs: bool,
 }
 
 impl Reach<'_> {
@@ -180,9 +185,15 @@ fn lexical(path: &Path) -> PathBuf {
 pub fn expand(typed: &str, reach: &Reach<'_>) -> Expanded {
     let mut expanded = Expanded::default();
     for mention in find(typed) {
+        if reach.misreads_hash && mention.path.contains('#') {
+            continue;
+        }
         let Some(path) = reach.allows(&mention) else {
             continue;
         };
+        if reach.lists_no_dirs && path.is_dir() {
+            continue;
+        }
         let shown = match mention.range {
             Some((from, to)) => format!("@{} (lines {from}-{to})", mention.path),
             None => format!("@{}", mention.path),
@@ -313,6 +324,8 @@ mod tests {
             project: &root,
             limits: &limits,
             judges_unresolved: false,
+            misreads_hash: false,
+            lists_no_dirs: false,
         };
         let expanded = expand(
             r"look @src/main.rs#2-3 @my\ notes.md @src/ @.env @../outside/secret.txt @link.txt",
@@ -343,6 +356,8 @@ mod tests {
                     project: &project,
                     limits: &limits,
                     judges_unresolved: false,
+                    misreads_hash: false,
+                    lists_no_dirs: false,
                 };
                 let _ = done_tx.send(expand("@pipe-link @../outside/pipe", &reach));
             });
@@ -353,6 +368,8 @@ mod tests {
         }
         let careless = Reach {
             judges_unresolved: true,
+            misreads_hash: false,
+            lists_no_dirs: false,
             ..reach
         };
         assert!(expand("@link.txt", &careless).text.contains("the secret"));

@@ -19,6 +19,8 @@ pub struct ModelClient {
     pub http: reqwest::Client,
     /// Misreads a tool-call fragment without an index as index 0 (a misbehaving device).
     pub index_less_is_zero: bool,
+    /// Takes a model of any kind for a chat model (a misbehaving device).
+    pub any_kind: bool,
 }
 
 /// How long one model call may take.
@@ -31,6 +33,16 @@ impl ModelClient {
 
     /// The first chat model the instance serves (a model without `kind` counts as chat).
     pub async fn first_chat_model(&self) -> Result<String, String> {
+        self.chat_models()
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| "the instance serves no chat model".into())
+    }
+
+    /// The ids of the chat models the instance serves, in its order (a model without `kind`
+    /// counts as chat; any other kind is no model the device talks to).
+    pub async fn chat_models(&self) -> Result<Vec<String>, String> {
         let response = self
             .http
             .get(self.url("/v1/models"))
@@ -43,14 +55,15 @@ impl ModelClient {
             .json()
             .await
             .map_err(|e| format!("/v1/models is not JSON: {e}"))?;
-        body.get("data")
+        Ok(body
+            .get("data")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .find(|m| m.get("kind").is_none_or(|k| k == "chat"))
-            .and_then(|m| m.get("id").and_then(Value::as_str))
+            .filter(|m| self.any_kind || m.get("kind").is_none_or(|k| k == "chat"))
+            .filter_map(|m| m.get("id").and_then(Value::as_str))
             .map(String::from)
-            .ok_or_else(|| "the instance serves no chat model".into())
+            .collect())
     }
 
     /// One step: the conversation so far, the tools on offer. Asked as a stream; an instance

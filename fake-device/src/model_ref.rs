@@ -25,6 +25,27 @@ pub fn served_id<'a>(connection: &str, reference: &'a str) -> Option<&'a str> {
         .filter(|served| !served.is_empty())
 }
 
+/// The ref a session runs on for `reference`, a ref of the device's own, given the ids the
+/// instance serves: one of the instance's, in any of its forms (the served id after the login,
+/// or at protocol 2 the old `<login>/<model>` without the provider), becomes
+/// `<connection>/<served id>`; any other ref stays as it is.
+pub fn canonical(connection: &str, reference: &str, served: &[String]) -> String {
+    let Some(rest) = served_id(connection, reference) else {
+        return reference.to_string();
+    };
+    if served.iter().any(|s| s == rest) {
+        return reference.to_string();
+    }
+    // The old form without the provider: the one served id that is `<provider>/<rest>`.
+    let mut matching = served
+        .iter()
+        .filter(|s| s.split_once('/').is_some_and(|(_, model)| model == rest));
+    match (matching.next(), matching.next()) {
+        (Some(only), None) => of_served(connection, only),
+        _ => reference.to_string(),
+    }
+}
+
 /// The `model` event for a session now on `reference` at `effort`: spoken to through the
 /// instance's login when the instance serves it (`instance: true`), else through the device's
 /// own connection the ref names.
@@ -51,6 +72,21 @@ mod tests {
             event("lembas", &reference, "off"),
             json!({ "type": "model", "ref": "lembas/fake/deep", "effort": "off", "connection": "lembas", "instance": true })
         );
+    }
+
+    #[test]
+    fn the_old_forms_name_the_same_model() {
+        let served = ["fake/echo".to_string(), "fake/deep".to_string()];
+        assert_eq!(
+            canonical("lembas", "lembas/deep", &served),
+            "lembas/fake/deep"
+        );
+        assert_eq!(
+            canonical("lembas", "lembas/fake/deep", &served),
+            "lembas/fake/deep"
+        );
+        assert_eq!(canonical("lembas", "local/echo", &served), "local/echo");
+        assert_eq!(canonical("lembas", "lembas/none", &served), "lembas/none");
     }
 
     #[test]

@@ -587,12 +587,16 @@ fn sessions_config(
                 .misbehave
                 .breaks(ids::DEVICE_PERSONALIZATION_PARTIAL),
             ignores_enabled: options.misbehave.breaks(ids::DEVICE_PERSONALIZATION_USE),
+            invents_presets: options
+                .misbehave
+                .breaks(ids::DEVICE_PERSONALIZATION_UNKNOWN_PRESET),
         },
         model: (settings.agent.unwrap_or(options.agent) == AgentKind::Model).then(|| ModelClient {
             base: options.instance.clone(),
             token: options.token.clone(),
             http: http.clone(),
             index_less_is_zero: options.misbehave.breaks(ids::DEVICE_MODEL_TOOLCALL_INDEX),
+            any_kind: options.misbehave.breaks(ids::DEVICE_MODELS_CHAT_ONLY),
         }),
         approval_timeout: settings
             .approval_timeout

@@ -269,15 +269,31 @@ impl Sessions {
         } else {
             mode
         };
-        let model = meta
+        let connection = &self.registry.config.connection;
+        let lembas_model = meta
             .and_then(|m| m.get("lembas_model"))
             .and_then(Value::as_str)
-            .map(|name| model_ref::of_served(&self.registry.config.connection, name))
-            .or_else(|| {
-                meta.and_then(|m| m.get("model"))
-                    .and_then(Value::as_str)
-                    .map(String::from)
+            .filter(|_| !self.registry.breaks(ids::DEVICE_SESSION_NEW_LEMBAS_MODEL))
+            .map(|name| {
+                // Misbehaving: at protocol 1 a served id with a `/` is taken for a ref as it is.
+                if self.registry.breaks(ids::DEVICE_MODEL_REF_BARE)
+                    && client.protocol() == 1
+                    && name.contains('/')
+                {
+                    name.to_string()
+                } else {
+                    model_ref::of_served(connection, name)
+                }
             });
+        let own_model = match meta
+            .and_then(|m| m.get("model"))
+            .and_then(Value::as_str)
+            .filter(|_| !self.registry.breaks(ids::DEVICE_SESSION_NEW_OWN_MODEL))
+        {
+            Some(reference) => Some(self.own_ref(reference).await),
+            None => None,
+        };
+        let model = lembas_model.or(own_model);
         // No model named: the session starts on the device's default, which it names.
         let model = match model {
             Some(model) => Some(model),
@@ -288,6 +304,11 @@ impl Sessions {
             .and_then(Value::as_str)
             .unwrap_or("off")
             .to_string();
+        // Misbehaving: every session opens at one effort, whatever the client asked.
+        let effort = match self.registry.breaks(ids::DEVICE_SESSION_NEW_EFFORT) {
+            true => "medium".to_string(),
+            false => effort,
+        };
         let stored = StoredSession {
             id: fresh_id("ses_"),
             cwd,

@@ -63,35 +63,45 @@ impl<'r> Turns<'r> {
             true => 2 * crate::attachments::MAX_BLOCK_BYTES,
             false => crate::attachments::MAX_BLOCK_BYTES,
         };
+        let misreads = crate::attachments::Misreads {
+            joined_by_space: self.registry.breaks(ids::DEVICE_PROMPT_TEXT_JOIN),
+            bare_link: self.registry.breaks(ids::DEVICE_PROMPT_RESOURCE_LINK),
+            encoded_size: self.registry.breaks(ids::DEVICE_ATTACHMENTS_BLOB),
+        };
         let prepared = crate::attachments::prepare(
             params.get("prompt").unwrap_or(&Value::Null),
             dir.is_some(),
             max_block,
+            misreads,
         )
         .map_err(refuse)?;
         let text = prepared.typed.clone();
         // `@path` in what the person typed (never in a command's own text), before any
         // attached block's text.
-        let mentioned = if self.registry.has("files") {
-            let limits = self
-                .registry
-                .limits
-                .read()
-                .map(|l| l.clone())
-                .unwrap_or_else(|p| p.into_inner().clone());
+        let limits = self
+            .registry
+            .limits
+            .read()
+            .map(|l| l.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        let expand = |text: &str| {
+            if !self.registry.has("files") {
+                return String::new();
+            }
             let reach = crate::mentions::Reach {
                 project: &project,
                 limits: &limits,
                 judges_unresolved: self.registry.breaks(ids::DEVICE_FILES_MENTION),
+                misreads_hash: self.registry.breaks(ids::DEVICE_FILES_HASH_ESCAPE),
+                lists_no_dirs: self.registry.breaks(ids::DEVICE_FILES_DIR_LISTING),
             };
-            let expanded = crate::mentions::expand(&text, &reach);
+            let expanded = crate::mentions::expand(text, &reach);
             for path in &expanded.used {
                 self.registry.frecency.used(path);
             }
             expanded.text
-        } else {
-            String::new()
         };
+        let mentioned = expand(&text);
         let meta = params.get("_meta");
         let given = meta
             .and_then(|m| m.pointer("/lembas/turnId"))
@@ -141,10 +151,23 @@ impl<'r> Turns<'r> {
                         .flatten()
                         .filter(|_| !self.registry.breaks(ids::DEVICE_COMMANDS_ACTIONS));
                     let mut given_text = match &command {
+                        // Misbehaving: a built-in prompt command reaches the model as typed.
+                        Some(Slash::Prompt { name, .. })
+                            if crate::commands::is_builtin(name)
+                                && self.registry.breaks(ids::DEVICE_COMMANDS_PROMPT_BUILTIN) =>
+                        {
+                            text.clone()
+                        }
                         Some(Slash::Prompt { text, .. }) => text.clone(),
                         _ => text.clone(),
                     };
                     given_text.push_str(&mentioned);
+                    // Misbehaving: `@path` in a command's own text is attached too.
+                    if let Some(Slash::Prompt { text: own, .. }) = &command
+                        && self.registry.breaks(ids::DEVICE_FILES_NOT_FROM_COMMAND)
+                    {
+                        given_text.push_str(&expand(own));
+                    }
                     given_text.push_str(&read.attached_text);
                     if live
                         .jobs
@@ -256,7 +279,10 @@ impl<'r> Turns<'r> {
             return Err(refuse("the session is working: compact it between turns"));
         }
         let summary = self.summary(live).await;
-        client.event(id, json!({ "type": "compacted", "summary": summary }));
+        // Misbehaving: the method's compaction is no event.
+        if !self.registry.breaks(ids::DEVICE_COMPACT_EVENT) {
+            client.event(id, json!({ "type": "compacted", "summary": summary }));
+        }
         if self.registry.breaks(ids::DEVICE_COMPACT_RESULT) {
             return Ok(json!({}));
         }
@@ -302,7 +328,7 @@ impl<'r> Turns<'r> {
 
     /// Runs one turn of the echo agent, reporting to the session's client.
     async fn run(&self, live: &Live, job: Job) {
-        let (mut cancelled, client, session_id) = {
+        let (mut cancelled, client, session_id, project) = {
             let mut state = live.state.lock().await;
             // A deleted session runs nothing more (its waiting turns were answered).
             if state.deleted {
@@ -322,7 +348,12 @@ impl<'r> Turns<'r> {
             }
             let cancelled = state.running.as_ref().map(|r| r.cancelled());
             self.registry.save(&state);
-            (cancelled, state.client.clone(), state.stored.id.clone())
+            (
+                cancelled,
+                state.client.clone(),
+                state.stored.id.clone(),
+                state.stored.cwd.clone(),
+            )
         };
         let Some(mut cancelled) = cancelled.take() else {
             return;
@@ -332,8 +363,14 @@ impl<'r> Turns<'r> {
                 client.event(&session_id, event);
             }
         };
-        let mut prompt_event =
-            json!({ "type": "prompt", "text": job.typed, "turnId": job.turn_id });
+        // The prompt as typed; misbehaving, a command's expanded text.
+        let shown = match &job.command {
+            Some(Slash::Prompt { .. }) if self.registry.breaks(ids::DEVICE_EVENT_PROMPT_TEXT) => {
+                &job.text
+            }
+            _ => &job.typed,
+        };
+        let mut prompt_event = json!({ "type": "prompt", "text": shown, "turnId": job.turn_id });
         if !job.attachments.is_empty() && !self.registry.breaks(ids::DEVICE_ATTACHMENTS_NAMED) {
             prompt_event["attachments"] = json!(job.attachments);
         }
@@ -350,7 +387,12 @@ impl<'r> Turns<'r> {
         say(task("start"));
         let mut extra = serde_json::Map::new();
         if let Some(command) = &job.command {
-            extra.insert("command".into(), json!(command.name()));
+            // Misbehaving: a prompt command's answer does not name it.
+            let unnamed = matches!(command, Slash::Prompt { .. })
+                && self.registry.breaks(ids::DEVICE_PROMPT_COMMAND_NAMED);
+            if !unnamed {
+                extra.insert("command".into(), json!(command.name()));
+            }
         }
         let action = match &job.command {
             Some(Slash::Compact) => {
@@ -361,13 +403,24 @@ impl<'r> Turns<'r> {
             }
             Some(Slash::Undo) => {
                 let undone = self.undo_last(live).await;
+                // Misbehaving: nothing to undo is told as an empty turn undone.
+                let nothing = match self.registry.breaks(ids::DEVICE_COMMANDS_UNDO_NOTHING) {
+                    true => json!({ "prompt": "", "files": [] }),
+                    false => Value::Null,
+                };
                 extra.insert(
                     "undone".into(),
-                    undone.map_or(
-                        Value::Null,
-                        |prompt| json!({ "prompt": prompt, "files": [] }),
-                    ),
+                    undone.map_or(nothing, |prompt| json!({ "prompt": prompt, "files": [] })),
                 );
+                true
+            }
+            Some(Slash::Prompt { name, .. })
+                if name == "review" && !crate::review::has_changes(&project) =>
+            {
+                // Nothing to review: said instead, and nothing goes to the model.
+                if !self.registry.breaks(ids::DEVICE_COMMANDS_NOTHING_MESSAGE) {
+                    extra.insert("message".into(), json!(crate::review::NOTHING));
+                }
                 true
             }
             Some(Slash::PlanMode) if self.registry.breaks(ids::DEVICE_MODE_UPDATE) => {
@@ -385,6 +438,21 @@ impl<'r> Turns<'r> {
                     .await;
                 extra.insert("mode".into(), json!(mode));
                 true
+            }
+            // Misbehaving: `/plan <task>` runs the task in the mode the session was in.
+            Some(Slash::Prompt { name, .. })
+                if name == "plan" && self.registry.breaks(ids::DEVICE_COMMANDS_PLAN_TASK) =>
+            {
+                false
+            }
+            // Misbehaving: a command's mode is put as it is, above `max_mode` or not.
+            Some(Slash::Prompt {
+                mode: Some(mode), ..
+            }) if self.registry.breaks(ids::DEVICE_COMMANDS_MODE_LOWERED) => {
+                self.registry
+                    .put_mode(live, mode, client.as_ref(), ModeReport::Both)
+                    .await;
+                false
             }
             Some(Slash::Prompt {
                 mode: Some(mode), ..
@@ -546,12 +614,27 @@ impl Turns<'_> {
     ) -> (String, &'static str) {
         // The account's personalization stands in for the device's own (spec, HTTP API).
         let personal = self.registry.config.account.personal_prompt().await;
+        // A command's own model holds for its prompt only (spec, `session/prompt`): the
+        // session's stays as it was.
+        let command_model = match &job.command {
+            Some(Slash::Prompt {
+                model: Some(model), ..
+            }) => Some(model.clone()),
+            _ => None,
+        };
         let (model_id, mut messages) = {
-            let state = live.state.lock().await;
+            let mut state = live.state.lock().await;
+            if let Some(model) = &command_model
+                && self.registry.breaks(ids::DEVICE_COMMANDS_MODEL_RESTORED)
+            {
+                // Misbehaving: the command's model stays the session's.
+                state.stored.model = Some(model.clone());
+            }
+            let running_on = command_model.as_ref().or(state.stored.model.as_ref());
             // Requests go to the instance's `/v1` with the served id, not the device's ref
             // (spec, how the device names an instance's models).
             let keeps_ref = self.registry.breaks(ids::DEVICE_MODEL_SERVED_ID);
-            let model_id = state.stored.model.as_deref().map(|m| {
+            let model_id = running_on.map(|m| {
                 if keeps_ref {
                     m.to_string()
                 } else {
@@ -560,46 +643,25 @@ impl Turns<'_> {
                         .to_string()
                 }
             });
-            // The device composes its own prompt; the chat's authored prompt, when the client
-            // sent one, is appended under a heading naming the instance (spec, `Context`).
-            let mut system = String::from(SHARED_PROMPT);
-            if let Some(authored) = state
-                .stored
-                .context
-                .get("system_prompt")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-            {
-                system.push_str(&format!(
-                    "\n\n## Instructions from {}\n\n{authored}",
-                    self.registry.config.connection
-                ));
+            // The device composes its own prompt, with the pieces of the client's `Context`
+            // (spec, `session/new`).
+            let nobody_to_ask =
+                client.is_some_and(|client| !Cards::new(self.registry).may_ask(client, "ask"));
+            let system = crate::system_prompt::Composing {
+                context: &state.stored.context,
+                instance: &self.registry.config.connection,
+                own_personal: personal.as_deref(),
+                nobody_to_ask,
+                misreads: crate::system_prompt::Misreads {
+                    no_heading: self
+                        .registry
+                        .breaks(ids::DEVICE_CONTEXT_INSTRUCTIONS_HEADING),
+                    own_personalization: self.registry.breaks(ids::DEVICE_CONTEXT_PERSONALIZATION),
+                    no_library: self.registry.breaks(ids::DEVICE_CONTEXT_LIBRARY),
+                    prototypes_always: self.registry.breaks(ids::DEVICE_CONTEXT_PROTOTYPES),
+                },
             }
-            if let Some(client) = client
-                && !Cards::new(self.registry).may_ask(client, "ask")
-            {
-                system.push_str(
-                    "\n\nNobody can be asked questions or approve a plan in this session: decide \
-                     for yourself, and stop once a plan is submitted.",
-                );
-            }
-            // The chat's own `Context.personalization` wins for its session (spec, Context);
-            // `null` or none: the account's, as read above.
-            let chat_personal = state
-                .stored
-                .context
-                .get("personalization")
-                .filter(|p| p.is_object())
-                .and_then(|p| {
-                    let mut saved = p.clone();
-                    saved["enabled"] = json!(true);
-                    saved["available"] = json!(true);
-                    crate::account::personal_prompt(&saved, false)
-                });
-            if let Some(personal) = chat_personal.as_ref().or(personal.as_ref()) {
-                system.push_str("\n\n");
-                system.push_str(personal);
-            }
+            .text();
             let mut messages = vec![json!({ "role": "system", "content": system })];
             for m in state.stored.messages.iter().filter(|m| !m.reverted) {
                 messages.push(json!({ "role": m.role, "content": m.text }));
@@ -697,10 +759,6 @@ impl Turns<'_> {
         (String::new(), "end_turn")
     }
 }
-
-/// The device's own system prompt, before anything the client adds.
-pub const SHARED_PROMPT: &str =
-    "You are the coding agent of LLeMbas CLI, working in the person's project on their device.";
 
 /// The most model calls one turn makes: a model that keeps calling tools is stopped there, and
 /// the turn ends with `max_turn_requests`.

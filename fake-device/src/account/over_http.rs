@@ -43,6 +43,7 @@ async fn account_on(http: Value) -> (Account, oneshot::Sender<()>) {
         http: reqwest::Client::new(),
         writes_whole: false,
         ignores_enabled: false,
+        invents_presets: false,
     };
     (account, stop)
 }

@@ -33,6 +33,30 @@ impl Sessions {
         }
     }
 
+    /// The ref a session named by `_meta.model` runs on: an instance model in any of the forms
+    /// that name it becomes the device's ref for it (spec, the old forms still name the same
+    /// model); the device's own refs stay as they are.
+    pub(super) async fn own_ref(&self, reference: &str) -> String {
+        let config = &self.registry.config;
+        let (Some(model), Some(_)) = (
+            &config.model,
+            model_ref::served_id(&config.connection, reference),
+        ) else {
+            return reference.to_string();
+        };
+        // Misbehaving: only the ref's newest form is understood.
+        if self.registry.breaks(ids::DEVICE_MODEL_OLD_FORMS) {
+            return reference.to_string();
+        }
+        match model.chat_models().await {
+            Ok(served) => model_ref::canonical(&config.connection, reference, &served),
+            Err(e) => {
+                tracing::warn!("cannot read the instance's models: {e}");
+                reference.to_string()
+            }
+        }
+    }
+
     /// `_lembas/configure`: sets the session's model (the instance's served name) and/or its
     /// effort between prompts, answers both as they now are, and tells a lembas client with a
     /// `model` event when something changed (capability `model`).

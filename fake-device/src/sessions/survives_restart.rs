@@ -86,6 +86,7 @@ fn sessions_stepping(
                 http: reqwest::Client::new(),
                 writes_whole: false,
                 ignores_enabled: false,
+                invents_presets: false,
             },
             model: None,
             approval_timeout: Duration::from_secs(5),
