@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 
 use crate::completion::{ToolCall, ToolOutcome};
 use crate::events::Client;
-use crate::plan::{plan_entries, plan_update};
+use crate::plan::{EntryFaults, plan_entries_with, plan_update_with};
 use crate::registry::Registry;
 
 /// At most this many questions on one card, of at most this many options (spec, `_lembas/question`).
@@ -70,35 +70,81 @@ pub fn card_questions(arguments: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// Reads a question card's answer for the model; anything the spec does not define is a dismissal.
-fn read_answers(answer: &Value) -> String {
-    match answer.get("outcome").and_then(Value::as_str) {
-        Some("answered") => {
-            let answers = answer
-                .get("answers")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            let said: Vec<String> = answers
-                .iter()
-                .map(|a| match a.get("kind").and_then(Value::as_str) {
-                    Some("options") => {
-                        format!("chose {}", a.get("labels").cloned().unwrap_or(json!([])))
-                    }
-                    Some("custom") => {
-                        format!("wrote {}", a.get("text").cloned().unwrap_or(json!("")))
-                    }
-                    Some("back") => {
-                        format!("asked back {}", a.get("text").cloned().unwrap_or(json!("")))
-                    }
-                    Some("skipped") => "left it blank (no answer)".into(),
-                    _ => "gave something unreadable (no answer)".into(),
-                })
-                .collect();
-            format!("The person answered: {}", said.join("; "))
-        }
-        _ => "The person dismissed the questions.".into(),
+/// How the device reads a question card's answer; each flag is a misbehaviour.
+#[derive(Debug, Clone, Copy, Default)]
+struct Reading {
+    /// Gives the model the label as the card cut it, not the whole option.
+    keeps_cut_labels: bool,
+    /// Gives the model the first question's answer alone.
+    first_only: bool,
+    /// Reads an outcome the spec does not define as an empty answer.
+    unknown_is_answer: bool,
+}
+
+/// The whole label of the option a card showed cut: the model's own option of question
+/// `index` whose label the card's starts (spec, `_lembas/question`: answered with the cut
+/// label, the model is given the whole one).
+fn whole_label(asked: &Value, index: usize, label: &str) -> String {
+    let cut = label.chars().count() >= MAX_LABEL;
+    asked
+        .pointer(&format!("/questions/{index}/options"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o.get("label").and_then(Value::as_str))
+        .find(|whole| *whole == label || (cut && whole.starts_with(label)))
+        .unwrap_or(label)
+        .to_string()
+}
+
+/// Reads a question card's answer for the model, against the questions the model `asked`;
+/// anything the spec does not define is a dismissal.
+fn read_answers(answer: &Value, asked: &Value, reading: Reading) -> String {
+    let outcome = answer.get("outcome").and_then(Value::as_str);
+    let answered =
+        outcome == Some("answered") || (reading.unknown_is_answer && outcome != Some("dismissed"));
+    if !answered {
+        return "The person dismissed the questions.".into();
     }
+    let answers = answer
+        .get("answers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let kept = if reading.first_only { 1 } else { answers.len() };
+    let said: Vec<String> = answers
+        .iter()
+        .take(kept)
+        .enumerate()
+        .map(|(i, a)| match a.get("kind").and_then(Value::as_str) {
+            Some("options") => {
+                let labels: Vec<String> = a
+                    .get("labels")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|l| {
+                        if reading.keeps_cut_labels {
+                            l.to_string()
+                        } else {
+                            whole_label(asked, i, l)
+                        }
+                    })
+                    .collect();
+                format!("chose {}", json!(labels))
+            }
+            Some("custom") => {
+                format!("wrote {}", a.get("text").cloned().unwrap_or(json!("")))
+            }
+            Some("back") => {
+                format!("asked back {}", a.get("text").cloned().unwrap_or(json!("")))
+            }
+            Some("skipped") => "left it blank (no answer)".into(),
+            _ => "gave something unreadable (no answer)".into(),
+        })
+        .collect();
+    format!("The person answered: {}", said.join("; "))
 }
 
 /// A card's answer given at the terminal, as the client would have given it. Allowing: allow
@@ -130,6 +176,32 @@ fn terminal_answer(method: &str, params: &Value, answer: CardAnswer) -> Value {
         methods::LEMBAS_PLAN => json!({ "outcome": "approve", "mode": "edit" }),
         _ => json!({ "outcome": { "outcome": "selected", "optionId": "once" } }),
     }
+}
+
+/// Where a plan is written when the model names no file of the project.
+const PLAN_FILE: &str = "PLAN.md";
+
+/// The project file a `plan_submit` call's plan is written to: the `path` the model named when
+/// it is inside the project, else [`PLAN_FILE`].
+pub(crate) fn plan_path(arguments: &Value) -> String {
+    arguments
+        .get("path")
+        .and_then(Value::as_str)
+        .filter(|p| is_project_relative(p))
+        .unwrap_or(PLAN_FILE)
+        .to_string()
+}
+
+/// Whether `path` names a file inside the project: relative, and never climbing out of it.
+fn is_project_relative(path: &str) -> bool {
+    let path = std::path::Path::new(path);
+    !path.as_os_str().is_empty()
+        && path.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
 }
 
 /// The cards of the device's sessions, over its registry.
@@ -263,9 +335,22 @@ impl<'r> Cards<'r> {
                 }
             };
             let peer = client.peer();
+            let web = peer.request(method, params.clone(), wait);
+            tokio::pin!(web);
             let first = tokio::select! {
-                answered = peer.request(method, params.clone(), wait) => Ok(answered),
+                answered = &mut web => Ok(answered),
                 Some(answer) = terminal => Err(answer),
+            };
+            // Misbehaving: a question or plan answered at the terminal first still waits for the
+            // web card, whose later answer wins.
+            let first = match first {
+                Err(_)
+                    if method != methods::SESSION_REQUEST_PERMISSION
+                        && self.registry.breaks(ids::DEVICE_CARD_FIRST_WINS) =>
+                {
+                    Ok(web.await)
+                }
+                first => first,
             };
             if let Ok(mut cards) = self.registry.terminal_cards.lock() {
                 cards.retain(|c| c.call_id != call_id);
@@ -290,7 +375,13 @@ impl<'r> Cards<'r> {
             Ok(Err(error)) => Err(error.code),
             Err(RequestError::Timeout { .. }) => {
                 // `_lembas` notifications are for a LLeMbas client only.
-                if self.registry.breaks(ids::DEVICE_CARD_TIMEOUT) || !client.lembas() {
+                // Misbehaving: questions and plans left up after the device stopped waiting.
+                let keeps_card_up = method != methods::SESSION_REQUEST_PERMISSION
+                    && self.registry.breaks(ids::DEVICE_QUESTION_TIMEOUT);
+                if self.registry.breaks(ids::DEVICE_CARD_TIMEOUT)
+                    || keeps_card_up
+                    || !client.lembas()
+                {
                     return Ok(None);
                 }
                 client.peer().notify(
@@ -352,7 +443,15 @@ impl<'r> Cards<'r> {
             .await
         {
             Ok(Some(answer)) => ToolOutcome {
-                text: read_answers(&answer),
+                text: read_answers(
+                    &answer,
+                    &call.arguments,
+                    Reading {
+                        keeps_cut_labels: self.registry.breaks(ids::DEVICE_QUESTION_CUT_LABEL),
+                        first_only: self.registry.breaks(ids::DEVICE_QUESTION_ANSWERS),
+                        unknown_is_answer: self.registry.breaks(ids::DEVICE_QUESTION_MALFORMED),
+                    },
+                ),
                 // Anything but an answer reads as a dismissal.
                 ran: answer.get("outcome").and_then(Value::as_str) == Some("answered"),
             },
@@ -384,7 +483,28 @@ impl<'r> Cards<'r> {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        if !self.may_ask(client, "plan") {
+        let path = plan_path(&call.arguments);
+        // The plan is written for the record in the project, asked or not (spec, `_lembas/plan`).
+        // Misbehaving: no file, for the card's plan or for one nobody can be asked about.
+        let asks = self.may_ask(client, "plan");
+        let writes = if asks {
+            !self.registry.breaks(ids::DEVICE_PLAN_CARD_FILE)
+        } else {
+            !self.registry.breaks(ids::DEVICE_PLAN_CARD_PLAIN_CLIENT)
+        };
+        if writes && let Some(live) = self.registry.live_session(session_id) {
+            let file = live.state.lock().await.stored.cwd.join(&path);
+            let written = match file.parent() {
+                Some(dir) => {
+                    std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, &text))
+                }
+                None => std::fs::write(&file, &text),
+            };
+            if let Err(e) = written {
+                tracing::warn!("the plan file {} was not written: {e}", file.display());
+            }
+        }
+        if !asks {
             return ToolOutcome {
                 text: "The plan is saved; nobody can approve it here, so stop now.".into(),
                 ran: false,
@@ -393,7 +513,7 @@ impl<'r> Cards<'r> {
         let mut params = json!({
             "sessionId": session_id,
             "toolCallId": call.id,
-            "path": call.arguments.get("path").cloned().unwrap_or(json!("PLAN.md")),
+            "path": path,
             "text": text,
             "_meta": { "lembas": {} },
         });
@@ -414,11 +534,24 @@ impl<'r> Cards<'r> {
                         .get("mode")
                         .and_then(Value::as_str)
                         .unwrap_or("manual");
-                    let lowered = self.registry.limits().lower_mode(asked);
+                    let lowered = if self.registry.breaks(ids::DEVICE_PLAN_CARD_BEYOND) {
+                        // Misbehaving: the mode asked, whatever `max_mode` allows.
+                        Some(asked.to_string())
+                    } else {
+                        self.registry.limits().lower_mode(asked)
+                    };
+                    let approves = !self.registry.breaks(ids::DEVICE_PLAN_CARD_APPROVE);
                     match (lowered, self.registry.live_session(session_id)) {
                         // The session goes on in that mode, lowered to max_mode …
-                        (Some(mode), Some(live)) if mode != "plan" => {
-                            let mode = self.registry.change_mode(&live, &mode, Some(client)).await;
+                        (Some(mode), Some(live)) if mode != "plan" && approves => {
+                            let mode = if self.registry.breaks(ids::DEVICE_PLAN_CARD_BEYOND) {
+                                self.registry
+                                    .put_mode(&live, &mode, Some(client), crate::registry::ModeReport::Both)
+                                    .await;
+                                mode
+                            } else {
+                                self.registry.change_mode(&live, &mode, Some(client)).await
+                            };
                             ToolOutcome {
                                 text: format!("The plan is approved; go on in {mode} mode."),
                                 ran: true,
@@ -432,13 +565,14 @@ impl<'r> Cards<'r> {
                     }
                 }
                 Some("revise") => ToolOutcome {
-                    text: format!(
-                        "Revise the plan: {}",
-                        answer
-                            .get("feedback")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                    ),
+                    text: match answer.get("feedback").and_then(Value::as_str) {
+                        // Misbehaving: the person's feedback never reaches the model.
+                        Some(_) if self.registry.breaks(ids::DEVICE_PLAN_CARD_REVISE) => {
+                            "Revise the plan.".into()
+                        }
+                        Some(feedback) => format!("Revise the plan: {feedback}"),
+                        None => "Revise the plan.".into(),
+                    },
                     ran: true,
                 },
                 _ => ToolOutcome {
@@ -466,19 +600,32 @@ impl<'r> Cards<'r> {
     /// (ACP's flat entries, and with `plan_state` the structure) and a `plan` event.
     async fn write_plan(&self, client: &Client, session_id: &str, call: &ToolCall) -> ToolOutcome {
         let plan = call.arguments.get("plan").cloned().unwrap_or(Value::Null);
+        let mut previous = Value::Null;
         if let Some(live) = self.registry.live_session(session_id) {
             let mut state = live.state.lock().await;
+            previous = state.stored.plan.clone().unwrap_or(Value::Null);
             state.stored.plan = (!plan.is_null()).then(|| plan.clone());
             self.registry.save(&state);
         }
-        let entries: Vec<Value> = plan_entries(&plan);
+        let faults = EntryFaults {
+            dropped_pending: self.registry.breaks(ids::DEVICE_PLAN_DROPPED_COMPLETED),
+            phases_as_entries: self.registry.breaks(ids::DEVICE_PLAN_ENTRIES_MATCH),
+        };
+        let entries: Vec<Value> = plan_entries_with(&plan, faults);
         let structure = !self.registry.breaks(ids::DEVICE_PLAN_UPDATE);
-        let mut update = plan_update(&plan, self.registry.has("plan_state"));
-        if self.registry.has("plan_state") {
+        let plan_state = self.registry.has("plan_state");
+        let mut update = plan_update_with(&plan, plan_state, faults);
+        if plan_state {
             if !structure {
                 update["_meta"]["lembas"]["plan"] = Value::Null;
             }
-            client.event(session_id, json!({ "type": "plan", "plan": plan }));
+            // Misbehaving: the event carries the plan as it was before this change.
+            let told = if self.registry.breaks(ids::DEVICE_EVENT_PLAN_MATCHES) {
+                previous
+            } else {
+                plan.clone()
+            };
+            client.event(session_id, json!({ "type": "plan", "plan": told }));
         } else if self.registry.breaks(ids::DEVICE_EVENT_TODOS) {
             client.event(session_id, json!({ "type": "plan", "plan": plan }));
         } else if self.registry.config.spec == harness::lembas::Spec::V1_0_0 {
@@ -486,7 +633,13 @@ impl<'r> Cards<'r> {
             // event that carries it is `todos` (the same entries the `plan` update has).
             client.event(session_id, json!({ "type": "todos", "todos": entries }));
         }
-        client.update(session_id, update);
+        // Misbehaving: a cleared plan, or any plan at spec 1.0.0, is not told as an update.
+        let silent = (plan.is_null() && self.registry.breaks(ids::DEVICE_PLAN_CLEARED))
+            || (self.registry.config.spec == harness::lembas::Spec::V1_0_0
+                && self.registry.breaks(ids::DEVICE_PLAN_UPDATE_1_0));
+        if !silent {
+            client.update(session_id, update);
+        }
         ToolOutcome {
             text: "The plan is written.".into(),
             ran: true,
@@ -553,7 +706,9 @@ impl<'r> Cards<'r> {
         };
         match answer.pointer("/outcome/optionId").and_then(Value::as_str) {
             // `once` may come with the command line corrected: that one runs.
-            Some("once") => match said("command") {
+            Some("once") => match said("command")
+                .filter(|_| !self.registry.breaks(ids::DEVICE_PERMISSION_CORRECTED))
+            {
                 Some(corrected) => ToolOutcome {
                     text: format!(
                         "Ran `{corrected}` (the person corrected the command): done (exit 0)."
@@ -576,7 +731,9 @@ impl<'r> Cards<'r> {
             }
             // Denied (perhaps saying why), cancelled, unanswered in time, or anything else.
             _ => ToolOutcome {
-                text: match said("feedback") {
+                text: match said("feedback")
+                    .filter(|_| !self.registry.breaks(ids::DEVICE_PERMISSION_FEEDBACK))
+                {
                     Some(why) => format!("{title}: denied by the person, who says: {why}"),
                     None => format!("{title}: denied by the person."),
                 },
@@ -610,11 +767,22 @@ mod tests {
 
     #[test]
     fn answers_the_spec_does_not_define_read_as_dismissed() {
-        assert!(read_answers(&json!({"outcome": "answered", "answers": [{"kind": "options", "labels": ["SQLite"]}]})).contains("SQLite"));
-        assert!(read_answers(&json!({"outcome": "whatever"})).contains("dismissed"));
+        let read = |answer: Value| read_answers(&answer, &json!({}), Reading::default());
+        assert!(read(json!({"outcome": "answered", "answers": [{"kind": "options", "labels": ["SQLite"]}]})).contains("SQLite"));
+        assert!(read(json!({"outcome": "whatever"})).contains("dismissed"));
         assert!(
-            read_answers(&json!({"outcome": "answered", "answers": [{"kind": "nonsense"}]}))
+            read(json!({"outcome": "answered", "answers": [{"kind": "nonsense"}]}))
                 .contains("no answer")
         );
+    }
+
+    #[test]
+    fn a_cut_label_is_given_to_the_model_whole() {
+        let whole = format!("{}END", "x".repeat(300));
+        let asked = json!({"questions": [{"options": [{"label": "short"}, {"label": whole}]}]});
+        let cut: String = whole.chars().take(MAX_LABEL).collect();
+        let answer =
+            json!({"outcome": "answered", "answers": [{"kind": "options", "labels": [cut]}]});
+        assert!(read_answers(&answer, &asked, Reading::default()).contains("END"));
     }
 }

@@ -240,7 +240,9 @@ impl Registry {
         if self.has("commands") {
             self.send_commands(&id, &state.stored.cwd, client);
         }
-        if let Some(plan) = &state.stored.plan {
+        if let Some(plan) = &state.stored.plan
+            && !self.breaks(ids::DEVICE_PLAN_AFTER_NEW)
+        {
             client.update(&id, crate::plan::plan_update(plan, self.has("plan_state")));
         }
     }

@@ -468,9 +468,18 @@ impl Sessions {
             .map(|m| match m.role.as_str() {
                 "user" if !m.attachments.is_empty() => json!({ "role": "user", "text": m.text, "turnId": m.turn_id, "attachments": m.attachments }),
                 "user" => json!({ "role": "user", "text": m.text, "turnId": m.turn_id }),
-                _ => json!({ "role": "assistant", "text": m.text, "reasoning": m.reasoning, "tools": [] }),
+                _ => json!({ "role": "assistant", "text": m.text, "reasoning": m.reasoning, "tools": m.tools }),
             })
             .collect();
+        // Misbehaving: assistant turns come without their tools, or without their reasoning.
+        for turn in turns.iter_mut().filter(|t| t["role"] == "assistant") {
+            if self.registry.breaks(ids::DEVICE_HISTORY_TOOLS) {
+                turn["tools"] = json!([]);
+            }
+            if self.registry.breaks(ids::DEVICE_HISTORY_REASONING) {
+                turn["reasoning"] = json!("");
+            }
+        }
         if self.registry.breaks(ids::DEVICE_HISTORY_TURN_ID) {
             for turn in &mut turns {
                 turn.as_object_mut().map(|t| t.remove("turnId"));
@@ -482,7 +491,12 @@ impl Sessions {
         Ok(json!({
             "sessionId": state.stored.id,
             "title": state.stored.title,
-            "root": state.stored.cwd.display().to_string(),
+            // Misbehaving: the root named is the device's config directory, not the session's.
+            "root": if self.registry.breaks(ids::DEVICE_HISTORY_FIELDS) {
+                self.registry.store.config_dir().display().to_string()
+            } else {
+                state.stored.cwd.display().to_string()
+            },
             "turns": turns,
         }))
     }

@@ -28,6 +28,9 @@ pub struct StoredMessage {
     /// Left out of the conversation by a rewind.
     #[serde(default)]
     pub reverted: bool,
+    /// The tool calls an assistant message's turn ran (`{id, name, args, output?, isError?}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Value>,
     /// The files attached to a user message (`{name, mimeType, size}`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Value>,

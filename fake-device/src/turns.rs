@@ -255,6 +255,7 @@ impl<'r> Turns<'r> {
         }
         // That turn and every later one leave the conversation; files are not touched.
         let mut reverted: Vec<String> = Vec::new();
+        let cwd = state.stored.cwd.clone();
         for message in state
             .stored
             .messages
@@ -263,6 +264,13 @@ impl<'r> Turns<'r> {
             .filter(|m| !m.reverted)
         {
             message.reverted = true;
+            // Misbehaving: the plan files the reverted turns wrote are removed with them.
+            if self.registry.breaks(ids::DEVICE_REWIND_FILES_KEPT) {
+                for tool in message.tools.iter().filter(|t| t["name"] == "plan_submit") {
+                    let file = cwd.join(crate::cards::plan_path(&tool["args"]));
+                    let _ = std::fs::remove_file(file);
+                }
+            }
             if !reverted.contains(&message.turn_id) {
                 reverted.push(message.turn_id.clone());
             }
@@ -468,6 +476,7 @@ impl<'r> Turns<'r> {
             .scripts
             .iter()
             .find(|s| s.answers(&job.text));
+        let mut record = TurnRecord::default();
         let (reply, stop) = match (script, &self.registry.config.model) {
             // An action sends nothing to the model.
             _ if action => (String::new(), "end_turn"),
@@ -484,6 +493,7 @@ impl<'r> Turns<'r> {
                     client.as_ref(),
                     &session_id,
                     &mut cancelled,
+                    &mut record,
                 )
                 .await
             }
@@ -542,22 +552,31 @@ impl<'r> Turns<'r> {
         };
         let answer = json!({ "stopReason": said_stop, "_meta": { "lembas": lembas } });
         // An action leaves nothing in the conversation; a prompt command is kept as typed.
-        let said = if action {
-            Vec::new()
-        } else {
-            vec![
-                ("user", job.typed.clone(), job.attachments.clone()),
-                ("assistant", reply, Vec::new()),
-            ]
-        };
-        for (role, text, attachments) in said {
+        if !action {
+            // Misbehaving: the user's text is kept with what its attachments added.
+            let typed = if self.registry.breaks(ids::DEVICE_HISTORY_TEXT) {
+                job.text.clone()
+            } else {
+                job.typed.clone()
+            };
+            let turn_id = job.turn_id.clone();
             state.stored.messages.push(StoredMessage {
-                role: role.into(),
-                text,
-                turn_id: job.turn_id.clone(),
+                role: "user".into(),
+                text: typed,
+                turn_id: turn_id.clone(),
                 reasoning: String::new(),
                 reverted: false,
-                attachments,
+                tools: Vec::new(),
+                attachments: job.attachments.clone(),
+            });
+            state.stored.messages.push(StoredMessage {
+                role: "assistant".into(),
+                text: reply,
+                turn_id,
+                reasoning: record.reasoning,
+                reverted: false,
+                tools: record.tools,
+                attachments: Vec::new(),
             });
         }
         state
@@ -603,6 +622,8 @@ impl Turns<'_> {
 
     /// A turn the instance's model drives: each step asks the model, says its text, and runs its
     /// tool calls with the cards they need, until it calls no tool (at most [`MAX_STEPS`]).
+    /// What the history keeps besides the text (reasoning, tools) goes to `record`.
+    #[allow(clippy::too_many_arguments)] // one turn's context; bundling it would only rename it
     async fn model_turn(
         &self,
         live: &Live,
@@ -611,6 +632,7 @@ impl Turns<'_> {
         client: Option<&Client>,
         session_id: &str,
         cancelled: &mut watch::Receiver<bool>,
+        record: &mut TurnRecord,
     ) -> (String, &'static str) {
         // The account's personalization stands in for the device's own (spec, HTTP API).
         let personal = self.registry.config.account.personal_prompt().await;
@@ -701,6 +723,9 @@ impl Turns<'_> {
                 event.extend(usage.iter().map(|(k, v)| (k.clone(), v.clone())));
                 client.event(session_id, Value::Object(event));
             }
+            if let Some(reasoning) = &completion.reasoning {
+                record.reasoning.push_str(reasoning);
+            }
             if let (Some(reasoning), Some(client)) = (&completion.reasoning, client) {
                 client.update(session_id, json!({ "sessionUpdate": "agent_thought_chunk", "content": { "type": "text", "text": reasoning } }));
                 client.event(
@@ -731,6 +756,8 @@ impl Turns<'_> {
                 let outcome = Cards::new(self.registry)
                     .tool_step(client, session_id, call)
                     .await;
+                // History lists each call with its output, and whether it failed.
+                record.tools.push(json!({ "id": call.id, "name": call.name, "args": call.arguments, "output": outcome.text, "isError": !outcome.ran }));
                 messages.push(
                     json!({ "role": "tool", "tool_call_id": call.id, "content": outcome.text }),
                 );
@@ -758,6 +785,16 @@ impl Turns<'_> {
         }
         (String::new(), "end_turn")
     }
+}
+
+/// What a model's turn leaves in the history besides its text: the model's reasoning and the
+/// tool calls it ran (spec, `_lembas/session/history`).
+#[derive(Debug, Default)]
+struct TurnRecord {
+    /// The reasoning of every step, in order.
+    reasoning: String,
+    /// `{id, name, args, output, isError}` of each tool call.
+    tools: Vec<Value>,
 }
 
 /// The most model calls one turn makes: a model that keeps calling tools is stopped there, and

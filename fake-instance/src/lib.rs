@@ -37,6 +37,7 @@ pub mod http;
 mod mode_watch;
 mod modes;
 mod monitor;
+mod plan_watch;
 mod run;
 mod server;
 mod settings;

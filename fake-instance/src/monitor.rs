@@ -337,6 +337,8 @@ pub struct LinkWatch {
     sessions: std::collections::HashSet<String>,
     /// The device's modes: its `max_mode`, and those each session opened here offered.
     modes: crate::mode_watch::ModeWatch,
+    /// The plan updates and `plan` events of each session, held to each other.
+    plans: crate::plan_watch::PlanWatch,
 }
 
 /// Methods a device sends about one session.
@@ -475,6 +477,7 @@ impl LinkWatch {
             self.modes.hello(params);
         }
         found.extend(self.modes.incoming(method, params));
+        found.extend(self.plans.incoming(method, params));
         let session = params.get("sessionId").and_then(Value::as_str);
         if method == methods::LEMBAS_SESSION_ANNOUNCE
             && let Some(id) = session
