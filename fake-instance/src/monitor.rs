@@ -337,6 +337,8 @@ pub struct LinkWatch {
     sessions: std::collections::HashSet<String>,
     /// The device's modes: its `max_mode`, and those each session opened here offered.
     modes: crate::mode_watch::ModeWatch,
+    /// The rules that need what the link said before (hello, capabilities, turns, sessions).
+    rules: crate::link_rules::LinkRules,
 }
 
 /// Methods a device sends about one session.
@@ -386,11 +388,23 @@ impl LinkWatch {
         request_params: &Value,
         outcome: &Result<Value, Value>,
     ) -> Vec<Finding> {
+        let mut found = self.rules.response(method, request_params, outcome);
+        found.extend(self.judge_response(method, request_params, outcome));
+        found
+    }
+
+    fn judge_response(
+        &mut self,
+        method: &str,
+        request_params: &Value,
+        outcome: &Result<Value, Value>,
+    ) -> Vec<Finding> {
         let Ok(result) = outcome else {
             return Vec::new();
         };
         match method {
             methods::INITIALIZE => {
+                let found = self.rules.initialized(result);
                 self.capabilities = result
                     .pointer("/_meta/lembas/capabilities")
                     .and_then(Value::as_array)
@@ -401,7 +415,7 @@ impl LinkWatch {
                             .collect()
                     })
                     .unwrap_or_default();
-                Vec::new()
+                found
             }
             methods::SESSION_NEW => {
                 if let Some(id) = result.get("sessionId").and_then(Value::as_str) {
@@ -473,7 +487,9 @@ impl LinkWatch {
         let mut found = Vec::new();
         if method == methods::LEMBAS_HELLO {
             self.modes.hello(params);
+            self.rules.hello(params);
         }
+        found.extend(self.rules.incoming(method, params));
         found.extend(self.modes.incoming(method, params));
         let session = params.get("sessionId").and_then(Value::as_str);
         if method == methods::LEMBAS_SESSION_ANNOUNCE
