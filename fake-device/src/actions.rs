@@ -137,7 +137,11 @@ impl DeviceActor {
             .sessions
             .share_terminal_session()
             .ok_or("the device has no root to start a session in")?;
-        if let Some(peer) = self.lembas_link() {
+        // Misbehaving: the share is announced only when a link next comes up.
+        if let Some(peer) = self
+            .lembas_link()
+            .filter(|_| !self.model.breaks(ids::DEVICE_ANNOUNCE_ON_SHARE))
+        {
             self.model.announce_now(&peer).await;
         }
         Ok(json!({ "sessionId": id }))
@@ -165,12 +169,24 @@ impl DeviceActor {
     }
 
     /// The terminal lets the shared session go, and says so (`left`, available to the client).
-    pub fn leave_session(&self) -> Result<Value, String> {
+    pub async fn leave_session(&self) -> Result<Value, String> {
         let id = self
             .sessions
             .registry()
             .leave_terminal_session()
             .ok_or("no session is shared")?;
+        if self.model.breaks(ids::DEVICE_TURNS_SHARED_LOG)
+            && let Some(live) = self.sessions.registry().live_session(&id)
+        {
+            // Misbehaving: the terminal's turn log does not pass to the service.
+            let mut state = live.state.lock().await;
+            state.turns = crate::store::TurnLog::default();
+            self.sessions.registry().save(&state);
+        }
+        if self.model.breaks(ids::DEVICE_LEFT_AVAILABLE) {
+            // Misbehaving: said available, and gone from the store all the same.
+            self.sessions.delete_here(&id).await?;
+        }
         if !self.sessions.registry().breaks(ids::DEVICE_LEFT_SHAPE)
             && let Some(peer) = self.lembas_link()
         {
@@ -186,7 +202,11 @@ impl DeviceActor {
     /// for the next link.
     pub async fn delete_session(&self, id: &str) -> Result<Value, String> {
         self.sessions.delete_here(id).await?;
-        let told = match self.lembas_link() {
+        // Misbehaving: kept for the next link even while one is up.
+        let told = match self
+            .lembas_link()
+            .filter(|_| !self.sessions.registry().breaks(ids::DEVICE_DELETED_LIVE))
+        {
             Some(peer) if self.sessions.registry().has("delete") => {
                 peer.notify(methods::LEMBAS_SESSION_DELETED, json!({ "sessionId": id }));
                 true
@@ -313,7 +333,7 @@ impl DeviceActor {
                     .await?;
                 Ok(json!({ "toolCallId": call }))
             }
-            DeviceAction::LeaveSession(true) => self.leave_session(),
+            DeviceAction::LeaveSession(true) => self.leave_session().await,
             DeviceAction::DeleteSession(id) => self.delete_session(&id).await,
             DeviceAction::ChangeLimits(change) => {
                 self.change_limits(change.add_root, change.remote)

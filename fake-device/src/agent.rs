@@ -140,6 +140,10 @@ impl AgentConfig {
             })
             .map(String::from)
             .collect();
+        if self.misbehave.breaks(ids::DEVICE_COMMANDS_CAPABILITY) {
+            // Misbehaving: `commands` left out of the list (its updates are still sent).
+            list.retain(|c| c != "commands");
+        }
         if self.misbehave.breaks(ids::DEVICE_INITIALIZE_CAPABILITIES) {
             list.push(
                 if self.spec == Spec::V1_0_0 {
@@ -364,6 +368,7 @@ impl AgentModel {
 
     /// The hello this device sends on a link of `protocol`.
     pub fn hello(&self, protocol: u8) -> Value {
+        self.sessions.registry().said_in_hello();
         let protocol = if self.breaks(ids::DEVICE_HELLO_PROTOCOL) {
             3 - protocol
         } else {
@@ -417,6 +422,18 @@ impl AgentModel {
         });
         if self.breaks(ids::DEVICE_INITIALIZE_RESULT) {
             result.as_object_mut().map(|o| o.remove("agentInfo"));
+        }
+        if self.breaks(ids::DEVICE_INITIALIZE_MATCHES_HELLO)
+            && let Some(limits) = result.pointer_mut("/_meta/lembas/limits")
+            && limits.is_object()
+        {
+            // Misbehaving: initialize names another max_mode than hello did.
+            let other = if limits["max_mode"] == "manual" {
+                "auto"
+            } else {
+                "manual"
+            };
+            limits["max_mode"] = json!(other);
         }
         result
     }
@@ -490,10 +507,16 @@ impl Behaviour for AgentModel {
             // On stdio the client is an editor whatever it says: plain ACP only (spec, intro).
             let lembas = !self.config.stdio
                 && said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object());
+            // Misbehaving: a `_meta.lembas` naming no protocol is read as protocol 2.
+            let unsaid = if self.breaks(ids::DEVICE_CLIENT_PROTOCOL_ABSENT) {
+                2
+            } else {
+                1
+            };
             let client_protocol = said
                 .and_then(|l| l.get("protocol"))
                 .and_then(Value::as_u64)
-                .map_or(1, |p| u8::try_from(p).unwrap_or(u8::MAX));
+                .map_or(unsaid, |p| u8::try_from(p).unwrap_or(u8::MAX));
             let protocol = {
                 let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
                 let state = links.entry(peer.link()).or_default();

@@ -28,9 +28,19 @@ fn dir(limits: &Limits, path: &Path) -> Value {
     entry
 }
 
-/// Answers `_lembas/directories` under the limits as they are now. `any_path`: list whatever
-/// path is asked (only when misbehaving on purpose).
-pub fn answer(limits: &Limits, params: &Value, any_path: bool) -> Result<Value, RpcError> {
+/// What the picker gets wrong on purpose (a misbehaving device); all off by default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Faults {
+    /// Lists whatever path is asked.
+    pub any_path: bool,
+    /// Lists no subfolders.
+    pub no_subfolders: bool,
+    /// Marks every subfolder not accepted, whatever session/new would do.
+    pub refuses_entries: bool,
+}
+
+/// Answers `_lembas/directories` under the limits as they are now.
+pub fn answer(limits: &Limits, params: &Value, faults: Faults) -> Result<Value, RpcError> {
     let Some(path) = params
         .get("path")
         .and_then(Value::as_str)
@@ -54,7 +64,7 @@ pub fn answer(limits: &Limits, params: &Value, any_path: bool) -> Result<Value, 
     };
     // A listing is refused as session/new refuses a folder: no roots, remote work off, not
     // absolute, outside the roots. Trust is not needed to look.
-    if any_path {
+    if faults.any_path {
         let asked = Path::new(path);
         let mut result = dir(limits, asked);
         result["parent"] = Value::Null;
@@ -91,7 +101,20 @@ pub fn answer(limits: &Limits, params: &Value, any_path: bool) -> Result<Value, 
                 .collect();
             subdirs.sort();
             subdirs.truncate(MAX_ENTRIES);
-            result["entries"] = json!(subdirs.iter().map(|p| dir(limits, p)).collect::<Vec<_>>());
+            if faults.no_subfolders {
+                subdirs.clear();
+            }
+            let entries: Vec<Value> = subdirs
+                .iter()
+                .map(|p| dir(limits, p))
+                .map(|mut entry| {
+                    if faults.refuses_entries {
+                        entry["accepted"] = json!(false);
+                    }
+                    entry
+                })
+                .collect();
+            result["entries"] = json!(entries);
         }
         Err(e) => {
             result["entries"] = json!([]);
@@ -112,13 +135,14 @@ mod tests {
         std::fs::create_dir(root.path().join("a")).expect("dir");
         std::fs::write(root.path().join("file.txt"), "x").expect("file");
         let mut limits = Limits::new(&[root.path().display().to_string()]);
-        let places = answer(&limits, &json!({}), false).expect("places");
+        let places = answer(&limits, &json!({}), Faults::default()).expect("places");
         assert_eq!(places["path"], "");
         assert_eq!(places["places"].as_array().map(Vec::len), Some(1));
         assert_eq!(places["places"][0]["accepted"], true);
 
         let root_path = limits.roots[0].display().to_string();
-        let listing = answer(&limits, &json!({"path": root_path}), false).expect("listing");
+        let listing =
+            answer(&limits, &json!({"path": root_path}), Faults::default()).expect("listing");
         let names: Vec<&str> = listing["entries"]
             .as_array()
             .expect("entries")
@@ -129,7 +153,8 @@ mod tests {
         assert_eq!(listing["parent"], Value::Null, "nothing above a root");
 
         limits.trusted.clear();
-        let untrusted = answer(&limits, &json!({"path": root_path}), false).expect("listing");
+        let untrusted =
+            answer(&limits, &json!({"path": root_path}), Faults::default()).expect("listing");
         assert_eq!(untrusted["accepted"], false);
         assert!(
             untrusted["reason"]
@@ -138,16 +163,21 @@ mod tests {
         );
 
         assert!(
-            answer(&limits, &json!({"path": "/"}), false).is_err(),
+            answer(&limits, &json!({"path": "/"}), Faults::default()).is_err(),
             "outside the roots"
         );
-        assert!(answer(&limits, &json!({"path": "relative"}), false).is_err());
+        assert!(answer(&limits, &json!({"path": "relative"}), Faults::default()).is_err());
         assert!(
-            answer(&Limits::new(&[]), &json!({"path": "/tmp"}), false).is_err(),
+            answer(
+                &Limits::new(&[]),
+                &json!({"path": "/tmp"}),
+                Faults::default()
+            )
+            .is_err(),
             "no roots"
         );
         assert_eq!(
-            answer(&Limits::new(&[]), &json!({}), false).expect("places")["places"],
+            answer(&Limits::new(&[]), &json!({}), Faults::default()).expect("places")["places"],
             json!([])
         );
     }

@@ -125,6 +125,8 @@ pub struct Job {
     pub command: Option<Slash>,
     /// The files attached to it (`{name, mimeType, size}`), for the prompt event and history.
     pub attachments: Vec<Value>,
+    /// Whether the device made its id (the prompt came without a `turnId`).
+    pub made_id: bool,
 }
 
 /// The turn running in a session.

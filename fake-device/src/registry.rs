@@ -67,6 +67,8 @@ pub struct Registry {
     pub(crate) frecency: crate::files::Frecency,
     /// The command set each session's client was last told.
     commands_sent: Mutex<HashMap<String, Vec<serde_json::Value>>>,
+    /// The limits the latest hello said (what a link was told, which may be older than now).
+    said_limits: Mutex<Option<Limits>>,
 }
 
 /// How a change of a session's mode is told to its client.
@@ -150,6 +152,7 @@ impl Registry {
             terminal_cards: Mutex::new(Vec::new()),
             frecency: crate::files::Frecency::default(),
             commands_sent: Mutex::new(HashMap::new()),
+            said_limits: Mutex::new(None),
         }
     }
 
@@ -162,12 +165,31 @@ impl Registry {
         self.config.misbehave.breaks(rule)
     }
 
+    /// Whether sessions send their command list (`available_commands_update`): with capability
+    /// `commands` only, unless misbehaving on purpose.
+    pub(crate) fn sends_commands(&self) -> bool {
+        self.has("commands") || self.breaks(ids::DEVICE_COMMANDS_CAPABILITY)
+    }
+
     /// The limits as they are now.
     pub fn limits(&self) -> Limits {
         self.limits
             .read()
             .map(|l| l.clone())
             .unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    /// Remembers the limits a hello said now.
+    pub fn said_in_hello(&self) {
+        let now = self.limits();
+        if let Ok(mut said) = self.said_limits.lock() {
+            *said = Some(now);
+        }
+    }
+
+    /// The limits the latest hello said, if one was sent.
+    pub fn said_limits(&self) -> Option<Limits> {
+        self.said_limits.lock().ok()?.clone()
     }
 
     /// The command set of a session in `project` (built-ins, custom commands, skills).
@@ -180,6 +202,10 @@ impl Registry {
         if self.breaks(ids::DEVICE_COMMANDS_BUILTINS) {
             // Misbehaving: `continue` is left out of the built-ins.
             set.retain(|c| c.name != "continue");
+        }
+        if self.breaks(ids::DEVICE_COMMANDS_BUILTINS_FIRST) {
+            // Misbehaving: custom commands and skills before the built-ins.
+            set.sort_by_key(|c| matches!(c.kind, crate::commands::Kind::Builtin));
         }
         set
     }
@@ -210,7 +236,7 @@ impl Registry {
         project: &std::path::Path,
         client: &Client,
     ) {
-        if !self.has("commands") {
+        if !self.sends_commands() {
             return;
         }
         let now = crate::commands::to_values(&self.command_set(project));
@@ -237,7 +263,7 @@ impl Registry {
             return;
         }
         let id = state.stored.id.clone();
-        if self.has("commands") {
+        if self.sends_commands() {
             self.send_commands(&id, &state.stored.cwd, client);
         }
         if let Some(plan) = &state.stored.plan
@@ -263,6 +289,10 @@ impl Registry {
         let mut map = self.live.lock().ok()?;
         if let Some(live) = map.get(id) {
             return Some(Opened::Already(live.clone()));
+        }
+        if self.breaks(ids::DEVICE_SESSIONS_REOPEN) {
+            // Misbehaving: a session not in memory is not looked for in the store.
+            return None;
         }
         let stored = self.store.load_session(id).ok().flatten()?;
         let mut turns = self.stored_turns(id);
@@ -341,7 +371,10 @@ impl Registry {
             let mut state = live.state.lock().await;
             // The session stops: the running turn ends `cancelled` (and answers its prompt),
             // and the turns waiting behind it are answered `cancelled` without running.
-            if let Some(running) = &state.running {
+            // Misbehaving: the running turn goes on, its output after the delete's answer.
+            if let Some(running) = &state.running
+                && !self.breaks(ids::DEVICE_DELETE_STOPS)
+            {
                 running.cancel();
             }
             for turn in std::mem::take(&mut state.queued) {
@@ -353,14 +386,23 @@ impl Registry {
             }
             state.deleted = true;
         }
-        if let Ok(mut map) = self.live.lock() {
+        // Misbehaving: a terminal that had it open goes on in it, still shared.
+        let kept = self.breaks(ids::DEVICE_DELETE_TERMINAL_NEW) && self.is_terminal_session(id);
+        if let Ok(mut map) = self.live.lock()
+            && !kept
+        {
             map.remove(id);
         }
         // A terminal that had it open goes on in a new session of its own (not shared).
         if let Ok(mut terminal) = self.terminal.lock()
             && terminal.as_deref() == Some(id)
+            && !kept
         {
             *terminal = None;
+        }
+        if self.breaks(ids::DEVICE_DELETE_GONE_LATER) {
+            // Misbehaving: gone from memory, and still in the store for the next start.
+            return Ok(true);
         }
         self.store.delete_session(id)
     }

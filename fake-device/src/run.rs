@@ -703,7 +703,7 @@ fn play_on_timers(actor: &Arc<DeviceActor>, options: &Options) {
         }
         if let Some(leave_after) = terminal.leave_after {
             tokio::time::sleep(leave_after).await;
-            let _ = actor.leave_session();
+            let _ = actor.leave_session().await;
         }
     });
 }

@@ -112,15 +112,24 @@ impl Sessions {
                 Ok(live) => turns.rewind(&live, params).await,
                 Err(e) => Err(e),
             },
-            methods::LEMBAS_SESSION_COMPACT if has("compact") => match self.session(params).await {
-                Ok(live) => turns.compact(&live, params, client).await,
-                Err(e) => Err(e),
-            },
+            // Misbehaving: compact is listed and answered method-not-found.
+            methods::LEMBAS_SESSION_COMPACT
+                if has("compact") && !self.registry.breaks(ids::DEVICE_CAPABILITIES_KEPT) =>
+            {
+                match self.session(params).await {
+                    Ok(live) => turns.compact(&live, params, client).await,
+                    Err(e) => Err(e),
+                }
+            }
             methods::LEMBAS_SESSION_TITLE if has("title") => self.title(params, client).await,
             methods::LEMBAS_DIRECTORIES if has("directories") => crate::directories::answer(
                 &self.registry.limits(),
                 params,
-                self.registry.breaks(ids::DEVICE_DIRECTORIES_ROOTS),
+                crate::directories::Faults {
+                    any_path: self.registry.breaks(ids::DEVICE_DIRECTORIES_ROOTS),
+                    no_subfolders: self.registry.breaks(ids::DEVICE_DIRECTORIES_LISTING),
+                    refuses_entries: self.registry.breaks(ids::DEVICE_DIRECTORIES_ACCEPTED),
+                },
             ),
             methods::LEMBAS_COMMANDS if has("commands") => self.commands(params).await,
             methods::LEMBAS_FILES_SEARCH if has("files") => self.search_files(params).await,
@@ -146,7 +155,9 @@ impl Sessions {
         if self.registry.breaks(ids::DEVICE_UPDATE_SESSION) {
             client.update("ses_ghost", json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "boo" } }));
         }
-        if self.registry.has("commands")
+        // Misbehaving: no command list follows the answer.
+        if self.registry.sends_commands()
+            && !self.registry.breaks(ids::DEVICE_COMMANDS_AFTER_NEW)
             && let Some(live) = self.registry.live_session(id)
         {
             let project = live.state.lock().await.stored.cwd.clone();
@@ -250,6 +261,11 @@ impl Sessions {
     async fn new_session(&self, params: &Value, client: &Client) -> Answer {
         let cwd = param_str(params, "cwd")?;
         let limits = self.registry.limits();
+        // Misbehaving: judged by the limits the link's hello said, not by those of now.
+        let limits = match self.registry.said_limits() {
+            Some(said) if self.registry.breaks(ids::DEVICE_LIMITS_CURRENT) => said,
+            _ => limits,
+        };
         let cwd = match limits.check_cwd(cwd) {
             Ok(path) => path,
             Err(_) if self.registry.breaks(ids::DEVICE_SESSION_NEW_ROOTS) => cwd.into(),
@@ -356,7 +372,11 @@ impl Sessions {
             // the roots (or remote work turned off) is refused as session/new would refuse it.
             // A terminal's shared session is the terminal's to bound.
             let limits = self.registry.limits();
-            if !self.registry.is_terminal_session(id) && !limits.inside_roots(&state.stored.cwd) {
+            // Misbehaving: a session the client had is served wherever it lies.
+            if !self.registry.is_terminal_session(id)
+                && !limits.inside_roots(&state.stored.cwd)
+                && !self.registry.breaks(ids::DEVICE_SESSIONS_REOPEN_RULES)
+            {
                 return Err(refuse(if limits.remote {
                     format!(
                         "session `{id}` works in {}, which is outside the device's remote roots",
@@ -441,7 +461,10 @@ impl Sessions {
             "queued": [],
         });
         if self.registry.has("turns") {
-            result["queued"] = json!(queued);
+            // Misbehaving: the turns waiting are not listed.
+            if !self.registry.breaks(ids::DEVICE_STATUS_QUEUED) {
+                result["queued"] = json!(queued);
+            }
             if let Some(turn) = running {
                 result["turnId"] = json!(turn);
             }
@@ -512,7 +535,9 @@ impl Sessions {
             // Which sessions a client may delete: one it was given, else one under the roots
             // of a device whose remote work is on. Trust is not asked: deleting runs nothing.
             let limits = self.registry.limits();
-            if !state.stored.given
+            // Misbehaving: the mark of what the client was given is not looked at.
+            let given = state.stored.given && !self.registry.breaks(ids::DEVICE_DELETE_GIVEN);
+            if !given
                 && !limits.inside_roots(&state.stored.cwd)
                 && !self.registry.breaks(ids::DEVICE_DELETE_SCOPE)
             {
@@ -595,6 +620,11 @@ impl Sessions {
         .await
         .map_err(|e| refuse(format!("the search failed: {e}")))?;
         let files: Vec<Value> = found.iter().map(crate::files::Entry::to_value).collect();
+        // Misbehaving: the first root is named whatever directory the session works in.
+        let root = match self.registry.limits().roots.first() {
+            Some(first) if self.registry.breaks(ids::DEVICE_FILES_ROOT) => first.clone(),
+            _ => root,
+        };
         Ok(json!({ "root": root.display().to_string(), "files": files }))
     }
 

@@ -130,6 +130,12 @@ impl<'r> Turns<'r> {
                     });
                 }
                 Some(_) => state.waiters.entry(turn_id.clone()).or_default().push(tx),
+                None if state.running.is_some()
+                    && self.registry.breaks(ids::DEVICE_PROMPT_QUEUED) =>
+                {
+                    // Misbehaving: a prompt that comes while a turn runs is refused.
+                    return Err(refuse("the session is working"));
+                }
                 None => {
                     // Only a new turn keeps its attachments.
                     let read = prepared.write(dir.as_deref()).map_err(refuse)?;
@@ -181,6 +187,7 @@ impl<'r> Turns<'r> {
                                 .iter()
                                 .map(crate::attachments::Attachment::to_value)
                                 .collect(),
+                            made_id: given.is_none(),
                         })
                         .is_err()
                     {
@@ -519,6 +526,10 @@ impl<'r> Turns<'r> {
             }
         };
         say(task("end"));
+        if self.registry.breaks(ids::DEVICE_EVENT_TASK_PAIRED) {
+            // Misbehaving: the turn's end is said twice.
+            say(task("end"));
+        }
         say(json!({ "type": "done", "stopReason": stop }));
         let mut state = live.state.lock().await;
         // The turn may have written a command file or made a skill.
@@ -536,6 +547,10 @@ impl<'r> Turns<'r> {
             .map(|r| r.steers.into_iter().map(|(t, _)| t).collect())
             .unwrap_or_default();
         let mut lembas = json!({ "turnId": job.turn_id });
+        if job.made_id && self.registry.breaks(ids::DEVICE_TURNS_MADE_ID) {
+            // Misbehaving: the answer names another made id than the turn's events did.
+            lembas = json!({ "turnId": fresh_id("turn_") });
+        }
         if self.registry.breaks(ids::DEVICE_PROMPT_TURN_ID) {
             lembas = json!({});
         }

@@ -34,6 +34,7 @@ mod client;
 mod configure;
 mod embedding;
 pub mod http;
+mod link_rules;
 mod mode_watch;
 mod modes;
 mod monitor;

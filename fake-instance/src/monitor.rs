@@ -339,6 +339,8 @@ pub struct LinkWatch {
     modes: crate::mode_watch::ModeWatch,
     /// The plan updates and `plan` events of each session, held to each other.
     plans: crate::plan_watch::PlanWatch,
+    /// The rules that need what the link said before (hello, capabilities, turns, sessions).
+    rules: crate::link_rules::LinkRules,
 }
 
 /// Methods a device sends about one session.
@@ -388,11 +390,23 @@ impl LinkWatch {
         request_params: &Value,
         outcome: &Result<Value, Value>,
     ) -> Vec<Finding> {
+        let mut found = self.rules.response(method, request_params, outcome);
+        found.extend(self.judge_response(method, request_params, outcome));
+        found
+    }
+
+    fn judge_response(
+        &mut self,
+        method: &str,
+        request_params: &Value,
+        outcome: &Result<Value, Value>,
+    ) -> Vec<Finding> {
         let Ok(result) = outcome else {
             return Vec::new();
         };
         match method {
             methods::INITIALIZE => {
+                let found = self.rules.initialized(result);
                 self.capabilities = result
                     .pointer("/_meta/lembas/capabilities")
                     .and_then(Value::as_array)
@@ -403,7 +417,7 @@ impl LinkWatch {
                             .collect()
                     })
                     .unwrap_or_default();
-                Vec::new()
+                found
             }
             methods::SESSION_NEW => {
                 if let Some(id) = result.get("sessionId").and_then(Value::as_str) {
@@ -475,7 +489,9 @@ impl LinkWatch {
         let mut found = Vec::new();
         if method == methods::LEMBAS_HELLO {
             self.modes.hello(params);
+            self.rules.hello(params);
         }
+        found.extend(self.rules.incoming(method, params));
         found.extend(self.modes.incoming(method, params));
         found.extend(self.plans.incoming(method, params));
         let session = params.get("sessionId").and_then(Value::as_str);
