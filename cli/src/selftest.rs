@@ -140,6 +140,15 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
     let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
     let report = match case.side {
         Side::Instance => {
+            // A scenario that speaks to the device on its standard input and output gets a pipe
+            // pair: one end the instance's link, the other the device's stdin and stdout.
+            let (instance_end, device_end) = match fake_instance::speaks_stdio(&case.scenario) {
+                true => {
+                    let (a, b) = stdio_pair();
+                    (Some(fake_instance::StdioLink::new(a)), Some(b))
+                }
+                false => (None, None),
+            };
             let instance = FakeInstance::builder()
                 .with_scenario((*case.scenario).clone())
                 .cell(case.cell.clone())
@@ -149,11 +158,12 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     o.process = Some(process);
                     // A misbehaviour case is decided by its rule's first finding.
                     o.end_at_finding = case.misbehave.clone();
+                    o.stdio_link = instance_end;
                 })
                 .start()
                 .await
                 .map_err(|e| e.to_string())?;
-            let (device, _root) = match peer_device(case, &instance.url(), peer).await {
+            let (device, _root) = match peer_device(case, &instance.url(), peer, device_end).await {
                 Ok(started) => started,
                 Err(e) => {
                     instance.dismiss();
@@ -213,12 +223,17 @@ async fn peer_device(
     case: &Case,
     url: &str,
     peer: Arc<InProcessPeer>,
+    stdio: Option<harness::transport::Connection>,
 ) -> Result<(FakeDevice, Option<tempfile::TempDir>), String> {
     let device = FakeDevice::builder(url)
         .cell(case.cell.clone())
         .patience(PATIENCE)
         .restarted_by(peer)
         .own_runtime(restarts_peer(&case.scenario.steps));
+    let device = match stdio {
+        Some(connection) => device.stdio(connection),
+        None => device,
+    };
     let device = match &case.misbehave {
         Some(rule) => device.misbehave(rule).map_err(|e| e.to_string())?,
         None => device,
@@ -240,6 +255,22 @@ async fn peer_device(
     };
     let device = device.start().await.map_err(|e| e.to_string())?;
     Ok((device, root))
+}
+
+/// Two ends of a pair of pipes, as an editor and `serve --stdio` hold them: what one writes,
+/// one line a message, the other reads.
+fn stdio_pair() -> (
+    harness::transport::Connection,
+    harness::transport::Connection,
+) {
+    use harness::transport::stdio::from_streams;
+    let (a_reads, b_writes) = tokio::io::duplex(1 << 20);
+    let (b_reads, a_writes) = tokio::io::duplex(1 << 20);
+    let limits = harness::transport::FrameLimits::default();
+    (
+        from_streams(a_reads, a_writes, limits, "stdio".to_owned()),
+        from_streams(b_reads, b_writes, limits, "editor".to_owned()),
+    )
 }
 
 /// Whether the steps restart the peer (`restart_peer`, also inside `when`).

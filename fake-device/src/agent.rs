@@ -38,6 +38,9 @@ pub struct AgentConfig {
     pub terminal: bool,
     /// The terminals' shell's home instead of the user's (the self-test's).
     pub terminal_home: Option<std::path::PathBuf>,
+    /// `remote.terminal_integration`: the terminals' shells start with the rc wrapper that
+    /// marks prompts (on unless set false).
+    pub terminal_integration: bool,
     /// Speaking plain ACP to an editor on stdin/stdout (`serve --stdio`): no hello, `limits:
     /// null`, and `_lembas/*` methods refused (they are only on the link).
     pub stdio: bool,
@@ -132,7 +135,14 @@ impl AgentConfig {
             .spec
             .capabilities()
             .into_iter()
-            .filter(|c| self.terminal || !TERMINAL_ONLY.contains(c))
+            // Misbehaving: the terminal capabilities though `remote.terminal` is off.
+            .filter(|c| {
+                self.terminal
+                    || self
+                        .misbehave
+                        .breaks(ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG)
+                    || !TERMINAL_ONLY.contains(c)
+            })
             .filter(|c| {
                 self.only
                     .as_ref()
@@ -184,6 +194,7 @@ impl AgentModel {
             config.misbehave.clone(),
         );
         terminals.home = config.terminal_home.clone();
+        terminals.integration = config.terminal_integration;
         let terminals = Arc::new(terminals);
         let shapes = harness::shapes::ShapeWatch::shared(
             harness::rules::catalogue(),
@@ -252,6 +263,22 @@ impl AgentModel {
             .read()
             .map(|l| l.clone())
             .map_err(|_| "the limits are unavailable".to_string())?;
+        let unasked = matches!(params.get("cwd"), None | Some(Value::Null));
+        // Misbehaving: a terminal without `cwd` starts in the user's home, whatever the roots
+        // (none at all, or a first one it should have started in).
+        let homeward = if limits.roots.is_empty() {
+            self.breaks(ids::DEVICE_TERMINAL_NO_ROOTS)
+        } else {
+            self.breaks(ids::DEVICE_TERMINAL_DEFAULT_CWD)
+        };
+        if unasked && homeward {
+            return self
+                .config
+                .terminal_home
+                .clone()
+                .or_else(|| std::env::var_os("HOME").map(std::path::PathBuf::from))
+                .ok_or_else(|| "no home".to_string());
+        }
         let asked = match params.get("cwd") {
             None | Some(Value::Null) => limits
                 .roots
@@ -348,7 +375,8 @@ impl AgentModel {
     }
 
     fn limits(&self) -> Value {
-        if self.config.stdio {
+        // Misbehaving: the device's own limits to an editor.
+        if self.config.stdio && !self.breaks(ids::DEVICE_STDIO_LIMITS_NULL) {
             return Value::Null;
         }
         let mut limits = self
@@ -505,7 +533,8 @@ impl Behaviour for AgentModel {
             let said = request.params.pointer("/clientCapabilities/_meta/lembas");
             // `lembas: true` is protocol 1, `{protocol: N}` says N; false or null is no LLeMbas.
             // On stdio the client is an editor whatever it says: plain ACP only (spec, intro).
-            let lembas = !self.config.stdio
+            // Misbehaving: an editor that says `_meta.lembas` is taken for LLeMbas on stdio too.
+            let lembas = (!self.config.stdio || self.breaks(ids::DEVICE_STDIO_PLAIN_ACP))
                 && said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object());
             // Misbehaving: a `_meta.lembas` naming no protocol is read as protocol 2.
             let unsaid = if self.breaks(ids::DEVICE_CLIENT_PROTOCOL_ABSENT) {
@@ -663,7 +692,13 @@ impl Behaviour for AgentModel {
                 peer.respond(&request.id, answer);
                 true
             }
-            method if self.config.stdio && method.starts_with("_lembas/") => {
+            // Misbehaving: the folder picker served on stdio too.
+            method
+                if self.config.stdio
+                    && method.starts_with("_lembas/")
+                    && !(method == methods::LEMBAS_DIRECTORIES
+                        && self.breaks(ids::DEVICE_STDIO_NO_DIRECTORIES)) =>
+            {
                 peer.respond(
                     &request.id,
                     Err(RpcError::new(

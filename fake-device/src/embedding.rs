@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::actions::{DeviceAction, DeviceActor};
 use crate::dial::{ProtocolChoice, Stopped};
 use crate::peer_of::PeerPlay;
-use crate::run::{Live, Options, StartError};
+use crate::run::{Live, Options, StartError, last_words};
 use crate::settings::AgentKind;
 
 /// How long [`DeviceBuilder::start`] waits for the device to be set up, and for discovery
@@ -47,6 +47,7 @@ pub struct DeviceBuilder {
     play: Option<PeerPlay>,
     restarts: Option<Arc<InProcessPeer>>,
     own_runtime: bool,
+    stdio: Option<harness::transport::Connection>,
 }
 
 impl DeviceBuilder {
@@ -61,7 +62,16 @@ impl DeviceBuilder {
             play: None,
             restarts: None,
             own_runtime: false,
+            stdio: None,
         }
+    }
+
+    /// Serves an editor over `connection` as `fake-device serve --stdio` does on its standard
+    /// input and output (plain ACP, one message a line) instead of dialling the instance, whose
+    /// URL then serves only the model of `--agent model`.
+    pub fn stdio(mut self, connection: harness::transport::Connection) -> Self {
+        self.stdio = Some(connection);
+        self
     }
 
     /// Adds a trusted remote root (`remote.roots`): where sessions may work.
@@ -243,6 +253,9 @@ impl DeviceBuilder {
             up_within: START_WITHIN,
             verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
         };
+        if let Some(connection) = self.stdio {
+            return Self::start_stdio(options, plan, connection, self.restarts, scratch).await;
+        }
         let scenario = self.scenario;
         let restarts = self.restarts;
         let own_runtime = self.own_runtime;
@@ -274,6 +287,34 @@ impl DeviceBuilder {
             running,
             _scratch: scratch,
             control,
+        })
+    }
+}
+
+impl DeviceBuilder {
+    /// The stdio run: up at once (an editor speaks first), until the editor's end closes or the
+    /// handle goes; `peer` hears the code it ended with.
+    async fn start_stdio(
+        options: Options,
+        plan: RunPlan,
+        connection: harness::transport::Connection,
+        peer: Option<Arc<InProcessPeer>>,
+        scratch: Option<tempfile::TempDir>,
+    ) -> Result<FakeDevice, StartError> {
+        let ((), running) = Running::start(plan, |up, shutdown| async move {
+            let _ = up.send(());
+            let finished = crate::run::serve_stdio(options, connection, shutdown).await;
+            if let Some(peer) = peer {
+                peer.ended(exit_code(&finished));
+            }
+            finished.map(Into::into)
+        })
+        .await?;
+        Ok(FakeDevice {
+            actor: Arc::new(Hands::default()),
+            running,
+            _scratch: scratch,
+            control: None,
         })
     }
 }
@@ -335,6 +376,14 @@ async fn runs(
                 let _ = ack.send(());
             }
             _ => {
+                // What its command would say as it stops, where a step can read it.
+                let said = finished
+                    .as_ref()
+                    .ok()
+                    .and_then(|done| last_words(done.stopped.as_ref(), &options.misbehave));
+                if let Some(words) = said {
+                    peer.say(harness::process::Stream::Stderr, &words);
+                }
                 peer.ended(exit_code(&finished));
                 return finished.map(Into::into);
             }

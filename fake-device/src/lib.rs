@@ -69,8 +69,8 @@ pub use check::{check_as_peer_of, check_scenario};
 pub use dial::{ProtocolChoice, Stopped, probe_protocol};
 pub use embedding::{DeviceBuilder, FakeDevice};
 pub use run::{
-    Finished, Options, PROTOCOL_MISMATCH_SENTENCE, StartError, TERMINAL_PROMPT, TerminalPlay, run,
-    run_with, serve_stdio, start_instance,
+    Finished, Options, PROTOCOL_MISMATCH_SENTENCE, StartError, TERMINAL_PROMPT, TerminalPlay,
+    last_words, run, run_with, serve_stdio, start_instance,
 };
 pub use scripts::{
     AgentScript, Regex, Say, ScriptAsk, ScriptPermission, ScriptStep, ScriptSubmitPlan, ScriptTool,

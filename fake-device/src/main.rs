@@ -63,6 +63,10 @@ struct Cli {
     /// shell in a PTY; capabilities `terminal` and `shell`).
     #[arg(long)]
     terminal: bool,
+    /// `remote.terminal_integration: false`: the terminals' shells start without the rc wrapper
+    /// (no OSC 133/7 marks; `integration: false`).
+    #[arg(long)]
+    no_terminal_integration: bool,
     /// The protocol to say: auto (from discovery), 1 or 2.
     #[arg(long, value_name = "auto|1|2", default_value = "auto")]
     protocol: String,
@@ -139,6 +143,10 @@ struct ServeArgs {
     /// The harness spec to implement: 1.0.0 or 1.1.0.
     #[arg(long, default_value = "1.1.0")]
     spec: harness::lembas::Spec,
+    /// Break this rule of the catalogue on purpose (repeatable), to show an editor's or a
+    /// harness's check catches it (`device.stdio.*`).
+    #[arg(long, value_name = "RULE")]
+    misbehave: Vec<String>,
 }
 
 /// `fake-device serve --stdio`.
@@ -161,6 +169,7 @@ fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     options.approval_timeout = args.approval_timeout.map(|d| d.0);
     options.state_dir = args.state_dir;
     options.cell.spec = args.spec;
+    options.misbehave = harness::cli::misbehaviours(&args.misbehave, Binds::Device)?;
     let runtime = harness::cli::runtime(false)?;
     let finished = runtime.block_on(async {
         let connection = harness::transport::stdio::stdio(options.limits);
@@ -316,7 +325,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         protocol,
         cell,
         journal: cli.common.journal.clone(),
-        misbehave,
+        misbehave: misbehave.clone(),
         patience: std::time::Duration::from_secs(5),
         limits: harness::transport::FrameLimits {
             max_message_bytes: cli.common.max_message_bytes,
@@ -330,6 +339,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         scripts,
         remote_terminal: cli.terminal,
         terminal_home: None,
+        terminal_integration: !cli.no_terminal_integration,
         steps: Vec::new(),
         capabilities: cli.capabilities.clone(),
         arranged: harness::engine::Arranged::from_names(&cli.common.arranged),
@@ -359,15 +369,12 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     runtime.shutdown_background();
     drop(made_root);
     let done = finished?;
+    if let Some(words) = fake_device::last_words(done.stopped.as_ref(), &misbehave) {
+        eprintln!("{words}");
+    }
     Ok(match done.stopped {
-        Some(Stopped::ProtocolMismatch) => {
-            eprintln!("fake-device: {}", fake_device::PROTOCOL_MISMATCH_SENTENCE);
-            Exit::ProtocolMismatch
-        }
-        Some(Stopped::Unauthorized) => {
-            eprintln!("fake-device: the instance refused this device's token (401); log in again");
-            Exit::Unauthorized
-        }
+        Some(Stopped::ProtocolMismatch) => Exit::ProtocolMismatch,
+        Some(Stopped::Unauthorized) => Exit::Unauthorized,
         _ => harness::cli::finish(
             "fake-device",
             &cli.common,

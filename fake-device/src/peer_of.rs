@@ -32,6 +32,7 @@ pub(crate) fn apply(play: &PeerPlay, options: &mut Options, scratch: &Path) -> R
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     }
     setup.lay_out(&root)?;
+    setup.lay_out_home(&home)?;
     // A scenario that wants a device with no roots gets one; any other, one trusted root.
     if setup.roots != RootsNeed::None {
         options.roots.push(root.display().to_string());
@@ -63,8 +64,9 @@ pub(crate) fn apply(play: &PeerPlay, options: &mut Options, scratch: &Path) -> R
     };
     options.approval_timeout = setup.approval_timeout.map(|d| d.0);
     options.max_mode = setup.max_mode.map(|m| m.as_str().to_string());
-    options.remote_terminal = setup.terminal;
+    options.remote_terminal = setup.terminal == Some(true);
     options.terminal_home = Some(home);
+    options.terminal_integration = setup.terminal_integration;
     options.steps = play.steps.clone();
     Ok(())
 }

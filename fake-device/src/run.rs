@@ -34,6 +34,26 @@ use crate::store::Store;
 pub const PROTOCOL_MISMATCH_SENTENCE: &str =
     "the instance and this CLI speak different link protocols — update one of them";
 
+/// What the command tells the person running it (on stderr) when its run stopped by itself:
+/// why, and what to do about it; `None`: nothing to tell.
+pub fn last_words(stopped: Option<&crate::Stopped>, misbehave: &Misbehaviours) -> Option<String> {
+    match stopped? {
+        // Misbehaving: it stops for good without a word on why.
+        crate::Stopped::ProtocolMismatch
+            if misbehave.breaks(harness::rules::ids::DEVICE_LINK_4400_MESSAGE) =>
+        {
+            None
+        }
+        crate::Stopped::ProtocolMismatch => {
+            Some(format!("fake-device: {PROTOCOL_MISMATCH_SENTENCE}"))
+        }
+        crate::Stopped::Unauthorized => {
+            Some("fake-device: the instance refused this device's token (401); log in again".into())
+        }
+        crate::Stopped::ByUs | crate::Stopped::GaveUp => None,
+    }
+}
+
 /// How to run.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -74,6 +94,9 @@ pub struct Options {
     pub remote_terminal: bool,
     /// The terminals' shell's home instead of the user's (the self-test gives an empty one).
     pub terminal_home: Option<PathBuf>,
+    /// `remote.terminal_integration`: the terminals' shells start with the rc wrapper that
+    /// marks prompts (default on).
+    pub terminal_integration: bool,
     /// What the person at the device does by itself from the start (`act` and `wait` steps;
     /// the self-test's `peer.steps`), when no scenario runs.
     pub steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
@@ -130,6 +153,7 @@ impl Options {
             scripts: Vec::new(),
             remote_terminal: false,
             terminal_home: None,
+            terminal_integration: true,
             steps: Vec::new(),
             capabilities: None,
             arranged: Arranged::Nothing,
@@ -327,6 +351,7 @@ pub(crate) async fn run_started(
         patience: options.patience,
         terminal: settings.terminal || options.remote_terminal,
         terminal_home: options.terminal_home.clone(),
+        terminal_integration: options.terminal_integration,
         stdio: false,
     };
     let http = reqwest::Client::builder()
@@ -640,6 +665,7 @@ pub async fn serve_stdio(
         patience: options.patience,
         terminal: false,
         terminal_home: None,
+        terminal_integration: true,
         stdio: true,
     };
     let http = reqwest::Client::builder()
@@ -657,6 +683,15 @@ pub async fn serve_stdio(
         .builtin_vars(&options.instance, &options.token, tmp.path());
     let hub = Hub::for_scenario(model, None, vars, journal.clone(), findings.clone())
         .map_err(StartError::Scenario)?;
+    // Misbehaving: a line of its own log on standard output, before any message.
+    if options
+        .misbehave
+        .breaks(harness::rules::ids::DEVICE_STDIO_FRAMING)
+    {
+        let _ = connection.outgoing.send(harness::transport::Outgoing::Text(
+            "fake-device: serving plain ACP on stdio".into(),
+        ));
+    }
     let peer = hub.attach(connection);
     tokio::select! {
         _ = peer.closed() => {}

@@ -5,10 +5,11 @@
 //! For bash, the shell starts with an rc wrapper (the spec's shell integration): the user's own
 //! login files first, then every prompt marked with OSC 133 (`A` prompt start, `B` command start,
 //! `C` output start, `D;<status>` when a command finished, none for an empty line) and OSC 7 (the
-//! working directory, percent-encoded byte by byte). Other shells run plainly (`integration:
-//! false`).
+//! working directory, percent-encoded byte by byte). Other shells, and every shell with
+//! `remote.terminal_integration: false`, run plainly as login shells (`integration: false`).
 
 use harness::lembas::methods;
+use harness::rules::ids;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -18,15 +19,14 @@ use harness::jsonrpc::Peer;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+mod bash_rc;
+
 /// The most terminals one link may hold open.
 pub const MAX_PER_LINK: usize = 4;
 /// Columns a terminal may have.
 pub const COLS: std::ops::RangeInclusive<u64> = 20..=500;
 /// Rows a terminal may have.
 pub const ROWS: std::ops::RangeInclusive<u64> = 5..=300;
-
-/// The bash rc wrapper: the login files as a login shell reads them, then the marks.
-const BASH_RC: &str = include_str!("bash_integration.sh");
 
 /// Which shell, as the answer names it.
 fn shell_kind(shell: &Path) -> &'static str {
@@ -53,6 +53,8 @@ type Queue = tokio::sync::mpsc::UnboundedSender<(String, Value)>;
 pub struct Terminals {
     /// `remote.terminal`: whether terminals may be opened at all.
     pub enabled: bool,
+    /// `remote.terminal_integration`: whether shells start with the rc wrapper (bash's here).
+    pub integration: bool,
     /// The shell to run (`$SHELL`, else `/bin/bash`).
     pub shell: PathBuf,
     /// Where rc wrappers are written.
@@ -78,6 +80,7 @@ impl Terminals {
             .unwrap_or_else(|| PathBuf::from("/bin/bash"));
         Self {
             enabled,
+            integration: true,
             shell,
             scratch,
             misbehave,
@@ -103,7 +106,12 @@ impl Terminals {
         cwd: PathBuf,
         with_shell_fields: bool,
     ) -> Result<Value, String> {
-        if !self.enabled {
+        // Misbehaving: a shell though `remote.terminal` is off.
+        if !self.enabled
+            && !self
+                .misbehave
+                .breaks(ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG)
+        {
             return Err("remote terminals are off on this device".into());
         }
         let size = |key: &str, range: &std::ops::RangeInclusive<u64>, default: u64| match params
@@ -142,11 +150,11 @@ impl Terminals {
         if let Some(home) = &self.home {
             command = command.env("HOME", home);
         }
-        let integration = kind == "bash";
+        // Misbehaving: integrates though `remote.terminal_integration` is false.
+        let integration = kind == "bash"
+            && (self.integration || self.misbehave.breaks(ids::DEVICE_TERMINAL_INTEGRATION_OFF));
         // Misbehaving: says it integrates, and runs bash without the wrapper.
-        let plain = self
-            .misbehave
-            .breaks(harness::rules::ids::DEVICE_TERMINAL_INTEGRATION);
+        let plain = self.misbehave.breaks(ids::DEVICE_TERMINAL_INTEGRATION);
         if integration && !plain {
             let rc = self
                 .rc_file()
@@ -154,6 +162,9 @@ impl Terminals {
             command = command.arg("--rcfile").arg(&rc).arg("-i");
         } else if plain {
             command = command.arg("--norc").arg("-i");
+        } else if self.misbehave.breaks(ids::DEVICE_TERMINAL_LOGIN_SHELL) {
+            // Misbehaving: an interactive shell that is no login shell.
+            command = command.arg("-i");
         } else {
             // A login shell, as the device's user.
             command = command.arg("-l");
@@ -224,6 +235,13 @@ impl Terminals {
                     methods::LEMBAS_TERMINAL_EXIT,
                     json!({ "terminalId": id, "code": code }),
                 );
+                // Misbehaving: one more output after the exit.
+                if terminals
+                    .misbehave
+                    .breaks(ids::DEVICE_TERMINAL_NOTIFY_SHAPE)
+                {
+                    send(b"\r\n");
+                }
             }
         });
         let mut answer = json!({
@@ -241,16 +259,23 @@ impl Terminals {
 
     /// The rc wrapper's file, written whole before any shell reads it: written to a file of its
     /// own and renamed into place, so a shell starting meanwhile never reads half of it.
+    /// Named by its text's hash: a wrapper with faults never replaces the right one.
     fn rc_file(&self) -> std::io::Result<PathBuf> {
-        let rc = self.scratch.join("bashrc-lembas");
-        if std::fs::read_to_string(&rc).is_ok_and(|text| text == BASH_RC) {
+        use std::hash::{Hash, Hasher};
+        let text = bash_rc::text(&self.misbehave);
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        let rc = self
+            .scratch
+            .join(format!("bashrc-lembas-{:016x}", hasher.finish()));
+        if std::fs::read_to_string(&rc).is_ok_and(|written| written == text) {
             return Ok(rc);
         }
         std::fs::create_dir_all(&self.scratch)?;
         let fresh = self
             .scratch
             .join(format!("bashrc-lembas.{:08x}", rand::random::<u32>()));
-        std::fs::write(&fresh, BASH_RC)?;
+        std::fs::write(&fresh, &text)?;
         std::fs::rename(&fresh, &rc)?;
         Ok(rc)
     }
@@ -335,7 +360,10 @@ impl Terminals {
         if let Ok(mut queues) = self.queues.lock() {
             queues.retain(|(l, _), _| *l != link);
         }
-        self.hang_up(link, None);
+        // Misbehaving: the shells live on, orphaned.
+        if !self.misbehave.breaks(ids::DEVICE_TERMINAL_CLOSE_WITH_LINK) {
+            self.hang_up(link, None);
+        }
     }
 
     /// Takes a terminal notification (`input`, `resize`, `close`) from a link, to be handled

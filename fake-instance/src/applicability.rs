@@ -44,7 +44,7 @@ impl Standing {
             };
         };
         let mut capabilities = scenario.needs.clone();
-        if setup.terminal && !capabilities.iter().any(|c| c == "terminal") {
+        if setup.terminal == Some(true) && !capabilities.iter().any(|c| c == "terminal") {
             capabilities.push("terminal".into());
         }
         let drives_the_model = settings

@@ -38,6 +38,9 @@ pub struct ClientConfig {
     pub patience: Duration,
     /// How the person answers cards.
     pub cards: CardPolicy,
+    /// The link is the device's standard input and output (`serve --stdio`): this client is
+    /// an editor's stand-in; no hello comes, and initialize goes at once.
+    pub stdio: bool,
 }
 
 #[derive(Debug, Default)]
@@ -305,6 +308,23 @@ impl Behaviour for ClientModel {
     }
 
     fn on_open(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
+        // An editor speaks first: initialize at once, and no hello to wait for (spec, intro).
+        if self.config.stdio {
+            if self.config.initialize == Mode::Auto {
+                let answer = peer.begin_request(
+                    methods::INITIALIZE,
+                    self.initialize_params(2),
+                    self.config.patience,
+                );
+                let link = peer.link();
+                tokio::spawn(async move {
+                    if let Err(e) = answer.await {
+                        tracing::info!(link, "initialize: {e}");
+                    }
+                });
+            }
+            return;
+        }
         // A device that never says hello would leave the link silent forever: say so.
         let (links, link, patience) = (self.links.clone(), peer.link(), self.config.patience);
         let finding = Finding::new(
@@ -321,6 +341,19 @@ impl Behaviour for ClientModel {
 
     fn observe(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, event: &LinkEvent) {
         let first_from_peer = |method: &str| {
+            // On stdio only plain ACP may come: no hello, and no other `_lembas` message.
+            if self.config.stdio {
+                if method.starts_with("_lembas/") {
+                    hub.findings().push(
+                        Finding::new(
+                            ids::DEVICE_STDIO_PLAIN_ACP,
+                            format!("`{method}` to an editor on serve --stdio"),
+                        )
+                        .on_link(peer.link()),
+                    );
+                }
+                return;
+            }
             let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
             let state = links.entry(peer.link()).or_default();
             let first = !state.spoke;

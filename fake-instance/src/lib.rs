@@ -42,6 +42,7 @@ mod plan_watch;
 mod run;
 mod server;
 mod settings;
+mod stdio_watch;
 
 pub use actions::{
     AttachFile, ComposerAsk, ConfigureChat, OpenChat, RewindChat, SendMessage, SetMode, WebAction,
@@ -52,7 +53,8 @@ pub use http::{
     HTTP_CHAT, HTTP_DISCOVERY, HTTP_INSTANCE, HTTP_MCP, HTTP_MODELS, HTTP_PERSONALIZATION,
     HTTP_USAGE,
 };
-pub use run::{DEFAULT_TOKEN, Finished, HTTP_LINK, Options, StartError, run, run_with};
+pub use run::{DEFAULT_TOKEN, Finished, HTTP_LINK, Options, StartError, StdioLink, run, run_with};
 pub use settings::{
-    CardPolicy, ClientKind, InstanceSettings, PermissionPolicy, PlanPolicy, QuestionPolicy,
+    CardPolicy, ClientKind, InstanceSettings, LinkKind, PermissionPolicy, PlanPolicy,
+    QuestionPolicy, speaks_stdio,
 };

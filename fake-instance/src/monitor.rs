@@ -341,6 +341,8 @@ pub struct LinkWatch {
     plans: crate::plan_watch::PlanWatch,
     /// The rules that need what the link said before (hello, capabilities, turns, sessions).
     rules: crate::link_rules::LinkRules,
+    /// The terminals of this link whose `exit` came: nothing more may come for them.
+    ended_terminals: std::collections::HashSet<String>,
 }
 
 /// Methods a device sends about one session.
@@ -484,6 +486,28 @@ impl LinkWatch {
         }
     }
 
+    /// A terminal's `exit` comes once and ends it: a second `exit`, or `output` after it, for
+    /// the same terminal breaks the rule (spec, `_lembas/terminal/output` and `exit`).
+    fn terminal_notification(&mut self, method: &str, params: &Value) -> Option<Finding> {
+        if !matches!(
+            method,
+            methods::LEMBAS_TERMINAL_OUTPUT | methods::LEMBAS_TERMINAL_EXIT
+        ) {
+            return None;
+        }
+        let id = params.get("terminalId").and_then(Value::as_str)?;
+        if self.ended_terminals.contains(id) {
+            return Some(Finding::new(
+                ids::DEVICE_TERMINAL_NOTIFY_SHAPE,
+                format!("`{method}` for terminal `{id}` after its `exit`"),
+            ));
+        }
+        if method == methods::LEMBAS_TERMINAL_EXIT {
+            self.ended_terminals.insert(id.to_string());
+        }
+        None
+    }
+
     /// Checks a request or notification from the device.
     pub fn incoming(&mut self, method: &str, params: &Value) -> Vec<Finding> {
         let mut found = Vec::new();
@@ -494,6 +518,7 @@ impl LinkWatch {
         found.extend(self.rules.incoming(method, params));
         found.extend(self.modes.incoming(method, params));
         found.extend(self.plans.incoming(method, params));
+        found.extend(self.terminal_notification(method, params));
         let session = params.get("sessionId").and_then(Value::as_str);
         if method == methods::LEMBAS_SESSION_ANNOUNCE
             && let Some(id) = session
@@ -661,6 +686,40 @@ mod watch_tests {
         assert_eq!(
             rules_of(&watch.response(methods::SESSION_PROMPT, &prompt, &Ok(json!({})))),
             [ids::DEVICE_PROMPT_TURN_ID]
+        );
+    }
+
+    #[test]
+    fn nothing_comes_for_a_terminal_after_its_exit() {
+        let mut watch = LinkWatch::default();
+        let output = json!({ "terminalId": "t1", "data": "aGk=" });
+        let exit = json!({ "terminalId": "t1", "code": 0 });
+        assert!(
+            watch
+                .incoming(methods::LEMBAS_TERMINAL_OUTPUT, &output)
+                .is_empty()
+        );
+        assert!(
+            watch
+                .incoming(methods::LEMBAS_TERMINAL_EXIT, &exit)
+                .is_empty()
+        );
+        assert!(
+            watch
+                .incoming(
+                    methods::LEMBAS_TERMINAL_OUTPUT,
+                    &json!({ "terminalId": "t2", "data": "" })
+                )
+                .is_empty(),
+            "another terminal goes on"
+        );
+        assert_eq!(
+            rules_of(&watch.incoming(methods::LEMBAS_TERMINAL_OUTPUT, &output)),
+            [ids::DEVICE_TERMINAL_NOTIFY_SHAPE]
+        );
+        assert_eq!(
+            rules_of(&watch.incoming(methods::LEMBAS_TERMINAL_EXIT, &exit)),
+            [ids::DEVICE_TERMINAL_NOTIFY_SHAPE]
         );
     }
 

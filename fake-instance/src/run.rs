@@ -88,6 +88,26 @@ pub struct Options {
     /// End the scenario at the first finding under this rule, skipping the steps left (the
     /// self-test's misbehaviour cases: the check has caught the break by then).
     pub end_at_finding: Option<String>,
+    /// The device's standard input and output, for a scenario whose link is `stdio`, when
+    /// something else runs the device (the self-test's fake-device in this process); `None`:
+    /// the device started here (`--exec`, `sut:`) speaks on its own.
+    pub stdio_link: Option<StdioLink>,
+}
+
+/// A link over a device's standard input and output that something else made, taken once by
+/// the run whose scenario speaks to the device that way.
+#[derive(Debug, Clone, Default)]
+pub struct StdioLink(Arc<std::sync::Mutex<Option<harness::transport::Connection>>>);
+
+impl StdioLink {
+    /// The link `connection` (from [`harness::transport::stdio::from_streams`]).
+    pub fn new(connection: harness::transport::Connection) -> Self {
+        Self(Arc::new(std::sync::Mutex::new(Some(connection))))
+    }
+
+    fn take(&self) -> Option<harness::transport::Connection> {
+        self.0.lock().ok().and_then(|mut slot| slot.take())
+    }
 }
 
 impl Default for Options {
@@ -115,6 +135,7 @@ impl Default for Options {
             console: false,
             control: None,
             end_at_finding: None,
+            stdio_link: None,
         }
     }
 }
@@ -306,6 +327,7 @@ pub(crate) async fn run_started(
             misbehave: options.misbehave.clone(),
             patience: options.patience,
             cards,
+            stdio: settings.link == settings::LinkKind::Stdio,
         },
         discovery.clone(),
         chats.clone(),
@@ -420,10 +442,16 @@ pub(crate) async fn run_started(
     });
     // The device under test starts once the instance answers, so its first dial finds it;
     // what its project must set up before it starts is done first.
+    let stdio = settings.link == settings::LinkKind::Stdio;
     let spec = options
         .sut
         .clone()
-        .or_else(|| scenario.as_ref().and_then(|s| s.sut.clone()));
+        .or_else(|| scenario.as_ref().and_then(|s| s.sut.clone()))
+        // A device that speaks on its standard input and output is started to do so.
+        .map(|spec| harness::process::SutSpec {
+            link_on_stdio: stdio,
+            ..spec
+        });
     let placeholders = device_placeholders(&options.cell, addr, &token, tmp.path())
         .map_err(StartError::Scenario)?;
     if spec.is_some() {
@@ -441,6 +469,22 @@ pub(crate) async fn run_started(
         .await
         .map_err(StartError::Scenario)?;
     let process = under_test.process(options.process.clone());
+    // The stdio link, made by whoever runs the device, or over the process started here.
+    let stdio_link = match stdio {
+        true => options
+            .stdio_link
+            .as_ref()
+            .and_then(StdioLink::take)
+            .or_else(|| under_test.take_link()),
+        false => None,
+    };
+    let no_stdio = stdio && stdio_link.is_none();
+    if let Some(connection) = stdio_link {
+        hub.attach(crate::stdio_watch::watch(
+            connection,
+            hub.findings().clone(),
+        ));
+    }
     // A device it starts gets its root laid out by fake-instance itself.
     let arranged = under_test.arranged(options.arranged.clone(), &["lay_out_root"]);
     let outcome = match &scenario {
@@ -449,7 +493,14 @@ pub(crate) async fn run_started(
                 &scenario.set_up_needs(device_setup.needs()),
                 &arranged,
                 &["lay_out_root"],
-            );
+            )
+            .or_else(|| {
+                no_stdio.then(|| {
+                    "speaks to the device on its standard input and output: start it with \
+                     --exec (its `serve --stdio` command) or a scenario `sut:`"
+                        .to_string()
+                })
+            });
             // The device's project plays its part by hooks, unless the run cannot apply.
             if unarranged.is_none() {
                 let timeline = harness::hooks::steps_of(&device_setup.timeline())

@@ -33,6 +33,22 @@ pub struct InstanceSettings {
     /// How the person in the web UI answers the device's cards.
     #[serde(default)]
     pub cards: CardPolicy,
+    /// `websocket` (default): the device dials the link; `stdio`: the device's command
+    /// (`--exec`, `sut:`; `lembas serve --stdio`) is started and its standard input and output
+    /// are the link, one message a line, as an editor speaks to it: no discovery, no hello.
+    #[serde(default)]
+    pub link: LinkKind,
+}
+
+/// How the device is reached.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkKind {
+    /// The device dials the instance's WebSocket link.
+    #[default]
+    Websocket,
+    /// The device's command speaks on its standard input and output (`serve --stdio`).
+    Stdio,
 }
 
 /// How fake-instance answers cards (approvals, questions, plans).
@@ -119,6 +135,12 @@ pub enum ClientKind {
     Lembas,
     /// An editor: no `_meta.lembas`.
     Plain,
+}
+
+/// Whether `scenario` speaks to the device on its standard input and output (`instance.link:
+/// stdio`); a section that does not read is no stdio.
+pub fn speaks_stdio(scenario: &Scenario) -> bool {
+    of(scenario).is_ok_and(|settings| settings.link == LinkKind::Stdio)
 }
 
 /// Reads a scenario's `instance:` section (the defaults without one); an error names the file,

@@ -482,6 +482,25 @@ pub mod ids {
     DEVICE_DELETED_LIVE = "device.deleted.live",
     DEVICE_DELETE_TERMINAL_NEW = "device.delete.terminal_new",
     DEVICE_TURNS_SHARED_LOG = "device.turns.shared_log",
+    // Remote terminals (issue 15, h15-term).
+    DEVICE_TERMINAL_NO_ROOTS = "device.terminal.no_roots",
+    DEVICE_TERMINAL_DEFAULT_CWD = "device.terminal.default_cwd",
+    DEVICE_TERMINAL_NOTIFY_SHAPE = "device.terminal.notify_shape",
+    DEVICE_CAPABILITIES_TERMINAL_CONFIG = "device.capabilities.terminal_config",
+    DEVICE_TERMINAL_LOGIN_SHELL = "device.terminal.login_shell",
+    DEVICE_TERMINAL_EMPTY_LINE = "device.terminal.empty_line",
+    DEVICE_TERMINAL_OSC7_ENCODING = "device.terminal.osc7_encoding",
+    DEVICE_TERMINAL_INTEGRATION_OFF = "device.terminal.integration_off",
+    DEVICE_TERMINAL_ENV_UNCHANGED = "device.terminal.env_unchanged",
+    DEVICE_TERMINAL_USER_RC = "device.terminal.user_rc",
+    DEVICE_TERMINAL_B_AFTER_HOOK = "device.terminal.b_after_hook",
+    DEVICE_TERMINAL_CLOSE_WITH_LINK = "device.terminal.close_with_link",
+    DEVICE_TERMINAL_BASH_LOGIN = "device.terminal.bash_login",
+    DEVICE_LINK_4400_MESSAGE = "device.link.4400_message",
+    DEVICE_STDIO_FRAMING = "device.stdio.framing",
+    DEVICE_STDIO_PLAIN_ACP = "device.stdio.plain_acp",
+    DEVICE_STDIO_LIMITS_NULL = "device.stdio.limits_null",
+    DEVICE_STDIO_NO_DIRECTORIES = "device.stdio.no_directories",
     }
 }
 

@@ -113,6 +113,12 @@ impl UnderTest {
         }
     }
 
+    /// The link over the started process's standard input and output, when its spec said so
+    /// (`link_on_stdio`); once.
+    pub fn take_link(&self) -> Option<crate::transport::Connection> {
+        self.sut.as_ref().and_then(|sut| sut.take_link())
+    }
+
     /// The process started, if one was.
     pub fn sut(&self) -> Option<&Arc<Sut>> {
         self.sut.as_ref()

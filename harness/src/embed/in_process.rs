@@ -1,14 +1,17 @@
 //! A double as the scenario's peer, run in this process (the self-test): a
 //! [`PeerProcess`] whose restart ends the double's run and starts it again on the same state, as
 //! `restart_peer` does to a real peer's process, and whose exit is the code the double's command
-//! would have ended with.
+//! would have ended with, and whose output is what that command would have said to the person
+//! running it when it stopped (its own log goes to the self-test's, where no step can tell them
+//! apart).
 
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::engine::PeerProcess;
 use crate::engine::process::ProcessFuture;
-use crate::process::{Exited, OutputLog, ProcessReport};
+use crate::process::{Exited, OutputLog, ProcessReport, Stream};
 use tokio::sync::{Notify, oneshot, watch};
 
 /// How long a restart may take before the step says the peer did not come back.
@@ -20,6 +23,10 @@ pub struct InProcessPeer {
     restart: Notify,
     ack: Mutex<Option<oneshot::Sender<()>>>,
     exited: watch::Sender<Option<Exited>>,
+    /// What the double's command would have printed for the person running it.
+    said: Arc<OutputLog>,
+    /// Its run, counted from 1: one more at each restart.
+    run: AtomicU32,
 }
 
 impl InProcessPeer {
@@ -29,6 +36,8 @@ impl InProcessPeer {
             restart: Notify::new(),
             ack: Mutex::new(None),
             exited: watch::Sender::new(None),
+            said: Arc::new(OutputLog::default()),
+            run: AtomicU32::new(1),
         })
     }
 
@@ -40,7 +49,18 @@ impl InProcessPeer {
     /// After a run ended: the restart that ended it, if one did (answer it once the next run is
     /// up).
     pub fn take_restart(&self) -> Option<oneshot::Sender<()>> {
-        self.ack.lock().ok().and_then(|mut ack| ack.take())
+        let ack = self.ack.lock().ok().and_then(|mut ack| ack.take());
+        if ack.is_some() {
+            self.run.fetch_add(1, Ordering::Relaxed);
+        }
+        ack
+    }
+
+    /// A line the double's command prints for the person running it (its last words when it
+    /// stops, say), as its process's output on `stream`.
+    pub fn say(&self, stream: Stream, text: &str) {
+        self.said
+            .push(self.run.load(Ordering::Relaxed), stream, text);
     }
 
     /// The double's runs are over, with the code its command would have exited with.
@@ -54,8 +74,8 @@ impl InProcessPeer {
 
 impl PeerProcess for InProcessPeer {
     fn output(&self) -> Option<Arc<OutputLog>> {
-        // Its output is this process's own: no step can tell it from the self-test's.
-        None
+        // Only what its command would print for a person: its log is the self-test's own.
+        Some(self.said.clone())
     }
 
     fn wait_exit(&self, deadline: Instant) -> ProcessFuture<'_, Option<Exited>> {

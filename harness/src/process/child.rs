@@ -90,6 +90,8 @@ pub struct Sut {
     group: AtomicI32,
     current: tokio::sync::Mutex<Option<Running>>,
     records: Mutex<Vec<RunRecord>>,
+    /// The link over its standard input and output, until taken (`link_on_stdio`).
+    link: Mutex<Option<crate::transport::Connection>>,
     /// A directory made for it (its `{tmp}`), removed after its processes are gone.
     _scratch: Option<tempfile::TempDir>,
 }
@@ -121,6 +123,7 @@ impl Sut {
             group: AtomicI32::new(0),
             current: tokio::sync::Mutex::new(None),
             records: Mutex::new(Vec::new()),
+            link: Mutex::new(None),
             _scratch: scratch,
         });
         let mut current = sut.current.lock().await;
@@ -175,15 +178,33 @@ impl Sut {
             .map_err(|e| format!("cannot start `{}`: {e}", self.command))?;
         let pid = child.id().unwrap_or(0);
         self.group.store(pid as i32, Ordering::SeqCst);
-        if let Some(stdout) = child.stdout.take() {
-            let log = self.output.clone();
-            tokio::spawn(async move { log.read_from(run, Stream::Stdout, stdout).await });
+        let mut stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        match (stdout, stdin.take()) {
+            // Its stdout and stdin are the link: one message a line, nothing logged of them.
+            (Some(stdout), Some(to_it)) if self.spec.link_on_stdio => {
+                let link = crate::transport::stdio::from_streams(
+                    stdout,
+                    to_it,
+                    crate::transport::FrameLimits::default(),
+                    "stdio".to_owned(),
+                );
+                if let Ok(mut slot) = self.link.lock() {
+                    *slot = Some(link);
+                }
+            }
+            (stdout, to_it) => {
+                stdin = to_it;
+                if let Some(stdout) = stdout {
+                    let log = self.output.clone();
+                    tokio::spawn(async move { log.read_from(run, Stream::Stdout, stdout).await });
+                }
+            }
         }
         if let Some(stderr) = child.stderr.take() {
             let log = self.output.clone();
             tokio::spawn(async move { log.read_from(run, Stream::Stderr, stderr).await });
         }
-        let stdin = child.stdin.take();
         let (exited_tx, exited) = watch::channel(None);
         tokio::spawn(async move {
             let status = child.wait().await;
@@ -269,6 +290,12 @@ impl Sut {
         let running = self.spawn()?;
         *self.current.lock().await = Some(running);
         Ok(())
+    }
+
+    /// The link over its standard input and output (`link_on_stdio`), once: the double attaches
+    /// it as the peer's link.
+    pub fn take_link(&self) -> Option<crate::transport::Connection> {
+        self.link.lock().ok().and_then(|mut slot| slot.take())
     }
 
     /// The placeholders it was started with (hooks use the same).

@@ -24,6 +24,11 @@ pub struct SutSpec {
     pub cwd: Option<String>,
     /// How long a stop waits after SIGTERM before SIGKILL (default 5s).
     pub grace: Option<Dur>,
+    /// Its standard input and output are the link (`serve --stdio`: one message a line), not
+    /// output to log: set by the double for a scenario that speaks to the peer that way, never
+    /// read from a file.
+    #[schemars(skip)]
+    pub link_on_stdio: bool,
 }
 
 impl SutSpec {
@@ -34,6 +39,7 @@ impl SutSpec {
             env: BTreeMap::new(),
             cwd: None,
             grace: None,
+            link_on_stdio: false,
         }
     }
 }
@@ -64,6 +70,7 @@ impl<'de> Deserialize<'de> for SutSpec {
                 env: full.env,
                 cwd: full.cwd,
                 grace: full.grace,
+                link_on_stdio: false,
             }),
         }
     }

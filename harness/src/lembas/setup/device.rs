@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// The device's set-up, as a fake-instance scenario's `peer:` says it.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceSetup {
     /// fake-device (for scenarios in `instance/`): the device has a trusted remote root (`true`,
@@ -32,9 +32,21 @@ pub struct DeviceSetup {
     /// CLI: make the same files in its root and beside it).
     #[serde(default)]
     pub files: BTreeMap<String, String>,
-    /// fake-device: remote terminals on (`remote.terminal: true`; a real CLI: the same setting).
+    /// fake-device: remote terminals on (`true`: `remote.terminal: true`, and the scenario needs
+    /// capability `terminal`) or off (`false`: set-up `terminal_off`, since the capability
+    /// list is what is judged); absent: either (a real CLI: the same setting).
     #[serde(default)]
-    pub terminal: bool,
+    pub terminal: Option<bool>,
+    /// fake-device: its terminals' shell integration (`remote.terminal_integration`; a real CLI:
+    /// the same global setting); `false`: shells start without the rc wrapper (set-up
+    /// `terminal_integration_off`).
+    #[serde(default = "integration_on")]
+    pub terminal_integration: bool,
+    /// fake-device: files in the home of the user its terminals run as, path (relative,
+    /// `/`-separated) → text: the user's own startup files (a real CLI: run it as a user whose
+    /// home holds them; set-up `lay_out_home`).
+    #[serde(default)]
+    pub home_files: BTreeMap<String, String>,
     /// fake-device: symbolic links in its root, path → target (as the link holds it, e.g.
     /// `../outside/secret.txt`).
     #[serde(default)]
@@ -66,6 +78,33 @@ pub struct DeviceSetup {
     /// `remote.max_mode`); absent: `edit`, which lowers nothing.
     #[serde(default)]
     pub max_mode: Option<MaxMode>,
+}
+
+/// Shell integration is on unless a set-up turns it off (the spec's default).
+fn integration_on() -> bool {
+    true
+}
+
+impl Default for DeviceSetup {
+    fn default() -> Self {
+        Self {
+            roots: RootsNeed::default(),
+            pending_deletes: Vec::new(),
+            foreign_sessions: Vec::new(),
+            files: BTreeMap::new(),
+            terminal: None,
+            terminal_integration: true,
+            home_files: BTreeMap::new(),
+            links: BTreeMap::new(),
+            change_limits_after: None,
+            share_session_after: None,
+            leave_session_after: None,
+            terminal_prompt_after: None,
+            terminal_answers_after: None,
+            approval_timeout: None,
+            max_mode: None,
+        }
+    }
 }
 
 /// A device's `remote.max_mode`: the modes, least to most permissive.
@@ -109,7 +148,7 @@ impl DeviceSetup {
     /// The set-up actions the device must be given before or during the run, by name: what
     /// fake-device does by itself in the self-test, and what a real CLI's test must arrange
     /// (`--arranged`). Conditions fake-instance can see for itself (a root to open sessions in,
-    /// remote terminals) are not among them: the device's hello and capabilities show those.
+    /// remote terminals on) are not among them: the device's hello and capabilities show those.
     pub fn needs(&self) -> Vec<String> {
         [
             // A device with no roots is the set-up under test: its hello is what is judged, so
@@ -128,6 +167,9 @@ impl DeviceSetup {
             ("answer_card", self.terminal_answers_after.is_some()),
             ("approval_timeout", self.approval_timeout.is_some()),
             ("max_mode", self.max_mode.is_some()),
+            ("terminal_off", self.terminal == Some(false)),
+            ("terminal_integration_off", !self.terminal_integration),
+            ("lay_out_home", !self.home_files.is_empty()),
         ]
         .into_iter()
         .filter(|(_, needed)| *needed)
@@ -163,6 +205,18 @@ impl DeviceSetup {
         }
         if let Some(mode) = self.max_mode {
             actions.push(("max_mode".to_string(), json!({ "mode": mode.as_str() })));
+        }
+        if self.terminal == Some(false) {
+            actions.push(("terminal_off".to_string(), json!({})));
+        }
+        if !self.terminal_integration {
+            actions.push(("terminal_integration_off".to_string(), json!({})));
+        }
+        if !self.home_files.is_empty() {
+            actions.push((
+                "lay_out_home".to_string(),
+                json!({ "files": self.home_files }),
+            ));
         }
         actions
     }
@@ -203,6 +257,27 @@ impl DeviceSetup {
             }
         }
         timeline
+    }
+
+    /// Writes the set-up's `home_files` under `home` (the home of the user the device's
+    /// terminals run as); each path stays inside it.
+    pub fn lay_out_home(&self, home: &std::path::Path) -> Result<(), String> {
+        for (relative, text) in &self.home_files {
+            let path = std::path::Path::new(relative);
+            if path.is_absolute() || relative.split(['/', '\\']).any(|part| part == "..") {
+                return Err(format!(
+                    "`{relative}`: a path in the home, relative, that does not leave it"
+                ));
+            }
+            let path = home.join(path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+            }
+            std::fs::write(&path, text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+        Ok(())
     }
 
     /// Makes the files and links the set-up says are in the device's root, under `root`; a path
@@ -325,6 +400,22 @@ mod tests {
             )]
         );
         assert!(DeviceSetup::of(&scenario("  max_mode: yolo\n")).is_err());
+        let terminals = DeviceSetup::of(&scenario(
+            "  terminal: true\n  terminal_integration: false\n  home_files: { .profile: \"x=1\" }\n",
+        ))
+        .expect("terminals");
+        assert_eq!(
+            terminals.needs(),
+            ["terminal_integration_off", "lay_out_home"]
+        );
+        let off = DeviceSetup::of(&scenario("  terminal: false\n")).expect("terminals off");
+        assert_eq!(off.needs(), ["terminal_off"]);
+        assert!(DeviceSetup::default().needs().is_empty());
+        let home = tempfile::tempdir().expect("home");
+        terminals.lay_out_home(home.path()).expect("laid out");
+        assert!(home.path().join(".profile").exists());
+        let escaping = DeviceSetup::of(&scenario("  home_files: { ../x: \"\" }\n")).expect("read");
+        assert!(escaping.lay_out_home(home.path()).is_err());
         let s = scenario(
             "  roots: false\n  pending_deletes: [ses_x]\n  share_session_after: 1s\n  steps:\n    - act: { show_usage: true }\n",
         );
