@@ -433,6 +433,7 @@ pub mod ids {
     DEVICE_COMMANDS_MODE_LOWERED = "device.commands.mode_lowered",
     DEVICE_FILES_NOT_FROM_COMMAND = "device.files.not_from_command",
     DEVICE_COMPACT_EVENT = "device.compact.event",
+    DEVICE_PERSONALIZATION_LOCAL_OTHERWISE = "device.personalization.local_otherwise",
     }
 }
 

@@ -66,6 +66,26 @@ pub struct DeviceSetup {
     /// `remote.max_mode`); absent: `edit`, which lowers nothing.
     #[serde(default)]
     pub max_mode: Option<MaxMode>,
+    /// fake-device: the device's own (local) personality and instructions, which it uses when
+    /// it is not logged in to exactly one instance with personalization available (a real CLI:
+    /// its local `personality`, `personality_custom` and `instructions` settings).
+    #[serde(default)]
+    pub local_personalization: Option<LocalPersonalization>,
+}
+
+/// A device's local personalization settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalPersonalization {
+    /// A preset's name, `custom`, or empty.
+    #[serde(default)]
+    pub personality: String,
+    /// The personality's own text, for `custom`.
+    #[serde(default)]
+    pub personality_custom: String,
+    /// The instructions.
+    #[serde(default)]
+    pub instructions: String,
 }
 
 /// A device's `remote.max_mode`: the modes, least to most permissive.
@@ -128,6 +148,10 @@ impl DeviceSetup {
             ("answer_card", self.terminal_answers_after.is_some()),
             ("approval_timeout", self.approval_timeout.is_some()),
             ("max_mode", self.max_mode.is_some()),
+            (
+                "local_personalization",
+                self.local_personalization.is_some(),
+            ),
         ]
         .into_iter()
         .filter(|(_, needed)| *needed)
@@ -163,6 +187,9 @@ impl DeviceSetup {
         }
         if let Some(mode) = self.max_mode {
             actions.push(("max_mode".to_string(), json!({ "mode": mode.as_str() })));
+        }
+        if let Some(local) = &self.local_personalization {
+            actions.push(("local_personalization".to_string(), json!(local)));
         }
         actions
     }
