@@ -34,6 +34,9 @@ pub struct Account {
     pub ignores_enabled: bool,
     /// Misbehaving: a personality it does not know is used as if it were a preset.
     pub invents_presets: bool,
+    /// The device's local settings (`{personality, personality_custom, instructions}`), used
+    /// when the instance does not have personalization available for the account.
+    pub local: Option<Value>,
 }
 
 /// An answer of the account API: its status and body (`null` when it had none that parsed).
@@ -95,11 +98,25 @@ impl Account {
             .await
     }
 
-    /// The text the device's model is given for the account's personalization, or `None` when
-    /// there is nothing to use (not available, not enabled, the instance has none, or it cannot
-    /// be reached: then the device's own settings apply).
+    /// The text the device's model is given for its personalization: the account's when the
+    /// instance has it available (none when it is not enabled), else the device's local
+    /// settings; `None` when there is nothing to use.
     pub async fn personal_prompt(&self) -> Option<String> {
-        let mut answer = self.personalization().await.ok()?;
+        // Not available (or no answer): the device's local settings apply (spec, HTTP API).
+        let local = || {
+            let mut saved = self.local.clone()?;
+            saved["enabled"] = json!(true);
+            saved["available"] = json!(true);
+            personal_prompt(&saved, false)
+        };
+        let Ok(mut answer) = self.personalization().await else {
+            return local();
+        };
+        if answer.status != 200
+            || answer.body.get("available").and_then(Value::as_bool) != Some(true)
+        {
+            return local();
+        }
         if self.invents_presets
             && let Some(unknown) = answer
                 .body

@@ -336,6 +336,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         terminal: Default::default(),
         approval_timeout: cli.approval_timeout.map(|d| d.0),
         max_mode: cli.max_mode.clone(),
+        local_personalization: None,
         scripts,
         remote_terminal: cli.terminal,
         terminal_home: None,

@@ -64,6 +64,10 @@ pub(crate) fn apply(play: &PeerPlay, options: &mut Options, scratch: &Path) -> R
     };
     options.approval_timeout = setup.approval_timeout.map(|d| d.0);
     options.max_mode = setup.max_mode.map(|m| m.as_str().to_string());
+    options.local_personalization = setup
+        .local_personalization
+        .as_ref()
+        .map(|local| serde_json::json!(local));
     options.remote_terminal = setup.terminal == Some(true);
     options.terminal_home = Some(home);
     options.terminal_integration = setup.terminal_integration;

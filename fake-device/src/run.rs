@@ -87,6 +87,9 @@ pub struct Options {
     pub approval_timeout: Option<Duration>,
     /// `remote.max_mode`: the most permissive mode a client may ask for (default `edit`).
     pub max_mode: Option<String>,
+    /// The device's local personality and instructions (`{personality, personality_custom,
+    /// instructions}`), used when no one instance gives it its account's.
+    pub local_personalization: Option<serde_json::Value>,
     /// The scripted agent's scripts (`--scripts`); a scenario's `device.scripts` come first.
     pub scripts: Vec<crate::scripts::AgentScript>,
     /// `remote.terminal`: remote terminals on (a scenario's `device.terminal` also turns them
@@ -150,6 +153,7 @@ impl Options {
             terminal: TerminalPlay::default(),
             approval_timeout: None,
             max_mode: None,
+            local_personalization: None,
             scripts: Vec::new(),
             remote_terminal: false,
             terminal_home: None,
@@ -615,6 +619,12 @@ fn sessions_config(
             invents_presets: options
                 .misbehave
                 .breaks(ids::DEVICE_PERSONALIZATION_UNKNOWN_PRESET),
+            // Misbehaving: the local settings are never used.
+            local: options.local_personalization.clone().filter(|_| {
+                !options
+                    .misbehave
+                    .breaks(ids::DEVICE_PERSONALIZATION_LOCAL_OTHERWISE)
+            }),
         },
         model: (settings.agent.unwrap_or(options.agent) == AgentKind::Model).then(|| ModelClient {
             base: options.instance.clone(),

@@ -501,6 +501,7 @@ pub mod ids {
     DEVICE_STDIO_PLAIN_ACP = "device.stdio.plain_acp",
     DEVICE_STDIO_LIMITS_NULL = "device.stdio.limits_null",
     DEVICE_STDIO_NO_DIRECTORIES = "device.stdio.no_directories",
+    DEVICE_PERSONALIZATION_LOCAL_OTHERWISE = "device.personalization.local_otherwise",
     }
 }
 

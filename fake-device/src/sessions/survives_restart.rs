@@ -87,6 +87,7 @@ fn sessions_stepping(
                 writes_whole: false,
                 ignores_enabled: false,
                 invents_presets: false,
+                local: None,
             },
             model: None,
             approval_timeout: Duration::from_secs(5),

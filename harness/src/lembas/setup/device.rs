@@ -78,6 +78,26 @@ pub struct DeviceSetup {
     /// `remote.max_mode`); absent: `edit`, which lowers nothing.
     #[serde(default)]
     pub max_mode: Option<MaxMode>,
+    /// fake-device: the device's own (local) personality and instructions, which it uses when
+    /// it is not logged in to exactly one instance with personalization available (a real CLI:
+    /// its local `personality`, `personality_custom` and `instructions` settings).
+    #[serde(default)]
+    pub local_personalization: Option<LocalPersonalization>,
+}
+
+/// A device's local personalization settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LocalPersonalization {
+    /// A preset's name, `custom`, or empty.
+    #[serde(default)]
+    pub personality: String,
+    /// The personality's own text, for `custom`.
+    #[serde(default)]
+    pub personality_custom: String,
+    /// The instructions.
+    #[serde(default)]
+    pub instructions: String,
 }
 
 /// Shell integration is on unless a set-up turns it off (the spec's default).
@@ -103,6 +123,7 @@ impl Default for DeviceSetup {
             terminal_answers_after: None,
             approval_timeout: None,
             max_mode: None,
+            local_personalization: None,
         }
     }
 }
@@ -170,6 +191,10 @@ impl DeviceSetup {
             ("terminal_off", self.terminal == Some(false)),
             ("terminal_integration_off", !self.terminal_integration),
             ("lay_out_home", !self.home_files.is_empty()),
+            (
+                "local_personalization",
+                self.local_personalization.is_some(),
+            ),
         ]
         .into_iter()
         .filter(|(_, needed)| *needed)
@@ -217,6 +242,9 @@ impl DeviceSetup {
                 "lay_out_home".to_string(),
                 json!({ "files": self.home_files }),
             ));
+        }
+        if let Some(local) = &self.local_personalization {
+            actions.push(("local_personalization".to_string(), json!(local)));
         }
         actions
     }

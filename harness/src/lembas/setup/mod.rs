@@ -7,5 +7,5 @@
 mod device;
 mod instance;
 
-pub use device::{DeviceSetup, MaxMode, RootsNeed, TERMINAL_PROMPT};
+pub use device::{DeviceSetup, LocalPersonalization, MaxMode, RootsNeed, TERMINAL_PROMPT};
 pub use instance::InstanceSetup;
