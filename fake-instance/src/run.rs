@@ -496,8 +496,8 @@ pub(crate) async fn run_started(
             )
             .or_else(|| {
                 no_stdio.then(|| {
-                    "speaks to the device on its standard input and output: start it with \
-                     --exec (its `serve --stdio` command) or a scenario `sut:`"
+                    "needs the device's `serve --stdio` command, started here with --exec or a \
+                     scenario `sut:`: the scenario speaks to it on its standard input and output"
                         .to_string()
                 })
             });
