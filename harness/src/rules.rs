@@ -431,6 +431,7 @@ pub mod ids {
     DEVICE_DELETED_LIVE = "device.deleted.live",
     DEVICE_DELETE_TERMINAL_NEW = "device.delete.terminal_new",
     DEVICE_TURNS_SHARED_LOG = "device.turns.shared_log",
+    DEVICE_EVENT_MODEL_INSTANCE = "device.event.model_instance",
     }
 }
 
