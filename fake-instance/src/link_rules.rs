@@ -1,7 +1,8 @@
 //! The device's rules that hold on every message of a link and need what the link said before:
 //! initialize agreeing with hello, each turn's `task` events paired, a listed capability's method
 //! never answered method-not-found, the command list only with `commands` (after every
-//! `session/new`, built-ins first), and a made turn id in every answer. Part of
+//! `session/new`, built-ins first), a made turn id in every answer, and a `model` event's
+//! `instance` agreeing with initialize's `connection`. Part of
 //! [`crate::monitor::LinkWatch`]; pure, so each rule is tested on its own.
 
 use std::collections::{HashMap, HashSet};
@@ -25,6 +26,9 @@ pub struct LinkRules {
     ended_turns: HashMap<String, HashSet<String>>,
     /// Sessions made by `session/new` on this link that have had no command list yet.
     awaiting_commands: HashSet<String>,
+    /// initialize's `connection`: the device's name for this instance's login (`None`: not
+    /// said; `Some(None)`: null, no login of this instance).
+    connection: Option<Option<String>>,
 }
 
 /// The order of a command's kind in the set: built-ins, then custom commands, then skills.
@@ -86,6 +90,9 @@ impl LinkRules {
                 })
                 .unwrap_or_default(),
         );
+        self.connection = result
+            .pointer("/_meta/lembas/connection")
+            .map(|c| c.as_str().map(String::from));
         let (Some(hello), Some(lembas)) = (&self.hello, result.pointer("/_meta/lembas")) else {
             return Vec::new();
         };
@@ -175,7 +182,31 @@ impl LinkRules {
         {
             found.extend(self.task(id, event));
         }
+        if method == methods::LEMBAS_EVENT
+            && let Some(event) = params.get("event")
+            && event.get("type").and_then(Value::as_str) == Some("model")
+        {
+            found.extend(self.model_event(event));
+        }
         found
+    }
+
+    /// A `model` event: `instance` is true exactly when its `connection` is this link's
+    /// instance's login, the `connection` initialize named (spec, `_lembas/event`).
+    fn model_event(&self, event: &Value) -> Option<Finding> {
+        let login = self.connection.as_ref()?;
+        let said = event.get("instance").and_then(Value::as_bool)?;
+        let through = event.get("connection").and_then(Value::as_str);
+        let expected = login.is_some() && through == login.as_deref();
+        (said != expected).then(|| {
+            Finding::new(
+                ids::DEVICE_EVENT_MODEL_INSTANCE,
+                format!(
+                    "a `model` event says instance {said} for connection {through:?}, where this link's instance is the device's connection {login:?}"
+                ),
+            )
+            .with_detail(event.to_string())
+        })
     }
 
     /// A `task` event: starts and ends pair up per turn (spec, `_lembas/event`). A turn that
@@ -312,6 +343,31 @@ mod tests {
             "_meta": { "lembas": { "harness_spec": "1.1.0", "capabilities": [],
                 "limits": { "roots": [], "max_mode": "auto" } } } }));
         assert_eq!(rules_of(&found), [ids::DEVICE_INITIALIZE_MATCHES_HELLO]);
+    }
+
+    #[test]
+    fn a_model_event_says_instance_exactly_for_this_instances_login() {
+        let mut rules = LinkRules::default();
+        rules.initialized(&json!({ "_meta": { "lembas": { "connection": "lembas", "capabilities": ["model"] } } }));
+        let model = |connection: &str, instance: bool| json!({ "sessionId": "s", "event": { "type": "model", "ref": "x/y", "effort": "off", "connection": connection, "instance": instance } });
+        assert!(
+            rules
+                .incoming(methods::LEMBAS_EVENT, &model("lembas", true))
+                .is_empty()
+        );
+        assert!(
+            rules
+                .incoming(methods::LEMBAS_EVENT, &model("local", false))
+                .is_empty()
+        );
+        assert_eq!(
+            rules_of(&rules.incoming(methods::LEMBAS_EVENT, &model("lembas", false))),
+            [ids::DEVICE_EVENT_MODEL_INSTANCE]
+        );
+        assert_eq!(
+            rules_of(&rules.incoming(methods::LEMBAS_EVENT, &model("local", true))),
+            [ids::DEVICE_EVENT_MODEL_INSTANCE]
+        );
     }
 
     #[test]

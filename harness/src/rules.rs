@@ -502,6 +502,7 @@ pub mod ids {
     DEVICE_STDIO_LIMITS_NULL = "device.stdio.limits_null",
     DEVICE_STDIO_NO_DIRECTORIES = "device.stdio.no_directories",
     DEVICE_PERSONALIZATION_LOCAL_OTHERWISE = "device.personalization.local_otherwise",
+    DEVICE_EVENT_MODEL_INSTANCE = "device.event.model_instance",
     }
 }
 

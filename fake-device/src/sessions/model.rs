@@ -104,10 +104,12 @@ impl Sessions {
             && !self.registry.breaks(ids::DEVICE_CONFIGURE_MODEL_EVENT)
             && let Some(reference) = &model
         {
-            client.event(
-                &state.stored.id,
-                model_ref::event(connection, reference, &effort),
-            );
+            let mut event = model_ref::event(connection, reference, &effort);
+            if self.registry.breaks(ids::DEVICE_EVENT_MODEL_INSTANCE) {
+                // Misbehaving: `instance` says the opposite of where the model is served.
+                event["instance"] = json!(event["instance"] != json!(true));
+            }
+            client.event(&state.stored.id, event);
         }
         if self.registry.breaks(ids::DEVICE_CONFIGURE_RESULT) {
             return Ok(json!({}));
