@@ -28,21 +28,25 @@ mod actions;
 mod applicability;
 mod attach;
 mod cards;
+mod chat_menu;
 mod chats;
 mod check;
 mod client;
 mod configure;
 mod embedding;
 pub mod http;
+mod mention;
 mod mode_watch;
 mod modes;
 mod monitor;
 mod run;
 mod server;
 mod settings;
+mod web_terminal;
 
 pub use actions::{
-    AttachFile, ComposerAsk, ConfigureChat, OpenChat, RewindChat, SendMessage, SetMode, WebAction,
+    AttachFile, ComposerAsk, ConfigureChat, MentionFile, OpenChat, OpenTerminal, PickFolder,
+    RenameChat, ResizeTerminal, RewindChat, SendMessage, SetMode, TerminalInput, WebAction,
 };
 pub use check::{check_as_peer_of, check_scenario, peer_cards};
 pub use embedding::{FakeInstance, InstanceBuilder};
