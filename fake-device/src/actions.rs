@@ -51,6 +51,25 @@ pub enum DeviceAction {
     /// token, or without it; result `{status, body}`. A successful answer is also checked
     /// against the catalogue's shapes for that route.
     Http(HttpCall),
+    /// The device's model calls one of the instance's library tools (`/mcp` `tools/call`,
+    /// through the MCP SDK, with the device token), within `scope` when given; result `{text}`,
+    /// or `{error}` with the refusal or the tool's error.
+    Library(LibraryCall),
+}
+
+/// One library call, as the device's model makes it.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LibraryCall {
+    /// The tool (`library_search`, `library_bases`).
+    pub tool: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub arguments: Value,
+    /// The session the call is made for (`_meta.lembas.scope`); none: the account's default
+    /// data group.
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 /// One call of the instance's HTTP API.
@@ -350,6 +369,22 @@ impl DeviceActor {
             }
             DeviceAction::ShowUsage(true) => self.show_usage().await,
             DeviceAction::Http(call) => self.http(&call).await,
+            DeviceAction::Library(call) => {
+                let account = &self.sessions.registry().config.account;
+                let library = crate::library::Library {
+                    base: account.base.clone(),
+                    token: account.token.clone(),
+                };
+                Ok(
+                    match library
+                        .call(&call.tool, &call.arguments, call.scope.as_deref())
+                        .await
+                    {
+                        Ok(text) => json!({ "text": text }),
+                        Err(why) => json!({ "error": why }),
+                    },
+                )
+            }
             DeviceAction::ShareSession(false)
             | DeviceAction::LeaveSession(false)
             | DeviceAction::ShowUsage(false) => {

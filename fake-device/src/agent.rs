@@ -16,10 +16,12 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::answers::Reply;
+use crate::client_watch::ClientWatch;
 use crate::events::{Client, Quirks, Route};
 use crate::link_watch::LinkWatch;
 use crate::monitor;
 use crate::sessions::Sessions;
+use crate::terminal_watch::TerminalWatch;
 
 /// What the device is and allows.
 #[derive(Debug, Clone)]
@@ -58,6 +60,8 @@ struct LinkState {
     route: Option<Arc<RwLock<Route>>>,
     /// What the instance asked on the link and still waits for.
     watch: LinkWatch,
+    /// The terminals the instance opened on the link.
+    terminals: TerminalWatch,
 }
 
 impl Default for LinkState {
@@ -69,6 +73,7 @@ impl Default for LinkState {
             work: None,
             route: None,
             watch: LinkWatch::default(),
+            terminals: TerminalWatch::default(),
         }
     }
 }
@@ -183,6 +188,8 @@ pub struct AgentModel {
     /// The catalogue's shape checks of the instance's messages, and this side's shape
     /// misbehaviours, on every link.
     shapes: Option<Arc<dyn harness::jsonrpc::MessageWatch>>,
+    /// What the device gave its client and what the client asked, across links.
+    client_watch: Mutex<ClientWatch>,
 }
 
 impl AgentModel {
@@ -211,7 +218,49 @@ impl AgentModel {
             links: Arc::new(Mutex::new(HashMap::new())),
             next_protocol: Mutex::new(1),
             routes: Mutex::new(Vec::new()),
+            client_watch: Mutex::new(ClientWatch::default()),
         }
+    }
+
+    /// Judges what the client sent against what the device gave it (sessions, turns,
+    /// terminals), and learns from it.
+    fn judge_client(&self, peer: &Arc<Peer>, event: &LinkEvent) -> Vec<Finding> {
+        let (method, params, request) = match event {
+            LinkEvent::Request(request) => (&request.method, &request.params, Some(&request.id)),
+            LinkEvent::Notification { method, params, .. } => (method, params, None),
+            _ => return Vec::new(),
+        };
+        let registry = self.sessions.registry();
+        let given_before = |id: &str| {
+            registry.is_terminal_session(id)
+                || (crate::store::is_store_id(id)
+                    && registry
+                        .store
+                        .load_session(id)
+                        .ok()
+                        .flatten()
+                        .is_some_and(|s| s.given))
+        };
+        let mut found = self
+            .client_watch
+            .lock()
+            .map(|mut w| w.judge(method, params, request.is_some(), given_before))
+            .unwrap_or_default();
+        if method.starts_with("_lembas/terminal/")
+            && self.capabilities().iter().any(|c| c == "terminal")
+            && let Ok(mut links) = self.links.lock()
+            && let Some(state) = links.get_mut(&peer.link())
+        {
+            let judged = match request {
+                Some(id) if method == methods::LEMBAS_TERMINAL_OPEN => {
+                    state.terminals.open(id, params)
+                }
+                Some(_) => None,
+                None => state.terminals.notified(method, params),
+            };
+            found.extend(judged);
+        }
+        found
     }
 
     /// Sets the protocol the next link says in hello (the dialer decides it from discovery).
@@ -577,6 +626,9 @@ impl Behaviour for AgentModel {
             for finding in monitor::check_capabilities(method, params, &self.capabilities()) {
                 hub.findings().push(finding.on_link(peer.link()));
             }
+            for finding in self.judge_client(peer, event) {
+                hub.findings().push(finding.on_link(peer.link()));
+            }
             if method == methods::LEMBAS_CONFIGURE
                 && let Some(finding) = monitor::check_configure(params)
             {
@@ -636,10 +688,24 @@ impl Behaviour for AgentModel {
     }
 
     fn observe_sent(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, message: &Value) {
-        if let Ok(mut links) = self.links.lock()
-            && let Some(state) = links.get_mut(&peer.link())
-        {
-            state.watch.sent(message);
+        let opened = match self.links.lock() {
+            Ok(mut links) => links.get_mut(&peer.link()).and_then(|state| {
+                state.terminals.sent(message);
+                state.watch.sent(message)
+            }),
+            Err(_) => None,
+        };
+        let announced = (message.get("method").and_then(Value::as_str)
+            == Some(methods::LEMBAS_SESSION_ANNOUNCE))
+        .then(|| message.pointer("/params/sessionId").and_then(Value::as_str))
+        .flatten();
+        if let Ok(mut watch) = self.client_watch.lock() {
+            if let Some(session) = opened {
+                watch.opened(&session);
+            }
+            if let Some(session) = announced {
+                watch.announced(session);
+            }
         }
     }
 

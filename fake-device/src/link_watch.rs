@@ -64,28 +64,23 @@ impl LinkWatch {
         }
     }
 
-    /// Learns from a message the device sent: the modes a session/new answer offered.
-    pub fn sent(&mut self, message: &Value) {
-        let Some(id) = message.get("id") else {
-            return;
-        };
-        let Some(at) = self.opening.iter().position(|o| o == id) else {
-            return;
-        };
+    /// Learns from a message the device sent: the modes a session/new answer offered. Gives
+    /// the session such an answer gave the client.
+    pub fn sent(&mut self, message: &Value) -> Option<String> {
+        let id = message.get("id")?;
+        let at = self.opening.iter().position(|o| o == id)?;
         self.opening.swap_remove(at);
-        let Some(result) = message.get("result") else {
-            return;
-        };
-        if let Some(session) = result.get("sessionId").and_then(Value::as_str) {
-            let offered = result
-                .pointer("/modes/availableModes")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
-                .collect();
-            self.modes.insert(session.to_string(), offered);
-        }
+        let result = message.get("result")?;
+        let session = result.get("sessionId").and_then(Value::as_str)?;
+        let offered = result
+            .pointer("/modes/availableModes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
+            .collect();
+        self.modes.insert(session.to_string(), offered);
+        Some(session.to_string())
     }
 
     /// Checks a set_mode: a session and a mode id, as strings, the mode one the session's

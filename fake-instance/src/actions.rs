@@ -22,6 +22,9 @@ use crate::chats::Chats;
 /// key; its result is what `capture` reads.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
+// One action is made a step: the size of the chat's Context fields costs nothing worth a box,
+// and the variants stay plain for the code that builds them.
+#[allow(clippy::large_enum_variant)]
 pub enum WebAction {
     /// Open a chat on the device (`session/new`); result `{sessionId}`.
     OpenChat(OpenChat),
@@ -51,6 +54,100 @@ pub enum WebAction {
     /// Serve discovery with this `protocols` list from now on (`[]`: no list at all), as an
     /// instance upgraded or rolled back between two dials; result `{protocols}`.
     ServeProtocols(Vec<u8>),
+    /// Rename a chat (`_lembas/session/title`, the title cut to 200 characters); result the
+    /// device's answer.
+    Rename(RenameChat),
+    /// Compact a chat between its prompts (`_lembas/session/compact`); result the device's
+    /// answer.
+    Compact(String),
+    /// The new chat's folder picker (`_lembas/directories`): the device's places, or the
+    /// entries of an absolute `path`; result the device's answer.
+    PickFolder(PickFolder),
+    /// Open a terminal (`_lembas/terminal/open`) sized within the spec's bounds; result the
+    /// device's answer (`terminalId`, …).
+    OpenTerminal(OpenTerminal),
+    /// Type into a terminal (`_lembas/terminal/input`, base64); result `{terminalId}`.
+    TerminalInput(TerminalInput),
+    /// Resize a terminal (`_lembas/terminal/resize`, within bounds); result what was sent.
+    ResizeTerminal(ResizeTerminal),
+    /// Hang a terminal up (`_lembas/terminal/close`); result `{terminalId}`.
+    CloseTerminal(String),
+    /// The composer's `@` picker: search the chat's files, choose one, and send `text` with it
+    /// as `@path` text (escaped as the picker writes it); result `{turnId, mention}`.
+    Mention(MentionFile),
+}
+
+/// A chat's new title.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameChat {
+    /// The chat (its session id).
+    pub chat: String,
+    /// What the person typed (the field keeps 200 characters).
+    pub title: String,
+}
+
+/// Where the folder picker looks.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PickFolder {
+    /// An absolute directory the device listed; none: the device's places.
+    #[serde(default)]
+    pub path: Option<String>,
+}
+
+/// A terminal to open.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenTerminal {
+    /// Its directory (absolute; the device's first root when absent).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// The window's columns (brought within 20–500).
+    #[serde(default)]
+    pub cols: Option<u64>,
+    /// The window's rows (brought within 5–300).
+    #[serde(default)]
+    pub rows: Option<u64>,
+}
+
+/// Keystrokes for a terminal.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TerminalInput {
+    /// The terminal (its id from the open's answer).
+    pub terminal: String,
+    /// What the person typed (a newline is Enter).
+    pub text: String,
+}
+
+/// A terminal's new window size.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResizeTerminal {
+    /// The terminal (its id from the open's answer).
+    pub terminal: String,
+    /// The window's columns.
+    pub cols: u64,
+    /// The window's rows.
+    pub rows: u64,
+}
+
+/// A file chosen in the composer's `@` picker, sent with a message.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MentionFile {
+    /// The chat (its session id).
+    pub chat: String,
+    /// What the person typed after `@`.
+    #[serde(default)]
+    pub query: String,
+    /// The path to choose among the results (default: the first).
+    #[serde(default)]
+    pub choose: Option<String>,
+    /// The message written before the mention.
+    #[serde(default)]
+    pub text: String,
 }
 
 /// What the web composer asks the device about: a chat's session, or a directory with no
@@ -82,6 +179,10 @@ pub struct OpenChat {
     /// Its mode (`plan`, `manual`, `edit`).
     #[serde(default)]
     pub mode: Option<String>,
+    /// Its model, by the id this instance serves it under (`/v1/models`), sent as
+    /// `_meta.lembas_model`.
+    #[serde(default)]
+    pub model: Option<String>,
     /// The chat's authored system prompt, sent as `Context` on session/new and every prompt
     /// when the device lists `context`.
     #[serde(default)]
@@ -90,6 +191,11 @@ pub struct OpenChat {
     /// `null`), sent when the device lists `context`.
     #[serde(default)]
     pub personalization: Option<Value>,
+    /// Send the account's personalization as this instance's `/v1/me/personalization` gives
+    /// it now (`null` when it is off or not available), as LLeMbas does; `personalization`,
+    /// when given, wins.
+    #[serde(default)]
+    pub account_personalization: bool,
     /// The knowledge bases the chat may search (`{bases: [{id, name}]}`), sent when the device
     /// lists `library`.
     #[serde(default)]
@@ -161,6 +267,8 @@ pub struct InstanceActor {
     /// The web UI's own steps (`--say`, the self-test's `peer.steps`), not a scenario's: an
     /// action the device cannot take is skipped, as the web UI would, and the steps go on.
     pub own_steps: bool,
+    /// The HTTP side: the account a chat's personalization is read from.
+    pub http: crate::http::HttpState,
 }
 
 impl Actor for InstanceActor {
@@ -208,6 +316,10 @@ impl InstanceActor {
                 let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
                 // `Context` fields the device did not list are left out, as the web UI does; a
                 // scenario that relies on them says so in its `needs`.
+                let mut context = context_of(&open);
+                if open.account_personalization && !context.contains_key("personalization") {
+                    context.insert("personalization".into(), self.account_personalization());
+                }
                 Ok(self
                     .chats
                     .open(
@@ -215,7 +327,8 @@ impl InstanceActor {
                         &facts,
                         open.cwd.as_deref(),
                         open.mode.as_deref(),
-                        context_of(&open),
+                        open.model.as_deref(),
+                        context,
                     )
                     .await?)
             }
@@ -282,6 +395,66 @@ impl InstanceActor {
                 )
                 .await
             }
+            WebAction::Rename(rename) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                unlisted(&facts, "title", "a rename")?;
+                Ok(
+                    crate::chat_menu::rename(&self.chats, &peer, &rename.chat, &rename.title)
+                        .await?,
+                )
+            }
+            WebAction::Compact(chat) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                unlisted(&facts, "compact", "a compaction")?;
+                Ok(crate::chat_menu::compact(&self.chats, &peer, &chat).await?)
+            }
+            WebAction::PickFolder(pick) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                unlisted(&facts, "directories", "the folder picker")?;
+                Ok(crate::chat_menu::pick_folder(&self.chats, &peer, pick.path.as_deref()).await?)
+            }
+            WebAction::OpenTerminal(open) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                unlisted(&facts, "terminal", "a terminal")?;
+                Ok(crate::web_terminal::open(
+                    &self.chats,
+                    &peer,
+                    open.cwd.as_deref(),
+                    open.cols,
+                    open.rows,
+                )
+                .await?)
+            }
+            WebAction::TerminalInput(typed) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                unlisted(&facts, "terminal", "a terminal")?;
+                Ok(crate::web_terminal::input(
+                    &self.chats,
+                    &peer,
+                    &typed.terminal,
+                    &typed.text,
+                ))
+            }
+            WebAction::ResizeTerminal(size) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                unlisted(&facts, "terminal", "a terminal")?;
+                Ok(crate::web_terminal::resize(
+                    &peer,
+                    &size.terminal,
+                    size.cols,
+                    size.rows,
+                ))
+            }
+            WebAction::CloseTerminal(terminal) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                unlisted(&facts, "terminal", "a terminal")?;
+                Ok(crate::web_terminal::close(&peer, &terminal))
+            }
+            WebAction::Mention(mention) => {
+                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                unlisted(&facts, "files", "the composer's `@` picker")?;
+                Ok(crate::mention::mention(&self.chats, &peer, &facts, &mention).await?)
+            }
             WebAction::ListCommands(ask) => {
                 let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
                 let params = composer_params(&ask)?;
@@ -296,6 +469,33 @@ impl InstanceActor {
                 .await
             }
         }
+    }
+}
+
+impl InstanceActor {
+    /// The account's personalization as a chat's `Context` carries it: its three fields while it
+    /// is on and available, else `null` (the device's own apply). A misbehaving web UI sends
+    /// instructions the account never had.
+    fn account_personalization(&self) -> Value {
+        let saved = self.http.personalization();
+        if self
+            .chats
+            .misbehaves(harness::rules::ids::INSTANCE_CONTEXT_PERSONALIZATION_SOURCE)
+        {
+            return json!({
+                "personality": saved.personality,
+                "personality_custom": saved.personality_custom,
+                "instructions": format!("{} (remembered from another account)", saved.instructions),
+            });
+        }
+        if !(saved.enabled && saved.available) {
+            return Value::Null;
+        }
+        json!({
+            "personality": saved.personality,
+            "personality_custom": saved.personality_custom,
+            "instructions": saved.instructions,
+        })
     }
 }
 

@@ -35,6 +35,9 @@ pub struct LinkFacts {
     pub roots: Vec<String>,
     /// Which device it is (by the token it linked with; never the token itself).
     pub device: String,
+    /// The login the device dialled through (initialize's `_meta.lembas.connection`): the
+    /// first part of the device's own refs to this instance's models.
+    pub connection: Option<String>,
 }
 
 /// One line of a chat's transcript.
@@ -131,6 +134,11 @@ struct Inner {
     devices: HashMap<u32, String>,
     /// Cards taken down (`_lembas/permission/settled`), by toolCallId.
     settled: HashSet<String>,
+    /// The sessions of the cards taken down.
+    settled_sessions: HashSet<String>,
+    /// Sessions the device said it deleted: never made into chats again, even by an answer to
+    /// session/new read after the `deleted` came.
+    gone: HashSet<String>,
     links: HashMap<u32, LinkFacts>,
     /// What the newest link that said hello said, kept after it closes: between two links the
     /// device is still the one it was.
@@ -366,6 +374,10 @@ impl Chats {
             .filter_map(|c| c.as_str().map(String::from))
             .collect();
         let deletes = capabilities.iter().any(|c| c == "delete");
+        let connection = result
+            .pointer("/_meta/lembas/connection")
+            .and_then(Value::as_str)
+            .map(String::from);
         {
             let mut inner = self.lock();
             let device = inner.devices.get(&peer.link()).cloned().unwrap_or_default();
@@ -373,6 +385,7 @@ impl Chats {
             facts.ready = true;
             facts.capabilities = capabilities;
             facts.device = device;
+            facts.connection = connection;
             let facts = facts.clone();
             Self::remember(&mut inner, peer.link(), facts);
         }
@@ -430,10 +443,13 @@ impl Chats {
                     chat.streaming.push_str(text);
                 }
             }
-            // A session pending deletion is not made into a chat again.
+            // A session pending deletion is not made into a chat again (misbehaving: it is,
+            // and its delete is forgotten).
             (methods::LEMBAS_SESSION_ANNOUNCE, Some(id))
-                if !inner.pending_deletes.contains_key(id) =>
+                if !inner.pending_deletes.contains_key(id)
+                    || self.breaks(ids::INSTANCE_DELETE_PENDING_ANNOUNCE) =>
             {
+                inner.pending_deletes.remove(id);
                 let chat = inner.chats.entry(id.to_string()).or_insert_with(|| Chat {
                     session_id: id.to_string(),
                     device,
@@ -447,9 +463,13 @@ impl Chats {
                     chat.left = true;
                 }
             }
-            (methods::LEMBAS_SESSION_DELETED, Some(id)) => {
-                // A `deleted` for a chat it never had, or has deleted already, is ignored.
+            // A `deleted` for a chat it never had, or has deleted already, is ignored.
+            // Misbehaving: the chat stays, and the person may write in it.
+            (methods::LEMBAS_SESSION_DELETED, Some(id))
+                if !self.breaks(ids::INSTANCE_DELETED_REMOVES_CHAT) =>
+            {
                 inner.chats.remove(id);
+                inner.gone.insert(id.to_string());
             }
             (methods::LEMBAS_EVENT, Some(id)) => {
                 let event = params.get("event");
@@ -475,9 +495,12 @@ impl Chats {
                     _ => {}
                 }
             }
-            (methods::LEMBAS_PERMISSION_SETTLED, _) => {
+            (methods::LEMBAS_PERMISSION_SETTLED, session) => {
                 if let Some(call) = params.get("toolCallId").and_then(Value::as_str) {
                     inner.settled.insert(call.to_string());
+                }
+                if let Some(session) = session {
+                    inner.settled_sessions.insert(session.to_string());
                 }
             }
             _ => {}
@@ -487,6 +510,12 @@ impl Chats {
     /// Whether a card was taken down.
     pub fn is_settled(&self, tool_call_id: &str) -> bool {
         self.lock().settled.contains(tool_call_id)
+    }
+
+    /// Whether any card of a session was taken down (what a client keying cards by session,
+    /// wrongly, would go by).
+    pub fn is_session_settled(&self, session_id: &str) -> bool {
+        self.lock().settled_sessions.contains(session_id)
     }
 
     /// Waits up to `within` for a linked device whose initialize was answered.
@@ -525,6 +554,7 @@ impl Chats {
         facts: &LinkFacts,
         cwd: Option<&str>,
         mode: Option<&str>,
+        model: Option<&str>,
         context: serde_json::Map<String, Value>,
     ) -> Result<Value, String> {
         if self.breaks(ids::INSTANCE_CHAT_OPEN) {
@@ -547,6 +577,15 @@ impl Chats {
         if let Some(mode) = mode {
             params["_meta"]["mode"] = json!(mode);
         }
+        // The chat's model, by the name this instance serves it under (misbehaving: in the
+        // device's ref form, `<connection>/<served name>`).
+        if let Some(model) = model {
+            params["_meta"]["lembas_model"] = json!(match &facts.connection {
+                Some(login) if self.breaks(ids::INSTANCE_MODEL_SERVED_NAME) =>
+                    format!("{login}/{model}"),
+                _ => model.to_string(),
+            });
+        }
         if let Some(context) = chat.context(facts) {
             params["_meta"]["lembas"] = context;
         }
@@ -560,14 +599,19 @@ impl Chats {
             .and_then(Value::as_str)
             .ok_or("session/new answered without a sessionId")?
             .to_string();
-        self.lock().chats.insert(
-            id.clone(),
-            Chat {
-                session_id: id.clone(),
-                modes: offered_modes(&answer),
-                ..chat
-            },
-        );
+        {
+            let mut inner = self.lock();
+            if !inner.gone.contains(&id) {
+                inner.chats.insert(
+                    id.clone(),
+                    Chat {
+                        session_id: id.clone(),
+                        modes: offered_modes(&answer),
+                        ..chat
+                    },
+                );
+            }
+        }
         self.save_chats();
         Ok(json!({ "sessionId": id }))
     }
@@ -592,6 +636,9 @@ impl Chats {
         };
         let device = self.device_of(link);
         let mut inner = self.lock();
+        if inner.gone.contains(session_id) {
+            return;
+        }
         let chat = inner
             .chats
             .entry(session_id.to_string())
@@ -720,7 +767,13 @@ impl Chats {
         {
             blocks.extend(files);
         }
-        let mut params = json!({ "sessionId": chat, "prompt": blocks });
+        // Misbehaving: the prompt goes to a session the device never gave this client.
+        let session = if self.breaks(ids::INSTANCE_SESSION_KNOWN) {
+            "ses_never_given"
+        } else {
+            chat
+        };
+        let mut params = json!({ "sessionId": session, "prompt": blocks });
         // The chat's Context again on every prompt (the device keeps the newest).
         let mut lembas = self
             .chat(chat)
@@ -896,6 +949,12 @@ impl Chats {
         if !facts.capabilities.iter().any(|c| c == "rewind") {
             return Err("the device did not list `rewind`".into());
         }
+        // Misbehaving: the rewind names a turn this chat never sent.
+        let turn = if self.breaks(ids::INSTANCE_REWIND_KNOWN_TURN) {
+            "msg_made_up"
+        } else {
+            turn
+        };
         let answer = peer
             .request(
                 methods::LEMBAS_SESSION_REWIND,
@@ -939,7 +998,14 @@ impl Chats {
         if self.breaks(ids::INSTANCE_CANCEL_STOP) {
             return;
         }
-        peer.notify(methods::SESSION_CANCEL, json!({ "sessionId": chat }));
+        let params = json!({ "sessionId": chat });
+        if self.breaks(ids::INSTANCE_CANCEL_IS_NOTIFICATION) {
+            // Misbehaving: the stop goes as a request, waiting for an answer nobody owes.
+            let answer = peer.begin_request(methods::SESSION_CANCEL, params, self.config.patience);
+            tokio::spawn(answer);
+            return;
+        }
+        peer.notify(methods::SESSION_CANCEL, params);
     }
 
     /// Deletes a chat: `_lembas/session/delete` now when a device is linked; otherwise, or when

@@ -115,10 +115,18 @@ impl ClientModel {
         let patient = cards::is_patient(&request.params)
             && !self.config.misbehave.breaks(ids::INSTANCE_CARD_PATIENT);
         let call = cards::tool_call_id(&request.method, &request.params);
+        // Misbehaving: a question or a plan nobody answers is left up for ever.
+        let never_dismissed = self
+            .config
+            .misbehave
+            .breaks(ids::INSTANCE_CARD_TIMEOUT_DISMISSED)
+            && request.method != methods::SESSION_REQUEST_PERMISSION;
         let (answer, after) = match answer {
             Some(answer) if patient || delay < timeout => (answer, delay),
-            // Nobody answers in time: LLeMbas takes the card down itself.
-            _ if !patient => (cards::dismissal(&request.method), timeout),
+            // Nobody answers in time: LLeMbas takes the card down itself (misbehaving: it
+            // leaves it up for ever).
+            _ if !patient && !never_dismissed => (cards::dismissal(&request.method), timeout),
+            _ if !patient => return,
             // A patient card nobody answers stays up until it is settled.
             _ => return,
         };
@@ -131,10 +139,25 @@ impl ClientModel {
         };
         let (peer, id, chats) = (peer.clone(), request.id.clone(), self.chats.clone());
         let answers_settled = self.config.misbehave.breaks(ids::INSTANCE_CARD_SETTLED);
+        // Misbehaving: cards are keyed by session, so a settled card takes its session's others
+        // down with it.
+        let by_session = self
+            .config
+            .misbehave
+            .breaks(ids::INSTANCE_CARD_KEYED)
+            .then(|| request.params.get("sessionId").and_then(Value::as_str))
+            .flatten()
+            .map(String::from);
         tokio::spawn(async move {
             tokio::time::sleep(after).await;
             // A card taken down is not answered.
             if call.as_deref().is_some_and(|c| chats.is_settled(c)) && !answers_settled {
+                return;
+            }
+            if by_session
+                .as_deref()
+                .is_some_and(|s| chats.is_session_settled(s))
+            {
                 return;
             }
             peer.respond(&id, Ok(answer));

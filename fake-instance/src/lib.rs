@@ -28,6 +28,7 @@ mod actions;
 mod applicability;
 mod attach;
 mod cards;
+mod chat_menu;
 mod chats;
 mod check;
 mod client;
@@ -35,6 +36,7 @@ mod configure;
 mod embedding;
 pub mod http;
 mod link_rules;
+mod mention;
 mod mode_watch;
 mod modes;
 mod monitor;
@@ -43,9 +45,11 @@ mod run;
 mod server;
 mod settings;
 mod stdio_watch;
+mod web_terminal;
 
 pub use actions::{
-    AttachFile, ComposerAsk, ConfigureChat, OpenChat, RewindChat, SendMessage, SetMode, WebAction,
+    AttachFile, ComposerAsk, ConfigureChat, MentionFile, OpenChat, OpenTerminal, PickFolder,
+    RenameChat, ResizeTerminal, RewindChat, SendMessage, SetMode, TerminalInput, WebAction,
 };
 pub use check::{check_as_peer_of, check_scenario, peer_cards};
 pub use embedding::{FakeInstance, InstanceBuilder};

@@ -386,6 +386,7 @@ pub(crate) async fn run_started(
         hub: hub.clone(),
         discovery: discovery_for_actor.clone(),
         own_steps: scenario.is_none(),
+        http: http.clone(),
     });
     let control = match &options.control {
         Some(config) => {
@@ -402,6 +403,7 @@ pub(crate) async fn run_started(
                     hub: hub.clone(),
                     discovery: discovery_for_actor,
                     own_steps: false,
+                    http: http.clone(),
                 }),
                 peer_state: Arc::new(move || snapshot.snapshot()),
             };

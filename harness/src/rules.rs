@@ -503,6 +503,21 @@ pub mod ids {
     DEVICE_STDIO_NO_DIRECTORIES = "device.stdio.no_directories",
     DEVICE_PERSONALIZATION_LOCAL_OTHERWISE = "device.personalization.local_otherwise",
     DEVICE_EVENT_MODEL_INSTANCE = "device.event.model_instance",
+    // The instance's rules proven by the web UI's actions (issue 15, group inst).
+    INSTANCE_TERMINAL_OPEN_SHAPE = "instance.terminal.open_shape",
+    INSTANCE_TERMINAL_NOTIFY_SHAPE = "instance.terminal.notify_shape",
+    INSTANCE_CANCEL_IS_NOTIFICATION = "instance.cancel.is_notification",
+    INSTANCE_REWIND_KNOWN_TURN = "instance.rewind.known_turn",
+    INSTANCE_SESSION_KNOWN = "instance.session.known",
+    INSTANCE_CARD_KEYED = "instance.card.keyed",
+    INSTANCE_CARD_TIMEOUT_DISMISSED = "instance.card.timeout_dismissed",
+    INSTANCE_DELETED_REMOVES_CHAT = "instance.deleted.removes_chat",
+    INSTANCE_DELETE_PENDING_ANNOUNCE = "instance.delete.pending_announce",
+    INSTANCE_LIBRARY_FOREIGN_SCOPE = "instance.library.foreign_scope",
+    INSTANCE_MODELS_PROVIDER_IDS = "instance.models.provider_ids",
+    INSTANCE_MODEL_SERVED_NAME = "instance.model.served_name",
+    INSTANCE_CONTEXT_PERSONALIZATION_SOURCE = "instance.context.personalization_source",
+    INSTANCE_FILES_MENTION_TEXT = "instance.files.mention_text",
     }
 }
 

@@ -33,6 +33,8 @@ pub struct McpContext {
     pub scopes: Arc<dyn ChatScopes>,
     /// Where each call is told.
     pub events: Events,
+    /// Misbehaving: a scope naming no chat of the caller's is taken as no scope at all.
+    pub takes_foreign_scope: bool,
 }
 
 /// The search tool's name.
@@ -79,6 +81,9 @@ impl LibraryServer {
         let library = self.context.library.as_ref();
         let reach = match library::reach(meta, &caller.device, self.context.scopes.as_ref()) {
             Ok(reach) => reach,
+            Err(library::ScopeError::Foreign(_)) if self.context.takes_foreign_scope => {
+                Reach::DefaultGroup
+            }
             Err(why) => return Outcome::Refused(why.to_string()),
         };
         let arguments = request.arguments.clone().unwrap_or_default();

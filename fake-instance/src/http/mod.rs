@@ -177,6 +177,9 @@ impl HttpState {
             library: self.library.clone(),
             scopes: self.scopes.clone(),
             events: self.events.clone(),
+            takes_foreign_scope: self
+                .misbehave
+                .breaks(harness::rules::ids::INSTANCE_LIBRARY_FOREIGN_SCOPE),
         }
     }
 
@@ -202,6 +205,10 @@ impl models::ModelsSource for HttpState {
     }
     fn speaks_protocol_2(&self) -> bool {
         self.speaks_2()
+    }
+    fn serves_a_bare_id(&self) -> bool {
+        self.misbehave
+            .breaks(harness::rules::ids::INSTANCE_MODELS_PROVIDER_IDS)
     }
     fn events(&self) -> &Events {
         &self.events

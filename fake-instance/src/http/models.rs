@@ -20,6 +20,10 @@ pub trait ModelsSource: Clone + Send + Sync + 'static {
     fn provider_field(&self) -> ProviderField;
     /// Whether the instance speaks link protocol 2 now (its discovery lists 2).
     fn speaks_protocol_2(&self) -> bool;
+    /// Misbehaving: the first model is served under its bare id even at protocol 2.
+    fn serves_a_bare_id(&self) -> bool {
+        false
+    }
     /// Where the request is told.
     fn events(&self) -> &Events;
 }
@@ -109,11 +113,18 @@ fn served(entry: &ModelEntry, speaks_protocol_2: bool, field: ProviderField) -> 
 /// `GET /v1/models`.
 pub async fn list<S: ModelsSource>(State(state): State<S>) -> Response {
     let speaks_2 = state.speaks_protocol_2();
-    let data: Vec<Value> = state
+    let mut data: Vec<Value> = state
         .models()
         .iter()
         .map(|m| served(m, speaks_2, state.provider_field()))
         .collect();
+    if let (true, Some(first), Some(entry)) = (
+        state.serves_a_bare_id(),
+        data.first_mut(),
+        state.models().first(),
+    ) {
+        first["id"] = json!(entry.id);
+    }
     state.events().emit(
         HTTP_MODELS,
         json!({ "at_ms": state.events().now_ms(), "protocol": if speaks_2 { 2 } else { 1 }, "status": 200 }),

@@ -1,0 +1,87 @@
+//! The web composer's `@` picker: it asks the device for the chat's files
+//! (`_lembas/files/search`), and a file the person chooses goes into the message as `@path`
+//! text, a space or a `#` in it escaped with a backslash as the TUI's picker writes it; the
+//! device expands it when the prompt comes (spec, `_lembas/files/search` and the notes on
+//! writing a path in `session/prompt`). It never becomes an attachment block.
+
+use std::sync::Arc;
+
+use harness::jsonrpc::Peer;
+use harness::lembas::methods;
+use harness::rules::ids;
+use serde_json::{Value, json};
+
+use crate::actions::MentionFile;
+use crate::chats::{Chats, LinkFacts};
+
+/// `@path` as the picker writes it: spaces and `#` escaped; a directory ends with `/`.
+pub fn written(path: &str, dir: bool) -> String {
+    let mut text = String::from("@");
+    for c in path.chars() {
+        if c == ' ' || c == '#' || c == '\\' {
+            text.push('\\');
+        }
+        text.push(c);
+    }
+    if dir && !path.ends_with('/') {
+        text.push('/');
+    }
+    text
+}
+
+/// Searches, chooses, and sends the message with the mention; gives `{turnId, mention}`.
+pub async fn mention(
+    chats: &Arc<Chats>,
+    peer: &Arc<Peer>,
+    facts: &LinkFacts,
+    ask: &MentionFile,
+) -> Result<Value, String> {
+    let params = json!({ "sessionId": ask.chat, "query": ask.query });
+    let answer = peer
+        .request(methods::LEMBAS_FILES_SEARCH, params, chats.patience())
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("the device refused the file search: {}", e.message))?;
+    let files = answer
+        .get("files")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let path_of = |f: &Value| f.get("path").and_then(Value::as_str).map(String::from);
+    let chosen = files
+        .iter()
+        .find(|f| ask.choose.is_none() || path_of(f) == ask.choose)
+        .ok_or_else(|| match &ask.choose {
+            Some(path) => format!("the search found no `{path}`"),
+            None => "the search found nothing".to_string(),
+        })?;
+    let path = path_of(chosen).ok_or("a search result without a path")?;
+    let dir = chosen.get("kind").and_then(Value::as_str) == Some("dir");
+    let mention = if chats.misbehaves(ids::INSTANCE_FILES_MENTION_TEXT) {
+        // Misbehaving: the path goes in as it is, so a space ends it early.
+        format!("@{path}")
+    } else {
+        written(&path, dir)
+    };
+    let text = if ask.text.is_empty() {
+        mention.clone()
+    } else {
+        format!("{} {mention}", ask.text)
+    };
+    let mut sent = chats.send(peer, facts, &ask.chat, &text, &[]).await?;
+    sent["mention"] = json!(mention);
+    Ok(sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spaces_and_hashes_are_escaped_and_directories_end_with_a_slash() {
+        assert_eq!(written("my notes.md", false), "@my\\ notes.md");
+        assert_eq!(written("a#b.md", false), "@a\\#b.md");
+        assert_eq!(written("src", true), "@src/");
+        assert_eq!(written("src/main.rs", false), "@src/main.rs");
+    }
+}

@@ -1,0 +1,106 @@
+//! The web UI's terminal on a device that turned remote terminals on (spec,
+//! `_lembas/terminal/*`): open one sized to the browser's window within the spec's bounds
+//! (20–500 columns, 5–300 rows), type into it (keystrokes go base64), resize it, hang it up.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use harness::jsonrpc::Peer;
+use harness::lembas::methods;
+use harness::rules::ids;
+use serde_json::{Value, json};
+
+use crate::chats::Chats;
+
+/// The columns a terminal may have.
+const COLS: std::ops::RangeInclusive<u64> = 20..=500;
+/// The rows a terminal may have.
+const ROWS: std::ops::RangeInclusive<u64> = 5..=300;
+
+/// The columns a misbehaving web UI asks for: fewer than the spec allows.
+const TOO_NARROW: u64 = 10;
+
+/// A window's size, as the browser measures it, brought within the spec's bounds.
+fn fit(cols: u64, rows: u64) -> (u64, u64) {
+    (
+        cols.clamp(*COLS.start(), *COLS.end()),
+        rows.clamp(*ROWS.start(), *ROWS.end()),
+    )
+}
+
+/// Opens a terminal; gives the device's answer (a refusal as `{error}`).
+pub async fn open(
+    chats: &Chats,
+    peer: &Arc<Peer>,
+    cwd: Option<&str>,
+    cols: Option<u64>,
+    rows: Option<u64>,
+) -> Result<Value, String> {
+    let mut params = json!({});
+    if let Some(cwd) = cwd {
+        if !std::path::Path::new(cwd).is_absolute() {
+            return Err(format!(
+                "a terminal opens in an absolute directory, not `{cwd}`"
+            ));
+        }
+        params["cwd"] = json!(cwd);
+    }
+    if cols.is_some() || rows.is_some() {
+        let (cols, rows) = fit(cols.unwrap_or(80), rows.unwrap_or(24));
+        params["cols"] = json!(cols);
+        params["rows"] = json!(rows);
+    }
+    if chats.misbehaves(ids::INSTANCE_TERMINAL_OPEN_SHAPE) {
+        params["cols"] = json!(TOO_NARROW);
+    }
+    match peer
+        .request(methods::LEMBAS_TERMINAL_OPEN, params, chats.patience())
+        .await
+    {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(e)) => Ok(json!({ "error": e.to_value() })),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Types `text` into a terminal.
+pub fn input(chats: &Chats, peer: &Arc<Peer>, terminal: &str, text: &str) -> Value {
+    let data = if chats.misbehaves(ids::INSTANCE_TERMINAL_NOTIFY_SHAPE) {
+        // Misbehaving: the keystrokes go as they are, not base64.
+        format!("{text}\u{7}")
+    } else {
+        base64::engine::general_purpose::STANDARD.encode(text)
+    };
+    let params = json!({ "terminalId": terminal, "data": data });
+    peer.notify(methods::LEMBAS_TERMINAL_INPUT, params);
+    json!({ "terminalId": terminal })
+}
+
+/// Resizes a terminal to the browser's window, within the spec's bounds.
+pub fn resize(peer: &Arc<Peer>, terminal: &str, cols: u64, rows: u64) -> Value {
+    let (cols, rows) = fit(cols, rows);
+    let params = json!({ "terminalId": terminal, "cols": cols, "rows": rows });
+    peer.notify(methods::LEMBAS_TERMINAL_RESIZE, params);
+    json!({ "terminalId": terminal, "cols": cols, "rows": rows })
+}
+
+/// Hangs a terminal up.
+pub fn close(peer: &Arc<Peer>, terminal: &str) -> Value {
+    peer.notify(
+        methods::LEMBAS_TERMINAL_CLOSE,
+        json!({ "terminalId": terminal }),
+    );
+    json!({ "terminalId": terminal })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_window_is_brought_within_the_bounds() {
+        assert_eq!(fit(10, 2), (20, 5));
+        assert_eq!(fit(120, 40), (120, 40));
+        assert_eq!(fit(900, 400), (500, 300));
+    }
+}
