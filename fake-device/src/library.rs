@@ -107,6 +107,13 @@ pub(crate) async fn search_library(
             ran: false,
         };
     };
+    if registry.breaks(harness::rules::ids::DEVICE_LIBRARY_DEFAULT) {
+        // Misbehaving: with no `library:` configured, a library of its own, and empty.
+        return ToolOutcome {
+            text: "The local library has no documents.".into(),
+            ran: true,
+        };
+    }
     let library = Library {
         base: model.base.clone(),
         token: model.token.clone(),

@@ -568,7 +568,12 @@ impl Sessions {
             let cwd = param_str(params, "cwd")?;
             self.registry.limits().check_cwd(cwd).map_err(refuse)?
         };
-        Ok(json!({ "commands": crate::commands::to_values(&self.registry.command_set(&project)) }))
+        let mut set = self.registry.command_set(&project);
+        if params.get("sessionId").is_some() && self.registry.breaks(ids::DEVICE_COMMANDS_METHOD) {
+            // Misbehaving: a session is answered as if its project had nothing of its own.
+            set.retain(|c| c.kind == crate::commands::Kind::Builtin);
+        }
+        Ok(json!({ "commands": crate::commands::to_values(&set) }))
     }
 
     /// `_lembas/files/search`: the `@` picker over the session's directory (or a `cwd` that

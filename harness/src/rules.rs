@@ -518,6 +518,9 @@ pub mod ids {
     INSTANCE_MODEL_SERVED_NAME = "instance.model.served_name",
     INSTANCE_CONTEXT_PERSONALIZATION_SOURCE = "instance.context.personalization_source",
     INSTANCE_FILES_MENTION_TEXT = "instance.files.mention_text",
+    // Issue 15, the lead: the commands method and the default library.
+    DEVICE_COMMANDS_METHOD = "device.commands.method",
+    DEVICE_LIBRARY_DEFAULT = "device.library.default",
     }
 }
 
