@@ -261,7 +261,11 @@ impl LinkRules {
             Err(error) => {
                 let not_found = error.get("code").and_then(Value::as_i64) == Some(METHOD_NOT_FOUND);
                 return match capabilities::of_method(method) {
-                    Some(capability) if not_found && self.lists(capability) => {
+                    // The capability table promises methods on the device's link, which opens
+                    // with hello; an editor's stdio (no hello) may refuse the link-only ones.
+                    Some(capability)
+                        if not_found && self.lists(capability) && self.hello.is_some() =>
+                    {
                         vec![Finding::new(
                             ids::DEVICE_CAPABILITIES_KEPT,
                             format!("`{method}` was answered method-not-found, though the device listed `{capability}`"),
