@@ -201,14 +201,14 @@ fn a_scenario_whose_web_ui_nobody_drives_is_not_applicable() {
         "--scenario",
         "composer",
         "--arranged",
-        "open_chat,search_files,list_commands",
+        "open_chat,search_files,list_commands,mention",
     ]);
     let _ = stop.send(());
     let _ = handle.join();
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("NOT APPLICABLE"), "{out}");
     assert!(
-        out.contains("`open_chat`, `search_files`, `list_commands`"),
+        out.contains("`open_chat`, `search_files`, `list_commands`, `mention`"),
         "{out}"
     );
     assert_eq!(strict, 1);
@@ -238,7 +238,7 @@ fn the_composer_must_name_the_chat_s_own_session() {
             "--scenario",
             "composer",
             "--arranged",
-            "open_chat,search_files,list_commands",
+            "open_chat,search_files,list_commands,mention",
             "--root",
             &root,
         ]);
@@ -248,7 +248,7 @@ fn the_composer_must_name_the_chat_s_own_session() {
     };
     // The right session: passes.
     let (code, out) = composer_against(
-        "    - act: { open_chat: {}, capture: { chat: sessionId } }\n    - act: { search_files: { chat: \"${chat}\", query: main } }\n    - act: { list_commands: { chat: \"${chat}\" } }\n",
+        "    - act: { open_chat: {}, capture: { chat: sessionId } }\n    - act: { search_files: { chat: \"${chat}\", query: main } }\n    - act: { list_commands: { chat: \"${chat}\" } }\n    - act: { mention: { chat: \"${chat}\", query: notes, choose: my notes.md, text: look at } }\n",
     );
     assert_eq!(code, 0, "{out}");
     // Another session (a variable left unsubstituted, say): fails, naming the rule.
