@@ -36,21 +36,24 @@ pub const PROTOCOL_MISMATCH_SENTENCE: &str =
 
 /// What the command tells the person running it (on stderr) when its run stopped by itself:
 /// why, and what to do about it; `None`: nothing to tell.
-pub fn last_words(stopped: Option<&crate::Stopped>, misbehave: &Misbehaviours) -> Option<String> {
+pub fn last_words(
+    stopped: Option<&crate::dial::Stopped>,
+    misbehave: &Misbehaviours,
+) -> Option<String> {
     match stopped? {
         // Misbehaving: it stops for good without a word on why.
-        crate::Stopped::ProtocolMismatch
+        crate::dial::Stopped::ProtocolMismatch
             if misbehave.breaks(harness::rules::ids::DEVICE_LINK_4400_MESSAGE) =>
         {
             None
         }
-        crate::Stopped::ProtocolMismatch => {
+        crate::dial::Stopped::ProtocolMismatch => {
             Some(format!("fake-device: {PROTOCOL_MISMATCH_SENTENCE}"))
         }
-        crate::Stopped::Unauthorized => {
+        crate::dial::Stopped::Unauthorized => {
             Some("fake-device: the instance refused this device's token (401); log in again".into())
         }
-        crate::Stopped::ByUs | crate::Stopped::GaveUp => None,
+        crate::dial::Stopped::ByUs | crate::dial::Stopped::GaveUp => None,
     }
 }
 

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 pub use crate::attach::AttachFile;
 use crate::chats::Chats;
+pub use crate::mention::MentionFile;
 
 /// What a person does in the web UI: an `act` step of a fake-instance scenario (or of a
 /// device-side scenario's `peer.steps`, which fake-instance does). Each variant is one action
@@ -131,23 +132,6 @@ pub struct ResizeTerminal {
     pub cols: u64,
     /// The window's rows.
     pub rows: u64,
-}
-
-/// A file chosen in the composer's `@` picker, sent with a message.
-#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MentionFile {
-    /// The chat (its session id).
-    pub chat: String,
-    /// What the person typed after `@`.
-    #[serde(default)]
-    pub query: String,
-    /// The path to choose among the results (default: the first).
-    #[serde(default)]
-    pub choose: Option<String>,
-    /// The message written before the mention.
-    #[serde(default)]
-    pub text: String,
 }
 
 /// What the web composer asks the device about: a chat's session, or a directory with no

@@ -9,10 +9,28 @@ use std::sync::Arc;
 use harness::jsonrpc::Peer;
 use harness::lembas::methods;
 use harness::rules::ids;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::actions::MentionFile;
 use crate::chats::{Chats, LinkFacts};
+
+/// A file chosen in the composer's `@` picker, sent with a message.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MentionFile {
+    /// The chat (its session id).
+    pub chat: String,
+    /// What the person typed after `@`.
+    #[serde(default)]
+    pub query: String,
+    /// The path to choose among the results (default: the first).
+    #[serde(default)]
+    pub choose: Option<String>,
+    /// The message written before the mention.
+    #[serde(default)]
+    pub text: String,
+}
 
 /// `@path` as the picker writes it: spaces and `#` escaped; a directory ends with `/`.
 pub fn written(path: &str, dir: bool) -> String {

@@ -491,8 +491,15 @@ pub(crate) async fn run_started(
     let arranged = under_test.arranged(options.arranged.clone(), &["lay_out_root"]);
     let outcome = match &scenario {
         Some(scenario) => {
+            let mut needs = scenario.set_up_needs(device_setup.needs());
+            // The device's link command is not its `serve --stdio`: a stdio scenario runs only
+            // where the test says its device command speaks on its pipes (`--arranged
+            // serve_stdio`; the self-test's fake-device does).
+            if stdio {
+                needs.push("serve_stdio".to_string());
+            }
             let unarranged = harness::engine::applicability::unarranged_but(
-                &scenario.set_up_needs(device_setup.needs()),
+                &needs,
                 &arranged,
                 &["lay_out_root"],
             )
