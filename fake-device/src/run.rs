@@ -174,18 +174,6 @@ impl Options {
     }
 }
 
-/// A step that waits for the device's first link: the web UI's actions need a device on it.
-fn first_link_step() -> Result<Vec<harness::scenario::Spanned<harness::scenario::Step>>, StartError>
-{
-    harness::scenario::load_str(
-        "name: link\nabout: the first link\nsteps:\n  - expect_link: { within: 60s }\n",
-        "the web UI's own steps",
-        None,
-    )
-    .map(|s| s.steps)
-    .map_err(|e| StartError::Scenario(e.to_string()))
-}
-
 /// What hooks are told of an instance this run did not start: its URL, the device's token,
 /// root and a `{tmp}`, and the cell.
 fn instance_placeholders(options: &Options, tmp: &std::path::Path) -> Placeholders {
@@ -463,11 +451,8 @@ pub(crate) async fn run_started(
                 let timeline = harness::hooks::steps_of(&instance_setup.timeline())
                     .map_err(StartError::Scenario)?;
                 under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
-                let mut steps = vec![];
-                if !scenario.peer_steps().is_empty() {
-                    steps.extend(first_link_step()?);
-                    steps.extend(scenario.peer_steps().iter().cloned());
-                }
+                let steps = harness::hooks::from_first_link(scenario.peer_steps())
+                    .map_err(StartError::Scenario)?;
                 under_test.drive(&hub, &options.cell, "the web UI's own steps", steps);
             }
             let runner = Runner::new(

@@ -515,12 +515,9 @@ pub(crate) async fn run_started(
                 let timeline = harness::hooks::steps_of(&device_setup.timeline())
                     .map_err(StartError::Scenario)?;
                 under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
-                under_test.drive(
-                    &hub,
-                    &options.cell,
-                    "the device's own steps",
-                    scenario.peer_steps().to_vec(),
-                );
+                let steps = harness::hooks::from_first_link(scenario.peer_steps())
+                    .map_err(StartError::Scenario)?;
+                under_test.drive(&hub, &options.cell, "the device's own steps", steps);
             }
             let runner = Runner::new(
                 hub.clone(),

@@ -56,6 +56,24 @@ pub fn steps_of(timeline: &[Timed]) -> Result<Vec<Spanned<Step>>, String> {
         .map_err(|e| e.to_string())
 }
 
+/// `peer.steps` as a real peer's hooks do them: from the peer's first link, as the other double
+/// does them in the self-test (a person acts on a linked peer; a wait in them counts from the
+/// link, not from a start that may be slow under load). None: none.
+pub fn from_first_link(steps: &[Spanned<Step>]) -> Result<Vec<Spanned<Step>>, String> {
+    if steps.is_empty() {
+        return Ok(Vec::new());
+    }
+    let yaml = format!(
+        "name: link\nabout: the first link\nsteps:\n  - expect_link: {{ within: {} }}\n",
+        Dur(LINK_WAIT)
+    );
+    let mut all = crate::scenario::load_str(&yaml, "the peer's own steps", None)
+        .map(|s| s.steps)
+        .map_err(|e| e.to_string())?;
+    all.extend(steps.iter().cloned());
+    Ok(all)
+}
+
 /// Runs `steps` in the background over `hub`, each action through its hook; a step that could
 /// not be done is in the hooks' record (and so in the verdict). The task ends with the steps,
 /// or when aborted.
@@ -133,5 +151,30 @@ mod tests {
                 "act: terminal_prompt"
             ]
         );
+    }
+
+    #[test]
+    fn the_peers_own_steps_wait_for_its_first_link() {
+        let own = steps_of(&[Timed {
+            at: Duration::from_millis(1500),
+            action: "set_personalization".into(),
+            value: json!({"field": "instructions", "value": "Answer in German."}),
+        }])
+        .expect("steps");
+        let own = own[1..].to_vec();
+        let titles: Vec<_> = from_first_link(&own)
+            .expect("steps")
+            .iter()
+            .map(|s| crate::engine::runner::title(&s.value))
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                "expect a link within 1m",
+                "wait 1s 500ms",
+                "act: set_personalization"
+            ]
+        );
+        assert!(from_first_link(&[]).expect("none").is_empty());
     }
 }
