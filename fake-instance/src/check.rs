@@ -6,6 +6,7 @@ use harness::lembas::setup::DeviceSetup;
 use harness::scenario::{LoadError, Scenario, check_actions};
 
 use crate::actions::WebAction;
+use crate::http::LibraryConfig;
 use crate::settings::{self, CardPolicy};
 
 /// Checks what fake-instance reads of an instance-side scenario beyond the format: its
@@ -18,22 +19,42 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), LoadError> {
 }
 
 /// Checks what fake-instance reads of a device-side scenario when it plays the instance for it:
-/// how its web UI answers cards (`peer.cards`) and what it does by itself (`peer.steps`).
+/// how its web UI answers cards (`peer.cards`), the account's library (`peer.library`) and what
+/// it does by itself (`peer.steps`).
 pub fn check_as_peer_of(scenario: &Scenario) -> Result<(), LoadError> {
     peer_cards(scenario)?;
+    peer_library(scenario)?;
     check_actions::<WebAction>(scenario.peer_steps(), "peer.steps", &scenario.source)
 }
 
 /// How the web UI's person answers cards for a device-side scenario (`peer.cards`).
 pub fn peer_cards(scenario: &Scenario) -> Result<CardPolicy, LoadError> {
-    let (Some(peer), Some(cards)) = (
-        scenario.peer.as_ref(),
-        scenario
-            .peer
-            .as_ref()
-            .and_then(|p| p.value.setup.get("cards")),
-    ) else {
-        return Ok(CardPolicy::default());
+    Ok(peer_section(scenario, "cards")?.unwrap_or_default())
+}
+
+/// The account's library for a device-side scenario (`peer.library`, in the shape of
+/// `instance.http.library`), if it gives one.
+pub fn peer_library(scenario: &Scenario) -> Result<Option<LibraryConfig>, LoadError> {
+    peer_section(scenario, "library")
+}
+
+/// One key of a device-side scenario's `peer:` set-up, read as `T`; an error names the file,
+/// the line and the key at fault.
+fn peer_section<T: serde::de::DeserializeOwned>(
+    scenario: &Scenario,
+    key: &str,
+) -> Result<Option<T>, LoadError> {
+    let Some(peer) = scenario.peer.as_ref() else {
+        return Ok(None);
     };
-    harness::scenario::read_section(cards.clone(), "peer.cards", &scenario.source, peer)
+    let Some(value) = peer.value.setup.get(key) else {
+        return Ok(None);
+    };
+    harness::scenario::read_section(
+        value.clone(),
+        &format!("peer.{key}"),
+        &scenario.source,
+        peer,
+    )
+    .map(Some)
 }

@@ -123,7 +123,14 @@ impl InstanceBuilder {
     pub fn as_peer_of(mut self, scenario: &Scenario) -> Result<Self, LoadError> {
         crate::check::check_as_peer_of(scenario)?;
         self.options.cards = crate::check::peer_cards(scenario)?;
+        if let Some(library) = crate::check::peer_library(scenario)? {
+            self.options.http.library = library;
+        }
         self.options.steps = scenario.peer_steps().to_vec();
+        let setup = harness::lembas::setup::InstanceSetup::of(scenario)?;
+        if let Some(personalization) = setup.personalization {
+            self.options.http.personalization.available = personalization.available;
+        }
         Ok(self)
     }
 

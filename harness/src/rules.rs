@@ -406,6 +406,9 @@ pub mod ids {
     INSTANCE_DELETE_ON_CHAT = "instance.delete.on_chat",
     INSTANCE_PERSONALIZATION_VALIDATION = "instance.personalization.validation",
     INSTANCE_PERSONALIZATION_PARTIAL_PUT = "instance.personalization.partial_put",
+    INSTANCE_PERSONALIZATION_FORBIDDEN = "instance.personalization.forbidden",
+    INSTANCE_LIBRARY_SCOPED = "instance.library.scoped",
+    INSTANCE_LIBRARY_UNSCOPED = "instance.library.unscoped",
     // Issue 15, the prompt's text and the Context (helper h15-ctx).
     DEVICE_PROMPT_TEXT_JOIN = "device.prompt.text_join",
     DEVICE_PROMPT_RESOURCE_LINK = "device.prompt.resource_link",

@@ -35,6 +35,10 @@ pub struct McpContext {
     pub events: Events,
     /// Misbehaving: a scope naming no chat of the caller's is taken as no scope at all.
     pub takes_foreign_scope: bool,
+    /// Misbehaving: a chat's scope searches the whole library, not only the chat's bases.
+    pub ignores_chat_bases: bool,
+    /// Misbehaving: a call without a scope searches the whole library, not the default group.
+    pub ignores_default_group: bool,
 }
 
 /// The search tool's name.
@@ -71,6 +75,20 @@ impl LibraryServer {
         Self { context }
     }
 
+    /// Where a misbehaving instance looks for a call with this reach: the whole library where
+    /// it should look within a chat's bases or the default group.
+    fn misread(&self, reach: &Reach) -> Reach {
+        let whole = Reach::Chat {
+            session_id: String::new(),
+            bases: Vec::new(),
+        };
+        match reach {
+            Reach::Chat { .. } if self.context.ignores_chat_bases => whole,
+            Reach::DefaultGroup if self.context.ignores_default_group => whole,
+            _ => reach.clone(),
+        }
+    }
+
     /// Answers one call, or refuses its scope.
     fn call(
         &self,
@@ -86,6 +104,7 @@ impl LibraryServer {
             }
             Err(why) => return Outcome::Refused(why.to_string()),
         };
+        let searched = self.misread(&reach);
         let arguments = request.arguments.clone().unwrap_or_default();
         match request.name.as_ref() {
             SEARCH_TOOL => {
@@ -98,14 +117,14 @@ impl LibraryServer {
                     .and_then(Value::as_u64)
                     .and_then(|l| usize::try_from(l).ok())
                     .unwrap_or(DEFAULT_LIMIT);
-                match library.search(&reach, query, base, limit) {
+                match library.search(&searched, query, base, limit) {
                     Ok(hits) => Outcome::Answered(reach, json!({ "results": hits })),
                     Err(why) => Outcome::Failed(reach, why),
                 }
             }
             BASES_TOOL => {
                 let bases: Vec<Value> = library
-                    .bases_within(&reach)
+                    .bases_within(&searched)
                     .iter()
                     .map(|b| json!({ "id": b.id, "name": b.name, "documents": b.documents.len() }))
                     .collect();

@@ -180,6 +180,12 @@ impl HttpState {
             takes_foreign_scope: self
                 .misbehave
                 .breaks(harness::rules::ids::INSTANCE_LIBRARY_FOREIGN_SCOPE),
+            ignores_chat_bases: self
+                .misbehave
+                .breaks(harness::rules::ids::INSTANCE_LIBRARY_SCOPED),
+            ignores_default_group: self
+                .misbehave
+                .breaks(harness::rules::ids::INSTANCE_LIBRARY_UNSCOPED),
         }
     }
 

@@ -192,14 +192,21 @@ impl Store {
 
     /// Answers one `PUT` body and journals it; the check and the merge happen under one lock so
     /// two writes cannot interleave.
-    fn write(&self, at_ms: u64, body: Result<Value, String>) -> (Response, PersonalizationWrite) {
+    /// `refuses`: whether a write the account or token may not make is refused (the spec);
+    /// `false` is the misbehaviour that saves it anyway.
+    fn write(
+        &self,
+        at_ms: u64,
+        body: Result<Value, String>,
+        refuses: bool,
+    ) -> (Response, PersonalizationWrite) {
         let mut saved = self.lock();
         let (journaled, response) = match body {
             Err(not_json) => (None, detail(StatusCode::BAD_REQUEST, not_json)),
             Ok(body) => {
-                let response = if !self.device_token {
+                let response = if !self.device_token && refuses {
                     detail(StatusCode::FORBIDDEN, NOT_A_DEVICE)
-                } else if !saved.now.available {
+                } else if !saved.now.available && refuses {
                     detail(StatusCode::FORBIDDEN, NOT_AVAILABLE)
                 } else {
                     match Change::read(&body) {
@@ -254,7 +261,9 @@ pub async fn update<S: PersonalizationSource>(State(state): State<S>, body: Byte
             }
         }
     }
-    let (response, write) = state.store().write(at_ms, body);
+    // Misbehaving: a write the account may not make is saved all the same.
+    let refuses = !state.breaks(ids::INSTANCE_PERSONALIZATION_FORBIDDEN);
+    let (response, write) = state.store().write(at_ms, body, refuses);
     state.events().emit(
         HTTP_PERSONALIZATION,
         json!({ "at_ms": write.at_ms, "verb": "PUT", "body": write.body, "status": write.status }),
@@ -289,7 +298,7 @@ mod tests {
             instructions: "keep".into(),
             ..PersonalizationConfig::default()
         });
-        let (refused, _) = store.write(0, Ok(json!({"instructions": "new", "enabled": 1})));
+        let (refused, _) = store.write(0, Ok(json!({"instructions": "new", "enabled": 1})), true);
         assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
         assert_eq!(store.current().instructions, "keep");
         assert_eq!(store.writes().len(), 1);

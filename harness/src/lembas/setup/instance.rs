@@ -16,6 +16,24 @@ pub struct InstanceSetup {
     /// `instance.cards` says it (a real LLeMbas: answer them so in the test).
     #[serde(default)]
     pub cards: Option<Value>,
+    /// The account's personalization, where it differs from a usable one
+    /// (`personalization_unavailable` when not available; a real LLeMbas: an account whose
+    /// plan has no personalization, arranged by the test).
+    #[serde(default)]
+    pub personalization: Option<PersonalizationSetup>,
+    /// The account's library, as fake-instance's `instance.http.library` says it (its knowledge
+    /// bases with their documents, and the ids in its default data group); a real LLeMbas: the
+    /// test makes those bases, `library_fixtures`.
+    #[serde(default)]
+    pub library: Option<Value>,
+}
+
+/// The account's personalization as a scenario needs it.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PersonalizationSetup {
+    /// Whether the account can use personalization at all (`false`: every write is refused).
+    pub available: bool,
 }
 
 impl InstanceSetup {
@@ -36,11 +54,16 @@ impl InstanceSetup {
     /// The set-up the instance must be given, by name: what fake-instance does by itself in the
     /// self-test, and what a real web server's test must arrange (`--arranged`).
     pub fn needs(&self) -> Vec<String> {
-        [("answer_cards", self.cards.is_some())]
-            .into_iter()
-            .filter(|(_, needed)| *needed)
-            .map(|(name, _)| name.to_string())
-            .collect()
+        let unavailable = self.personalization.as_ref().is_some_and(|p| !p.available);
+        [
+            ("answer_cards", self.cards.is_some()),
+            ("personalization_unavailable", unavailable),
+            ("library_fixtures", self.library.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, needed)| *needed)
+        .map(|(name, _)| name.to_string())
+        .collect()
     }
 }
 

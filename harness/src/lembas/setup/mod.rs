@@ -8,4 +8,4 @@ mod device;
 mod instance;
 
 pub use device::{DeviceSetup, LocalPersonalization, MaxMode, RootsNeed, TERMINAL_PROMPT};
-pub use instance::InstanceSetup;
+pub use instance::{InstanceSetup, PersonalizationSetup};
