@@ -107,8 +107,11 @@ pub(crate) async fn search_library(
             ran: false,
         };
     };
-    if registry.breaks(harness::rules::ids::DEVICE_LIBRARY_DEFAULT) {
-        // Misbehaving: with no `library:` configured, a library of its own, and empty.
+    // `library: local` stays local; misbehaving, the account's is searched all the same.
+    let local = registry.config.library_local
+        && !registry.breaks(harness::rules::ids::DEVICE_LIBRARY_LOCAL_KEPT);
+    if local || registry.breaks(harness::rules::ids::DEVICE_LIBRARY_DEFAULT) {
+        // The device's own library, and empty (misbehaving: also when no `library:` is set).
         return ToolOutcome {
             text: "The local library has no documents.".into(),
             ran: true,

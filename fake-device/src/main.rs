@@ -67,6 +67,10 @@ struct Cli {
     /// (no OSC 133/7 marks; `integration: false`).
     #[arg(long)]
     no_terminal_integration: bool,
+    /// `library: local`: the model searches a library of the device's own (empty), never the
+    /// account's on the instance.
+    #[arg(long)]
+    local_library: bool,
     /// The protocol to say: auto (from discovery), 1 or 2.
     #[arg(long, value_name = "auto|1|2", default_value = "auto")]
     protocol: String,
@@ -337,6 +341,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         approval_timeout: cli.approval_timeout.map(|d| d.0),
         max_mode: cli.max_mode.clone(),
         local_personalization: None,
+        library_local: cli.local_library,
         scripts,
         remote_terminal: cli.terminal,
         terminal_home: None,

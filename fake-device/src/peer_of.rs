@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use harness::lembas::setup::{DeviceSetup, RootsNeed};
+use harness::lembas::setup::{DeviceSetup, LibraryChoice, RootsNeed};
 use harness::scenario::{Spanned, Step};
 
 use crate::run::{Options, TerminalPlay};
@@ -68,6 +68,7 @@ pub(crate) fn apply(play: &PeerPlay, options: &mut Options, scratch: &Path) -> R
         .local_personalization
         .as_ref()
         .map(|local| serde_json::json!(local));
+    options.library_local = setup.library == Some(LibraryChoice::Local);
     options.remote_terminal = setup.terminal == Some(true);
     options.terminal_home = Some(home);
     options.terminal_integration = setup.terminal_integration;

@@ -44,6 +44,8 @@ pub struct SessionsConfig {
     /// A person at the terminal answers the cards of the session it shares this long after
     /// they are shown (`None`: nobody answers there).
     pub terminal_answers_after: Option<Duration>,
+    /// `library: local`: the model's library searches stay on the device.
+    pub library_local: bool,
 }
 
 /// The sessions the device has in memory, the store under them, and what every room of the

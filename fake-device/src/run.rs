@@ -93,6 +93,8 @@ pub struct Options {
     /// The device's local personality and instructions (`{personality, personality_custom,
     /// instructions}`), used when no one instance gives it its account's.
     pub local_personalization: Option<serde_json::Value>,
+    /// `library: local`: the model searches the device's own library, not the account's.
+    pub library_local: bool,
     /// The scripted agent's scripts (`--scripts`); a scenario's `device.scripts` come first.
     pub scripts: Vec<crate::scripts::AgentScript>,
     /// `remote.terminal`: remote terminals on (a scenario's `device.terminal` also turns them
@@ -157,6 +159,7 @@ impl Options {
             approval_timeout: None,
             max_mode: None,
             local_personalization: None,
+            library_local: false,
             scripts: Vec::new(),
             remote_terminal: false,
             terminal_home: None,
@@ -627,6 +630,7 @@ fn sessions_config(
             .or(options.approval_timeout)
             .unwrap_or(Duration::from_secs(30)),
         terminal_answers_after: options.terminal.answers_after,
+        library_local: options.library_local,
         scripts: settings
             .scripts
             .iter()

@@ -409,6 +409,7 @@ pub mod ids {
     INSTANCE_PERSONALIZATION_FORBIDDEN = "instance.personalization.forbidden",
     INSTANCE_LIBRARY_SCOPED = "instance.library.scoped",
     INSTANCE_LIBRARY_UNSCOPED = "instance.library.unscoped",
+    DEVICE_LIBRARY_LOCAL_KEPT = "device.library.local_kept",
     // Issue 15, the prompt's text and the Context (helper h15-ctx).
     DEVICE_PROMPT_TEXT_JOIN = "device.prompt.text_join",
     DEVICE_PROMPT_RESOURCE_LINK = "device.prompt.resource_link",

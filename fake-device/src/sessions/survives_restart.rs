@@ -93,6 +93,7 @@ fn sessions_stepping(
             approval_timeout: Duration::from_secs(5),
             scripts: Vec::new(),
             terminal_answers_after: None,
+            library_local: false,
         },
     )
 }

@@ -83,6 +83,20 @@ pub struct DeviceSetup {
     /// its local `personality`, `personality_custom` and `instructions` settings).
     #[serde(default)]
     pub local_personalization: Option<LocalPersonalization>,
+    /// fake-device: whose library the device's model searches (a real CLI: its `library:`
+    /// setting); absent: the account's, as a config that sets none does.
+    #[serde(default)]
+    pub library: Option<LibraryChoice>,
+}
+
+/// A device's `library:` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LibraryChoice {
+    /// The account's library on the instance it is logged in to (`lembas`).
+    Lembas,
+    /// Its own library on the device (`local`), written in its config.
+    Local,
 }
 
 /// A device's local personalization settings.
@@ -124,6 +138,7 @@ impl Default for DeviceSetup {
             approval_timeout: None,
             max_mode: None,
             local_personalization: None,
+            library: None,
         }
     }
 }
@@ -195,6 +210,7 @@ impl DeviceSetup {
                 "local_personalization",
                 self.local_personalization.is_some(),
             ),
+            ("library_local", self.library == Some(LibraryChoice::Local)),
         ]
         .into_iter()
         .filter(|(_, needed)| *needed)
@@ -245,6 +261,9 @@ impl DeviceSetup {
         }
         if let Some(local) = &self.local_personalization {
             actions.push(("local_personalization".to_string(), json!(local)));
+        }
+        if self.library == Some(LibraryChoice::Local) {
+            actions.push(("library_local".to_string(), json!({})));
         }
         actions
     }

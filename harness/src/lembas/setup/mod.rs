@@ -7,5 +7,7 @@
 mod device;
 mod instance;
 
-pub use device::{DeviceSetup, LocalPersonalization, MaxMode, RootsNeed, TERMINAL_PROMPT};
+pub use device::{
+    DeviceSetup, LibraryChoice, LocalPersonalization, MaxMode, RootsNeed, TERMINAL_PROMPT,
+};
 pub use instance::{InstanceSetup, PersonalizationSetup};
