@@ -16,6 +16,9 @@ pub struct Limits {
     pub roots: Vec<PathBuf>,
     /// Folders trusted as projects (inside the roots).
     pub trusted: Vec<PathBuf>,
+    /// Folders inside trusted ones that the person has not trusted as projects: they and what
+    /// is under them are untrusted.
+    pub untrusted: Vec<PathBuf>,
     /// Whether remote work is on.
     pub remote: bool,
     /// `remote.require_trust` (on by default).
@@ -34,6 +37,7 @@ impl Limits {
         let roots: Vec<PathBuf> = roots.iter().map(|r| resolve(Path::new(r))).collect();
         Self {
             trusted: roots.clone(),
+            untrusted: Vec::new(),
             roots,
             remote: true,
             require_trust: true,
@@ -47,6 +51,7 @@ impl Limits {
         let everything = vec![PathBuf::from("/")];
         Self {
             trusted: everything.clone(),
+            untrusted: Vec::new(),
             roots: everything,
             remote: true,
             require_trust: false,
@@ -93,10 +98,23 @@ impl Limits {
         if !self.inside_roots(&resolved) {
             return Err(format!("cwd `{cwd}` is outside the device's remote roots"));
         }
-        if self.require_trust && !self.trusted.iter().any(|t| resolved.starts_with(t)) {
+        if self.require_trust && !self.is_trusted(&resolved) {
             return Err(format!("cwd `{cwd}` is not in a trusted project"));
         }
         Ok(resolved)
+    }
+
+    /// Whether a resolved path is in a trusted project: under a trusted folder and under none the
+    /// person left untrusted.
+    pub fn is_trusted(&self, resolved: &Path) -> bool {
+        self.trusted.iter().any(|t| resolved.starts_with(t))
+            && !self.untrusted.iter().any(|u| resolved.starts_with(u))
+    }
+
+    /// These limits with these folders (existing ones) left untrusted.
+    pub fn with_untrusted(mut self, folders: &[String]) -> Self {
+        self.untrusted = folders.iter().map(|f| resolve(Path::new(f))).collect();
+        self
     }
 
     /// These limits with `remote.max_mode` set to `mode` (one of [`MODES`]).
@@ -148,6 +166,25 @@ mod tests {
                 .check_cwd(&inside.display().to_string())
                 .unwrap_err()
                 .contains("trusted")
+        );
+        // A folder left untrusted inside a trusted root, and what is under it, is refused.
+        let nested = inside.join("deeper");
+        std::fs::create_dir(&nested).expect("dir");
+        let left_out = limits
+            .clone()
+            .with_untrusted(&[inside.display().to_string()]);
+        for path in [&inside, &nested] {
+            assert!(
+                left_out
+                    .check_cwd(&path.display().to_string())
+                    .unwrap_err()
+                    .contains("trusted")
+            );
+        }
+        assert!(
+            left_out
+                .check_cwd(&root.path().display().to_string())
+                .is_ok()
         );
         let mut off = limits.clone();
         off.remote = false;

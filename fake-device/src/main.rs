@@ -71,6 +71,10 @@ struct Cli {
     /// account's on the instance.
     #[arg(long)]
     local_library: bool,
+    /// A folder inside the roots the person has not trusted as a project (repeatable): with
+    /// trust required, session/new refuses it.
+    #[arg(long, value_name = "DIR")]
+    untrusted: Vec<String>,
     /// The protocol to say: auto (from discovery), 1 or 2.
     #[arg(long, value_name = "auto|1|2", default_value = "auto")]
     protocol: String,
@@ -342,6 +346,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         max_mode: cli.max_mode.clone(),
         local_personalization: None,
         library_local: cli.local_library,
+        untrusted: cli.untrusted.clone(),
         scripts,
         remote_terminal: cli.terminal,
         terminal_home: None,

@@ -52,6 +52,19 @@ pub(crate) fn apply(play: &PeerPlay, options: &mut Options, scratch: &Path) -> R
             .save_session(&StoredSession::new(id.clone(), elsewhere.clone()))
             .map_err(|e| format!("cannot seed a session: {e}"))?;
     }
+    if !setup.untrusted_sessions.is_empty() && setup.untrusted.is_empty() {
+        return Err(
+            "`peer.untrusted_sessions` are seeded in the first `peer.untrusted` folder: give one"
+                .into(),
+        );
+    }
+    if let Some(folder) = setup.untrusted.first() {
+        for id in &setup.untrusted_sessions {
+            store
+                .save_session(&StoredSession::new(id.clone(), root.join(folder)))
+                .map_err(|e| format!("cannot seed a session: {e}"))?;
+        }
+    }
     options.state_dir = Some(state_dir);
     // Instance scenarios script the model; the device follows it, as a CLI does.
     options.agent = AgentKind::Model;
@@ -69,6 +82,11 @@ pub(crate) fn apply(play: &PeerPlay, options: &mut Options, scratch: &Path) -> R
         .as_ref()
         .map(|local| serde_json::json!(local));
     options.library_local = setup.library == Some(LibraryChoice::Local);
+    options.untrusted = setup
+        .untrusted
+        .iter()
+        .map(|folder| root.join(folder).display().to_string())
+        .collect();
     options.remote_terminal = setup.terminal == Some(true);
     options.terminal_home = Some(home);
     options.terminal_integration = setup.terminal_integration;

@@ -95,6 +95,8 @@ pub struct Options {
     pub local_personalization: Option<serde_json::Value>,
     /// `library: local`: the model searches the device's own library, not the account's.
     pub library_local: bool,
+    /// Folders inside the roots the person has not trusted as projects (absolute).
+    pub untrusted: Vec<String>,
     /// The scripted agent's scripts (`--scripts`); a scenario's `device.scripts` come first.
     pub scripts: Vec<crate::scripts::AgentScript>,
     /// `remote.terminal`: remote terminals on (a scenario's `device.terminal` also turns them
@@ -160,6 +162,7 @@ impl Options {
             max_mode: None,
             local_personalization: None,
             library_local: false,
+            untrusted: Vec::new(),
             scripts: Vec::new(),
             remote_terminal: false,
             terminal_home: None,
@@ -357,10 +360,7 @@ pub(crate) async fn run_started(
         .map_err(|e| StartError::Scenario(format!("cannot make an HTTP client: {e}")))?;
     let sessions = Sessions::new(
         store,
-        match &options.max_mode {
-            Some(mode) => Limits::new(&options.roots).with_max_mode(mode),
-            None => Limits::new(&options.roots),
-        },
+        device_limits(&options),
         sessions_config(&options, &settings, &agent, &http),
     );
     let sessions_for_limits = sessions.clone();
@@ -580,6 +580,20 @@ impl Basics {
             store,
         })
     }
+}
+
+/// The device's limits, from the options: its roots, the folders in them left untrusted, its
+/// most permissive mode.
+fn device_limits(options: &Options) -> Limits {
+    let mut limits = Limits::new(&options.roots).with_untrusted(&options.untrusted);
+    if let Some(mode) = &options.max_mode {
+        limits = limits.with_max_mode(mode);
+    }
+    // Misbehaving: a config that says nothing of `remote.require_trust` requires none.
+    if options.misbehave.breaks(ids::DEVICE_LIMITS_TRUST_DEFAULT) {
+        limits.require_trust = false;
+    }
+    limits
 }
 
 /// How the sessions behave, from the options and the scenario's `device` section.

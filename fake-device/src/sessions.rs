@@ -545,6 +545,13 @@ impl Sessions {
                     "this session was never the client's and is outside the device's roots",
                 ));
             }
+            // Misbehaving: trust is asked of a delete as of session/new.
+            if self.registry.breaks(ids::DEVICE_DELETE_UNTRUSTED)
+                && limits.require_trust
+                && !limits.is_trusted(&state.stored.cwd)
+            {
+                return Err(refuse("this session's project is not trusted"));
+            }
         }
         if self.registry.breaks(ids::DEVICE_DELETE_GONE) {
             // Misbehaving: the delete is answered, and the session stays.

@@ -410,6 +410,8 @@ pub mod ids {
     INSTANCE_LIBRARY_SCOPED = "instance.library.scoped",
     INSTANCE_LIBRARY_UNSCOPED = "instance.library.unscoped",
     DEVICE_LIBRARY_LOCAL_KEPT = "device.library.local_kept",
+    DEVICE_LIMITS_TRUST_DEFAULT = "device.limits.trust_default",
+    DEVICE_DELETE_UNTRUSTED = "device.delete.untrusted",
     // Issue 15, the prompt's text and the Context (helper h15-ctx).
     DEVICE_PROMPT_TEXT_JOIN = "device.prompt.text_join",
     DEVICE_PROMPT_RESOURCE_LINK = "device.prompt.resource_link",

@@ -27,6 +27,14 @@ pub struct DeviceSetup {
     /// its roots (a real CLI: sessions started at its terminal elsewhere and never shared).
     #[serde(default)]
     pub foreign_sessions: Vec<String>,
+    /// fake-device: folders in its one root (relative) that the person has not trusted as
+    /// projects; made empty if missing (a real CLI: folders left out of its trusted projects).
+    #[serde(default)]
+    pub untrusted: Vec<String>,
+    /// fake-device: sessions in its store that no client was given, in the first `untrusted`
+    /// folder (a real CLI: sessions started at its terminal there).
+    #[serde(default)]
+    pub untrusted_sessions: Vec<String>,
     /// fake-device: files in its one root, path (relative, `/`-separated) → text. A path that
     /// starts with `../outside/` goes to a directory beside the root, outside every root (a real
     /// CLI: make the same files in its root and beside it).
@@ -125,6 +133,8 @@ impl Default for DeviceSetup {
             roots: RootsNeed::default(),
             pending_deletes: Vec::new(),
             foreign_sessions: Vec::new(),
+            untrusted: Vec::new(),
+            untrusted_sessions: Vec::new(),
             files: BTreeMap::new(),
             terminal: None,
             terminal_integration: true,
@@ -192,6 +202,11 @@ impl DeviceSetup {
             ("no_roots", self.roots == RootsNeed::None),
             ("delete_unlinked", !self.pending_deletes.is_empty()),
             ("seed_foreign_session", !self.foreign_sessions.is_empty()),
+            ("untrusted_folder", !self.untrusted.is_empty()),
+            (
+                "seed_untrusted_session",
+                !self.untrusted_sessions.is_empty(),
+            ),
             (
                 "lay_out_root",
                 !self.files.is_empty() || !self.links.is_empty(),
@@ -237,6 +252,16 @@ impl DeviceSetup {
         }
         for id in &self.foreign_sessions {
             actions.push(("seed_foreign_session".to_string(), json!({ "session": id })));
+        }
+        for folder in &self.untrusted {
+            actions.push(("untrusted_folder".to_string(), json!({ "folder": folder })));
+        }
+        for id in &self.untrusted_sessions {
+            let folder = self.untrusted.first().cloned().unwrap_or_default();
+            actions.push((
+                "seed_untrusted_session".to_string(),
+                json!({ "session": id, "folder": folder }),
+            ));
         }
         if let Some(timeout) = self.approval_timeout {
             actions.push((
@@ -352,6 +377,16 @@ impl DeviceSetup {
             }
             Ok(path)
         };
+        for folder in &self.untrusted {
+            if folder.starts_with("../") {
+                return Err(format!(
+                    "`{folder}`: an untrusted folder is inside the root"
+                ));
+            }
+            let path = place(folder)?;
+            std::fs::create_dir_all(&path)
+                .map_err(|e| format!("cannot make {}: {e}", path.display()))?;
+        }
         for (relative, text) in &self.files {
             let path = place(relative)?;
             std::fs::write(&path, text)
