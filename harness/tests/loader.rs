@@ -643,6 +643,34 @@ fn an_await_must_name_an_earlier_start() {
 }
 
 #[test]
+fn an_await_waits_no_longer_than_its_start_allows() {
+    // The start's timeout (else the scenario's) bounds the whole wait: a longer await would be
+    // cut short without a word.
+    let e = load_err(
+        "steps:\n  - start: { method: m, as: long }\n  - await: { request: long, timeout: 15s }\n",
+        None,
+    );
+    assert_eq!(e.key_path.as_deref(), Some("steps[1].await.timeout"), "{e}");
+    assert!(
+        e.message.contains("5s") && e.message.contains("as: long"),
+        "{e}"
+    );
+    let e = load_err(
+        "timeout: 10s\nsteps:\n  - when: { protocol: 2, steps: [{ start: { method: m, as: a, timeout: 2s } }] }\n  - await: { request: a, timeout: 3s }\n",
+        None,
+    );
+    assert_eq!(e.key_path.as_deref(), Some("steps[1].await.timeout"), "{e}");
+    load_ok(
+        "steps:\n  - start: { method: m, as: a, timeout: 15s }\n  - await: { request: a, timeout: 10s }\n",
+        None,
+    );
+    load_ok(
+        "timeout: 20s\nsteps:\n  - start: { method: m, as: a }\n  - await: { request: a, timeout: 15s }\n",
+        None,
+    );
+}
+
+#[test]
 fn handler_params_may_use_only_what_is_known_at_the_start() {
     let e = load_err(
         "handlers:\n  - method: m\n    params: { sessionId: \"${sid}\" }\n    hold: true\nsteps: []\n",

@@ -21,7 +21,7 @@ use crate::scenario::model::*;
 use crate::transport::CLOSE_NORMAL;
 
 /// The default deadline of a step that waits.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_TIMEOUT: Duration = crate::scenario::DEFAULT_TIMEOUT;
 
 /// How often a step about to send asks again whether the peer has said its capabilities.
 const ADMIT_POLL: Duration = Duration::from_millis(10);

@@ -245,18 +245,30 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    /// Every `await` names a request a `start` step sent before it (in file order).
+    /// Every `await` names a request a `start` step sent before it (in file order), and waits
+    /// no longer than that `start` allows: its `timeout` (else `default`, the scenario's) bounds
+    /// the whole wait, so a longer one on the `await` would be silently cut short.
     fn started(
         &self,
         steps: &[Spanned<Step>],
         base: &str,
-        names: &mut Vec<String>,
+        default: std::time::Duration,
+        names: &mut Vec<(String, std::time::Duration)>,
     ) -> Result<(), LoadError> {
         for (i, step) in steps.iter().enumerate() {
             let path = format!("{base}[{i}]");
+            let bound = |name: &str| {
+                names
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, bound)| *bound)
+            };
             match &step.value {
-                Step::Start(st) => names.push(st.name.clone()),
-                Step::Await(a) if !names.contains(&a.request) => {
+                Step::Start(st) => {
+                    names.push((st.name.clone(), st.timeout.map_or(default, |t| t.0)));
+                }
+                Step::Await(a) if bound(&a.request).is_none() => {
                     return Err(self.error(
                         step,
                         format!("{path}.await.request"),
@@ -284,7 +296,23 @@ impl Checker<'_> {
                         "expects no answer, so `result`, `error` and `capture` have nothing to match".into(),
                     ));
                 }
-                Step::When(w) => self.started(&w.steps, &format!("{path}.when.steps"), names)?,
+                Step::Await(a)
+                    if a.timeout
+                        .is_some_and(|t| bound(&a.request).is_some_and(|b| t.0 > b)) =>
+                {
+                    let start = crate::duration::Dur(bound(&a.request).unwrap_or_default());
+                    return Err(self.error(
+                        step,
+                        format!("{path}.await.timeout"),
+                        format!(
+                            "is longer than the {start} its `start` (`as: {}`) allows in all, which would cut it short: give the `start` step the longer `timeout`",
+                            a.request
+                        ),
+                    ));
+                }
+                Step::When(w) => {
+                    self.started(&w.steps, &format!("{path}.when.steps"), default, names)?
+                }
                 _ => {}
             }
         }
@@ -640,7 +668,10 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Res
         }
     }
     checker.steps(&scenario.steps, "steps", side)?;
-    checker.started(&scenario.steps, "steps", &mut Vec::new())?;
+    let default = scenario
+        .timeout
+        .map_or(super::model::DEFAULT_TIMEOUT, |t| t.0);
+    checker.started(&scenario.steps, "steps", default, &mut Vec::new())?;
     // `peer.steps` are done by the other double, and are only its actions and pauses.
     for (i, step) in scenario.peer_steps().iter().enumerate() {
         if !matches!(step.value, Step::Act(_) | Step::Wait(_)) {

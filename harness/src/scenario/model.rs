@@ -6,6 +6,9 @@
 
 use std::collections::BTreeMap;
 
+/// The deadline of a step that waits, when neither it nor its scenario gives one.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
