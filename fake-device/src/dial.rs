@@ -78,10 +78,9 @@ impl DeviceDialer {
         if !status.is_success() {
             return Err(format!("discovery at {url} answered {status}"));
         }
-        response
-            .json::<Value>()
+        discovery_body(response)
             .await
-            .map_err(|e| format!("discovery at {url} is not JSON: {e}"))
+            .map_err(|e| format!("discovery at {url}: {e}"))
     }
 
     fn link_url(&self) -> String {
@@ -199,6 +198,31 @@ impl DeviceDialer {
     }
 }
 
+/// The most of a discovery body the device reads: a few hundred bytes is all the spec's fields
+/// take, and an instance that sends more must not make the device keep it (it is read again on
+/// every dial).
+pub const MAX_DISCOVERY_BYTES: usize = 64 * 1024;
+
+/// A discovery answer's body as JSON, read a chunk at a time and given up past
+/// [`MAX_DISCOVERY_BYTES`].
+async fn discovery_body(mut response: reqwest::Response) -> Result<Value, String> {
+    let too_big = || format!("the body is larger than {MAX_DISCOVERY_BYTES} bytes");
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_DISCOVERY_BYTES as u64)
+    {
+        return Err(too_big());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if body.len() + chunk.len() > MAX_DISCOVERY_BYTES {
+            return Err(too_big());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))
+}
+
 /// Reads an instance's discovery and says which protocol a correct device would speak to it,
 /// trying again until `patience` runs out (the instance under test may still be starting).
 pub async fn probe_protocol(instance: &str, patience: Duration) -> Result<u8, String> {
@@ -213,7 +237,7 @@ pub async fn probe_protocol(instance: &str, patience: Duration) -> Result<u8, St
                 .send()
                 .await
                 .map_err(|e| e.to_string())?;
-            let body: Value = response.json().await.map_err(|e| e.to_string())?;
+            let body = discovery_body(response).await?;
             harness::lembas::Discovery::from_value(&body).map(|d| d.protocol_for_device())
         };
         match attempt.await {
@@ -269,5 +293,44 @@ impl Dialer for DeviceDialer {
         request: DialRequest,
     ) -> Pin<Box<dyn Future<Output = DialResult> + Send + 'a>> {
         Box::pin(self.dial_once(request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// An instance whose discovery never ends: 16 KiB chunks of spaces (valid JSON padding), with
+    /// no length said, for as long as the reader reads.
+    async fn endless_discovery() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    let chunk = format!("4000\r\n{}\r\n", " ".repeat(0x4000));
+                    while socket.write_all(chunk.as_bytes()).await.is_ok() {}
+                });
+            }
+        });
+        format!("http://{address}")
+    }
+
+    #[tokio::test]
+    async fn a_discovery_body_past_the_cap_is_given_up_not_kept() {
+        let instance = endless_discovery().await;
+        let why = probe_protocol(&instance, Duration::ZERO)
+            .await
+            .expect_err("an endless body is refused");
+        assert!(why.contains("larger than"), "{why}");
     }
 }

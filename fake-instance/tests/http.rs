@@ -216,6 +216,28 @@ async fn every_route_needs_a_known_device_token_and_never_echoes_one() {
 }
 
 #[tokio::test]
+async fn the_authorization_scheme_is_read_in_any_case() {
+    // HTTP's auth schemes are case-insensitive: a device writing `bearer` is a device.
+    let instance = start(HttpConfig::default()).await;
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let response = client()
+            .get(format!("{}/v1/models", instance.url))
+            .header("authorization", format!("{scheme} {DEFAULT_TOKEN}"))
+            .send()
+            .await
+            .expect("an answer");
+        assert_eq!(response.status(), StatusCode::OK, "{scheme}");
+    }
+    let basic = client()
+        .get(format!("{}/v1/models", instance.url))
+        .header("authorization", format!("Basic {DEFAULT_TOKEN}"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(basic.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
 async fn a_path_may_need_a_scope_the_token_lacks() {
     let http = config(json!({
         "token_scopes": {"narrow": ["chat"]},

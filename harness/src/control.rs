@@ -166,14 +166,12 @@ async fn require_token(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    // The scheme is case-insensitive (RFC 7235); the token is compared in constant time.
+    // The token is compared in constant time.
     let bearer = request
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
+        .and_then(crate::transport::bearer_token);
     match bearer {
         Some(token) if same_token(token, &served.token) => next.run(request).await,
         Some(_) => error(StatusCode::UNAUTHORIZED, "not the control token"),

@@ -24,13 +24,10 @@ pub trait TokenSource: Clone + Send + Sync + 'static {
     }
 }
 
-/// The bearer token of a request, if it carries one.
+/// The bearer token of a request, if it carries one (the scheme in any case, as HTTP allows:
+/// a device saying `bearer` is not refused).
 pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
+    harness::transport::bearer_token(headers.get(header::AUTHORIZATION)?.to_str().ok()?)
 }
 
 /// Who is calling: what the token may do. Handlers read it from the request's extensions; the

@@ -4,9 +4,12 @@
 //! [`Connection`]: a pair of channels carrying whole text messages plus the close handshake. The
 //! layers above never see axum, tungstenite or file descriptors, and never assume JSON-RPC.
 
+mod bearer;
 pub mod stdio;
 pub mod ws_client;
 pub mod ws_server;
+
+pub use bearer::bearer_token;
 
 use tokio::sync::mpsc;
 
