@@ -37,10 +37,6 @@ pub fn steps_of(timeline: &[Timed]) -> Result<Vec<Spanned<Step>>, String> {
     let mut sorted = timeline.to_vec();
     sorted.sort_by_key(|t| t.at);
     let mut yaml = String::from("name: set-up\nabout: timed set-up\nsteps:\n");
-    yaml.push_str(&format!(
-        "  - expect_link: {{ within: {} }}\n",
-        Dur(LINK_WAIT)
-    ));
     let mut now = Duration::ZERO;
     for timed in &sorted {
         if timed.at > now {
@@ -51,9 +47,10 @@ pub fn steps_of(timeline: &[Timed]) -> Result<Vec<Spanned<Step>>, String> {
         let name = serde_json::to_string(&timed.action).map_err(|e| e.to_string())?;
         yaml.push_str(&format!("  - act: {{ {name}: {} }}\n", timed.value));
     }
-    crate::scenario::load_str(&yaml, "the timed set-up", None)
+    let timed = crate::scenario::load_str(&yaml, "the timed set-up", None)
         .map(|s| s.steps)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string())?;
+    from_first_link(&timed)
 }
 
 /// `peer.steps` as a real peer's hooks do them: from the peer's first link, as the other double
