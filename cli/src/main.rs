@@ -22,8 +22,9 @@ enum Command {
     Selftest {
         /// Only scenarios whose name or file contains this.
         filter: Option<String>,
-        /// How many runs at once.
-        #[arg(long, default_value_t = 8)]
+        /// At most this many runs at once; fewer while the machine's CPU is busy (most runs
+        /// only wait on a deadline, so many fit).
+        #[arg(long, default_value_t = 128)]
         jobs: usize,
         /// Show every run's report, not only the failures'.
         #[arg(long, conflicts_with = "quiet")]

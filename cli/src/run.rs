@@ -13,9 +13,9 @@ use harness::hooks::Hooks;
 use harness::journal::Entry;
 use harness::process::SutSpec;
 use harness::scenario::{Scenario, Side};
-use tokio::sync::Semaphore;
 
 use crate::baseline::{self, Expected, Judged, RunSeen};
+use crate::pace::Pace;
 
 /// How every run of the matrix meets the system under test.
 #[derive(Debug, Clone, Default)]
@@ -319,7 +319,8 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
     }
 }
 
-/// Runs them all, `jobs` at a time, calling `progress` as each ends.
+/// Runs them all, at most `jobs` at a time and fewer while the CPU is busy ([`Pace`]), calling
+/// `progress` as each ends.
 pub async fn run_all(
     planned: Vec<Planned>,
     setup: Arc<Setup>,
@@ -327,22 +328,18 @@ pub async fn run_all(
     progress: impl Fn(usize, usize, &Ran) + Send + Sync + 'static,
 ) -> Vec<Ran> {
     let total = planned.len();
-    let permits = Arc::new(Semaphore::new(jobs.max(1)));
+    let pace = Pace::new(jobs);
     let progress = Arc::new(progress);
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for planned in planned {
-        let (permits, setup, progress, done) = (
-            permits.clone(),
-            setup.clone(),
-            progress.clone(),
-            done.clone(),
-        );
+        let (pace, setup, progress, done) =
+            (pace.clone(), setup.clone(), progress.clone(), done.clone());
         let kept = planned.clone();
         tasks.push((
             kept,
             tokio::spawn(async move {
-                let _permit = permits.acquire_owned().await;
+                let _permit = pace.admit().await;
                 let started = Instant::now();
                 let outcome = run_one(&planned, &setup).await;
                 let ran = Ran {

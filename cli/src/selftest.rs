@@ -20,7 +20,8 @@ use harness::engine::{Cell, RunOutcome, Verdict};
 use harness::rules::{Binds, catalogue};
 use harness::scenario::catalogue::embedded;
 use harness::scenario::{Scenario, Side};
-use tokio::sync::Semaphore;
+
+use crate::pace::Pace;
 
 /// One run of the self-test.
 #[derive(Debug, Clone)]
@@ -79,7 +80,7 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
         };
         let mut checked = std::collections::BTreeSet::new();
         for file in embedded(side) {
-            let scenario = Arc::new(file.load().map_err(|e| e.to_string())?);
+            let scenario = Arc::new(file.load_for_selftest().map_err(|e| e.to_string())?);
             checked.extend(scenario.rules.iter().cloned());
             if filter.is_some_and(|f| !scenario.name.contains(f) && !file.file.contains(f)) {
                 continue;
@@ -403,23 +404,29 @@ fn write_html(path: &std::path::Path, results: &[CaseResult]) -> Result<(), Stri
     .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// Runs the cases, `jobs` at a time, and judges each; `keep`: each result keeps its run (for
-/// the HTML report).
+/// Runs the cases, at most `jobs` at a time and fewer while the CPU is busy ([`Pace`]), and
+/// judges each; `keep`: each result keeps its run (for the HTML report).
 pub async fn judge_all(cases: Vec<Case>, jobs: usize, keep: bool) -> Vec<CaseResult> {
-    let permits = Arc::new(Semaphore::new(jobs.max(1)));
+    scratch_in_memory();
+    let pace = Pace::new(jobs);
     let total = cases.len();
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // A progress line, on a terminal only: a log or a CI page gets the table alone.
     let progress = harness::cli::colours_on(&std::io::stderr());
+    // The longest first, so that none of them starts last and keeps the whole self-test
+    // waiting on it; the results come back in the plan's order.
+    let mut order: Vec<(usize, Case)> = cases.into_iter().enumerate().collect();
+    order.sort_by_key(|(_, case)| std::cmp::Reverse(expected_length(case)));
     let mut tasks = Vec::new();
-    for case in cases {
-        let permits = permits.clone();
+    for (index, case) in order {
+        let pace = pace.clone();
         let done = done.clone();
         let described = format!("{} [{}] {:?}", case.file, case.cell, case.misbehave);
         tasks.push((
+            index,
             described,
             tokio::spawn(async move {
-                let _permit = permits.acquire_owned().await;
+                let _permit = pace.admit().await;
                 let started = Instant::now();
                 let result = run_case(&case).await;
                 let judged = judge(case, result, started.elapsed(), keep);
@@ -445,7 +452,8 @@ pub async fn judge_all(cases: Vec<Case>, jobs: usize, keep: bool) -> Vec<CaseRes
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
     };
-    for (described, task) in tasks {
+    tasks.sort_by_key(|(index, _, _)| *index);
+    for (_, described, task) in tasks {
         match task.await {
             Ok(result) => results.push(result),
             // A double that panics is a bug of ours; say which case, and keep the others.
@@ -454,6 +462,45 @@ pub async fn judge_all(cases: Vec<Case>, jobs: usize, keep: bool) -> Vec<CaseRes
     }
     clear();
     results
+}
+
+/// Puts the cases' scratch folders (roots, state, stores) in `/dev/shm` where there is one and
+/// `TMPDIR` says nothing: a self-test makes and deletes thousands of small folders, and on ext4
+/// that costs more CPU than the doubles spend running (measured: a third of the whole).
+fn scratch_in_memory() {
+    let shm = std::path::Path::new("/dev/shm");
+    if std::env::var_os("TMPDIR").is_none() && tempfile::tempdir_in(shm).is_ok() {
+        // Only the first call takes; the self-test's tests call it once a side.
+        let _ = tempfile::env::override_temp_dir(shm);
+    }
+}
+
+/// About how long a case takes: what its steps wait for in any case (`wait`, the watch of
+/// `expect_none` and `expect_no_reconnect`), and for a misbehaviour one deadline more, which its
+/// caught step often waits out. Only the order cases start in depends on it.
+fn expected_length(case: &Case) -> Duration {
+    use harness::scenario::Step;
+    fn waits(steps: &[harness::scenario::Spanned<Step>]) -> Duration {
+        steps
+            .iter()
+            .map(|step| match &step.value {
+                Step::Wait(d) => d.0,
+                Step::ExpectNone(none) => none.duration.0,
+                Step::ExpectNoReconnect(none) => none.duration.0,
+                Step::When(when) => waits(&when.steps),
+                Step::AnyOrder(inner) => waits(inner),
+                _ => Duration::ZERO,
+            })
+            .sum()
+    }
+    let deadline = match &case.misbehave {
+        Some(_) => case
+            .scenario
+            .timeout
+            .map_or(harness::scenario::DEFAULT_TIMEOUT, |t| t.0),
+        None => Duration::ZERO,
+    };
+    waits(&case.scenario.steps) + deadline
 }
 
 /// Runs the self-test and prints its table (and writes the HTML report to `html`); returns

@@ -12,7 +12,7 @@ async fn side_holds(side: Side) {
     );
     let cases: Vec<_> = cases.into_iter().filter(|c| c.side == side).collect();
     assert!(!cases.is_empty(), "no {side:?} scenarios shipped");
-    let results = judge_all(cases, 8, false).await;
+    let results = judge_all(cases, 128, false).await;
     let wrong: Vec<String> = results
         .iter()
         .filter(|r| !r.ok)

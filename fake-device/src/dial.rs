@@ -227,7 +227,7 @@ async fn discovery_body(mut response: reqwest::Response) -> Result<Value, String
 /// trying again until `patience` runs out (the instance under test may still be starting).
 pub async fn probe_protocol(instance: &str, patience: Duration) -> Result<u8, String> {
     let url = format!("{}{DISCOVERY_PATH}", instance.trim_end_matches('/'));
-    let http = reqwest::Client::new();
+    let http = harness::transport::http_client();
     let deadline = tokio::time::Instant::now() + patience;
     loop {
         let attempt = async {

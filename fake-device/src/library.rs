@@ -36,7 +36,8 @@ impl Library {
     ) -> Result<String, String> {
         let url = format!("{}/mcp", self.base.trim_end_matches('/'));
         let connect = || {
-            ().serve(StreamableHttpClientTransport::from_config(
+            ().serve(StreamableHttpClientTransport::with_client(
+                harness::transport::http_client(),
                 StreamableHttpClientTransportConfig::with_uri(url.clone())
                     .auth_header(self.token.clone()),
             ))

@@ -355,9 +355,7 @@ pub(crate) async fn run_started(
         terminal_integration: options.terminal_integration,
         stdio: false,
     };
-    let http = reqwest::Client::builder()
-        .build()
-        .map_err(|e| StartError::Scenario(format!("cannot make an HTTP client: {e}")))?;
+    let http = harness::transport::http_client();
     let sessions = Sessions::new(
         store,
         device_limits(&options),
@@ -684,9 +682,7 @@ pub async fn serve_stdio(
         terminal_integration: true,
         stdio: true,
     };
-    let http = reqwest::Client::builder()
-        .build()
-        .map_err(|e| StartError::Scenario(format!("cannot make an HTTP client: {e}")))?;
+    let http = harness::transport::http_client();
     let sessions = Sessions::new(
         store,
         Limits::local(),

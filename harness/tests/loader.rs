@@ -2,7 +2,9 @@
 //! what is wrong in words a scenario author understands.
 
 use harness::scenario::catalogue::embedded;
-use harness::scenario::{LoadError, Scenario, Side, Step, load_file, load_str};
+use harness::scenario::{
+    LoadError, Reader, Scenario, Side, Step, load_file, load_str, load_str_for,
+};
 use serde_json::json;
 
 const FILE: &str = "t.yaml";
@@ -667,6 +669,51 @@ fn an_await_waits_no_longer_than_its_start_allows() {
     load_ok(
         "timeout: 20s\nsteps:\n  - start: { method: m, as: a }\n  - await: { request: a, timeout: 15s }\n",
         None,
+    );
+}
+
+#[test]
+fn a_duration_may_name_a_variable_which_the_self_test_may_shorten() {
+    let body = "vars: { window: 20s }\nselftest:\n  vars: { window: 2s }\nsteps:\n  - expect_close: { timeout: \"${window}\" }\n";
+    let deadline = |s: &Scenario| match &s.steps[0].value {
+        Step::ExpectClose(close) => close.timeout.map(|t| t.0),
+        other => panic!("not an expect_close: {other:?}"),
+    };
+    let for_a_peer = load_ok(body, None);
+    assert_eq!(
+        deadline(&for_a_peer),
+        Some(std::time::Duration::from_secs(20))
+    );
+    let text = scenario(body);
+    let for_the_selftest = load_str_for(&text, FILE, None, Reader::Selftest).expect("loads");
+    assert_eq!(
+        deadline(&for_the_selftest),
+        Some(std::time::Duration::from_secs(2))
+    );
+    assert_eq!(
+        for_the_selftest.vars["window"],
+        json!("2s"),
+        "`${{window}}` in text too"
+    );
+
+    let e = load_err("steps:\n  - wait: \"${nowhere}\"\n", None);
+    assert_eq!(e.line, Some(4), "{e}");
+    assert!(e.message.contains("names no variable"), "{e}");
+    let e = load_err(
+        "vars: { window: soon }\nsteps:\n  - wait: \"${window}\"\n",
+        None,
+    );
+    assert!(e.message.contains("not a duration"), "{e}");
+    let e = load_err(
+        "vars: { window: 20s }\nselftest:\n  vars: { windw: 2s }\nsteps: []\n",
+        None,
+    );
+    assert_at(
+        &e,
+        Some(5),
+        None,
+        "selftest.vars.windw",
+        "no variable of `vars:`",
     );
 }
 

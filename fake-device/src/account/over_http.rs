@@ -40,7 +40,7 @@ async fn account_on(http: Value) -> (Account, oneshot::Sender<()>) {
     let account = Account {
         base: format!("http://{addr}"),
         token: DEFAULT_TOKEN.into(),
-        http: reqwest::Client::new(),
+        http: harness::transport::http_client(),
         writes_whole: false,
         ignores_enabled: false,
         invents_presets: false,

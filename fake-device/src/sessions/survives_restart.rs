@@ -83,7 +83,7 @@ fn sessions_stepping(
             account: crate::account::Account {
                 base: "http://127.0.0.1:9".into(),
                 token: "unused".into(),
-                http: reqwest::Client::new(),
+                http: harness::transport::http_client(),
                 writes_whole: false,
                 ignores_enabled: false,
                 invents_presets: false,

@@ -41,7 +41,7 @@ impl HookContext {
             log: Mutex::new(Vec::new()),
             stdin_turn: tokio::sync::Mutex::new(()),
             started: Instant::now(),
-            http: reqwest::Client::new(),
+            http: crate::transport::http_client(),
         }
     }
 

@@ -3,7 +3,7 @@
 
 use include_dir::{Dir, include_dir};
 
-use super::load::{LoadError, Side, load_file, load_str};
+use super::load::{LoadError, Reader, Side, load_file, load_str, load_str_for};
 use super::model::Scenario;
 
 static SCENARIOS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../scenarios");
@@ -28,6 +28,11 @@ impl Embedded {
     /// Loads it.
     pub fn load(&self) -> Result<Scenario, LoadError> {
         load_str(self.text, &self.label(), Some(self.side))
+    }
+
+    /// Loads it as `harness selftest` runs it (its `selftest.vars` over its `vars:`).
+    pub fn load_for_selftest(&self) -> Result<Scenario, LoadError> {
+        load_str_for(self.text, &self.label(), Some(self.side), Reader::Selftest)
     }
 }
 

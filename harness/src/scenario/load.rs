@@ -115,10 +115,75 @@ pub fn load_yaml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, 
 
 /// Parses and checks a scenario from text; `file` names it in errors.
 pub fn load_str(text: &str, file: &str, side: Option<Side>) -> Result<Scenario, LoadError> {
-    let mut scenario: Scenario = parse(text, file)?;
+    load_str_for(text, file, side, Reader::Peer)
+}
+
+/// Who a scenario is loaded for, which decides the values of its variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// A run against a peer: the variables as `vars:` gives them.
+    Peer,
+    /// `harness selftest`: `selftest.vars` over `vars:`.
+    Selftest,
+}
+
+/// [`load_str`] for `reader`: the variables it sees are set before anything else is read, so
+/// a duration written `${name}` takes their value.
+pub fn load_str_for(
+    text: &str,
+    file: &str,
+    side: Option<Side>,
+    reader: Reader,
+) -> Result<Scenario, LoadError> {
+    let variables = variables_of(text, file, reader)?;
+    let mut scenario: Scenario =
+        crate::duration::with_variables(variables.clone(), || parse(text, file))?;
+    scenario.vars = variables;
     scenario.source = file.to_string();
     check(&scenario, file, side, text)?;
     Ok(scenario)
+}
+
+/// The scenario's variables for `reader`, read ahead of the rest; a file whose variables do
+/// not read gets its error from the whole parse that follows, which says more.
+fn variables_of(
+    text: &str,
+    file: &str,
+    reader: Reader,
+) -> Result<std::collections::BTreeMap<String, serde_json::Value>, LoadError> {
+    #[derive(serde::Deserialize, Default)]
+    struct Variables {
+        #[serde(default)]
+        vars: std::collections::BTreeMap<String, serde_json::Value>,
+        #[serde(default)]
+        selftest: Option<super::model::SelftestSettings>,
+    }
+    let Ok(Variables { mut vars, selftest }) = parse::<Variables>(text, file) else {
+        return Ok(Default::default());
+    };
+    for (name, value) in selftest.map(|s| s.vars).unwrap_or_default() {
+        if !vars.contains_key(&name) {
+            // The line it is written on: the first mention of the name after `selftest:`.
+            let line = text.find("selftest:").and_then(|at| {
+                let found = at + text[at..].find(name.as_str())?;
+                u32::try_from(text[..found].matches('\n').count() + 1).ok()
+            });
+            return Err(LoadError {
+                file: file.to_string(),
+                line,
+                column: None,
+                key_path: Some(format!("selftest.vars.{name}")),
+                message: format!(
+                    "`{name}` is no variable of `vars:`; the self-test only gives those another value"
+                ),
+                snippet: None,
+            });
+        }
+        if reader == Reader::Selftest {
+            vars.insert(name, value);
+        }
+    }
+    Ok(vars)
 }
 
 /// Reads a section the engine kept as written (`instance:`, `device:`, the peer's set-up) as a

@@ -10,7 +10,10 @@ pub mod model;
 pub mod schema;
 
 pub use crate::duration::Dur;
-pub use load::{LoadError, Side, check_actions, load_file, load_str, load_yaml_file, read_section};
+pub use load::{
+    LoadError, Reader, Side, check_actions, load_file, load_str, load_str_for, load_yaml_file,
+    read_section,
+};
 pub use model::*;
 /// A value with the line it was written on (steps and handlers carry it, for reports).
 pub use serde_saphyr::Spanned;

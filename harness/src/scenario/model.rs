@@ -43,6 +43,11 @@ pub struct Scenario {
     /// (fake-device, after each dial).
     #[serde(default)]
     pub vars: BTreeMap<String, Value>,
+    /// What `harness selftest` changes when the other double plays the peer: `vars` giving
+    /// windows that exist for a real peer (a server's restart, a redial) the length a double
+    /// that answers in milliseconds needs. Runs against a real peer never read it.
+    #[serde(default)]
+    pub selftest: Option<SelftestSettings>,
     /// How fake-instance behaves by default in this scenario (only in scenarios it runs). Its
     /// keys are fake-instance's own (it reads them when the run starts; `harness check` too).
     #[serde(default)]
@@ -75,6 +80,15 @@ pub struct Scenario {
     pub source: String,
 }
 
+/// The `selftest:` section of a scenario.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SelftestSettings {
+    /// Variables of `vars:` given another value in the self-test (each must be one of them).
+    #[serde(default)]
+    pub vars: BTreeMap<String, Value>,
+}
+
 impl Scenario {
     /// What the other double does by itself (`peer.steps`).
     pub fn peer_steps(&self) -> &[Spanned<Step>] {
@@ -105,6 +119,7 @@ impl Scenario {
             matrix: Matrix::default(),
             timeout: Some(Dur(std::time::Duration::from_secs(30))),
             vars: BTreeMap::new(),
+            selftest: None,
             instance: None,
             device: None,
             peer: None,

@@ -5,11 +5,13 @@
 //! layers above never see axum, tungstenite or file descriptors, and never assume JSON-RPC.
 
 mod bearer;
+mod http_client;
 pub mod stdio;
 pub mod ws_client;
 pub mod ws_server;
 
 pub use bearer::bearer_token;
+pub use http_client::http_client;
 
 use tokio::sync::mpsc;
 
