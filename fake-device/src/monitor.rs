@@ -4,7 +4,7 @@ use harness::finding::Finding;
 use harness::lembas::Discovery;
 use harness::lembas::methods;
 use harness::rules::ids;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Reads discovery and checks it; the findings come with whatever could be read.
 pub fn check_discovery(value: &Value) -> (Option<Discovery>, Vec<Finding>) {
@@ -55,17 +55,15 @@ pub fn check_initialize(params: &Value, protocol: u8) -> Vec<Finding> {
             .with_detail(format!("received: {params}")),
         );
     }
+    // What it says, as it said it: -1 or 1e308 is a wrong protocol, not a missing one.
     let said = match params.pointer("/clientCapabilities/_meta/lembas") {
         None => None,
-        Some(Value::Bool(true)) => Some(1),
-        Some(Value::Object(lembas)) => match lembas.get("protocol") {
-            None => Some(1),
-            Some(p) => p.as_u64(),
-        },
-        Some(_) => Some(0),
+        Some(Value::Bool(true)) => Some(json!(1)),
+        Some(Value::Object(lembas)) => Some(lembas.get("protocol").cloned().unwrap_or(json!(1))),
+        Some(other) => Some(other.clone()),
     };
     match said {
-        Some(said) if said == u64::from(protocol) => {}
+        Some(said) if said.as_u64() == Some(u64::from(protocol)) => {}
         None => found.push(Finding::new(
             ids::INSTANCE_INITIALIZE_PROTOCOL,
             "initialize has no clientCapabilities._meta.lembas: the instance does not say it is LLeMbas",
@@ -169,6 +167,20 @@ mod tests {
             rules_of(&check_initialize(&v2, 1)),
             [ids::INSTANCE_INITIALIZE_SHAPE]
         );
+    }
+
+    #[test]
+    fn a_protocol_out_of_every_range_is_judged_as_said() {
+        for said in [json!(-1), json!(1e308)] {
+            let odd = json!({"protocolVersion": 1, "clientCapabilities": {"_meta": {"lembas": {"protocol": said}}}});
+            let found = check_initialize(&odd, 2);
+            assert_eq!(rules_of(&found), [ids::INSTANCE_INITIALIZE_PROTOCOL]);
+            assert!(
+                found[0].summary.contains(&said.to_string()),
+                "says what came: {}",
+                found[0].summary
+            );
+        }
     }
 
     #[test]

@@ -41,9 +41,10 @@ pub fn check_hello(params: &Value, allowed_protocol: u8, spec: Spec) -> Vec<Find
         }),
         params,
     ));
-    match params.get("protocol").and_then(Value::as_u64) {
-        Some(said) if said == u64::from(allowed_protocol) => {}
-        Some(said) => found.push(
+    // Any number but the allowed one is wrong, -1 and 1e308 too (the shape rule takes text).
+    match params.get("protocol") {
+        Some(said) if said.as_u64() == Some(u64::from(allowed_protocol)) => {}
+        Some(said) if said.is_number() => found.push(
             Finding::new(
                 ids::DEVICE_HELLO_PROTOCOL,
                 format!(
@@ -54,7 +55,7 @@ pub fn check_hello(params: &Value, allowed_protocol: u8, spec: Spec) -> Vec<Find
                 "expected protocol {allowed_protocol}; received: {params}"
             )),
         ),
-        None => {}
+        Some(_) | None => {}
     }
     // `version` is the CLI's own version: any release from the first that implemented the spec
     // (a CLI 1.3.1 of spec 1.1.0 is as right as 1.3.0), not one particular one.
@@ -169,8 +170,8 @@ pub fn check_initialize(
         hello_protocol,
         lembas
             .and_then(|l| l.get("protocol"))
-            .and_then(Value::as_u64),
-    ) && said != u64::from(hello)
+            .filter(|p| p.is_number()),
+    ) && said.as_u64() != Some(u64::from(hello))
     {
         found.push(Finding::new(
             ids::DEVICE_INITIALIZE_PROTOCOL,
@@ -263,6 +264,27 @@ mod tests {
             rules_of(&check_hello(&no_device, 1, Spec::V1_1_0)),
             [ids::DEVICE_HELLO_SHAPE]
         );
+    }
+
+    #[test]
+    fn a_protocol_out_of_every_range_is_a_wrong_protocol_not_no_protocol() {
+        // -1 is an integer no u8 holds, 1e308 an integral float: neither may pass unjudged.
+        for said in [json!(-1), json!(1e308), json!(2.5)] {
+            let mut odd = hello(2);
+            odd["protocol"] = said.clone();
+            let found = check_hello(&odd, 2, Spec::V1_1_0);
+            assert!(
+                rules_of(&found).contains(&ids::DEVICE_HELLO_PROTOCOL),
+                "{said}: {found:?}"
+            );
+            let mut init = result(2, &[]);
+            init["_meta"]["lembas"]["protocol"] = said.clone();
+            assert!(
+                rules_of(&check_initialize(&Ok(init), Some(2), Spec::V1_0_0, true))
+                    .contains(&ids::DEVICE_INITIALIZE_PROTOCOL),
+                "{said}"
+            );
+        }
     }
 
     fn result(protocol: u8, caps: &[&str]) -> Value {
