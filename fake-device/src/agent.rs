@@ -567,7 +567,9 @@ impl Behaviour for AgentModel {
             ids::INSTANCE_INITIALIZE_AFTER_HELLO,
             format!("no initialize within {patience:?} of hello"),
         );
-        hub.watchdog(peer, patience, finding, move || {
+        // The link stays up: an instance may still initialize late, and the device would only
+        // dial again.
+        hub.watchdog(peer, patience, finding, None, move || {
             links
                 .lock()
                 .map(|l| l.get(&link).is_some_and(|s| s.initialized))

@@ -348,13 +348,15 @@ impl Behaviour for ClientModel {
             }
             return;
         }
-        // A device that never says hello would leave the link silent forever: say so.
+        // A device that never says hello would leave the link silent forever: say so, and close
+        // it (1008, a policy violation) rather than hold its socket for good.
         let (links, link, patience) = (self.links.clone(), peer.link(), self.config.patience);
         let finding = Finding::new(
             ids::DEVICE_HELLO_FIRST,
             format!("no hello within {patience:?} of the link opening"),
         );
-        hub.watchdog(peer, patience, finding, move || {
+        let close = Some((1008, "no hello in time"));
+        hub.watchdog(peer, patience, finding, close, move || {
             links
                 .lock()
                 .map(|l| l.get(&link).is_some_and(|s| s.hello_protocol.is_some()))

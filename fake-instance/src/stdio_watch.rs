@@ -42,7 +42,7 @@ pub fn watch(connection: Connection, findings: Arc<Findings>) -> Connection {
 fn check(event: &Incoming) -> Option<Finding> {
     let text = match event {
         Incoming::Text(text) => text,
-        Incoming::Binary(_) => {
+        Incoming::Binary(_) | Incoming::NotUtf8(_) => {
             return Some(Finding::new(
                 ids::DEVICE_STDIO_FRAMING,
                 "a line on the device's standard output that is not UTF-8 text",

@@ -950,6 +950,25 @@ async fn a_binary_frame_is_a_finding_of_its_own() {
     assert!(outcome.findings[0].summary.contains("3 bytes"));
 }
 
+#[tokio::test]
+async fn a_text_frame_that_is_not_utf8_is_a_finding_of_the_same_rule() {
+    let s = setup("steps:\n  - expect: { method: after }\n");
+    s.remote
+        .to_hub
+        .try_send(Incoming::NotUtf8("invalid utf-8 sequence".into()))
+        .expect("the test transport takes a frame");
+    s.remote.send(notification("after", json!({})));
+
+    let (outcome, _) = run(&s).await;
+
+    assert_eq!(outcome.broken_rules(), ["jsonrpc.text"]);
+    assert!(
+        outcome.findings[0].summary.contains("not UTF-8"),
+        "{:?}",
+        outcome.findings[0]
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // The peer's edges: a closed link, late answers, broken responses
 

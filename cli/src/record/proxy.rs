@@ -223,6 +223,7 @@ async fn pump(recorder: Arc<Recorder>, link: u32, device: Connection, instance: 
                     let _ = to_instance.send(Outgoing::Text(text));
                 }
                 Some(Incoming::Binary(bytes)) => recorder.binary(link, true, bytes.len()),
+                Some(Incoming::NotUtf8(_)) => recorder.binary(link, true, 0),
                 Some(Incoming::Closed(info)) => {
                     let _ = to_instance.send(Outgoing::Close(close_of(info.as_ref())));
                     break ("device", info);
@@ -238,6 +239,7 @@ async fn pump(recorder: Arc<Recorder>, link: u32, device: Connection, instance: 
                     let _ = to_device.send(Outgoing::Text(text));
                 }
                 Some(Incoming::Binary(bytes)) => recorder.binary(link, false, bytes.len()),
+                Some(Incoming::NotUtf8(_)) => recorder.binary(link, false, 0),
                 Some(Incoming::Closed(info)) => {
                     let _ = to_device.send(Outgoing::Close(close_of(info.as_ref())));
                     break ("instance", info);

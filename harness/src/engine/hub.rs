@@ -243,12 +243,14 @@ impl Hub {
 
     /// Reports `finding` on `peer`'s link when `done` still says no after `patience` and the link
     /// is still open: a peer that never sends what it owes would otherwise leave the double
-    /// waiting in silence.
+    /// waiting in silence. With `close`, the link is then closed with that code and reason, so a
+    /// silent peer does not hold it (and its socket) forever.
     pub fn watchdog(
         &self,
         peer: &Arc<Peer>,
         patience: std::time::Duration,
         finding: crate::finding::Finding,
+        close: Option<(u16, &'static str)>,
         done: impl Fn() -> bool + Send + 'static,
     ) {
         let (findings, watched) = (self.findings.clone(), peer.clone());
@@ -256,6 +258,9 @@ impl Hub {
             tokio::time::sleep(patience).await;
             if !done() && !watched.is_closed() {
                 findings.push(finding.on_link(watched.link()));
+                if let Some((code, reason)) = close {
+                    watched.close(code, reason);
+                }
             }
         });
     }

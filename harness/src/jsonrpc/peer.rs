@@ -411,6 +411,19 @@ impl Peer {
                         format!("a binary frame of {} bytes", bytes.len()),
                     ));
                 }
+                Some(Incoming::NotUtf8(why)) => {
+                    self.journal.record(
+                        self.link,
+                        Direction::In,
+                        json!({"text_frame_not_utf8": why}),
+                    );
+                    self.find(Finding::new(
+                        rules::BINARY,
+                        format!(
+                            "a text frame that is not UTF-8 ({why}); the link is closed with 1007"
+                        ),
+                    ));
+                }
                 Some(Incoming::Closed(info)) => break info,
                 None => break None,
             }

@@ -50,6 +50,9 @@ pub enum Incoming {
     Text(String),
     /// A message that was not valid text (a binary frame, invalid UTF-8): kept raw for the report.
     Binary(Vec<u8>),
+    /// A WebSocket text frame that was not UTF-8, and why the library refused it. Its bytes are
+    /// not kept (the library does not give them); the connection closes after it with 1007.
+    NotUtf8(String),
     /// The connection ended. `Some` when the peer sent a close frame (its code and reason);
     /// `None` when it vanished without one (TCP reset, EOF on stdin, a frame over the limit).
     Closed(Option<CloseInfo>),

@@ -32,6 +32,8 @@ const CLOSE_NO_STATUS: u16 = 1005;
 
 /// Close code 1009: the message was too big to process.
 const CLOSE_TOO_BIG: u16 = 1009;
+/// WebSocket close code 1007: a text frame that is not UTF-8 (RFC 6455, 7.4.1).
+const CLOSE_NOT_UTF8: u16 = 1007;
 
 /// The longest close reason a close frame can carry: 125 bytes of payload minus the 2-byte code.
 const MAX_CLOSE_REASON_BYTES: usize = 123;
@@ -203,6 +205,9 @@ async fn read_pump<St, M, E>(
             }
             ReadStep::Item(None) => break,
             ReadStep::Item(Some(Err(error))) => {
+                if let Some(tungstenite::Error::Utf8(why)) = find_tungstenite_error(&error) {
+                    deliver(&incoming, Incoming::NotUtf8(why.clone())).await;
+                }
                 close_for_writer = log_read_error(&error, &peer);
                 break;
             }
@@ -253,6 +258,13 @@ where
             Some(CloseInfo {
                 code: CLOSE_TOO_BIG,
                 reason: "message too big".to_owned(),
+            })
+        }
+        Some(tungstenite::Error::Utf8(why)) => {
+            tracing::debug!(peer = %peer, %why, "a text frame that is not UTF-8; closing");
+            Some(CloseInfo {
+                code: CLOSE_NOT_UTF8,
+                reason: "text frame not UTF-8".to_owned(),
             })
         }
         Some(

@@ -267,6 +267,51 @@ async fn binary_frame_arrives_as_binary() {
 }
 
 #[tokio::test]
+async fn a_text_frame_that_is_not_utf8_is_said_and_closed_with_1007() {
+    let mut server = start_server(FrameLimits::default()).await;
+    let mut raw_request = format!("ws://{}/ws", server.addr)
+        .into_client_request()
+        .unwrap();
+    raw_request.headers_mut().insert(
+        http::header::AUTHORIZATION,
+        format!("Bearer {TOKEN}").parse().unwrap(),
+    );
+    let (mut raw, _) = tokio_tungstenite::connect_async(raw_request)
+        .await
+        .expect("raw connect");
+    let mut accepted = timeout(STEP, server.connections.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    // A text frame's payload must be UTF-8; tungstenite only sends such a frame raw.
+    let frame = tungstenite::protocol::frame::Frame::message(
+        vec![b'{', 0xff, 0xfe, b'}'],
+        tungstenite::protocol::frame::coding::OpCode::Data(
+            tungstenite::protocol::frame::coding::Data::Text,
+        ),
+        true,
+    );
+    raw.send(Message::Frame(frame)).await.unwrap();
+    assert!(
+        matches!(next(&mut accepted).await, Some(Incoming::NotUtf8(_))),
+        "the local side is told"
+    );
+    assert_eq!(next(&mut accepted).await, Some(Incoming::Closed(None)));
+    let close = timeout(STEP, async {
+        loop {
+            match futures_util::StreamExt::next(&mut raw).await {
+                Some(Ok(Message::Close(frame))) => break frame.map(|f| u16::from(f.code)),
+                Some(Ok(_)) => continue,
+                _ => break None,
+            }
+        }
+    })
+    .await
+    .expect("a close in time");
+    assert_eq!(close, Some(1007));
+}
+
+#[tokio::test]
 async fn client_vanishing_gives_server_closed_none() {
     let mut server = start_server(FrameLimits::default()).await;
     let mut raw_request = format!("ws://{}/ws", server.addr)

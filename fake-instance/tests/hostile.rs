@@ -1,0 +1,141 @@
+//! The hostile-peer suite, fake-instance's side (issue 16): a device that sends what no device
+//! should. Each gets a finding naming the rule, no panic, no hang past a deadline, and the
+//! double stays up for a well-behaved peer.
+
+use std::time::Duration;
+
+use fake_instance::FakeInstance;
+use futures_util::{SinkExt, StreamExt};
+use tokio::time::timeout;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+
+/// How long the instance waits for what a device owes, in these tests.
+const PATIENCE: Duration = Duration::from_millis(600);
+/// The longest any step here may take.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn instance() -> FakeInstance {
+    FakeInstance::builder()
+        .patience(PATIENCE)
+        .start()
+        .await
+        .expect("fake-instance starts")
+}
+
+async fn link(instance: &FakeInstance) -> Socket {
+    let mut request = instance.ws_url().into_client_request().expect("a request");
+    request.headers_mut().insert(
+        "authorization",
+        format!("Bearer {}", instance.token())
+            .parse()
+            .expect("a header"),
+    );
+    let (socket, _) = timeout(DEADLINE, tokio_tungstenite::connect_async(request))
+        .await
+        .expect("linked in time")
+        .expect("linked");
+    socket
+}
+
+/// The close code the instance ends the link with (none: the stream just ended).
+async fn close_code(socket: &mut Socket) -> Option<u16> {
+    timeout(DEADLINE, async {
+        while let Some(message) = socket.next().await {
+            match message {
+                Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+        None
+    })
+    .await
+    .expect("the instance ends the link in time")
+}
+
+#[tokio::test]
+async fn a_device_that_never_says_hello_is_flagged_and_its_link_closed() {
+    let instance = instance().await;
+    let mut silent = link(&instance).await;
+    assert_eq!(close_code(&mut silent).await, Some(1008));
+    let report = instance.verdict().await;
+    assert_eq!(report.broken_rules(), ["device.hello.first"]);
+}
+
+#[tokio::test]
+async fn a_text_frame_that_is_not_utf8_is_a_finding_and_a_1007_close() {
+    let instance = instance().await;
+    let mut socket = link(&instance).await;
+    let frame = Frame::message(vec![b'{', 0xc3, 0x28, b'}'], OpCode::Data(Data::Text), true);
+    socket
+        .send(Message::Frame(frame))
+        .await
+        .expect("the frame goes out");
+    assert_eq!(close_code(&mut socket).await, Some(1007));
+    let report = instance.verdict().await;
+    assert!(
+        report.broken_rules().contains(&"jsonrpc.text".to_string()),
+        "{:?}",
+        report.broken_rules()
+    );
+}
+
+#[tokio::test]
+async fn a_hello_with_protocol_minus_one_or_1e308_is_a_wrong_protocol() {
+    for said in ["-1", "1e308"] {
+        let instance = instance().await;
+        let mut socket = link(&instance).await;
+        let hello = format!(
+            r#"{{"jsonrpc":"2.0","method":"_lembas/hello","params":{{"protocol":{said},"version":"1.3.0","harness_spec":"1.1.0","device":{{"host":"h","platform":"linux"}},"limits":{{"roots":[],"max_mode":"edit","require_trust":true}}}}}}"#
+        );
+        socket
+            .send(Message::Text(hello.into()))
+            .await
+            .expect("hello goes out");
+        // The instance answers hello with initialize; that it came is enough.
+        let first = timeout(DEADLINE, socket.next()).await.expect("in time");
+        assert!(matches!(first, Some(Ok(Message::Text(_)))), "{first:?}");
+        let report = instance.verdict().await;
+        assert!(
+            report
+                .broken_rules()
+                .contains(&"device.hello.protocol".to_string()),
+            "{said}: {:?}",
+            report.broken_rules()
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_binary_frame_is_a_finding_and_the_link_goes_on() {
+    let instance = instance().await;
+    let mut socket = link(&instance).await;
+    socket
+        .send(Message::Binary(vec![0xff, 0x00].into()))
+        .await
+        .expect("the frame goes out");
+    socket
+        .send(Message::Ping(b"still there".to_vec().into()))
+        .await
+        .expect("a ping goes out");
+    let pong = timeout(DEADLINE, async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Pong(_))) => return true,
+                Some(Ok(_)) => continue,
+                _ => return false,
+            }
+        }
+    })
+    .await
+    .expect("answered in time");
+    assert!(pong, "the link stays up after a binary frame");
+    let report = instance.verdict().await;
+    assert!(report.broken_rules().contains(&"jsonrpc.text".to_string()));
+}
