@@ -312,6 +312,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         protocol: cell_protocol,
         spec: cli.common.spec,
     };
+    let report_cell = cell.clone();
     if let Some(list) = &cli.capabilities {
         let spec = cell.spec;
         if let Some(unknown) = list.iter().find(|c| !spec.defines(c)) {
@@ -389,6 +390,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         _ => harness::cli::finish(
             "fake-device",
             &cli.common,
+            &report_cell,
             done.outcome.as_ref(),
             &done.findings,
             &done.recent,

@@ -20,6 +20,41 @@ use crate::registry::{ModeReport, Registry};
 use crate::script::Scripted;
 use crate::store::{StoredMessage, TurnState};
 
+/// The longest turn id the device keeps; the store writes every turn id into its files, and
+/// rewrites them each turn, so a peer's megabyte ids would grow them without end.
+pub const MAX_TURN_ID_BYTES: usize = 256;
+/// The most prompt text the device keeps of one message (attachments have their own limit).
+pub const MAX_KEPT_TEXT_BYTES: usize = 1024 * 1024;
+/// The most of the client's `_meta.lembas` (its `Context`) the device keeps, as JSON.
+pub const MAX_KEPT_CONTEXT_BYTES: usize = 1024 * 1024;
+
+/// Refuses, with -32602, a prompt whose strings the store would keep past its bounds: its turn
+/// id when the device keeps turn ids (`turns`), its `_meta.lembas` when it keeps the client's
+/// context (`context`).
+fn check_kept_sizes(params: &Value, turn_ids: bool, context: bool) -> Result<(), RpcError> {
+    let lembas = params.pointer("/_meta/lembas");
+    if let Some(turn_id) = lembas
+        .filter(|_| turn_ids)
+        .and_then(|l| l.get("turnId"))
+        .and_then(Value::as_str)
+        && turn_id.len() > MAX_TURN_ID_BYTES
+    {
+        return Err(refuse(format!(
+            "`_meta.lembas.turnId` is {} bytes; the device keeps turn ids of at most {MAX_TURN_ID_BYTES}",
+            turn_id.len()
+        )));
+    }
+    let kept = lembas
+        .filter(|_| context)
+        .map_or(0, |l| l.to_string().len());
+    if kept > MAX_KEPT_CONTEXT_BYTES {
+        return Err(refuse(format!(
+            "`_meta.lembas` is {kept} bytes of JSON; the device keeps at most {MAX_KEPT_CONTEXT_BYTES}"
+        )));
+    }
+    Ok(())
+}
+
 /// The pieces the echo agent answers in: up to three, split at spaces.
 fn pieces(text: &str) -> Vec<String> {
     let words: Vec<&str> = text.split_inclusive(' ').collect();
@@ -50,6 +85,11 @@ impl<'r> Turns<'r> {
         params: &Value,
         client: &Client,
     ) -> Result<Reply, RpcError> {
+        check_kept_sizes(
+            params,
+            self.registry.has("turns"),
+            self.registry.has("context"),
+        )?;
         let (session_id, project) = {
             let state = live.state.lock().await;
             (state.stored.id.clone(), state.stored.cwd.clone())
@@ -75,6 +115,12 @@ impl<'r> Turns<'r> {
             misreads,
         )
         .map_err(refuse)?;
+        if prepared.typed.len() > MAX_KEPT_TEXT_BYTES {
+            return Err(refuse(format!(
+                "the prompt's text is {} bytes; the device keeps at most {MAX_KEPT_TEXT_BYTES} of a message",
+                prepared.typed.len()
+            )));
+        }
         let text = prepared.typed.clone();
         // `@path` in what the person typed (never in a command's own text), before any
         // attached block's text.
@@ -838,5 +884,23 @@ mod tests {
         );
         assert!(pieces("one two three four five").len() <= 3);
         assert_eq!(pieces(""), vec![String::new()]);
+    }
+
+    #[test]
+    fn a_turn_id_or_context_past_what_the_store_keeps_is_refused_with_32602() {
+        let prompt =
+            |lembas: Value| json!({"sessionId": "s", "prompt": [], "_meta": {"lembas": lembas}});
+        let long_id = "t".repeat(MAX_TURN_ID_BYTES + 1);
+        let refused =
+            check_kept_sizes(&prompt(json!({"turnId": long_id})), true, true).expect_err("refused");
+        assert_eq!(refused.code, harness::jsonrpc::INVALID_PARAMS);
+        assert!(refused.message.contains("turnId"), "{}", refused.message);
+        // Not kept, not judged: a device without `turns` ignores the id.
+        assert!(check_kept_sizes(&prompt(json!({"turnId": long_id})), false, true).is_ok());
+        let fits = "t".repeat(MAX_TURN_ID_BYTES);
+        assert!(check_kept_sizes(&prompt(json!({"turnId": fits})), true, true).is_ok());
+        let big = json!({"system_prompt": "x".repeat(MAX_KEPT_CONTEXT_BYTES)});
+        assert!(check_kept_sizes(&prompt(big.clone()), true, true).is_err());
+        assert!(check_kept_sizes(&prompt(big), true, false).is_ok());
     }
 }

@@ -86,6 +86,32 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 #[test]
+fn the_token_reaches_no_log_even_at_trace_level() {
+    let (url, stop, handle) = instance(None, &[]);
+    let token = fake_instance::DEFAULT_TOKEN;
+    let out = Command::new(BIN)
+        .args([
+            "--instance",
+            &url,
+            "--token",
+            token,
+            "--scenario",
+            "negotiate.yaml",
+        ])
+        .env("RUST_LOG", "trace")
+        .output()
+        .expect("runs");
+    let _ = stop.send(());
+    let _ = handle.join();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // tungstenite's own traces are on (so its handshake request would be logged), yet the
+    // token is nowhere.
+    assert!(err.contains("Client handshake"), "trace logs are on: {err}");
+    assert!(!err.contains(token), "the token was logged:\n{err}");
+}
+
+#[test]
 fn negotiate_passes_against_a_correct_instance_in_both_protocols() {
     for protocols in [vec![1], vec![1, 2]] {
         let (url, stop, handle) = instance(Some(protocols.clone()), &[]);

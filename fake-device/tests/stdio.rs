@@ -203,6 +203,46 @@ async fn an_editor_gets_plain_acp_that_fits_the_official_schema() {
     judge(&editor);
 }
 
+#[tokio::test]
+async fn a_prompt_whose_text_the_store_cannot_keep_is_refused_and_the_device_goes_on() {
+    let scripts = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/editor-scripts.yaml"
+    );
+    let mut editor = start(scripts);
+    let cwd = tempfile::tempdir().expect("a project");
+    let id = editor
+        .request(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    editor.answer_to(id, "once").await;
+    let id = editor
+        .request("session/new", json!({"cwd": cwd.path(), "mcpServers": []}))
+        .await;
+    let sid = editor.answer_to(id, "once").await["result"]["sessionId"].clone();
+    // One byte past the 1 MiB of text the device keeps of a message.
+    let huge = "x".repeat(1024 * 1024 + 1);
+    let id = editor
+        .request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": huge}]}),
+        )
+        .await;
+    let refused = editor.answer_to(id, "once").await;
+    assert_eq!(refused["error"]["code"], -32602, "{}", refused["error"]);
+    // The session still works.
+    let id = editor
+        .request(
+            "session/prompt",
+            json!({"sessionId": sid, "prompt": [{"type": "text", "text": "hello"}]}),
+        )
+        .await;
+    let answer = editor.answer_to(id, "once").await;
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+}
+
 #[test]
 fn the_schema_check_fails_a_message_that_breaks_the_schema() {
     let prompt = validator::<v1::PromptResponse>();

@@ -27,8 +27,15 @@ struct Cli {
     /// Where to listen.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     listen: SocketAddr,
-    /// A device token that may link (repeatable; default lembas-test-token).
-    #[arg(long = "token", value_name = "T")]
+    /// A device token that may link (repeatable; default lembas-test-token). From the
+    /// environment (LEMBAS_DEVICE_TOKENS, comma-separated) they stay out of `ps`.
+    #[arg(
+        long = "token",
+        value_name = "T",
+        env = "LEMBAS_DEVICE_TOKENS",
+        value_delimiter = ',',
+        hide_env_values = true
+    )]
     tokens: Vec<String>,
     /// The protocols discovery lists: 1 or 1,2 (default: from --protocol).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -106,6 +113,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         protocol,
         spec: cli.common.spec,
     };
+    let report_cell = cell.clone();
     let scenario = match &cli.common.scenario {
         Some(arg) => Some(harness::cli::load_scenario(arg, Side::Instance, &cell)?),
         None => None,
@@ -168,6 +176,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     Ok(harness::cli::finish(
         "fake-instance",
         &cli.common,
+        &report_cell,
         done.outcome.as_ref(),
         &done.findings,
         &done.recent,

@@ -426,11 +426,10 @@ pub(crate) async fn run_started(
         limits: options.limits,
         chats: chats.clone(),
     };
-    let app = server::router(state).into_make_service_with_connect_info::<SocketAddr>();
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        // Small JSON-RPC messages stall behind Nagle's algorithm (see the notes on crates).
-        let _ = tcp.set_nodelay(true);
-    });
+    let app = server::router(state)
+        .into_make_service_with_connect_info::<harness::transport::guarded::RemoteAddr>();
+    // Connections that send no request, or sit idle, are closed (and TCP_NODELAY is set).
+    let listener = harness::transport::guarded::GuardedListener::new(listener);
     let server = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::error!("the HTTP server stopped: {e}");

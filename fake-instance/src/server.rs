@@ -1,7 +1,6 @@
 //! The HTTP side: discovery, the link's WebSocket upgrade behind the device token, and the API
 //! the CLI uses ([`crate::http`]).
 
-use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 
 use axum::Router;
@@ -97,7 +96,7 @@ async fn discovery(State(state): State<ServerState>) -> Response {
 
 async fn link(
     State(state): State<ServerState>,
-    ConnectInfo(remote): ConnectInfo<SocketAddr>,
+    ConnectInfo(remote): ConnectInfo<harness::transport::guarded::RemoteAddr>,
     headers: HeaderMap,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {

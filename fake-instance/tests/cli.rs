@@ -322,6 +322,44 @@ fn http_get(url: &str, path: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {response}"))
 }
 
+/// The status of `GET path` with `token` as its bearer.
+fn http_status_with(url: &str, path: &str, token: &str) -> String {
+    use std::io::Write;
+    let host = url.trim_start_matches("http://");
+    let mut socket = std::net::TcpStream::connect(host).expect("connects");
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    write!(
+        socket,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("writes");
+    let mut response = String::new();
+    socket.read_to_string(&mut response).expect("reads");
+    response.split(' ').nth(1).unwrap_or_default().to_string()
+}
+
+#[test]
+fn tokens_come_from_the_environment_out_of_sight_of_ps() {
+    let mut child = Command::new(BIN)
+        .env("LEMBAS_DEVICE_TOKENS", "from-env-1,from-env-2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("fake-instance starts");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("a ready line");
+    let url = line.trim().trim_start_matches("listening ").to_string();
+    let status = |token: &str| http_status_with(&url, "/v1/models", token);
+    assert_eq!(status("from-env-2"), "200");
+    assert_eq!(status("from-env-1"), "200");
+    assert_eq!(status("lembas-test-token"), "401", "the default gives way");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 #[test]
 fn without_a_scenario_it_serves_until_sigterm_and_exits_0() {
     let (mut child, url, _stdout) = start(&[]);
@@ -359,13 +397,34 @@ fn a_scenario_http_section_is_checked_and_names_the_key_at_fault() {
 
 #[test]
 fn a_scenario_run_stopped_by_a_signal_is_never_a_pass() {
-    let (mut child, _url, _stdout) = start(&["--scenario", "negotiate.yaml"]);
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("kill runs");
-    assert!(killed.success());
-    assert_eq!(wait(&mut child, Duration::from_secs(5)), 6);
+    // SIGTERM and SIGINT (Ctrl-C) alike, and the reports are written all the same.
+    for signal in ["-TERM", "-INT"] {
+        let dir = tempfile::tempdir().expect("a dir");
+        let junit = dir.path().join("run.xml");
+        let json = dir.path().join("run.json");
+        let (mut child, _url, _stdout) = start(&[
+            "--scenario",
+            "negotiate.yaml",
+            "--report",
+            &format!("junit:{}", junit.display()),
+            "--report",
+            &format!("json:{}", json.display()),
+        ]);
+        let killed = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(killed.success());
+        assert_eq!(wait(&mut child, Duration::from_secs(5)), 6, "{signal}");
+        for report in [&junit, &json] {
+            let written = std::fs::read_to_string(report).unwrap_or_default();
+            assert!(
+                !written.is_empty(),
+                "{signal}: no report at {}",
+                report.display()
+            );
+        }
+    }
 }
 
 #[test]

@@ -250,10 +250,21 @@ pub fn init_process(default_level: &str) {
     init_tls();
 }
 
+/// The log target that would write a device token (in a handshake request) at trace level,
+/// capped.
+const NO_TRACE_TARGET: &str = "tungstenite::handshake::client=debug";
+
 /// `RUST_LOG`-driven logs on stderr, at `default_level` when it is unset.
 pub fn init_logs(default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    // tungstenite traces a client's whole handshake request, Authorization header and all: a
+    // token must never reach a log, at any level, so that one target stops at debug whatever
+    // RUST_LOG says (the most specific directive wins).
+    let filter = match NO_TRACE_TARGET.parse() {
+        Ok(cap) => filter.add_directive(cap),
+        Err(_) => filter,
+    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -315,8 +326,9 @@ pub fn load_scenario(
 /// the last messages even for a pass, with `--verbose`), writes the requested ones, and says how
 /// the process exits: a run that did not apply exits 0, or 1 when `--strict`.
 pub fn finish(
-    double: &str,
+    double: &'static str,
     args: &CommonArgs,
+    cell: &crate::engine::Cell,
     outcome: Option<&crate::engine::RunOutcome>,
     findings: &[crate::finding::Finding],
     recent: &[crate::journal::Entry],
@@ -325,8 +337,14 @@ pub fn finish(
     use crate::engine::Verdict;
     let Some(outcome) = outcome else {
         if let Some(name) = &args.scenario {
-            // A CI timeout or a kill must not read as a pass.
+            // A CI timeout or a kill must not read as a pass, and the reports a CI collects
+            // say what happened rather than go missing.
             eprintln!("{double}: interrupted before scenario `{name}` reached a verdict");
+            let interrupted =
+                crate::engine::RunOutcome::interrupted(name, cell.clone(), findings.to_vec());
+            if let Err(e) = crate::report::write_all(&args.reports, double, &interrupted, recent) {
+                eprintln!("error: cannot write a report: {e}");
+            }
             return Exit::Interrupted;
         }
         // A simulated run (no scenario) ends on a signal: its findings go to stderr, and the

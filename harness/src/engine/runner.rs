@@ -171,6 +171,38 @@ impl RunOutcome {
 
     /// The verdict: a scenario error over a failure over not applicable over a pass. A monitor
     /// finding fails the run even when it did not apply further.
+    /// A run a signal stopped before its verdict: the findings so far, and one step in error
+    /// saying so, so the reports asked for are still written and never read as a pass.
+    pub fn interrupted(scenario: &str, cell: Cell, findings: Vec<Finding>) -> RunOutcome {
+        RunOutcome {
+            scenario: scenario.to_string(),
+            cell,
+            steps: vec![StepVerdict {
+                index: "1".into(),
+                line: 0,
+                title: "interrupted".into(),
+                status: StepStatus::Error,
+                elapsed_ms: 0.0,
+                started_ms: 0.0,
+                failure: Some(super::verdict::Failure {
+                    rule: None,
+                    summary: "stopped by a signal (SIGINT or SIGTERM) before the scenario reached a verdict".into(),
+                    awaited: None,
+                    expected: None,
+                    nearest: None,
+                    diff: None,
+                }),
+                not_applicable: None,
+            }],
+            findings,
+            not_applicable: None,
+            elapsed_ms: 0.0,
+            process: None,
+            hooks: Vec::new(),
+        }
+    }
+
+    /// Passed, failed (with the rules), not applicable (with why), or a broken scenario.
     pub fn verdict(&self) -> Verdict {
         if self.scenario_error() {
             Verdict::ScenarioError

@@ -5,6 +5,7 @@
 //! layers above never see axum, tungstenite or file descriptors, and never assume JSON-RPC.
 
 mod bearer;
+pub mod guarded;
 mod http_client;
 pub mod stdio;
 pub mod ws_client;
