@@ -15,6 +15,9 @@ use serde_json::Value;
 
 /// How many entries the report's "last messages" can show.
 const RECENT: usize = 200;
+/// How many bytes of messages those entries may hold (about): a peer's frames may each be tens
+/// of megabytes. The newest entry is kept whatever its size.
+const RECENT_BYTES: usize = 32 * 1024 * 1024;
 
 /// Which way a message went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,6 +53,8 @@ pub struct Journal {
     start: Instant,
     file: Option<Mutex<BufWriter<File>>>,
     recent: Mutex<VecDeque<Entry>>,
+    /// About how many bytes `recent` holds (changed under its lock).
+    recent_bytes: std::sync::atomic::AtomicUsize,
     /// Woken at each entry, for readers waiting for the next.
     grown: tokio::sync::Notify,
 }
@@ -61,6 +66,7 @@ impl Journal {
             start: Instant::now(),
             file: None,
             recent: Mutex::new(VecDeque::new()),
+            recent_bytes: std::sync::atomic::AtomicUsize::new(0),
             grown: tokio::sync::Notify::new(),
         }
     }
@@ -107,10 +113,15 @@ impl Journal {
             // A journal that cannot be written is not a reason to stop checking the peer.
             let _ = writeln!(file, "{line}").and_then(|_| file.flush());
         }
-        if recent.len() == RECENT {
-            recent.pop_front();
-        }
+        use std::sync::atomic::Ordering::Relaxed;
+        let mut bytes = self.recent_bytes.load(Relaxed) + crate::size::approx_bytes(&entry.msg);
         recent.push_back(entry);
+        while recent.len() > RECENT || (bytes > RECENT_BYTES && recent.len() > 1) {
+            if let Some(gone) = recent.pop_front() {
+                bytes = bytes.saturating_sub(crate::size::approx_bytes(&gone.msg));
+            }
+        }
+        self.recent_bytes.store(bytes, Relaxed);
         drop(recent);
         self.grown.notify_waiters();
     }
@@ -166,5 +177,41 @@ impl Journal {
         };
         let skip = recent.len().saturating_sub(n);
         recent.iter().skip(skip).cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn recent_entries_are_bounded_by_bytes_keeping_the_newest() {
+        let journal = Journal::in_memory();
+        let big = |n: u8| json!({"n": n, "data": "x".repeat(12 * 1024 * 1024)});
+        for n in 0..4 {
+            journal.record(1, Direction::In, big(n));
+        }
+        // 48 MiB offered, 32 kept: the two newest.
+        let kept: Vec<Value> = journal
+            .recent(10)
+            .iter()
+            .map(|e| e.msg["n"].clone())
+            .collect();
+        assert_eq!(kept, [json!(2), json!(3)]);
+        assert_eq!(journal.last_seq(), 4);
+        // One entry larger than the whole budget is still kept: it is the newest.
+        journal.record(
+            1,
+            Direction::In,
+            json!({"data": "y".repeat(40 * 1024 * 1024)}),
+        );
+        assert_eq!(journal.recent(10).len(), 1);
+        journal.record(1, Direction::In, json!({"small": true}));
+        assert_eq!(
+            journal.recent(10).len(),
+            1,
+            "the big one goes once a newer one comes"
+        );
     }
 }

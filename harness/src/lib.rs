@@ -37,6 +37,7 @@ pub mod report;
 pub mod rules;
 pub mod scenario;
 pub mod shapes;
+pub mod size;
 pub mod transport;
 pub mod under_test;
 

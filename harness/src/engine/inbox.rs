@@ -8,10 +8,15 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::pattern::{MatchOutcome, Pattern};
+use crate::size::approx_bytes;
 
-/// How many messages the inbox keeps; older unconsumed ones are dropped first. A real peer in a
+/// How many messages the inbox keeps; older consumed ones are dropped first. A real peer in a
 /// long simulated run must not grow memory without bound.
 const CAPACITY: usize = 10_000;
+/// How many bytes of messages it keeps (about: [`approx_bytes`]): a peer's frames may each be
+/// tens of megabytes, so a count alone bounds nothing. Room for a few prompts carrying the
+/// spec's largest attachments.
+const CAPACITY_BYTES: usize = 128 * 1024 * 1024;
 
 /// One message in the inbox.
 #[derive(Debug, Clone)]
@@ -24,12 +29,21 @@ pub struct Entry {
     pub message: Value,
     /// Whether an expect step consumed it.
     pub consumed: bool,
+    /// About how many bytes it holds.
+    bytes: usize,
+}
+
+/// The messages kept, and about how many bytes they hold.
+#[derive(Debug, Default)]
+struct Kept {
+    list: Vec<Entry>,
+    bytes: usize,
 }
 
 /// The inbox itself.
 #[derive(Debug, Default)]
 pub struct Inbox {
-    entries: std::sync::Mutex<Vec<Entry>>,
+    entries: std::sync::Mutex<Kept>,
     next_seq: std::sync::atomic::AtomicU64,
     arrived: Notify,
 }
@@ -43,16 +57,22 @@ impl Inbox {
                 .next_seq
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
                 + 1;
-            if entries.len() >= CAPACITY {
+            let bytes = approx_bytes(&message);
+            while !entries.list.is_empty()
+                && (entries.list.len() >= CAPACITY || entries.bytes + bytes > CAPACITY_BYTES)
+            {
                 // Consumed messages go first: they only serve "nearest message" in reports.
-                let oldest = entries.iter().position(|e| e.consumed).unwrap_or(0);
-                entries.remove(oldest);
+                let oldest = entries.list.iter().position(|e| e.consumed).unwrap_or(0);
+                let gone = entries.list.remove(oldest);
+                entries.bytes -= gone.bytes;
             }
-            entries.push(Entry {
+            entries.bytes += bytes;
+            entries.list.push(Entry {
                 seq,
                 link,
                 message,
                 consumed: false,
+                bytes,
             });
         }
         self.arrived.notify_waiters();
@@ -61,7 +81,11 @@ impl Inbox {
     /// Consumes the oldest unconsumed message matching `pattern` that arrived after `after`.
     pub fn take(&self, pattern: &Pattern, after: u64) -> Option<(Entry, MatchOutcome)> {
         let mut entries = self.entries.lock().ok()?;
-        for entry in entries.iter_mut().filter(|e| !e.consumed && e.seq > after) {
+        for entry in entries
+            .list
+            .iter_mut()
+            .filter(|e| !e.consumed && e.seq > after)
+        {
             let outcome = pattern.matches(&entry.message);
             if outcome.is_match() {
                 entry.consumed = true;
@@ -107,7 +131,7 @@ impl Inbox {
             tokio::pin!(arrived);
             arrived.as_mut().enable();
             if let Ok(entries) = self.entries.lock()
-                && let Some(hit) = entries.iter().find(|e| {
+                && let Some(hit) = entries.list.iter().find(|e| {
                     e.seq > after && !e.consumed && pattern.matches(&e.message).is_match()
                 })
             {
@@ -123,13 +147,16 @@ impl Inbox {
     pub fn unconsumed(&self) -> Vec<Entry> {
         self.entries
             .lock()
-            .map(|e| e.iter().filter(|e| !e.consumed).cloned().collect())
+            .map(|e| e.list.iter().filter(|e| !e.consumed).cloned().collect())
             .unwrap_or_default()
     }
 
     /// Every message kept, newest last.
     pub fn all(&self) -> Vec<Entry> {
-        self.entries.lock().map(|e| e.clone()).unwrap_or_default()
+        self.entries
+            .lock()
+            .map(|e| e.list.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -252,6 +279,23 @@ mod tests {
             .await;
         assert!(found.is_none());
         assert_eq!(started.elapsed(), Duration::from_millis(400));
+    }
+
+    #[test]
+    fn bytes_are_bounded_too_and_consumed_messages_go_first() {
+        let inbox = Inbox::default();
+        let megabytes = |n: usize| json!({"method": "big", "data": "x".repeat(n * 1024 * 1024)});
+        inbox.push(1, megabytes(40));
+        inbox.push(1, megabytes(40));
+        assert!(inbox.take(&pattern(json!({"method": "big"})), 0).is_some());
+        inbox.push(1, megabytes(40));
+        inbox.push(1, megabytes(40));
+        // 160 MiB offered, 128 kept: the consumed first message went, the unconsumed stayed.
+        assert_eq!(seqs(&inbox.all()), [2, 3, 4]);
+        inbox.push(1, megabytes(40));
+        assert_eq!(seqs(&inbox.all()), [3, 4, 5]);
+        let kept: usize = inbox.all().iter().map(|e| e.bytes).sum();
+        assert!(kept <= CAPACITY_BYTES, "{kept}");
     }
 
     #[test]

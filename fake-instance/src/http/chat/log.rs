@@ -30,6 +30,16 @@ pub struct LoggedRequest {
 
 /// How many chat requests the log keeps.
 pub const CHAT_LOG_KEPT: usize = 10_000;
+/// How many bytes of their texts it keeps: a request may carry megabytes of conversation.
+pub const CHAT_LOG_BYTES: usize = 32 * 1024 * 1024;
+
+impl LoggedRequest {
+    /// About the bytes it holds: its texts.
+    fn bytes(&self) -> usize {
+        let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
+        64 + self.model.len() + text(&self.last_user) + text(&self.system) + text(&self.tool_result)
+    }
+}
 
 /// Told of each request as it is logged.
 pub type Observer = Arc<dyn Fn(&LoggedRequest) + Send + Sync>;
@@ -63,10 +73,16 @@ impl ChatLog {
 
     pub(super) fn push(&self, request: LoggedRequest) {
         let mut log = self.lock();
-        // Bounded, like the inbox: a long simulated run keeps the newest requests.
-        if log.len() >= CHAT_LOG_KEPT {
-            log.remove(0);
+        // Bounded, like the inbox, by count and by bytes: a long simulated run keeps the newest
+        // requests (the newest one always).
+        let mut bytes: usize =
+            log.iter().map(LoggedRequest::bytes).sum::<usize>() + request.bytes();
+        let mut drop = 0;
+        while drop < log.len() && (log.len() - drop >= CHAT_LOG_KEPT || bytes > CHAT_LOG_BYTES) {
+            bytes -= log[drop].bytes();
+            drop += 1;
         }
+        log.drain(..drop);
         let observer = self
             .1
             .lock()
@@ -81,5 +97,44 @@ impl ChatLog {
     /// The lock; a panic elsewhere while holding it leaves plain data, still usable.
     fn lock(&self) -> MutexGuard<'_, Vec<LoggedRequest>> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(n: usize, text_bytes: usize) -> LoggedRequest {
+        LoggedRequest {
+            at_ms: n as u64,
+            model: "echo".into(),
+            last_user: Some("x".repeat(text_bytes)),
+            system: None,
+            tool_result: None,
+            stream: false,
+            turn_hint: 1,
+            script: None,
+            status: 200,
+        }
+    }
+
+    #[test]
+    fn the_log_is_bounded_by_bytes_and_keeps_the_newest() {
+        let log = ChatLog::default();
+        for n in 0..100 {
+            log.push(request(n, 2 * 1024 * 1024));
+        }
+        let kept = log.entries();
+        let bytes: usize = kept.iter().map(LoggedRequest::bytes).sum();
+        assert!(bytes <= CHAT_LOG_BYTES, "{bytes}");
+        assert_eq!(kept.last().map(|r| r.at_ms), Some(99));
+        assert!(
+            kept.len() >= 15,
+            "most of the budget is used: {}",
+            kept.len()
+        );
+        // One over the whole budget is still logged, alone.
+        log.push(request(100, CHAT_LOG_BYTES + 1));
+        assert_eq!(log.entries().len(), 1);
     }
 }
