@@ -239,6 +239,18 @@ async fn runs(
     let stop = shutdown.shared();
     let mut up = Some(up);
     let mut ack: Option<oneshot::Sender<()>> = None;
+    // One socket for every run: were each to bind the port again, another double starting in
+    // the gap could take it (the self-test starts a hundred at once). A device dialing during
+    // the restart waits in the socket's backlog until the next run accepts it.
+    if options.bound.is_none() {
+        let bound = std::net::TcpListener::bind(options.listen)
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|source| StartError::Listen {
+                addr: options.listen,
+                source,
+            })?;
+        options.bound = Some(Arc::new(bound));
+    }
     loop {
         let (asked, stop_now) = (peer.clone(), stop.clone());
         let run_shutdown = async move {

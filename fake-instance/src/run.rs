@@ -43,6 +43,9 @@ pub const DEFAULT_TOKEN: &str = "lembas-test-token";
 pub struct Options {
     /// Where to listen (port 0: any free port).
     pub listen: SocketAddr,
+    /// A socket already bound and listening, used instead of binding `listen`: a run restarted
+    /// in-process serves on the same port, which nothing else can take between its runs.
+    pub bound: Option<Arc<std::net::TcpListener>>,
     /// The device tokens that may link.
     pub tokens: Vec<String>,
     /// The protocols discovery lists; `None`: derived from the cell's protocol.
@@ -114,6 +117,7 @@ impl Default for Options {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            bound: None,
             tokens: vec![DEFAULT_TOKEN.into()],
             protocols: None,
             cell: Cell {
@@ -291,12 +295,16 @@ pub(crate) async fn run_started(
         .unwrap_or_else(|| options.http.clone());
     let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
     let findings = Arc::new(Findings::default());
-    let listener = tokio::net::TcpListener::bind(options.listen)
-        .await
-        .map_err(|source| StartError::Listen {
-            addr: options.listen,
-            source,
-        })?;
+    let listener = match &options.bound {
+        Some(bound) => bound
+            .try_clone()
+            .and_then(tokio::net::TcpListener::from_std),
+        None => tokio::net::TcpListener::bind(options.listen).await,
+    }
+    .map_err(|source| StartError::Listen {
+        addr: options.listen,
+        source,
+    })?;
     let addr = listener.local_addr().map_err(|source| StartError::Listen {
         addr: options.listen,
         source,

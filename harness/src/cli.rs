@@ -250,25 +250,25 @@ pub fn init_process(default_level: &str) {
     init_tls();
 }
 
-/// The log target that would write a device token (in a handshake request) at trace level,
-/// capped.
-const NO_TRACE_TARGET: &str = "tungstenite::handshake::client=debug";
+/// Whether a log record may be written. tungstenite traces a client's whole handshake request,
+/// its Authorization header and the device token in it: no token may reach a log at any level,
+/// so that one target's trace records are dropped whatever RUST_LOG asks.
+fn may_log(meta: &tracing::Metadata<'_>) -> bool {
+    !(*meta.level() == tracing::Level::TRACE && meta.target().starts_with("tungstenite::handshake"))
+}
 
 /// `RUST_LOG`-driven logs on stderr, at `default_level` when it is unset.
 pub fn init_logs(default_level: &str) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
-    // tungstenite traces a client's whole handshake request, Authorization header and all: a
-    // token must never reach a log, at any level, so that one target stops at debug whatever
-    // RUST_LOG says (the most specific directive wins).
-    let filter = match NO_TRACE_TARGET.parse() {
-        Ok(cap) => filter.add_directive(cap),
-        Err(_) => filter,
-    };
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(colours_on(&std::io::stderr()))
+        .finish()
+        .with(tracing_subscriber::filter::filter_fn(may_log))
         .try_init();
 }
 
