@@ -4,7 +4,14 @@
 use harness::scenario::Side;
 use harness_cli::selftest::{judge_all, plan};
 
+/// The two sides run one after the other. Run at once, each on its own test runtime, one case
+/// (`limits-off`, well-behaved) hangs its model stream every time, though it passes alone and in
+/// every `harness selftest` (one runtime); the cause, something the two runtimes share, is not
+/// found yet (issue 16's closing note), and this keeps it from failing an unrelated change.
+static ONE_SIDE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn side_holds(side: Side) {
+    let _turn = ONE_SIDE_AT_A_TIME.lock().await;
     let (cases, unchecked) = plan(None).expect("the shipped scenarios load");
     assert!(
         unchecked.is_empty(),

@@ -1,25 +1,32 @@
-//! The one HTTP client a process shares.
+//! The one HTTP client a runtime shares.
 
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
-/// The process's HTTP client (a cheap clone of one shared client).
+/// The HTTP client of the current tokio runtime (a cheap clone of one shared client).
 ///
 /// Building a `reqwest::Client` loads the platform's root certificates, which costs far more than
 /// a loopback request; a self-test or a fleet builds a double per case or per device, so they
-/// all share one client, and its connection pool, instead of loading the roots thousands of
-/// times. Per-request settings (timeouts, headers) go on each request, never on the client.
+/// all share one client instead of loading the roots thousands of times. Per-request settings
+/// (timeouts, headers) go on each request, never on the client.
 ///
-/// It keeps no idle connections: doubles come and go on ports the system hands out again, and
-/// a connection kept from one run could carry the next run's request to a server that is gone
-/// (or to the old run's handlers, still serving it). A loopback connection costs far less.
+/// One a runtime, not one a process: what a client sets going lives on the runtime that first
+/// used it, so a client shared with a runtime that has since ended (a test's) hangs the requests
+/// of another. And it keeps no idle connections: doubles come and go on ports the system hands
+/// out again, and a kept connection could carry one run's request to another run's server.
 pub fn http_client() -> reqwest::Client {
-    static CLIENT: OnceLock<reqwest::Client> = OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            reqwest::Client::builder()
-                .pool_max_idle_per_host(0)
-                .build()
-                .unwrap_or_default()
-        })
-        .clone()
+    static CLIENTS: Mutex<Vec<(Option<tokio::runtime::Id>, reqwest::Client)>> =
+        Mutex::new(Vec::new());
+    let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
+    let mut clients = CLIENTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, client)) = clients.iter().find(|(id, _)| *id == runtime) {
+        return client.clone();
+    }
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap_or_default();
+    clients.push((runtime, client.clone()));
+    client
 }
