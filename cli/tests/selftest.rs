@@ -4,14 +4,7 @@
 use harness::scenario::Side;
 use harness_cli::selftest::{judge_all, plan};
 
-/// The two sides run one after the other. Run at once, each on its own test runtime, one case
-/// (`limits-off`, well-behaved) hangs its model stream every time, though it passes alone and in
-/// every `harness selftest` (one runtime); the cause, something the two runtimes share, is not
-/// found yet (issue 16's closing note), and this keeps it from failing an unrelated change.
-static ONE_SIDE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 async fn side_holds(side: Side) {
-    let _turn = ONE_SIDE_AT_A_TIME.lock().await;
     let (cases, unchecked) = plan(None).expect("the shipped scenarios load");
     assert!(
         unchecked.is_empty(),
@@ -19,7 +12,10 @@ async fn side_holds(side: Side) {
     );
     let cases: Vec<_> = cases.into_iter().filter(|c| c.side == side).collect();
     assert!(!cases.is_empty(), "no {side:?} scenarios shipped");
-    let results = judge_all(cases, 128, false).await;
+    // Eight at a time: with the default ceiling (128) on this 2-worker test runtime, beside the
+    // other side's, a model stream stalls past its window (issue 16's note: not found yet);
+    // `harness selftest`, on one runtime, runs the default.
+    let results = judge_all(cases, 8, false).await;
     let wrong: Vec<String> = results
         .iter()
         .filter(|r| !r.ok)
