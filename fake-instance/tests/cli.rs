@@ -300,8 +300,9 @@ fn help_has_an_example_and_version_answers() {
     assert!(out.contains("negotiate.yaml"), "{out}");
 }
 
-/// A plain HTTP GET over a socket, so the test needs no HTTP client installed.
-fn http_get(url: &str, path: &str) -> serde_json::Value {
+/// A plain HTTP GET over a socket, so the test needs no HTTP client installed: the whole
+/// response, headers and body. `headers` are extra lines (`Name: value\r\n` each).
+fn raw_get(url: &str, path: &str, headers: &str) -> String {
     use std::io::Write;
     let host = url.trim_start_matches("http://");
     let mut socket = std::net::TcpStream::connect(host).expect("connects");
@@ -310,11 +311,17 @@ fn http_get(url: &str, path: &str) -> serde_json::Value {
         .expect("timeout");
     write!(
         socket,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\n{headers}Connection: close\r\n\r\n"
     )
     .expect("writes");
     let mut response = String::new();
     socket.read_to_string(&mut response).expect("reads");
+    response
+}
+
+/// `GET path`'s body, as JSON.
+fn http_get(url: &str, path: &str) -> serde_json::Value {
+    let response = raw_get(url, path, "");
     let body = response
         .split_once("\r\n\r\n")
         .map(|(_, b)| b)
@@ -324,19 +331,7 @@ fn http_get(url: &str, path: &str) -> serde_json::Value {
 
 /// The status of `GET path` with `token` as its bearer.
 fn http_status_with(url: &str, path: &str, token: &str) -> String {
-    use std::io::Write;
-    let host = url.trim_start_matches("http://");
-    let mut socket = std::net::TcpStream::connect(host).expect("connects");
-    socket
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
-    write!(
-        socket,
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("writes");
-    let mut response = String::new();
-    socket.read_to_string(&mut response).expect("reads");
+    let response = raw_get(url, path, &format!("Authorization: Bearer {token}\r\n"));
     response.split(' ').nth(1).unwrap_or_default().to_string()
 }
 
