@@ -1,5 +1,6 @@
 //! The one HTTP client a runtime shares.
 
+use std::collections::VecDeque;
 use std::sync::Mutex;
 
 /// The HTTP client of the current tokio runtime (a cheap clone of one shared client).
@@ -13,9 +14,13 @@ use std::sync::Mutex;
 /// used it, so a client shared with a runtime that has since ended (a test's) hangs the requests
 /// of another. And it keeps no idle connections: doubles come and go on ports the system hands
 /// out again, and a kept connection could carry one run's request to another run's server.
+///
+/// The clients of the latest 32 runtimes are kept: a process that makes runtime
+/// after runtime (a test suite, each test on its own) does not keep a client for every one that
+/// has ended; a runtime whose client was let go builds another when it asks again.
 pub fn http_client() -> reqwest::Client {
-    static CLIENTS: Mutex<Vec<(Option<tokio::runtime::Id>, reqwest::Client)>> =
-        Mutex::new(Vec::new());
+    static CLIENTS: Mutex<VecDeque<(Option<tokio::runtime::Id>, reqwest::Client)>> =
+        Mutex::new(VecDeque::new());
     let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
     let mut clients = CLIENTS
         .lock()
@@ -27,6 +32,12 @@ pub fn http_client() -> reqwest::Client {
         .pool_max_idle_per_host(0)
         .build()
         .unwrap_or_default();
-    clients.push((runtime, client.clone()));
+    if clients.len() >= RUNTIMES_KEPT {
+        clients.pop_front();
+    }
+    clients.push_back((runtime, client.clone()));
     client
 }
+
+/// How many runtimes' clients [`http_client`] keeps.
+const RUNTIMES_KEPT: usize = 32;
