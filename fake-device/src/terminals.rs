@@ -197,6 +197,9 @@ impl Terminals {
             // The shell's end, not the PTY's, is the terminal's: a job left in the background
             // keeps the PTY open after the shell has gone.
             let status = loop {
+                // Backpressure: output the instance has not taken yet holds the shell back (its
+                // PTY fills and its writes block), as a real terminal's reader would.
+                peer.writable().await;
                 tokio::select! {
                     read = reader.read(&mut buffer) => match read {
                         // EIO once nothing holds the PTY's other end.

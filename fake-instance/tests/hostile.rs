@@ -139,3 +139,100 @@ async fn a_binary_frame_is_a_finding_and_the_link_goes_on() {
     let report = instance.verdict().await;
     assert!(report.broken_rules().contains(&"jsonrpc.text".to_string()));
 }
+
+/// A hello as a protocol-2 device says it.
+const HELLO: &str = r#"{"jsonrpc":"2.0","method":"_lembas/hello","params":{"protocol":2,"version":"1.3.0","harness_spec":"1.1.0","device":{"host":"h","platform":"linux"},"limits":{"roots":[],"max_mode":"edit","require_trust":true}}}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_that_never_reads_is_held_back_and_the_instance_serves_on() {
+    let instance = FakeInstance::builder()
+        .patience(Duration::from_secs(60))
+        .start()
+        .await
+        .expect("fake-instance starts");
+    let mut flood = link(&instance).await;
+    flood
+        .send(Message::Text(HELLO.into()))
+        .await
+        .expect("hello goes out");
+    // Requests for a method no client has, each named with 100 kB: each answer (method not
+    // found, naming it) is as long. 100 MB of answers, for a device that reads none of them.
+    const REQUESTS: usize = 1000;
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let sender = tokio::spawn({
+        let sent = sent.clone();
+        async move {
+            let name = "m".repeat(100_000);
+            for id in 0..REQUESTS {
+                let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{name}"}}"#);
+                if flood.send(Message::Text(request.into())).await.is_err() {
+                    break;
+                }
+                sent.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            flood
+        }
+    });
+    // Until the flood stops going anywhere: held back, its requests no longer read (3 s without
+    // one going out: long enough that a busy machine's pause is not taken for it).
+    let count = || sent.load(std::sync::atomic::Ordering::Relaxed);
+    timeout(Duration::from_secs(120), async {
+        loop {
+            let before = count();
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            if count() == before || count() == REQUESTS {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the flood settles");
+    assert!(
+        count() < REQUESTS,
+        "the instance read every request of a device that read none of its answers"
+    );
+    assert!(
+        !sender.is_finished(),
+        "the flood's link ended after {} requests, instead of being held back",
+        count()
+    );
+    // The instance stays at the service of everyone else meanwhile.
+    let discovery = timeout(
+        DEADLINE,
+        reqwest::get(format!("{}/.well-known/lembas.json", instance.url())),
+    )
+    .await
+    .expect("discovery answers in time")
+    .expect("discovery answers");
+    assert!(discovery.status().is_success());
+    let mut other = link(&instance).await;
+    other
+        .send(Message::Ping(b"there?".to_vec().into()))
+        .await
+        .expect("a ping goes out");
+    let pong = timeout(DEADLINE, async {
+        loop {
+            match other.next().await {
+                Some(Ok(Message::Pong(_))) => return true,
+                Some(Ok(_)) => continue,
+                _ => return false,
+            }
+        }
+    })
+    .await
+    .expect("the other link answers in time");
+    assert!(pong);
+    sender.abort();
+    let report = instance.verdict().await;
+    let paused = report
+        .recent()
+        .iter()
+        .find(|e| e.msg["event"] == "reading_paused");
+    if let Some(paused) = paused {
+        let queued = paused.msg["queued_bytes"].as_u64().unwrap_or_default();
+        assert!(
+            queued < 16 * 1024 * 1024,
+            "it stopped with {queued} bytes queued, not near the outbox's high water"
+        );
+    }
+}

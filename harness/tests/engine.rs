@@ -25,7 +25,7 @@ impl Behaviour for Quiet {}
 /// The far end of the in-memory link.
 struct Remote {
     to_hub: mpsc::Sender<Incoming>,
-    from_hub: mpsc::UnboundedReceiver<Outgoing>,
+    from_hub: harness::transport::OutboxReceiver,
 }
 
 impl Remote {
@@ -108,7 +108,7 @@ fn setup_with(body: &str, behaviour: Arc<dyn Behaviour>) -> Setup {
 
 /// Opens a new in-memory link to the hub (the newest becomes the current one).
 fn link(hub: &Arc<Hub>) -> Remote {
-    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let (out_tx, out_rx) = harness::transport::outbox();
     let (in_tx, in_rx) = mpsc::channel(64);
     hub.attach(Connection {
         outgoing: out_tx,

@@ -26,10 +26,10 @@ impl Dispatch for Quiet {
 /// A client whose messages land in a channel we read; the sender keeps its link open.
 fn client() -> (
     Client,
-    mpsc::UnboundedReceiver<Outgoing>,
+    harness::transport::OutboxReceiver,
     mpsc::Sender<harness::transport::Incoming>,
 ) {
-    let (outgoing, sent) = mpsc::unbounded_channel();
+    let (outgoing, sent) = harness::transport::outbox();
     let (keep_open, incoming) = mpsc::channel(16);
     let peer = Peer::start(
         Connection {
@@ -111,7 +111,7 @@ async fn call(sessions: &Arc<Sessions>, method: &str, params: &Value, client: &C
 }
 
 /// How many turns started, by the `task` start events sent so far.
-fn starts(sent: &mut mpsc::UnboundedReceiver<Outgoing>, turn: &str) -> usize {
+fn starts(sent: &mut harness::transport::OutboxReceiver, turn: &str) -> usize {
     let mut n = 0;
     while let Ok(Outgoing::Text(text)) = sent.try_recv() {
         let message: Value = serde_json::from_str(&text).unwrap_or_default();

@@ -13,7 +13,7 @@ use super::message::{Malformed, Message, RpcError, classify};
 use super::watch::{MessageWatch, Part};
 use crate::finding::{Finding, Findings};
 use crate::journal::{Direction, Journal};
-use crate::transport::{CloseInfo, Connection, Incoming, Outgoing};
+use crate::transport::{CloseInfo, Connection, Incoming, Outbox, Outgoing};
 
 /// Rule ids for what any JSON-RPC peer must not do; they bind both sides.
 pub mod rules {
@@ -139,7 +139,7 @@ struct PendingTable {
 pub struct Peer {
     link: u32,
     remote: String,
-    out: mpsc::UnboundedSender<Outgoing>,
+    out: Outbox,
     next_id: AtomicI64,
     pending: Mutex<PendingTable>,
     /// The peer's requests not yet answered, with their methods (an id may come again once
@@ -396,8 +396,26 @@ impl Peer {
         }));
     }
 
+    /// Returns once what is queued for the peer is down to a little (at once when it is): a
+    /// producer of its own output (a terminal's reader) waits for this before it makes more, so
+    /// a peer that stops reading holds it back instead of filling our memory.
+    pub async fn writable(&self) {
+        self.out.writable().await;
+    }
+
     async fn read_loop(self: Arc<Self>, mut incoming: mpsc::Receiver<Incoming>) {
         let close = loop {
+            // Backpressure: while what we owe the peer piles up unread, read nothing more from
+            // it (each request would add an answer); TCP then holds the peer back. The writer
+            // ends a connection whose peer reads nothing for long, which frees this.
+            if self.out.is_full() {
+                self.journal.record(
+                    self.link,
+                    Direction::Event,
+                    json!({"event": "reading_paused", "queued_bytes": self.out.queued_bytes()}),
+                );
+                self.out.writable().await;
+            }
             match incoming.recv().await {
                 Some(Incoming::Text(text)) => self.on_text(&text),
                 Some(Incoming::Binary(bytes)) => {
@@ -588,7 +606,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_request_on_a_closed_link_fails_at_once_not_at_its_deadline() {
-        let (outgoing, _sent) = mpsc::unbounded_channel();
+        let (outgoing, _sent) = crate::transport::outbox();
         let (to_peer, incoming) = mpsc::channel(4);
         let peer = Peer::start(
             Connection {

@@ -7,12 +7,14 @@
 mod bearer;
 pub mod guarded;
 mod http_client;
+pub mod outbox;
 pub mod stdio;
 pub mod ws_client;
 pub mod ws_server;
 
 pub use bearer::bearer_token;
 pub use http_client::http_client;
+pub use outbox::{Outbox, OutboxReceiver, outbox};
 
 use tokio::sync::mpsc;
 
@@ -74,8 +76,8 @@ pub enum Outgoing {
 /// [`Incoming::Closed`] and then yields `None`.
 #[derive(Debug)]
 pub struct Connection {
-    /// Messages and the close request, to the peer.
-    pub outgoing: mpsc::UnboundedSender<Outgoing>,
+    /// Messages and the close request, to the peer (its bytes counted: see [`outbox`]).
+    pub outgoing: Outbox,
     /// Messages and the close event, from the peer.
     pub incoming: mpsc::Receiver<Incoming>,
     /// Who the peer is, for logs and reports (`127.0.0.1:53124`, `stdio`).

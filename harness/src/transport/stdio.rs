@@ -55,7 +55,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (outgoing_tx, outgoing_rx) = mpsc::unbounded_channel();
+    let (outgoing_tx, outgoing_rx) = super::outbox();
     let (incoming_tx, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
     tokio::spawn(read_lines(reader, incoming_tx, limits, peer.clone()));
     tokio::spawn(write_lines(writer, outgoing_rx, peer.clone()));
@@ -127,16 +127,15 @@ async fn read_lines<R>(
 }
 
 /// Writes each outgoing text as one line until a close request or the sender is dropped.
-async fn write_lines<W>(
-    mut writer: W,
-    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
-    peer: String,
-) where
+async fn write_lines<W>(mut writer: W, mut outgoing: super::OutboxReceiver, peer: String)
+where
     W: AsyncWrite + Unpin,
 {
     while let Some(Outgoing::Text(text)) = outgoing.recv().await {
+        let bytes = text.len();
         if text.contains('\n') {
             tracing::error!(peer = %peer, "refusing to send a message containing a newline: it would break line framing");
+            outgoing.written(bytes);
             continue;
         }
         if text.is_empty() {
@@ -150,9 +149,18 @@ async fn write_lines<W>(
             writer.write_all(&line).await?;
             writer.flush().await
         };
-        if let Err(error) = written.await {
-            tracing::debug!(peer = %peer, %error, "writing a line failed; writer stops");
-            return;
+        let done = tokio::time::timeout(super::outbox::WRITE_STALL, written).await;
+        outgoing.written(bytes);
+        match done {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                tracing::debug!(peer = %peer, %error, "writing a line failed; writer stops");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(peer = %peer, "the peer read none of a line in {:?}: it is not reading; the writer stops", super::outbox::WRITE_STALL);
+                return;
+            }
         }
     }
     // Close requested or the local side let go: a close code means nothing on a byte stream.

@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite;
 
+use super::outbox::WRITE_STALL;
 use super::{CLOSE_NORMAL, CloseInfo, Connection, FrameLimits, Incoming, Outgoing};
 
 /// How long a closing side waits for the peer's close reply (or for a slow write) before it
@@ -128,7 +129,7 @@ where
     E: std::error::Error + Send + 'static,
 {
     let (sink, stream) = socket.split();
-    let (outgoing_tx, outgoing_rx) = mpsc::unbounded_channel();
+    let (outgoing_tx, outgoing_rx) = super::outbox();
     let (incoming_tx, incoming_rx) = mpsc::channel(INCOMING_CAPACITY);
     // Never sent on: the writer drops it when it stops, which is the signal.
     let (writer_alive, writer_gone) = oneshot::channel::<Infallible>();
@@ -304,7 +305,7 @@ fn find_tungstenite_error<'a>(
 /// `alive` is dropped on return, which tells the reader the writer is gone.
 async fn write_pump<Si, M>(
     mut sink: Si,
-    mut outgoing: mpsc::UnboundedReceiver<Outgoing>,
+    mut outgoing: super::OutboxReceiver,
     reader_done: oneshot::Receiver<Option<CloseInfo>>,
     alive: oneshot::Sender<Infallible>,
     peer: String,
@@ -327,11 +328,8 @@ async fn write_pump<Si, M>(
 }
 
 /// The writer's normal life: text until a close request or the local side lets go.
-async fn write_until_close<Si, M>(
-    sink: &mut Si,
-    outgoing: &mut mpsc::UnboundedReceiver<Outgoing>,
-    peer: &str,
-) where
+async fn write_until_close<Si, M>(sink: &mut Si, outgoing: &mut super::OutboxReceiver, peer: &str)
+where
     Si: Sink<M> + Unpin,
     Si::Error: Display,
     M: WsMessage,
@@ -339,9 +337,19 @@ async fn write_until_close<Si, M>(
     loop {
         match outgoing.recv().await {
             Some(Outgoing::Text(text)) => {
-                if let Err(error) = sink.send(M::text(text)).await {
-                    tracing::debug!(peer = %peer, %error, "WebSocket write failed; writer stops");
-                    return;
+                let bytes = text.len();
+                let sent = tokio::time::timeout(WRITE_STALL, sink.send(M::text(text))).await;
+                outgoing.written(bytes);
+                match sent {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => {
+                        tracing::debug!(peer = %peer, %error, "WebSocket write failed; writer stops");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::warn!(peer = %peer, "the peer took none of a message in {WRITE_STALL:?}: it is not reading; the connection ends");
+                        return;
+                    }
                 }
             }
             Some(Outgoing::Close(info)) => {
