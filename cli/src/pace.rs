@@ -1,21 +1,32 @@
-//! How many runs go at once: as many as the machine has idle CPU for, up to a ceiling.
+//! How many runs go at once: as many as the runtime keeps time with, up to a ceiling.
 //!
 //! Most self-test and matrix runs spend their time waiting on a deadline, not computing, so a
 //! fixed small number at once leaves the machine idle; a fixed large number overloads it when
-//! many runs compute together, and a loaded machine makes a double late and a run fail. So a
-//! run is admitted when a slot under the ceiling is free *and* the machine's CPU (all of it,
-//! read from `/proc/stat`: another build or a second self-test counts) has room. Where
-//! `/proc/stat` cannot be read, the ceiling alone decides.
+//! many runs compute together, and then a double's timers fire late and a run fails on a
+//! deadline. So a run is admitted when a slot under the ceiling is free *and* there is room:
+//! - the runtime keeps time: a timer of ours that fires more than [`LATE_CEILING`] late says
+//!   the runs already admitted wait to be polled, and none more starts (starting a run costs
+//!   more CPU than its waiting; a debug build's startup burst made timers 2 s late while the
+//!   machine's CPU reading still showed room);
+//! - the machine's CPU (all of it, read from `/proc/stat`: another build counts) says how many
+//!   start at once: the idler, the more; a busy machine still gets one a reading while our
+//!   runtime keeps time. Where `/proc/stat` cannot be read, one a reading.
+//!
+//! The reading, and what it allows, is one for the whole process: two paces at once in one
+//! process (two `#[tokio::test]`s each running a self-test) would otherwise each admit a full
+//! allowance from the same reading, and overload the machine twice over.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use tokio::sync::{Mutex, OwnedSemaphorePermit, Semaphore};
 
 /// How often the machine's load is read.
 const SAMPLE_EVERY: Duration = Duration::from_millis(40);
-/// Above this share of all cores busy, no run is admitted.
-const BUSY_CEILING: f64 = 0.85;
+/// A timer this late says the runtime is behind: the runs it has wait to be polled, and one
+/// more would make them later still (a debug build's runs can saturate the runtime while the
+/// machine's CPU reading still shows room, as two cores' worth of work comes in bursts).
+const LATE_CEILING: Duration = Duration::from_millis(15);
 /// A run waits at most this long for room, so a machine busy with something else still gets
 /// its runs done, one at a time.
 const LONGEST_HOLD: Duration = Duration::from_secs(1);
@@ -25,7 +36,12 @@ const LONGEST_HOLD: Duration = Duration::from_secs(1);
 pub struct Pace {
     slots: Arc<Semaphore>,
     ceiling: usize,
-    load: Arc<Mutex<Load>>,
+}
+
+/// The process's one reading of the machine's load (see the module's documentation).
+fn machine_load() -> &'static Mutex<Load> {
+    static LOAD: OnceLock<Mutex<Load>> = OnceLock::new();
+    LOAD.get_or_init(|| Mutex::new(Load::new()))
 }
 
 impl Pace {
@@ -35,7 +51,6 @@ impl Pace {
         Pace {
             slots: Arc::new(Semaphore::new(ceiling)),
             ceiling,
-            load: Arc::new(Mutex::new(Load::new())),
         }
     }
 
@@ -45,7 +60,7 @@ impl Pace {
         let permit = self.slots.clone().acquire_owned().await.ok();
         // With nothing else of ours running there is nothing to wait for.
         if self.slots.available_permits() + 1 < self.ceiling {
-            self.load.lock().await.wait_for_room().await;
+            machine_load().lock().await.wait_for_room().await;
         }
         permit
     }
@@ -82,14 +97,20 @@ impl Load {
             if started.elapsed() >= LONGEST_HOLD {
                 return;
             }
+            let asked = Instant::now();
             tokio::time::sleep(SAMPLE_EVERY).await;
-            self.sample();
+            self.sample(asked.elapsed().saturating_sub(SAMPLE_EVERY));
         }
     }
 
     /// Reads the CPU times again and sets how many runs may start before the next reading: the
-    /// more idle the machine, the more (a run's start costs more CPU than its wait).
-    fn sample(&mut self) {
+    /// more idle the machine, the more (a run's start costs more CPU than its wait); none while
+    /// the runtime is behind (its timer came `late`), whatever the CPU says.
+    fn sample(&mut self, late: Duration) {
+        if late > LATE_CEILING {
+            self.allowance = 0;
+            return;
+        }
         let Some(now) = CpuTimes::read() else {
             self.allowance = 1;
             return;
@@ -98,12 +119,18 @@ impl Load {
             self.busy = now.busy_since(before);
         }
         self.last = Some((now, Instant::now()));
-        self.allowance = match self.busy {
-            Some(busy) if busy < 0.4 => 6,
-            Some(busy) if busy < 0.65 => 3,
-            Some(busy) if busy < BUSY_CEILING => 1,
-            Some(_) => 0,
-            None => 1,
+        // A machine busy with something else still gets one run a reading while our runtime
+        // keeps time: its lateness, not the CPU's reading, says when we are too many.
+        let by_cpu = match self.busy {
+            Some(busy) if busy < 0.4 => 4,
+            Some(busy) if busy < 0.65 => 2,
+            _ => 1,
+        };
+        // A runtime falling behind gets one run at a time before it gets none.
+        self.allowance = if late > LATE_CEILING / 3 {
+            by_cpu.min(1)
+        } else {
+            by_cpu
         };
     }
 }
