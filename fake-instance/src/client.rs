@@ -149,7 +149,11 @@ impl ClientModel {
             .flatten()
             .map(String::from);
         tokio::spawn(async move {
-            tokio::time::sleep(after).await;
+            // A zero sleep still waits for the timer's next 1 ms tick: the default answer (no
+            // delay) would cost a millisecond a card.
+            if !after.is_zero() {
+                tokio::time::sleep(after).await;
+            }
             // A card taken down is not answered.
             if call.as_deref().is_some_and(|c| chats.is_settled(c)) && !answers_settled {
                 return;

@@ -36,8 +36,11 @@ pub struct Entry {
 /// The messages kept, and about how many bytes they hold.
 #[derive(Debug, Default)]
 struct Kept {
-    list: Vec<Entry>,
+    // A deque, and a count of the consumed: a full inbox drops one entry per arrival, and with a
+    // Vec, or a scan for a consumed one that is not there, that was O(10,000) a message.
+    list: std::collections::VecDeque<Entry>,
     bytes: usize,
+    consumed: usize,
 }
 
 /// The inbox itself.
@@ -62,12 +65,18 @@ impl Inbox {
                 && (entries.list.len() >= CAPACITY || entries.bytes + bytes > CAPACITY_BYTES)
             {
                 // Consumed messages go first: they only serve "nearest message" in reports.
-                let oldest = entries.list.iter().position(|e| e.consumed).unwrap_or(0);
-                let gone = entries.list.remove(oldest);
+                let oldest = match entries.consumed {
+                    0 => 0,
+                    _ => entries.list.iter().position(|e| e.consumed).unwrap_or(0),
+                };
+                let Some(gone) = entries.list.remove(oldest) else {
+                    break;
+                };
                 entries.bytes -= gone.bytes;
+                entries.consumed -= usize::from(gone.consumed);
             }
             entries.bytes += bytes;
-            entries.list.push(Entry {
+            entries.list.push_back(Entry {
                 seq,
                 link,
                 message,
@@ -81,14 +90,12 @@ impl Inbox {
     /// Consumes the oldest unconsumed message matching `pattern` that arrived after `after`.
     pub fn take(&self, pattern: &Pattern, after: u64) -> Option<(Entry, MatchOutcome)> {
         let mut entries = self.entries.lock().ok()?;
-        for entry in entries
-            .list
-            .iter_mut()
-            .filter(|e| !e.consumed && e.seq > after)
-        {
+        let Kept { list, consumed, .. } = &mut *entries;
+        for entry in list.iter_mut().filter(|e| !e.consumed && e.seq > after) {
             let outcome = pattern.matches(&entry.message);
             if outcome.is_match() {
                 entry.consumed = true;
+                *consumed += 1;
                 return Some((entry.clone(), outcome));
             }
         }
@@ -155,7 +162,7 @@ impl Inbox {
     pub fn all(&self) -> Vec<Entry> {
         self.entries
             .lock()
-            .map(|e| e.list.clone())
+            .map(|e| e.list.iter().cloned().collect())
             .unwrap_or_default()
     }
 }
