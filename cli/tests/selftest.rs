@@ -5,8 +5,6 @@ use harness::scenario::Side;
 use harness_cli::selftest::{judge_all, plan};
 
 /// Both sides in one run, as `harness selftest` runs them: on one runtime, under one ceiling.
-/// (Two tests, each a side on its own 2-worker runtime, put twice the work on the machine's two
-/// cores at once, and a long-streamed model answer came late past its window.)
 #[tokio::test(flavor = "multi_thread")]
 async fn every_scenario_holds_against_the_other_double() {
     let (cases, unchecked) = plan(None).expect("the shipped scenarios load");
@@ -20,8 +18,12 @@ async fn every_scenario_holds_against_the_other_double() {
             "no {side:?} scenarios shipped"
         );
     }
-    // The command's default ceiling, paced by the machine's CPU (`pace`).
-    let results = judge_all(cases, 128, false).await;
+    // Eight at a time, not the command's 128: this is a debug build, where a case costs
+    // several times the CPU of a release one, and `cargo test` may share the machine with other
+    // tests. At 128, timers here ran up to 2 s late in a burst of starts and a long model
+    // stream missed its 5 s window now and then (issue 16's note); the speed target is the
+    // release build's, measured by `harness selftest` (docs/benchmarks.md).
+    let results = judge_all(cases, 8, false).await;
     let wrong: Vec<String> = results
         .iter()
         .filter(|r| !r.ok)

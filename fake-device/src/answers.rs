@@ -52,6 +52,6 @@ pub(crate) fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, Rpc
 
 /// A fresh id with a prefix (`ses_`, `turn_`).
 pub fn fresh_id(prefix: &str) -> String {
-    let n: u64 = rand::random();
+    let n = harness::random::u64();
     format!("{prefix}{n:016x}")
 }

@@ -374,12 +374,16 @@ fn name_from(uri: Option<&Value>, fallback: &str) -> String {
     }
 }
 
-/// `<time>-<random>-<name>`: two uploads of one name stay two.
+/// `<time>-<random>-<name>`: two uploads of one name stay two (a seeded run leaves the time
+/// out, so its names repeat with the seed).
 fn unique_name(name: &str) -> String {
+    if harness::random::seeded() {
+        return format!("{:016x}-{name}", harness::random::u64());
+    }
     let millis = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
-    format!("{millis}-{:08x}-{name}", rand::random::<u32>())
+    format!("{millis}-{:08x}-{name}", harness::random::u32())
 }
 
 /// Lines numbered from 1, as an attached file reads to the model.

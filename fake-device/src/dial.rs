@@ -174,7 +174,7 @@ impl DeviceDialer {
                 DialResult::Failed(why) => tracing::info!("dial failed: {why}; dialling again"),
             }
             // Jitter spreads a fleet's redials after an instance restart.
-            let jitter = rand::random_range(0.5..1.0);
+            let jitter = harness::random::between(0.5, 1.0);
             tokio::time::sleep(backoff.mul_f64(jitter)).await;
             backoff = (backoff * 2).min(cap);
         }

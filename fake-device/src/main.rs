@@ -210,6 +210,9 @@ fn main() -> ExitCode {
 /// The command's run; every error says which exit code it ends with.
 fn run(cli: Cli) -> Result<Exit, CliError> {
     harness::cli::init_logs(if cli.common.verbose { "debug" } else { "warn" });
+    if let Some(seed) = cli.common.seed {
+        harness::random::seed(seed);
+    }
     harness::cli::init_tls();
     if let Some(Command::Serve(args)) = cli.command {
         return serve(args);
@@ -224,7 +227,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     let mut roots = cli.roots.clone();
     let made_root = match (&cli.common.exec, roots.is_empty()) {
         (Some(_), true) => {
-            let dir = tempfile::tempdir()
+            let dir = harness::random::temp_dir()
                 .map_err(|e| CliError::Internal(format!("cannot make a root: {e}")))?;
             roots.push(dir.path().display().to_string());
             Some(dir)

@@ -210,8 +210,8 @@ pub async fn start_instance(
     let url = instance
         .map(|u| u.trim_end_matches('/').to_string())
         .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));
-    let scratch =
-        tempfile::tempdir().map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+    let scratch = harness::random::temp_dir()
+        .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
     let placeholders = harness::under_test::placeholders(
         &url,
         Some(port),
@@ -524,7 +524,10 @@ pub(crate) async fn run_started(
     Ok(Finished {
         outcome,
         findings: findings.all(),
-        recent: journal.recent(200),
+        recent: {
+            journal.finish();
+            journal.recent(200)
+        },
         stopped,
     })
 }
@@ -555,7 +558,7 @@ impl Basics {
         let spec = options.cell.spec;
         let journal =
             Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
-        let tmp = tempfile::tempdir()
+        let tmp = harness::random::temp_dir()
             .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
         // The store lives in --state-dir, so a restart finds its sessions; else in this run's
         // own temporary directory.
@@ -712,7 +715,10 @@ pub async fn serve_stdio(
     Ok(Finished {
         outcome: None,
         findings: findings.all(),
-        recent: journal.recent(200),
+        recent: {
+            journal.finish();
+            journal.recent(200)
+        },
         stopped: None,
     })
 }

@@ -173,7 +173,7 @@ impl Terminals {
             .spawn(pts)
             .map_err(|e| format!("cannot start {}: {e}", self.shell.display()))?;
         let pid = child.id();
-        let terminal_id = format!("term_{:08x}", rand::random::<u32>());
+        let terminal_id = format!("term_{:08x}", harness::random::u32());
         let (mut reader, writer) = pty.into_split();
         if let Ok(mut open) = self.open.lock() {
             open.entry(link).or_default().insert(
@@ -277,7 +277,7 @@ impl Terminals {
         std::fs::create_dir_all(&self.scratch)?;
         let fresh = self
             .scratch
-            .join(format!("bashrc-lembas.{:08x}", rand::random::<u32>()));
+            .join(format!("bashrc-lembas.{:08x}", harness::random::u32()));
         std::fs::write(&fresh, &text)?;
         std::fs::rename(&fresh, &rc)?;
         Ok(rc)

@@ -180,10 +180,15 @@ impl Chats {
                 pending_deletes,
                 chats,
                 // Message ids count on from the clock, so a restarted instance never reuses
-                // one its chats kept.
-                next_message: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2)),
+                // one its chats kept; a seeded run counts from a draw instead (a restart in
+                // the same process draws another), so its ids repeat with the seed.
+                next_message: if harness::random::seeded() {
+                    harness::random::u64() >> 12
+                } else {
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2))
+                },
                 ..Inner::default()
             }),
         })

@@ -88,6 +88,9 @@ fn main() -> ExitCode {
 /// The command's run; every error says which exit code it ends with.
 fn run(cli: Cli) -> Result<Exit, CliError> {
     harness::cli::init_logs(if cli.common.verbose { "debug" } else { "warn" });
+    if let Some(seed) = cli.common.seed {
+        harness::random::seed(seed);
+    }
     harness::cli::init_tls();
     if cli.common.list_scenarios {
         harness::cli::list_scenarios(Side::Instance);

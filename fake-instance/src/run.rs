@@ -341,7 +341,7 @@ pub(crate) async fn run_started(
         chats.clone(),
     )
     .with_applicability(applicability);
-    let tmp = tempfile::tempdir()
+    let tmp = harness::random::temp_dir()
         .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
     let token = options.tokens.first().cloned().unwrap_or_default();
     let mut vars = options
@@ -573,13 +573,25 @@ pub(crate) async fn run_started(
             None
         }
     };
-    // Links hold the server open; the run is over, so the server goes without waiting for them.
-    for link in hub.links() {
-        if !link.peer.is_closed() {
+    // Links hold the server open; the run is over, so the server goes without waiting for them
+    // past a short while: the device hears the close and answers it before the system under
+    // test is stopped (so it sees a clean close, and a seeded run's journal ends the same way
+    // each time).
+    let closing: Vec<_> = hub
+        .links()
+        .into_iter()
+        .filter(|link| !link.peer.is_closed())
+        .map(|link| {
             link.peer
                 .close(harness::transport::CLOSE_NORMAL, "fake-instance is done");
-        }
-    }
+            link.peer
+        })
+        .collect();
+    let _ = tokio::time::timeout(
+        CLOSING_GRACE,
+        futures_util::future::join_all(closing.iter().map(|peer| peer.closed())),
+    )
+    .await;
     server.abort();
     // Its listener is closed once the task is gone: the address is free when `run` returns (a
     // restart binds it again).
@@ -589,9 +601,15 @@ pub(crate) async fn run_started(
     Ok(Finished {
         outcome,
         findings: findings.all(),
-        recent: journal.recent(200),
+        recent: {
+            journal.finish();
+            journal.recent(200)
+        },
     })
 }
+
+/// How long a finished run waits for its links' close handshakes.
+const CLOSING_GRACE: Duration = Duration::from_secs(2);
 
 /// The exit code of a run that could not start: one place for the command's mapping.
 #[cfg(feature = "cli")]

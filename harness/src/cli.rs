@@ -66,6 +66,11 @@ pub struct CommonArgs {
     /// Write every message in and out as JSON lines to this file.
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
+    /// Draw every random value of the run (ids, names, a redial's jitter, its temporary
+    /// folders' names) from this seed, so the same scenario and seed repeat; the --journal file
+    /// then leaves out times, which no seed fixes.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
     /// Write a report: junit:PATH or json:PATH (repeatable).
     #[arg(long = "report", value_name = "KIND:PATH")]
     pub reports: Vec<ReportTarget>,

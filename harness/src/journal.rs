@@ -57,6 +57,14 @@ pub struct Journal {
     recent_bytes: std::sync::atomic::AtomicUsize,
     /// Woken at each entry, for readers waiting for the next.
     grown: tokio::sync::Notify,
+    /// The file leaves out times and the peer's address: a seeded run's journal repeats byte
+    /// for byte, and no seed fixes how long things took or which port the system picked.
+    timeless: bool,
+    /// A seeded run's lines, held for [`Journal::finish`]: written grouped by link and
+    /// direction, since two messages that cross on the wire (a notification the peer sends
+    /// while we send our next request) are seen in either order, while each side's own
+    /// messages on a link keep theirs.
+    held: Mutex<Vec<(u32, u8, String)>>,
 }
 
 impl Journal {
@@ -68,16 +76,19 @@ impl Journal {
             recent: Mutex::new(VecDeque::new()),
             recent_bytes: std::sync::atomic::AtomicUsize::new(0),
             grown: tokio::sync::Notify::new(),
+            timeless: false,
+            held: Mutex::new(Vec::new()),
         }
     }
 
-    /// A journal that also writes JSON lines to `path`.
+    /// A journal that also writes JSON lines to `path` (without times in a seeded run: see
+    /// [`crate::random`]).
     pub fn to_file(path: &Path) -> std::io::Result<Self> {
         let file = File::create(path)?;
-        Ok(Self {
-            file: Some(Mutex::new(BufWriter::new(file))),
-            ..Self::in_memory()
-        })
+        let mut journal = Self::in_memory();
+        journal.file = Some(Mutex::new(BufWriter::new(file)));
+        journal.timeless = crate::random::seeded();
+        Ok(journal)
     }
 
     /// The journal a run asked for: written to `path` when given, else kept in memory only.
@@ -106,9 +117,19 @@ impl Journal {
             dir,
             msg,
         };
-        if let Some(file) = &self.file
+        if self.timeless
+            && let Ok(line) = self.line(&entry)
+            && let Ok(mut held) = self.held.lock()
+        {
+            let rank = match entry.dir {
+                Direction::In => 0,
+                Direction::Out => 1,
+                Direction::Event => 2,
+            };
+            held.push((entry.link, rank, line));
+        } else if let Some(file) = &self.file
             && let Ok(mut file) = file.lock()
-            && let Ok(line) = serde_json::to_string(&entry)
+            && let Ok(line) = self.line(&entry)
         {
             // A journal that cannot be written is not a reason to stop checking the peer.
             let _ = writeln!(file, "{line}").and_then(|_| file.flush());
@@ -124,6 +145,53 @@ impl Journal {
         self.recent_bytes.store(bytes, Relaxed);
         drop(recent);
         self.grown.notify_waiters();
+    }
+
+    /// Writes a seeded run's held lines (see `held`): each link's, in link order, its messages
+    /// from the peer, then to it, then its events, each in the order they came. Once; nothing
+    /// for an unseeded journal, whose lines are written as they come. Dropping the journal
+    /// does it too.
+    pub fn finish(&self) {
+        let Ok(mut held) = self.held.lock() else {
+            return;
+        };
+        let mut lines = std::mem::take(&mut *held);
+        lines.sort_by_key(|(link, rank, _)| (*link, *rank));
+        if let Some(file) = &self.file
+            && let Ok(mut file) = file.lock()
+        {
+            for (_, _, line) in &lines {
+                let _ = writeln!(file, "{line}");
+            }
+            let _ = file.flush();
+        }
+    }
+
+    /// One entry as a line of the file.
+    fn line(&self, entry: &Entry) -> serde_json::Result<String> {
+        if !self.timeless {
+            return serde_json::to_string(entry);
+        }
+        let mut value = serde_json::to_value(entry)?;
+        if let Some(fields) = value.as_object_mut() {
+            fields.remove("t_ms");
+            // Its place among all entries is the order of crossing messages too.
+            fields.remove("seq");
+        }
+        // A link's opening names the peer's address: a port the system picked.
+        if value.pointer("/msg/event").and_then(Value::as_str) == Some("open")
+            && let Some(msg) = value.get_mut("msg").and_then(Value::as_object_mut)
+        {
+            msg.remove("peer");
+        }
+        // An HTTP event says when it came, too.
+        if let Some(params) = value
+            .pointer_mut("/msg/params")
+            .and_then(Value::as_object_mut)
+        {
+            params.remove("at_ms");
+        }
+        serde_json::to_string(&value)
     }
 
     /// Records a raw text: as JSON when it parses, else as the string itself.
@@ -177,6 +245,12 @@ impl Journal {
         };
         let skip = recent.len().saturating_sub(n);
         recent.iter().skip(skip).cloned().collect()
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 

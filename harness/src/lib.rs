@@ -33,6 +33,7 @@ pub mod jsonrpc;
 pub mod lembas;
 pub mod pattern;
 pub mod process;
+pub mod random;
 pub mod report;
 pub mod rules;
 pub mod scenario;
