@@ -22,7 +22,7 @@ pub fn config(default_cases: u32) -> ProptestConfig {
         config.cases = default_cases;
     }
     // A hang costs DEADLINE per shrinking step: stop shrinking after a few rather than for ever.
-    config.max_shrink_time = 120_000;
+    config.max_shrink_time = 60_000;
     // Beside the test file (`fuzz_decoder.proptest-regressions`): proptest's default looks for
     // a `src/lib.rs`, which an integration test has not, and warns on every failure.
     config.failure_persistence = Some(Box::new(FileFailurePersistence::WithSource(
