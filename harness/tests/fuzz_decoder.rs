@@ -46,62 +46,94 @@ fn arb_json() -> impl Strategy<Value = Value> {
     })
 }
 
-/// A field that is usually of the type JSON-RPC wants, sometimes of any other.
-fn field(usual: impl Strategy<Value = Value> + 'static) -> impl Strategy<Value = Option<Value>> {
-    prop::option::weighted(0.6, prop_oneof![3 => usual, 1 => arb_json()])
+/// A well-formed message of any kind, with ids, methods and payloads of every shape allowed.
+fn arb_message() -> impl Strategy<Value = Value> {
+    let id = prop_oneof![
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<u64>().prop_map(|n| json!(n)),
+        any::<String>().prop_map(Value::String),
+    ];
+    let method = prop_oneof![
+        prop::sample::select(vec!["initialize", "session/prompt", "_lembas/hello", ""])
+            .prop_map(str::to_owned),
+        any::<String>(),
+    ];
+    let params = prop::option::of(prop_oneof![
+        prop::collection::vec(arb_json(), 0..3).prop_map(Value::Array),
+        prop::collection::vec((any::<String>(), arb_json()), 0..3)
+            .prop_map(|f| Value::Object(f.into_iter().collect::<Map<_, _>>())),
+    ]);
+    let error = (any::<i64>(), any::<String>(), prop::option::of(arb_json())).prop_map(
+        |(code, message, data)| match data {
+            Some(data) => json!({"code": code, "message": message, "data": data}),
+            None => json!({"code": code, "message": message}),
+        },
+    );
+    let with_params = |mut map: Map<String, Value>, params: Option<Value>| {
+        if let Some(params) = params {
+            map.insert("params".into(), params);
+        }
+        Value::Object(map)
+    };
+    prop_oneof![
+        (id.clone(), method.clone(), params.clone()).prop_map(move |(id, method, params)| {
+            let map = json!({"jsonrpc": "2.0", "id": id, "method": method});
+            with_params(map.as_object().cloned().unwrap_or_default(), params)
+        }),
+        (method, params).prop_map(move |(method, params)| {
+            let map = json!({"jsonrpc": "2.0", "method": method});
+            with_params(map.as_object().cloned().unwrap_or_default(), params)
+        }),
+        (id.clone(), arb_json())
+            .prop_map(|(id, r)| json!({"jsonrpc": "2.0", "id": id, "result": r})),
+        (id, error).prop_map(|(id, e)| json!({"jsonrpc": "2.0", "id": id, "error": e})),
+    ]
 }
 
-/// Objects with the envelope's fields present or not, each of the right type or not, and
-/// stray fields beside them: the decoder's every branch, and the mistakes real peers make.
-fn arb_envelope() -> impl Strategy<Value = Value> {
-    let jsonrpc = field(prop_oneof![
-        4 => Just(json!("2.0")),
-        1 => Just(json!("1.0")),
-        1 => Just(json!(2.0)),
-    ]);
-    let id = field(prop_oneof![
-        any::<i64>().prop_map(|n| json!(n)),
-        "[a-z0-9-]{0,8}".prop_map(Value::String),
+/// How a message may be spoilt: a field taken away, given a value of any type, or added.
+#[derive(Debug, Clone)]
+enum Spoil {
+    Remove(&'static str),
+    Set(&'static str, Value),
+}
+
+const FIELDS: [&str; 7] = [
+    "jsonrpc", "id", "method", "params", "result", "error", "extra",
+];
+
+fn arb_spoil() -> impl Strategy<Value = Spoil> {
+    let name = prop::sample::select(FIELDS.to_vec());
+    let odd = prop_oneof![
+        arb_json(),
         Just(Value::Null),
         Just(json!(1.5)),
-    ]);
-    let method = field(prop_oneof![
-        Just(json!("initialize")),
-        Just(json!("session/prompt")),
-        Just(json!("_lembas/hello")),
-        any::<String>().prop_map(Value::String),
-    ]);
-    let params = field(prop_oneof![
-        Just(json!({})),
-        Just(json!([])),
-        Just(json!({"protocol": 2})),
-    ]);
-    let result = field(Just(json!({"ok": true})));
-    let error = field(prop_oneof![
-        (any::<i64>(), any::<String>()).prop_map(|(c, m)| json!({"code": c, "message": m})),
-        Just(json!({"code": -32601, "message": "no", "data": [1]})),
+        Just(json!("1.0")),
         Just(json!({"code": 1.5, "message": "x"})),
         Just(json!({"message": "no code"})),
-    ]);
-    let extra = prop::collection::vec(("[a-z]{1,6}", arb_json()), 0..2);
-    (jsonrpc, id, method, params, result, error, extra).prop_map(
-        |(jsonrpc, id, method, params, result, error, extra)| {
-            let mut map: Map<String, Value> = extra.into_iter().collect();
-            for (key, value) in [
-                ("jsonrpc", jsonrpc),
-                ("id", id),
-                ("method", method),
-                ("params", params),
-                ("result", result),
-                ("error", error),
-            ] {
-                if let Some(value) = value {
-                    map.insert(key.into(), value);
+    ];
+    prop_oneof![
+        name.clone().prop_map(Spoil::Remove),
+        (name, odd).prop_map(|(n, v)| Spoil::Set(n, v)),
+    ]
+}
+
+/// Messages, mostly well-formed and some spoilt in a few places: every branch of the decoder,
+/// and the mistakes real peers make, which a wholly random object rarely reaches.
+fn arb_envelope() -> impl Strategy<Value = Value> {
+    (arb_message(), prop::collection::vec(arb_spoil(), 0..3)).prop_map(|(message, spoils)| {
+        let mut map = message.as_object().cloned().unwrap_or_default();
+        for spoil in spoils {
+            match spoil {
+                Spoil::Remove(name) => {
+                    map.remove(name);
+                }
+                Spoil::Set(name, value) => {
+                    map.insert(name.into(), value);
                 }
             }
-            Value::Object(map)
-        },
-    )
+        }
+        Value::Object(map)
+    })
 }
 
 /// One edit of a text, at a place given as a fraction of its length.
