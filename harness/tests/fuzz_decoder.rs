@@ -172,9 +172,16 @@ fn apply(text: &str, edits: &[Edit]) -> String {
     chars.into_iter().collect()
 }
 
-/// What a peer may send: text of any kind, envelopes, and envelopes broken by a few edits.
+/// What a peer may send: text of any kind, envelopes, envelopes broken by a few edits, and
+/// text past the 2,000 bytes a finding quotes, cut wherever a character ends.
 fn arb_text() -> impl Strategy<Value = String> {
+    let long = prop::collection::vec(
+        prop::sample::select(vec!['a', 'é', '\u{800}', '😀']),
+        500..2100,
+    )
+    .prop_map(String::from_iter);
     prop_oneof![
+        long,
         any::<String>(),
         "[\\[\\]{}\",:0-9a-z .\\\\-]{0,40}",
         arb_envelope().prop_map(|v| v.to_string()),
