@@ -179,6 +179,39 @@ fn a_top_level_error_names_the_line_of_its_section() {
     );
 }
 
+#[test]
+fn a_top_level_error_names_its_line_however_the_key_is_written() {
+    // A scenario written as JSON: the key is quoted and indented.
+    let text = "{\n  \"name\": \"t\",\n  \"about\": \"a\",\n  \"steps\": [],\n  \"matrix\": {\"protocol\": [3]}\n}\n";
+    let e = load_str(text, FILE, None).expect_err("protocol 3");
+    assert_at(
+        &e,
+        Some(5),
+        Some(3),
+        "matrix.protocol",
+        "not a link protocol",
+    );
+    // An explicit key, and flow style.
+    let e = load_err("steps: []\n? rules\n: [no.such.rule]\n", None);
+    assert_at(
+        &e,
+        Some(4),
+        Some(3),
+        "rules[0]",
+        "not a rule of the catalogue",
+    );
+    let text = "{name: t, about: a, steps: [], device: {}}\n";
+    let e = load_str(text, FILE, Some(Side::Instance)).expect_err("device: in instance/");
+    assert_at(&e, Some(1), Some(32), "device", "configures fake-device");
+    // A self-test variable whose name is written with an escape: the line of `selftest`.
+    let e = load_err(
+        "vars: { x: 1 }\n\"selftest\": { vars: { \"\\x79\": 1 } }\nsteps: []\n",
+        None,
+    );
+    assert_eq!(e.line, Some(4), "{e}");
+    assert_eq!(e.key_path.as_deref(), Some("selftest.vars.y"), "{e}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Semantic errors (the checker)
 

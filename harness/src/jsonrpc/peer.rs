@@ -496,8 +496,13 @@ impl Peer {
                 let parsed = serde_json::from_str::<Value>(text).ok();
                 let answer = match &parsed {
                     None => Some((Value::Null, super::message::PARSE_ERROR)),
+                    // An id that is no string or integer is not one to echo: JSON-RPC says
+                    // null when the request's id cannot be made out.
                     Some(v) if v.get("method").is_some() => Some((
-                        v.get("id").cloned().unwrap_or(Value::Null),
+                        v.get("id")
+                            .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+                            .cloned()
+                            .unwrap_or(Value::Null),
                         super::message::INVALID_REQUEST,
                     )),
                     Some(_) => None,
@@ -631,5 +636,42 @@ mod tests {
         let answer = peer.request("m", json!({}), Duration::from_secs(5)).await;
         assert_eq!(answer, Err(RequestError::Closed { method: "m".into() }));
         assert!(started.elapsed() < Duration::from_millis(1));
+    }
+
+    #[tokio::test]
+    async fn a_broken_request_is_answered_with_its_id_only_when_that_is_an_id() {
+        let (outgoing, mut sent) = mpsc::unbounded_channel();
+        let (to_peer, incoming) = mpsc::channel(16);
+        let _peer = Peer::start(
+            Connection {
+                outgoing,
+                incoming,
+                peer: "test".into(),
+            },
+            PeerConfig::default(),
+            Arc::new(Journal::in_memory()),
+            Arc::new(Findings::default()),
+            Arc::new(Quiet),
+        );
+        // Each is broken by its `jsonrpc`, so the peer answers it -32600.
+        for (id, echoed) in [
+            (json!(7), json!(7)),
+            (json!("a"), json!("a")),
+            (json!(1.5), Value::Null),
+            (json!({"n": 1}), Value::Null),
+            (json!([1]), Value::Null),
+            (json!(true), Value::Null),
+        ] {
+            let text = json!({"jsonrpc": "1.0", "id": id, "method": "m"}).to_string();
+            to_peer.send(Incoming::Text(text)).await.expect("read");
+            let Some(Outgoing::Text(answer)) = sent.recv().await else {
+                panic!("no answer to id {id}");
+            };
+            let (_, message) = classify(&answer).expect("the answer is JSON-RPC");
+            assert!(
+                matches!(&message, Message::Response { id, outcome: Err(e) } if *id == echoed && e.code == super::super::message::INVALID_REQUEST),
+                "id {id}: {answer}"
+            );
+        }
     }
 }

@@ -164,10 +164,14 @@ fn variables_of(
     for (name, value) in selftest.map(|s| s.vars).unwrap_or_default() {
         if !vars.contains_key(&name) {
             // The line it is written on: the first mention of the name after `selftest:`.
-            let line = text.find("selftest:").and_then(|at| {
-                let found = at + text[at..].find(name.as_str())?;
-                u32::try_from(text[..found].matches('\n').count() + 1).ok()
-            });
+            // Else (the name written with escapes, `selftest` quoted) the line of `selftest`.
+            let line = text
+                .find("selftest:")
+                .and_then(|at| {
+                    let found = at + text[at..].find(name.as_str())?;
+                    u32::try_from(text[..found].matches('\n').count() + 1).ok()
+                })
+                .or_else(|| top_key_at(text, "selftest").map(|(line, _)| line));
             return Err(LoadError {
                 file: file.to_string(),
                 line,
@@ -593,11 +597,17 @@ fn unknown_start_variable(value: &serde_json::Value, scenario: &Scenario) -> Opt
     }
 }
 
-/// The line of a top-level key (`matrix:`), for errors about a whole section.
-fn top_key_line(text: &str, key: &str) -> Option<u32> {
-    let prefix = format!("{key}:");
-    let index = text.lines().position(|line| line.starts_with(&prefix))?;
-    u32::try_from(index + 1).ok()
+/// Where a top-level key (`matrix:`) is written, as line and column, for errors about a whole
+/// section. Read back by the parser, not searched for in the text: a key in flow style, quoted
+/// (a scenario written as JSON) or after `? ` is found too.
+fn top_key_at(text: &str, key: &str) -> Option<(u32, u32)> {
+    let keys: std::collections::HashMap<Spanned<String>, serde::de::IgnoredAny> =
+        parse(text, "").ok()?;
+    let (found, _) = keys.iter().find(|(k, _)| k.value == key)?;
+    Some((
+        u32::try_from(found.referenced.line()).ok()?,
+        u32::try_from(found.referenced.column()).ok()?,
+    ))
 }
 
 /// The YAML key a step is written with.
@@ -644,11 +654,11 @@ fn answer_patterns(
 fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Result<(), LoadError> {
     let top = |key: &str, message: String| {
         let section = key.split(['.', '[']).next().unwrap_or(key);
-        let line = top_key_line(text, section);
+        let at = top_key_at(text, section);
         LoadError {
             file: file.to_string(),
-            line,
-            column: line.map(|_| 1),
+            line: at.map(|(line, _)| line),
+            column: at.map(|(_, column)| column),
             key_path: Some(key.to_string()),
             message,
             snippet: None,
@@ -769,8 +779,13 @@ fn check_rules(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadEr
     };
     for (i, id) in scenario.rules.iter().enumerate() {
         if catalogue.get(id).is_none() {
-            let line = top_key_line(text, "rules");
-            return Err(unknown(format!("rules[{i}]"), id, line, line.map(|_| 1)));
+            let at = top_key_at(text, "rules");
+            return Err(unknown(
+                format!("rules[{i}]"),
+                id,
+                at.map(|(line, _)| line),
+                at.map(|(_, column)| column),
+            ));
         }
     }
     fn walk(steps: &[Spanned<Step>], base: &str, found: &mut Vec<(String, String, u64, u64)>) {
