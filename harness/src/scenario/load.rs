@@ -600,14 +600,36 @@ fn unknown_start_variable(value: &serde_json::Value, scenario: &Scenario) -> Opt
 /// Where a top-level key (`matrix:`) is written, as line and column, for errors about a whole
 /// section. Read back by the parser, not searched for in the text: a key in flow style, quoted
 /// (a scenario written as JSON) or after `? ` is found too.
+///
+/// Where the parser cannot read the keys back (the text reads as a scenario, but not as a map of
+/// keys: a value no key type takes), the first line that starts with the key is taken, and
+/// failing that the file's first line: an error always names a line.
 fn top_key_at(text: &str, key: &str) -> Option<(u32, u32)> {
-    let keys: std::collections::HashMap<Spanned<String>, serde::de::IgnoredAny> =
-        parse(text, "").ok()?;
-    let (found, _) = keys.iter().find(|(k, _)| k.value == key)?;
-    Some((
-        u32::try_from(found.referenced.line()).ok()?,
-        u32::try_from(found.referenced.column()).ok()?,
-    ))
+    let parsed = || {
+        let keys: std::collections::HashMap<Spanned<String>, serde::de::IgnoredAny> =
+            parse(text, "").ok()?;
+        let (found, _) = keys.iter().find(|(k, _)| k.value == key)?;
+        Some((
+            u32::try_from(found.referenced.line()).ok()?,
+            u32::try_from(found.referenced.column()).ok()?,
+        ))
+    };
+    let searched = || {
+        text.lines().enumerate().find_map(|(n, line)| {
+            let indent = line.len() - line.trim_start().len();
+            let rest = line.trim_start().trim_start_matches(['"', '\'']);
+            let written = rest
+                .strip_prefix(key)
+                .is_some_and(|after| after.trim_start_matches(['"', '\'']).starts_with(':'));
+            written.then(|| (u32::try_from(n + 1).ok(), u32::try_from(indent + 1).ok()))
+        })
+    };
+    parsed()
+        .or_else(|| match searched() {
+            Some((Some(line), Some(column))) => Some((line, column)),
+            _ => None,
+        })
+        .or(Some((1, 1)))
 }
 
 /// The YAML key a step is written with.
