@@ -4,7 +4,7 @@
 //! fixed small number at once leaves the machine idle; a fixed large number overloads it when
 //! many runs compute together, and then a double's timers fire late and a run fails on a
 //! deadline. So a run is admitted when a slot under the ceiling is free *and* there is room:
-//! - the runtime keeps time: a timer of ours that fires more than [`LATE_CEILING`] late says
+//! - the runtime keeps time: a timer of ours that fires more than 15 ms late says
 //!   the runs already admitted wait to be polled, and none more starts (starting a run costs
 //!   more CPU than its waiting; a debug build's startup burst made timers 2 s late while the
 //!   machine's CPU reading still showed room);

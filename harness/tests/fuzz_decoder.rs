@@ -324,7 +324,7 @@ fn feed_peer(texts: Vec<String>) -> Result<(), String> {
         .build()
         .map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let (outgoing, mut sent) = tokio::sync::mpsc::unbounded_channel();
+        let (outgoing, mut sent) = harness::transport::outbox();
         let (to_peer, incoming) = tokio::sync::mpsc::channel(texts.len() + 2);
         let findings = Arc::new(Findings::default());
         let collect = Arc::new(Collect::default());

@@ -640,7 +640,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_broken_request_is_answered_with_its_id_only_when_that_is_an_id() {
-        let (outgoing, mut sent) = mpsc::unbounded_channel();
+        let (outgoing, mut sent) = crate::transport::outbox();
         let (to_peer, incoming) = mpsc::channel(16);
         let _peer = Peer::start(
             Connection {

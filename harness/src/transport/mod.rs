@@ -76,7 +76,7 @@ pub enum Outgoing {
 /// [`Incoming::Closed`] and then yields `None`.
 #[derive(Debug)]
 pub struct Connection {
-    /// Messages and the close request, to the peer (its bytes counted: see [`outbox`]).
+    /// Messages and the close request, to the peer (its bytes counted: see [`outbox()`]).
     pub outgoing: Outbox,
     /// Messages and the close event, from the peer.
     pub incoming: mpsc::Receiver<Incoming>,

@@ -175,6 +175,14 @@ mod tests {
             let message = receiver.recv().await.expect("a message");
             receiver.written(message.bytes());
         }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            !waiting.is_finished(),
+            "under the high water but over the low, it still waits ({} bytes)",
+            outbox.queued_bytes()
+        );
+        let last = receiver.recv().await.expect("a message");
+        receiver.written(last.bytes());
         assert!(outbox.queued_bytes() <= LOW_WATER);
         tokio::time::timeout(Duration::from_secs(2), waiting)
             .await
