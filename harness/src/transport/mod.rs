@@ -14,7 +14,7 @@ pub mod ws_server;
 
 pub use bearer::bearer_token;
 pub use http_client::http_client;
-pub use outbox::{Outbox, OutboxReceiver, outbox};
+pub use outbox::outbox;
 
 use tokio::sync::mpsc;
 
@@ -59,6 +59,20 @@ pub enum Incoming {
     /// The connection ended. `Some` when the peer sent a close frame (its code and reason);
     /// `None` when it vanished without one (TCP reset, EOF on stdin, a frame over the limit).
     Closed(Option<CloseInfo>),
+}
+
+/// What the local side hands a transport to send, counted as its bytes wait (see [`outbox()`]).
+pub type Outbox = outbox::Outbox<Outgoing>;
+/// What a transport's writer takes messages from.
+pub type OutboxReceiver = outbox::OutboxReceiver<Outgoing>;
+
+impl outbox::Weighed for Outgoing {
+    fn bytes(&self) -> usize {
+        match self {
+            Outgoing::Text(text) => text.len(),
+            Outgoing::Close(info) => info.reason.len(),
+        }
+    }
 }
 
 /// What the local side asks a transport to do.
