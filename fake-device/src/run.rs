@@ -221,7 +221,31 @@ pub async fn start_instance(
         cell,
     );
     let sut = Sut::start(spec, placeholders, Some(scratch)).await?;
+    if instance.is_none() {
+        // The run starts once the server listens on the port it was given: a scenario's first
+        // step may dial at once, and a server still starting (a cold binary on a busy machine)
+        // would fail that dial through no fault of its own.
+        listening(port, LISTEN_WITHIN).await;
+    }
     Ok((sut, url))
+}
+
+/// How long a started web server has to listen on its port before the run starts anyway (its
+/// steps then say what they could not reach).
+const LISTEN_WITHIN: Duration = Duration::from_secs(30);
+
+/// Waits until something accepts connections on `port`, at most `within`.
+async fn listening(port: u16, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < deadline {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A person at the device's terminal, played on a timer (the self-test's stand-in for what a
