@@ -59,6 +59,26 @@ async fn close_code(socket: &mut Socket) -> Option<u16> {
     .expect("the instance ends the link in time")
 }
 
+/// Whether the instance answers a ping on `socket` (within [`DEADLINE`]): the link is up and
+/// served.
+async fn answers_ping(socket: &mut Socket) -> bool {
+    socket
+        .send(Message::Ping(b"there?".to_vec().into()))
+        .await
+        .expect("a ping goes out");
+    timeout(DEADLINE, async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Pong(_))) => return true,
+                Some(Ok(_)) => continue,
+                _ => return false,
+            }
+        }
+    })
+    .await
+    .expect("answered in time")
+}
+
 #[tokio::test]
 async fn a_device_that_never_says_hello_is_flagged_and_its_link_closed() {
     let instance = instance().await;
@@ -120,22 +140,10 @@ async fn a_binary_frame_is_a_finding_and_the_link_goes_on() {
         .send(Message::Binary(vec![0xff, 0x00].into()))
         .await
         .expect("the frame goes out");
-    socket
-        .send(Message::Ping(b"still there".to_vec().into()))
-        .await
-        .expect("a ping goes out");
-    let pong = timeout(DEADLINE, async {
-        loop {
-            match socket.next().await {
-                Some(Ok(Message::Pong(_))) => return true,
-                Some(Ok(_)) => continue,
-                _ => return false,
-            }
-        }
-    })
-    .await
-    .expect("answered in time");
-    assert!(pong, "the link stays up after a binary frame");
+    assert!(
+        answers_ping(&mut socket).await,
+        "the link stays up after a binary frame"
+    );
     let report = instance.verdict().await;
     assert!(report.broken_rules().contains(&"jsonrpc.text".to_string()));
 }
@@ -206,22 +214,7 @@ async fn a_device_that_never_reads_is_held_back_and_the_instance_serves_on() {
     .expect("discovery answers");
     assert!(discovery.status().is_success());
     let mut other = link(&instance).await;
-    other
-        .send(Message::Ping(b"there?".to_vec().into()))
-        .await
-        .expect("a ping goes out");
-    let pong = timeout(DEADLINE, async {
-        loop {
-            match other.next().await {
-                Some(Ok(Message::Pong(_))) => return true,
-                Some(Ok(_)) => continue,
-                _ => return false,
-            }
-        }
-    })
-    .await
-    .expect("the other link answers in time");
-    assert!(pong);
+    assert!(answers_ping(&mut other).await, "the other link is served");
     sender.abort();
     let report = instance.verdict().await;
     let paused = report
