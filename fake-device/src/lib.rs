@@ -41,6 +41,7 @@ mod directories;
 mod embedding;
 mod events;
 mod files;
+mod fleet;
 mod library;
 mod limits;
 mod link_watch;
@@ -70,6 +71,10 @@ pub use actions::{CardAnswer, DeviceAction, LibraryCall, LimitsChange, Personali
 pub use check::{check_as_peer_of, check_scenario};
 pub use dial::{ProtocolChoice, Stopped, probe_protocol};
 pub use embedding::{DeviceBuilder, FakeDevice};
+pub use fleet::{
+    EXAMPLES_KEPT, FleetCount, FleetDevice, FleetFinished, FleetTokens, INDEX_PLACEHOLDER, Shard,
+    run_fleet,
+};
 pub use run::{
     Finished, Options, PROTOCOL_MISMATCH_SENTENCE, StartError, TERMINAL_PROMPT, TerminalPlay,
     last_words, run, run_with, serve_stdio, start_instance,

@@ -88,6 +88,19 @@ struct Cli {
     /// CLI gives it set-up, with `stdin` hooks.
     #[arg(long)]
     console: bool,
+    /// Run this many simulated devices in one process, each with its own token (`--token` with
+    /// `{i}` for the device's number from 1, like `tok-{i}`; or `--tokens FILE`), state
+    /// directory and link. Prints `{"fleet": {...}}` lines on stdout as devices link.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    fleet: Option<u32>,
+    /// The fleet's tokens, one a line (`#` comments and blank lines skipped); without --fleet,
+    /// one device a token.
+    #[arg(long, value_name = "FILE", requires = "fleet")]
+    tokens: Option<std::path::PathBuf>,
+    /// Run only this slice of the fleet (2/4: the second quarter of its devices), so one token
+    /// file spreads a larger fleet over several machines.
+    #[arg(long, value_name = "K/N", requires = "fleet")]
+    shard: Option<fake_device::Shard>,
     #[command(flatten)]
     common: CommonArgs,
 }
@@ -157,6 +170,164 @@ struct ServeArgs {
     misbehave: Vec<String>,
 }
 
+/// `fake-device --fleet N`: the devices' tokens, then the fleet run until a signal, or until
+/// every device stopped by itself.
+fn fleet(
+    cli: &Cli,
+    count: usize,
+    template: fake_device::Options,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<Exit, CliError> {
+    let tokens = fleet_tokens(cli, count)?;
+    let devices = tokens.devices(cli.shard.unwrap_or(fake_device::Shard::WHOLE));
+    let made_root = match &cli.common.state_dir {
+        Some(_) => None,
+        None => Some(
+            harness::random::temp_dir()
+                .map_err(|e| CliError::Internal(format!("cannot make a state directory: {e}")))?,
+        ),
+    };
+    let state_root = cli
+        .common
+        .state_dir
+        .clone()
+        .or_else(|| made_root.as_ref().map(|d| d.path().to_path_buf()))
+        .unwrap_or_default();
+    let finished = runtime.block_on(async {
+        // Inside the runtime: the signal handlers need its reactor.
+        let shutdown = harness::cli::shutdown_signal();
+        fake_device::run_fleet(
+            template,
+            devices,
+            state_root,
+            print_fleet_count(),
+            FLEET_COUNT_EVERY,
+            shutdown,
+        )
+        .await
+    });
+    drop(made_root);
+    Ok(fleet_exit(&finished))
+}
+
+/// How often a fleet looks at how many of its devices are linked (a line is printed when the
+/// count changed).
+const FLEET_COUNT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The fleet's tokens: `--tokens FILE` (as many as --fleet asks, from its first line), else
+/// `--token` as a pattern holding `{i}`. The same token for every device would make them one
+/// device to the instance: a usage error.
+fn fleet_tokens(cli: &Cli, count: usize) -> Result<fake_device::FleetTokens, CliError> {
+    match &cli.tokens {
+        Some(path) => {
+            let mut tokens = harness::cli::token_file(path)?;
+            if tokens.len() < count {
+                return Err(CliError::Usage(format!(
+                    "--fleet {count}: {} holds only {} tokens",
+                    path.display(),
+                    tokens.len()
+                )));
+            }
+            tokens.truncate(count);
+            Ok(fake_device::FleetTokens::List(tokens))
+        }
+        None if cli.token.contains(fake_device::INDEX_PLACEHOLDER) => {
+            Ok(fake_device::FleetTokens::Pattern {
+                pattern: cli.token.clone(),
+                count,
+            })
+        }
+        None => Err(CliError::Usage(format!(
+            "--fleet: each device needs a token of its own: give --token a pattern holding {} (tok-{}) or --tokens FILE",
+            fake_device::INDEX_PLACEHOLDER,
+            fake_device::INDEX_PLACEHOLDER
+        ))),
+    }
+}
+
+/// What a fleet refuses: what it has no single run for.
+fn fleet_refusals(cli: &Cli) -> Result<(), CliError> {
+    let refused = [
+        (cli.common.scenario.is_some(), "--scenario"),
+        (cli.common.exec.is_some(), "--exec"),
+        (cli.common.control.is_some(), "--control"),
+        (cli.console, "--console"),
+        (!cli.common.reports.is_empty(), "--report"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+        return Err(CliError::Usage(format!(
+            "--fleet runs devices with the default behaviour: {flag} is for one device"
+        )));
+    }
+    if let Some(journal) = &cli.common.journal
+        && !journal
+            .to_string_lossy()
+            .contains(fake_device::INDEX_PLACEHOLDER)
+    {
+        return Err(CliError::Usage(format!(
+            "--fleet: --journal needs {} in its path, for a journal a device",
+            fake_device::INDEX_PLACEHOLDER
+        )));
+    }
+    Ok(())
+}
+
+/// Prints the fleet's count as a JSON line on stdout whenever it changed.
+fn print_fleet_count() -> impl Fn(fake_device::FleetCount) {
+    let last = std::cell::Cell::new(None);
+    move |count: fake_device::FleetCount| {
+        let now = (count.linked, count.stopped);
+        if last.replace(Some(now)) == Some(now) {
+            return;
+        }
+        println!(
+            "{}",
+            serde_json::json!({"fleet": {
+                "devices": count.devices,
+                "linked": count.linked,
+                "stopped": count.stopped,
+                "seconds": (count.elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
+            }})
+        );
+    }
+}
+
+/// How a fleet exits: 5 when the instance refused every device, 4 when it closed every one with
+/// 4400, 3 when none could start, 1 when its devices found the instance breaking rules (each
+/// said on stderr), else 0.
+fn fleet_exit(finished: &fake_device::FleetFinished) -> Exit {
+    let all = finished.devices;
+    for (device, finding) in &finished.examples {
+        eprintln!("fake-device: device {device}: finding {finding}");
+    }
+    if finished.findings > finished.examples.len() {
+        eprintln!(
+            "fake-device: {} findings in all (the first {} shown)",
+            finished.findings,
+            finished.examples.len()
+        );
+    }
+    if let Some(error) = &finished.first_error {
+        eprintln!(
+            "fake-device: {} devices could not start: {error}",
+            finished.not_started
+        );
+    }
+    match () {
+        () if all > 0 && finished.unauthorized == all => {
+            eprintln!("fake-device: the instance refused every device's token (401)");
+            Exit::Unauthorized
+        }
+        () if all > 0 && finished.protocol_mismatch == all => {
+            eprintln!("fake-device: {}", fake_device::PROTOCOL_MISMATCH_SENTENCE);
+            Exit::ProtocolMismatch
+        }
+        () if all > 0 && finished.not_started == all => Exit::Internal,
+        () if finished.findings > 0 => Exit::PeerFailed,
+        () => Exit::Passed,
+    }
+}
+
 /// `fake-device serve --stdio`.
 fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     if !args.stdio {
@@ -220,6 +391,9 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     if cli.common.list_scenarios {
         harness::cli::list_scenarios(Side::Device);
         return Ok(Exit::Passed);
+    }
+    if cli.fleet.is_some() {
+        fleet_refusals(&cli)?;
     }
     let runtime = harness::cli::runtime(false)?;
     // The instance under test, when this run starts it: before discovery is read, since it
@@ -365,6 +539,9 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         control: control.clone(),
         end_at_finding: None,
     };
+    if let Some(count) = cli.fleet {
+        return fleet(&cli, count as usize, options, &runtime);
+    }
     let events = cli.common.events;
     // Filled by the ready line's callback, drained once the run ends.
     let tail = std::cell::RefCell::new(None);

@@ -176,6 +176,55 @@ fn listing_and_usage() {
 }
 
 #[test]
+fn a_fleet_needs_a_token_a_device_and_exits_5_when_every_one_is_refused() {
+    let usage = [
+        vec!["--fleet", "3"],
+        vec![
+            "--fleet",
+            "3",
+            "--token",
+            "t-{i}",
+            "--scenario",
+            "negotiate",
+        ],
+        vec![
+            "--fleet",
+            "3",
+            "--token",
+            "t-{i}",
+            "--journal",
+            "/tmp/one.jsonl",
+        ],
+        vec!["--fleet", "3", "--token", "t-{i}", "--shard", "3/2"],
+        vec!["--fleet", "0", "--token", "t-{i}"],
+    ];
+    for args in usage {
+        let mut all = vec!["--instance", "http://127.0.0.1:9"];
+        all.extend(args.iter().copied());
+        let (code, _, err) = run(&all);
+        assert_eq!(code, 2, "{args:?}: {err}");
+    }
+    let tokens = tempfile::NamedTempFile::new().expect("a file");
+    std::fs::write(tokens.path(), "# one a line\nonly-one\n").expect("written");
+    let path = tokens.path().to_str().expect("utf-8");
+    let (code, _, err) = run(&[
+        "--instance",
+        "http://127.0.0.1:9",
+        "--fleet",
+        "2",
+        "--tokens",
+        path,
+    ]);
+    assert_eq!(code, 2, "a file shorter than the fleet: {err}");
+    let (url, stop, handle) = instance(None, &[]);
+    let (code, out, err) = run(&["--instance", &url, "--fleet", "2", "--token", "wrong-{i}"]);
+    let _ = stop.send(());
+    let _ = handle.join();
+    assert_eq!(code, 5, "{out}\n{err}");
+    assert!(out.contains(r#""stopped":2"#), "{out}");
+}
+
+#[test]
 fn capabilities_lists_only_those_and_refuses_ones_the_spec_lacks() {
     let (code, _, err) = run(&[
         "--instance",

@@ -37,6 +37,10 @@ struct Cli {
         hide_env_values = true
     )]
     tokens: Vec<String>,
+    /// More device tokens that may link, one a line (`#` comments and blank lines skipped): a
+    /// fleet's (`fake-device --fleet N --tokens FILE`).
+    #[arg(long = "tokens", value_name = "FILE")]
+    token_file: Option<std::path::PathBuf>,
     /// The protocols discovery lists: 1 or 1,2 (default: from --protocol).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     protocols: Option<Vec<u8>>,
@@ -124,13 +128,16 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     let steps = say_steps(&cli.say).map_err(|e| CliError::Usage(format!("--say: {e}")))?;
     let hooks = harness::cli::hooks(cli.common.hooks.as_deref())?;
     let control = cli.common.control_config()?;
+    let mut tokens = cli.tokens;
+    if let Some(path) = &cli.token_file {
+        tokens.extend(harness::cli::token_file(path)?);
+    }
+    if tokens.is_empty() {
+        tokens.push(fake_instance::DEFAULT_TOKEN.into());
+    }
     let options = fake_instance::Options {
         listen: cli.listen,
-        tokens: if cli.tokens.is_empty() {
-            vec![fake_instance::DEFAULT_TOKEN.into()]
-        } else {
-            cli.tokens
-        },
+        tokens,
         protocols: cli.protocols,
         cell,
         journal: cli.common.journal.clone(),

@@ -447,3 +447,23 @@ pub fn misbehaviours(
     crate::rules::Misbehaviours::parse(ids, side)
         .map_err(|e| CliError::Usage(format!("--misbehave {e}")))
 }
+
+/// The tokens of a token file (`--tokens FILE`): one a line, blank lines and `#` comments
+/// skipped, each trimmed. A file that cannot be read, or holds no token, is a usage error.
+pub fn token_file(path: &std::path::Path) -> Result<Vec<String>, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Usage(format!("--tokens {}: {e}", path.display())))?;
+    let tokens: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(String::from)
+        .collect();
+    if tokens.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--tokens {}: the file holds no token (one a line)",
+            path.display()
+        )));
+    }
+    Ok(tokens)
+}

@@ -1,0 +1,77 @@
+//! A fleet (`fake-device --fleet N`): each device links with a token of its own, and a shard
+//! runs its slice of the fleet's tokens, against fake-instance's library.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use fake_device::{FleetCount, FleetFinished, FleetTokens, Options, Shard, run_fleet};
+use fake_instance::FakeInstance;
+
+/// Runs `shard` of a fleet of `count` devices with tokens `tok-{i}` against an instance that
+/// accepts only `accepted`, until `linked` devices are linked (or 30 s pass); gives the most
+/// devices seen linked at once and how the fleet ended.
+async fn fleet_against(
+    accepted: &[&str],
+    count: usize,
+    shard: Shard,
+    linked: usize,
+) -> (usize, FleetFinished) {
+    let accepted: Vec<String> = accepted.iter().map(|t| t.to_string()).collect();
+    let instance = FakeInstance::builder()
+        .options(move |o| o.tokens = accepted)
+        .start()
+        .await
+        .expect("the instance starts");
+    let state = tempfile::tempdir().expect("a state root");
+    let tokens = FleetTokens::Pattern {
+        pattern: "tok-{i}".into(),
+        count,
+    };
+    let most = Arc::new(Mutex::new(0));
+    let (reached_tx, reached_rx) = tokio::sync::watch::channel(false);
+    let seen = most.clone();
+    let report = move |now: FleetCount| {
+        let mut most = seen.lock().expect("not poisoned");
+        *most = (*most).max(now.linked);
+        if now.linked >= linked {
+            let _ = reached_tx.send(true);
+        }
+    };
+    let shutdown = async move {
+        let mut reached = reached_rx;
+        let _ = tokio::time::timeout(Duration::from_secs(30), reached.wait_for(|r| *r)).await;
+    };
+    let finished = run_fleet(
+        Options::for_instance(instance.url()),
+        tokens.devices(shard),
+        state.path().to_path_buf(),
+        report,
+        Duration::from_millis(20),
+        shutdown,
+    )
+    .await;
+    instance.dismiss();
+    let most = *most.lock().expect("not poisoned");
+    (most, finished)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_device_links_with_its_own_token() {
+    // Device 1's token is refused and the other two link: devices sharing one token would be
+    // refused together or linked together.
+    let (most, finished) = fleet_against(&["tok-2", "tok-3"], 3, Shard::WHOLE, 2).await;
+    assert_eq!(most, 2, "{finished:?}");
+    assert_eq!(finished.devices, 3);
+    assert_eq!(finished.unauthorized, 1, "{finished:?}");
+    assert_eq!(finished.findings, 0, "{:?}", finished.examples);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shard_runs_its_slice_of_the_tokens() {
+    // The second half of four: tokens 3 and 4, both accepted; 1 and 2 would be refused.
+    let (most, finished) =
+        fleet_against(&["tok-3", "tok-4"], 4, Shard { index: 2, of: 2 }, 2).await;
+    assert_eq!(most, 2, "{finished:?}");
+    assert_eq!(finished.devices, 2);
+    assert_eq!(finished.unauthorized, 0, "{finished:?}");
+}
