@@ -8,6 +8,10 @@ use clap::{Parser, Subcommand};
 use harness::Exit;
 use harness::scenario::{Side, load_file};
 
+/// mimalloc, not the system's allocator: why is in the workspace's Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Suite-wide commands of the LLeMbas test doubles.
 #[derive(Debug, Parser)]
 #[command(name = "harness", version = harness::cli::version())]

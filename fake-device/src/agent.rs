@@ -55,7 +55,9 @@ struct LinkState {
     /// Whether the client said `_meta.lembas`, once initialize came.
     lembas: bool,
     /// The link's session work, taken in arrival order.
-    work: Option<mpsc::UnboundedSender<Work>>,
+    /// Boxed: an unbounded channel allocates its slots in blocks of 32, and a bare `Work` made
+    /// each idle link's block ~6 kB.
+    work: Option<mpsc::UnboundedSender<Box<Work>>>,
     /// Where the link's clients send, once initialize came.
     route: Option<Arc<RwLock<Route>>>,
     /// What the instance asked on the link and still waits for.
@@ -95,16 +97,18 @@ enum Work {
 /// Serves one link's session work in arrival order (a prompt is queued before the next message
 /// is read, as a device does); answers that wait for a turn are sent from tasks of their own,
 /// so a long turn never holds up a `status` or a `steer`.
-async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<Work>) {
+async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<Box<Work>>) {
     while let Some(item) = work.recv().await {
-        match item {
-            Work::Cancel(params) => sessions.cancel(&params).await,
+        // The work's futures are boxed so the task an idle link keeps (waiting for work) is
+        // small: its size would otherwise be that of the largest of them.
+        match *item {
+            Work::Cancel(params) => Box::pin(sessions.cancel(&params)).await,
             Work::Request {
                 method,
                 params,
                 id,
                 client,
-            } => match sessions.handle(&method, &params, &client).await {
+            } => match Box::pin(sessions.handle(&method, &params, &client)).await {
                 None => {
                     client.peer().respond(
                         &id,
@@ -116,7 +120,7 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<W
                 }
                 Some(Reply::Now(answer)) => {
                     client.peer().respond(&id, answer.clone());
-                    sessions.after(&method, &answer, &client).await;
+                    Box::pin(sessions.after(&method, &answer, &client)).await;
                 }
                 Some(later) => {
                     tokio::spawn(async move {
@@ -365,7 +369,7 @@ impl AgentModel {
             .ok()
             .and_then(|l| l.get(&peer.link()).and_then(|s| s.work.clone()));
         if let Some(queue) = queue {
-            let _ = queue.send(item);
+            let _ = queue.send(Box::new(item));
         }
     }
 

@@ -145,14 +145,14 @@ impl DeviceDialer {
     ) -> Stopped {
         let mut backoff = initial;
         loop {
-            match self
-                .dial_once(DialRequest {
-                    token: None,
-                    protocol: None,
-                    timeout: dial_timeout,
-                })
-                .await
-            {
+            // Boxed: a dial's future (discovery, the connect, the handshake) is large, and held
+            // inline it would make the whole wait of a linked device as large.
+            let dialled = Box::pin(self.dial_once(DialRequest {
+                token: None,
+                protocol: None,
+                timeout: dial_timeout,
+            }));
+            match dialled.await {
                 DialResult::Linked(peer) => {
                     backoff = initial;
                     let stopped = self.until_closed(&peer).await;

@@ -253,7 +253,10 @@ pub async fn run_fleet(
 /// Adds one device's end to the fleet's.
 fn tally(
     finished: &mut FleetFinished,
-    ended: Result<(usize, Result<crate::Finished, crate::StartError>), tokio::task::JoinError>,
+    ended: Result<
+        (usize, Result<crate::run::Finished, crate::run::StartError>),
+        tokio::task::JoinError,
+    >,
 ) {
     match ended {
         Ok((number, Ok(device))) => {
@@ -289,6 +292,8 @@ fn device_options(
     state_root: &std::path::Path,
 ) -> Options {
     let mut options = template.clone();
+    // Nothing reads a fleet device's messages: it keeps none.
+    options.lean = true;
     options.token = device.token.clone();
     options.state_dir = Some(state_root.join(format!("device-{}", device.number)));
     options.journal = template.journal.as_ref().map(|path| {

@@ -10,6 +10,10 @@ use harness::engine::Cell;
 use harness::rules::Binds;
 use harness::scenario::Side;
 
+/// mimalloc, not the system's allocator: why is in the workspace's Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const EXAMPLE: &str = "\
 Example: check a web server's initialize for a protocol-2 device
 
@@ -538,6 +542,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         console: cli.console,
         control: control.clone(),
         end_at_finding: None,
+        lean: cli.fleet.is_some(),
     };
     if let Some(count) = cli.fleet {
         return fleet(&cli, count as usize, options, &runtime);

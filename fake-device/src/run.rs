@@ -135,6 +135,10 @@ pub struct Options {
     /// End the scenario at the first finding under this rule, skipping the steps left (the
     /// self-test's misbehaviour cases: the check has caught the break by then).
     pub end_at_finding: Option<String>,
+    /// Keep none of the link's messages in memory (no inbox, no recent journal entries, no
+    /// answers), for a run nothing reads them from: a fleet's devices. A `journal` file is
+    /// still written.
+    pub lean: bool,
 }
 
 impl Options {
@@ -176,6 +180,7 @@ impl Options {
             console: false,
             control: None,
             end_at_finding: None,
+            lean: false,
         }
     }
 }
@@ -398,6 +403,9 @@ pub(crate) async fn run_started(
         findings.clone(),
     )
     .map_err(StartError::Scenario)?;
+    if options.lean {
+        hub.keep_nothing();
+    }
     let dialer = Arc::new(DeviceDialer {
         instance: options.instance.clone(),
         token: options.token.clone(),
@@ -437,12 +445,14 @@ pub(crate) async fn run_started(
                 actor: actor.clone(),
                 peer_state: Arc::new(move || snapshot.registry().snapshot()),
             };
-            let served = harness::control::serve(config, target).await.map_err(|e| {
-                StartError::Scenario(format!(
-                    "cannot serve the control API on {}: {e}",
-                    config.listen
-                ))
-            })?;
+            let served = Box::pin(harness::control::serve(config, target))
+                .await
+                .map_err(|e| {
+                    StartError::Scenario(format!(
+                        "cannot serve the control API on {}: {e}",
+                        config.listen
+                    ))
+                })?;
             Some(served)
         }
         None => None,
@@ -459,9 +469,11 @@ pub(crate) async fn run_started(
         options.hooks.clone(),
         instance_placeholders(&options, tmp.path()),
     );
+    // The run's futures are boxed, so what a fleet's idle device holds is the state it waits
+    // in, not the largest of them all.
     let linking = {
         let dialer = dialer.clone();
-        async move { dialer.keep_linked(initial, cap, patience).await }
+        Box::pin(async move { dialer.keep_linked(initial, cap, patience).await })
     };
     let (outcome, stopped) = match &scenario {
         Some(scenario) => {
@@ -492,7 +504,7 @@ pub(crate) async fn run_started(
             .ending_at_finding(options.end_at_finding.clone())
             .reporting_progress();
             let outcome = tokio::select! {
-                outcome = runner.run(scenario) => Some(outcome),
+                outcome = Box::pin(runner.run(scenario)) => Some(outcome),
                 () = shutdown => None,
             };
             if let Some(keeper) = keeper {
@@ -544,7 +556,7 @@ pub(crate) async fn run_started(
         }
     }
     let mut outcome = outcome;
-    under_test.finish(outcome.as_mut()).await;
+    Box::pin(under_test.finish(outcome.as_mut())).await;
     Ok(Finished {
         outcome,
         findings: findings.all(),
@@ -580,8 +592,12 @@ struct Basics {
 impl Basics {
     fn open(options: &Options) -> Result<Basics, StartError> {
         let spec = options.cell.spec;
-        let journal =
-            Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
+        let journal = Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?;
+        let journal = Arc::new(if options.lean {
+            journal.keeping_nothing()
+        } else {
+            journal
+        });
         let tmp = harness::random::temp_dir()
             .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
         // The store lives in --state-dir, so a restart finds its sessions; else in this run's

@@ -11,6 +11,10 @@ use harness::engine::Cell;
 use harness::rules::Binds;
 use harness::scenario::Side;
 
+/// mimalloc, not the system's allocator: why is in the workspace's Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const EXAMPLE: &str = "\
 Example: check a CLI's hello and initialize against a protocol-1 instance
 

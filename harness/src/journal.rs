@@ -65,6 +65,8 @@ pub struct Journal {
     /// while we send our next request) are seen in either order, while each side's own
     /// messages on a link keep theirs.
     held: Mutex<Vec<(u32, u8, String)>>,
+    /// Whether recent entries are kept in memory ([`Journal::keeping_nothing`] says not).
+    keeps: bool,
 }
 
 impl Journal {
@@ -78,7 +80,23 @@ impl Journal {
             grown: tokio::sync::Notify::new(),
             timeless: false,
             held: Mutex::new(Vec::new()),
+            keeps: true,
         }
+    }
+
+    /// The same journal keeping no recent entries in memory: for a fleet's devices, which no
+    /// report, control API or expect step reads, so an idle device holds no messages. A file
+    /// is still written.
+    #[must_use]
+    pub fn keeping_nothing(mut self) -> Self {
+        self.keeps = false;
+        self
+    }
+
+    /// Whether recording does nothing at all (no file, nothing kept): the caller may then skip
+    /// parsing what it would record.
+    pub fn keeps_nothing(&self) -> bool {
+        !self.keeps && self.file.is_none()
     }
 
     /// A journal that also writes JSON lines to `path` (without times in a seeded run: see
@@ -106,6 +124,9 @@ impl Journal {
 
     /// Records one message or event.
     pub fn record(&self, link: u32, dir: Direction, msg: Value) {
+        if self.keeps_nothing() {
+            return;
+        }
         let Ok(mut recent) = self.recent.lock() else {
             return;
         };
@@ -135,6 +156,9 @@ impl Journal {
             let _ = writeln!(file, "{line}").and_then(|_| file.flush());
         }
         use std::sync::atomic::Ordering::Relaxed;
+        if !self.keeps {
+            return;
+        }
         let mut bytes = self.recent_bytes.load(Relaxed) + crate::size::approx_bytes(&entry.msg);
         recent.push_back(entry);
         while recent.len() > RECENT || (bytes > RECENT_BYTES && recent.len() > 1) {
@@ -196,6 +220,9 @@ impl Journal {
 
     /// Records a raw text: as JSON when it parses, else as the string itself.
     pub fn record_text(&self, link: u32, dir: Direction, text: &str) {
+        if self.keeps_nothing() {
+            return;
+        }
         let msg = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string()));
         self.record(link, dir, msg);
     }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 pub const CATALOGUE_YAML: &str = include_str!("../../conformance/rules.yaml");
 
 /// The side a rule binds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Binds {
     /// The device (LLeMbas CLI, the ACP agent): fake-instance checks it.

@@ -2,7 +2,8 @@
 //! the shapes of the rules binding the peer's side, and this side's `--misbehave` of a shape
 //! rule bends what it sends so the other double's check is seen to fail.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -26,7 +27,7 @@ struct Bend {
 
 /// The shape checks of one run and the shape misbehaviours this side acts out.
 pub struct ShapeWatch {
-    checks: Vec<Check>,
+    checks: Arc<Vec<Check>>,
     bends: Vec<Bend>,
 }
 
@@ -51,6 +52,49 @@ fn same_part(of: ShapeOf, part: Part) -> bool {
     )
 }
 
+/// The compiled shape checks of the shipped catalogue for one side and spec, made once a
+/// process: every link and every device of a fleet checks with the same ones, and compiling
+/// them (regexes among them) for each cost a device more than its link did.
+fn embedded_checks(judged: Binds, spec: &str) -> Arc<Vec<Check>> {
+    type Compiled = HashMap<(Binds, String), Arc<Vec<Check>>>;
+    static COMPILED: Mutex<Option<Compiled>> = Mutex::new(None);
+    let mut compiled = COMPILED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    compiled
+        .get_or_insert_with(HashMap::new)
+        .entry((judged, spec.to_string()))
+        .or_insert_with(|| Arc::new(compile_checks(crate::rules::catalogue(), judged, spec)))
+        .clone()
+}
+
+/// The shape checks of the rules in `catalogue` binding `judged` at harness spec `spec`.
+fn compile_checks(catalogue: &Catalogue, judged: Binds, spec: &str) -> Vec<Check> {
+    let mut checks = Vec::new();
+    for rule in catalogue.iter() {
+        let Some(shape) = &rule.shape else { continue };
+        let in_spec = rule
+            .applies
+            .as_ref()
+            .is_none_or(|a| a.spec.is_empty() || a.spec.iter().any(|s| s == spec));
+        if rule.binds != judged || !in_spec {
+            continue;
+        }
+        match Pattern::compile(&shape.pattern) {
+            Ok(pattern) => checks.push(Check {
+                rule: rule.id.clone(),
+                of: shape.of,
+                method: shape.method.clone(),
+                pattern,
+            }),
+            // The catalogue's own test compiles every shape; a broken one is left out rather
+            // than failing every run.
+            Err(e) => tracing::error!("the shape of {} does not compile: {e}", rule.id),
+        }
+    }
+    checks
+}
+
 impl ShapeWatch {
     /// The watch of a double that checks `judged` (the other side) and plays `own`, breaking
     /// the rules in `misbehaving`, at harness spec `spec`.
@@ -60,35 +104,22 @@ impl ShapeWatch {
         misbehaving: &Misbehaviours,
         spec: &str,
     ) -> ShapeWatch {
-        let mut checks = Vec::new();
-        let mut bends = Vec::new();
-        for rule in catalogue.iter() {
-            let Some(shape) = &rule.shape else { continue };
-            let in_spec = rule
-                .applies
-                .as_ref()
-                .is_none_or(|a| a.spec.is_empty() || a.spec.iter().any(|s| s == spec));
-            if rule.binds == judged && in_spec {
-                match Pattern::compile(&shape.pattern) {
-                    Ok(pattern) => checks.push(Check {
-                        rule: rule.id.clone(),
-                        of: shape.of,
-                        method: shape.method.clone(),
-                        pattern,
-                    }),
-                    // The catalogue's own test compiles every shape; a broken one is left out
-                    // rather than failing every run.
-                    Err(e) => tracing::error!("the shape of {} does not compile: {e}", rule.id),
-                }
-            }
-            if misbehaving.breaks(&rule.id) {
-                bends.push(Bend {
+        let checks = if std::ptr::eq(catalogue, crate::rules::catalogue()) {
+            embedded_checks(judged, spec)
+        } else {
+            Arc::new(compile_checks(catalogue, judged, spec))
+        };
+        let bends = catalogue
+            .iter()
+            .filter(|rule| misbehaving.breaks(&rule.id))
+            .filter_map(|rule| {
+                rule.shape.as_ref().map(|shape| Bend {
                     of: shape.of,
                     method: shape.method.clone(),
                     mutation: shape.breaks.clone(),
-                });
-            }
-        }
+                })
+            })
+            .collect();
         ShapeWatch { checks, bends }
     }
 
@@ -132,7 +163,7 @@ impl ShapeWatch {
 
     fn check(&self, of: ShapeOf, method: &str, value: &Value) -> Vec<Finding> {
         let mut found = Vec::new();
-        for check in &self.checks {
+        for check in self.checks.iter() {
             if check.method != method || check.of != of {
                 continue;
             }

@@ -87,6 +87,8 @@ pub struct Hub {
     /// for a step that captures what the double answered a request it expected.
     answers: Mutex<std::collections::VecDeque<(u32, Value, Value)>>,
     answers_changed: Notify,
+    /// Whether the answers are kept (see [`Hub::keep_nothing`]).
+    answers_kept: std::sync::atomic::AtomicBool,
     /// The last link number given out (links may open at once: numbers are reserved here).
     next_link: std::sync::atomic::AtomicU32,
     /// How the run is getting on, for watchers (`--events`, the control API).
@@ -145,6 +147,7 @@ impl Hub {
             held: Mutex::new(Vec::new()),
             answers: Mutex::new(std::collections::VecDeque::new()),
             answers_changed: Notify::new(),
+            answers_kept: std::sync::atomic::AtomicBool::new(true),
             next_link: std::sync::atomic::AtomicU32::new(0),
             me: me.clone(),
         })
@@ -323,6 +326,9 @@ impl Hub {
 
     /// Keeps an answer this double sent (a response: an id, a result or an error, no method).
     fn answered(&self, link: u32, message: &Value) {
+        if !self.answers_kept.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let (Some(id), None) = (message.get("id"), message.get("method")) else {
             return;
         };
@@ -349,6 +355,17 @@ impl Hub {
             answers.push_back((link, id.clone(), answer));
         }
         self.answers_changed.notify_waiters();
+    }
+
+    /// Keeps neither the peer's messages (the inbox) nor this double's answers: for a run with
+    /// no step to read them (a fleet's device), so an idle link holds none of its messages.
+    pub fn keep_nothing(&self) {
+        self.inbox.keep_nothing();
+        self.answers_kept
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut answers) = self.answers.lock() {
+            answers.clear();
+        }
     }
 
     /// Waits until this double has answered request `id` of `link`, at most until the deadline;

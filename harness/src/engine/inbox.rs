@@ -47,6 +47,9 @@ struct Kept {
 #[derive(Debug, Default)]
 pub struct Inbox {
     entries: std::sync::Mutex<Kept>,
+    /// Set when nothing reads the inbox (a fleet's device, with no expect step): messages are
+    /// then counted but not kept.
+    keeps_nothing: std::sync::atomic::AtomicBool,
     next_seq: std::sync::atomic::AtomicU64,
     arrived: Notify,
 }
@@ -54,6 +57,14 @@ pub struct Inbox {
 impl Inbox {
     /// Adds a message and wakes whoever waits.
     pub fn push(&self, link: u32, message: Value) {
+        if self
+            .keeps_nothing
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            self.next_seq
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
         if let Ok(mut entries) = self.entries.lock() {
             // Numbered under the lock, so the entries stay in arrival order.
             let seq = self
@@ -85,6 +96,15 @@ impl Inbox {
             });
         }
         self.arrived.notify_waiters();
+    }
+
+    /// From now on, keeps no message (those kept are let go): for a run no expect step reads.
+    pub fn keep_nothing(&self) {
+        self.keeps_nothing
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut entries) = self.entries.lock() {
+            *entries = Kept::default();
+        }
     }
 
     /// Consumes the oldest unconsumed message matching `pattern` that arrived after `after`.

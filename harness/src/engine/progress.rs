@@ -3,7 +3,7 @@
 //! `wait_for_signal` steps. `--events` prints these as JSON lines; the control API reads them.
 
 use std::collections::BTreeSet;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -108,7 +108,10 @@ pub struct CurrentStep {
 /// A run's progress, shared by its runner, its monitors and its watchers.
 #[derive(Debug)]
 pub struct Progress {
-    events: broadcast::Sender<RunEvent>,
+    /// Made when the first watcher subscribes: its buffer of [`EVENTS_BUFFERED`] slots (about
+    /// 130 kB) is most of an idle device's memory otherwise, and a fleet's devices have no
+    /// watcher.
+    events: OnceLock<broadcast::Sender<RunEvent>>,
     current: Mutex<Option<CurrentStep>>,
     ended: Mutex<usize>,
     signals: Mutex<BTreeSet<String>>,
@@ -118,7 +121,7 @@ pub struct Progress {
 impl Default for Progress {
     fn default() -> Self {
         Self {
-            events: broadcast::Sender::new(EVENTS_BUFFERED),
+            events: OnceLock::new(),
             current: Mutex::new(None),
             ended: Mutex::new(0),
             signals: Mutex::new(BTreeSet::new()),
@@ -130,13 +133,17 @@ impl Default for Progress {
 impl Progress {
     /// Every event from now on (a watcher that falls far behind misses the oldest).
     pub fn subscribe(&self) -> broadcast::Receiver<RunEvent> {
-        self.events.subscribe()
+        self.events
+            .get_or_init(|| broadcast::Sender::new(EVENTS_BUFFERED))
+            .subscribe()
     }
 
     /// Tells the watchers.
     pub fn tell(&self, event: RunEvent) {
-        // No watcher is no error.
-        let _ = self.events.send(event);
+        // No watcher is no error; before the first there is no channel to tell.
+        if let Some(events) = self.events.get() {
+            let _ = events.send(event);
+        }
     }
 
     /// A step began.

@@ -21,6 +21,12 @@ use tokio::sync::mpsc;
 /// WebSocket close code 1000: a normal closure.
 pub const CLOSE_NORMAL: u16 = 1000;
 
+/// How much a WebSocket link reads from its socket at a time. tungstenite's default (128 KiB)
+/// is held by every link for its whole life, which made an idle link cost ~145 kB; link
+/// messages are mostly a few hundred bytes, and a larger frame still arrives whole (the
+/// buffer grows for it and the frame limit bounds it), in more reads.
+pub const LINK_READ_BUFFER: usize = 4 * 1024;
+
 /// A close code and its reason, as sent or as received.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CloseInfo {

@@ -115,7 +115,8 @@ pub async fn connect(
 
     let config = WebSocketConfig::default()
         .max_message_size(Some(limits.max_message_bytes))
-        .max_frame_size(Some(limits.max_message_bytes));
+        .max_frame_size(Some(limits.max_message_bytes))
+        .read_buffer_size(super::LINK_READ_BUFFER);
     let attempt = connect_async_with_config(http_request, Some(config), true);
     let (socket, _response) = tokio::time::timeout(request.timeout, attempt)
         .await

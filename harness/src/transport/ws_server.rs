@@ -56,6 +56,7 @@ pub fn accept(
     upgrade
         .max_message_size(limits.max_message_bytes)
         .max_frame_size(limits.max_message_bytes)
+        .read_buffer_size(super::LINK_READ_BUFFER)
         .on_failed_upgrade(move |error| {
             tracing::warn!(peer = %failed_peer, %error, "WebSocket upgrade failed");
         })
