@@ -418,11 +418,13 @@ fn exit_code(finished: &Result<crate::run::Finished, StartError>) -> i32 {
 /// use fake_instance::FakeInstance;
 ///
 /// let root = tempfile::tempdir()?;
-/// let instance = FakeInstance::builder().scenario("negotiate")?.start().await?;
+/// // A simulated web server (no scenario), and a device linked to it.
+/// let instance = FakeInstance::builder().start().await?;
 /// let device = FakeDevice::builder(instance.url()).root(root.path()).start().await?;
 /// device.wait_linked(Duration::from_secs(5)).await?;
-/// instance.verdict().await.assert_passed();
-/// device.verdict().await.assert_passed();
+/// let chat = instance.open_chat().await?;
+/// let sent = instance.send(&chat, "hello").await?;
+/// assert!(sent["turnId"].is_string());
 /// # Ok(())
 /// # }
 /// ```
@@ -459,7 +461,9 @@ impl FakeDevice {
         self.actor.current()
     }
 
-    /// Waits until the device is linked and the instance has initialized it as LLeMbas.
+    /// Waits until the device is linked and the instance has initialized it as LLeMbas. An
+    /// instance's scenario that ends by itself may have closed the link before this looks: wait
+    /// for its verdict instead.
     pub async fn wait_linked(&self, within: Duration) -> Result<(), ActError> {
         let deadline = Instant::now() + within;
         loop {
