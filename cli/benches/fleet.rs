@@ -10,9 +10,10 @@
 //! FLEET_DEVICES=2000 cargo bench -p harness-cli --bench fleet
 //! ```
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// mimalloc, as the commands have (why is in the workspace's Cargo.toml).
@@ -29,6 +30,12 @@ static ALLOCATOR: dhat::Alloc = dhat::Alloc;
 const DEVICES: usize = 10_000;
 /// How long the whole fleet may take to link before the bench gives up.
 const LINK_WITHIN: Duration = Duration::from_secs(300);
+/// How many chats are opened and prompted at once.
+const PROMPTS_AT_ONCE: usize = 64;
+/// How long one prompt may take to be answered.
+const PROMPT_WITHIN: Duration = Duration::from_secs(30);
+/// How long every device may take to answer its prompt.
+const ANSWER_WITHIN: Duration = Duration::from_secs(600);
 /// How long the memory is left to settle once every device is linked.
 const SETTLE: Duration = Duration::from_secs(2);
 
@@ -54,15 +61,50 @@ fn role(args: &[String]) {
 }
 
 /// Plays the instance with the fleet's tokens; prints its address, then serves until killed.
+/// Told `prompt` on stdin (once every device is linked), it opens a chat on each device, 64 at
+/// a time, writes in it and waits for its answer, then prints how long that took.
 async fn instance(tokens: &Path) {
-    let options = fake_instance::Options {
-        tokens: read_tokens(tokens),
-        ..Default::default()
-    };
-    let ready = |addr: std::net::SocketAddr| println!("listening {addr}");
-    fake_instance::run(options, None, ready, std::future::pending::<()>())
+    let tokens = read_tokens(tokens);
+    let devices = tokens.len();
+    let instance = fake_instance::FakeInstance::builder()
+        .options(move |o| o.tokens = tokens)
+        .start()
         .await
         .expect("the instance runs");
+    println!("listening {}", instance.addr());
+    let instance = Arc::new(instance);
+    let mut told = String::new();
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    while tokio::io::AsyncBufReadExt::read_line(&mut stdin, &mut told)
+        .await
+        .is_ok_and(|n| n > 0)
+    {
+        if told.trim() != "prompt" {
+            told.clear();
+            continue;
+        }
+        let begun = Instant::now();
+        let room = Arc::new(tokio::sync::Semaphore::new(PROMPTS_AT_ONCE));
+        let mut prompts = tokio::task::JoinSet::new();
+        for device in 1..=devices {
+            let (instance, room) = (instance.clone(), room.clone());
+            prompts.spawn(async move {
+                let _turn = room.acquire_owned().await.ok()?;
+                let chat = instance
+                    .open_chat_on(&format!("device-{device}"))
+                    .await
+                    .ok()?;
+                instance.send(&chat, "hello").await.ok()?;
+                instance.wait_answered(&chat, PROMPT_WITHIN).await.ok()
+            });
+        }
+        let mut answered = 0;
+        while let Some(done) = prompts.join_next().await {
+            answered += usize::from(matches!(done, Ok(Some(()))));
+        }
+        println!("answered {answered} {:.3}", begun.elapsed().as_secs_f64());
+        told.clear();
+    }
 }
 
 /// Plays the fleet; prints the count of linked devices whenever it changes.
@@ -84,6 +126,10 @@ async fn fleet(tokens: &Path, url: &str) {
         }
     };
     let report = std::sync::Mutex::new(report);
+    // Told `go` on stdin: its resident size before any device is read first.
+    let mut go = String::new();
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let _ = tokio::io::AsyncBufReadExt::read_line(&mut stdin, &mut go).await;
     fake_device::run_fleet(
         fake_device::Options::for_instance(url),
         tokens.devices(fake_device::Shard::WHOLE),
@@ -130,11 +176,13 @@ impl Running {
     }
 }
 
-fn start(args: &[&str]) -> (Running, BufReader<std::process::ChildStdout>) {
+/// Starts a role; its stdin is piped, for what it is told (`prompt`, `go`).
+fn start(args: &[&str], stdin: Stdio) -> (Running, BufReader<std::process::ChildStdout>) {
     let me = std::env::current_exe().expect("this binary");
     let mut child = Command::new(me)
         .arg("--role")
         .args(args)
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -154,7 +202,7 @@ fn bench() {
     std::fs::write(&tokens, list.join("\n")).expect("the token file");
     let tokens = tokens.to_str().expect("utf-8").to_string();
 
-    let (instance, mut said) = start(&["instance", &tokens]);
+    let (mut instance, mut said) = start(&["instance", &tokens], Stdio::piped());
     let mut line = String::new();
     said.read_line(&mut line).expect("the instance's address");
     let addr = line
@@ -165,8 +213,17 @@ fn bench() {
     std::thread::sleep(Duration::from_millis(300));
     let instance_idle = instance.rss_kib();
 
+    let (mut fleet, counts) = start(
+        &["fleet", &tokens, &format!("http://{addr}")],
+        Stdio::piped(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let fleet_idle = fleet.rss_kib();
     let begun = Instant::now();
-    let (fleet, counts) = start(&["fleet", &tokens, &format!("http://{addr}")]);
+    if let Some(stdin) = fleet.0.stdin.as_mut() {
+        let _ = writeln!(stdin, "go");
+        let _ = stdin.flush();
+    }
     // Drained on a thread of its own, so the fleet never blocks on a full pipe.
     let (linked_tx, linked_rx) = std::sync::mpsc::channel::<(usize, f64)>();
     std::thread::spawn(move || {
@@ -209,11 +266,41 @@ fn bench() {
         per(instance_kib.saturating_sub(instance_idle))
     );
     println!(
-        "fleet: {:.1} MB resident, {:.1} kB a device",
+        "fleet: {:.1} MB resident ({:.1} MB idle), {:.1} kB a device over idle ({:.1} kB with the idle process)",
         fleet_kib as f64 / 1024.0,
+        fleet_idle as f64 / 1024.0,
+        per(fleet_kib.saturating_sub(fleet_idle)),
         per(fleet_kib)
     );
     println!("both: {:.0} MB", (instance_kib + fleet_kib) as f64 / 1024.0);
+    // Every device answers a prompt: a chat opened on it, written in, answered.
+    if let Some(stdin) = instance.0.stdin.as_mut() {
+        let _ = writeln!(stdin, "prompt");
+        let _ = stdin.flush();
+    }
+    let (answered_tx, answered_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut answered = String::new();
+        let _ = said.read_line(&mut answered);
+        let _ = answered_tx.send(answered);
+    });
+    match answered_rx.recv_timeout(ANSWER_WITHIN) {
+        Ok(line) => {
+            let mut words = line.split_whitespace().skip(1);
+            let count: usize = words.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+            let seconds: f64 = words.next().and_then(|s| s.parse().ok()).unwrap_or(0.0);
+            println!(
+                "prompts: {count} of {devices} devices answered one in {seconds:.2} s ({:.0} a second, {PROMPTS_AT_ONCE} at once)",
+                count as f64 / seconds.max(f64::EPSILON)
+            );
+            println!(
+                "after the prompts: fake-instance {:.1} MB, fleet {:.1} MB",
+                instance.rss_kib() as f64 / 1024.0,
+                fleet.rss_kib() as f64 / 1024.0
+            );
+        }
+        Err(_) => eprintln!("prompts: no answer within {ANSWER_WITHIN:?}"),
+    }
     drop(fleet);
     drop(instance);
 }

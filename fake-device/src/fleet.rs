@@ -154,7 +154,7 @@ pub const EXAMPLES_KEPT: usize = 20;
 
 /// Runs `devices`, each as `template` with its own token and a state directory
 /// `state_root/device-{number}` (and, when the template's journal path holds `{i}`, a journal
-/// of its own), until `shutdown` or until every device has stopped by itself. `report` hears
+/// of its own; with no root, the empty folder `state_root/root` is theirs), until `shutdown` or until every device has stopped by itself. `report` hears
 /// the count every `report_every`, and once more at the end.
 pub async fn run_fleet(
     template: Options,
@@ -166,6 +166,15 @@ pub async fn run_fleet(
 ) -> FleetFinished {
     let started = Instant::now();
     let total = devices.len();
+    // Without a root a device has nowhere to open a chat: they share one empty folder.
+    let mut template = template;
+    if template.roots.is_empty() {
+        let root = state_root.join("root");
+        match std::fs::create_dir_all(&root) {
+            Ok(()) => template.roots.push(root.display().to_string()),
+            Err(e) => tracing::warn!("cannot make the fleet's root {}: {e}", root.display()),
+        }
+    }
     let (stop, stopping) = watch::channel(false);
     let actors: Arc<Vec<OnceLock<Arc<DeviceActor>>>> =
         Arc::new((0..total).map(|_| OnceLock::new()).collect());

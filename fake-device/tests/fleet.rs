@@ -75,3 +75,67 @@ async fn a_shard_runs_its_slice_of_the_tokens() {
     assert_eq!(finished.devices, 2);
     assert_eq!(finished.unauthorized, 0, "{finished:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_opened_on_a_chosen_device_is_answered_by_that_device() {
+    let tokens: Vec<String> = (1..=3).map(|i| format!("tok-{i}")).collect();
+    let accepted = tokens.clone();
+    let instance = FakeInstance::builder()
+        .options(move |o| o.tokens = accepted)
+        .start()
+        .await
+        .expect("the instance starts");
+    let state = tempfile::tempdir().expect("a state root");
+    let (linked_tx, mut linked_rx) = tokio::sync::watch::channel(0);
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let fleet = tokio::spawn(run_fleet(
+        Options::for_instance(instance.url()),
+        FleetTokens::List(tokens).devices(Shard::WHOLE),
+        state.path().to_path_buf(),
+        move |count: FleetCount| {
+            let _ = linked_tx.send(count.linked);
+        },
+        Duration::from_millis(20),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    tokio::time::timeout(Duration::from_secs(30), linked_rx.wait_for(|n| *n == 3))
+        .await
+        .expect("three devices link within 30 s")
+        .expect("the fleet reports");
+    // The first device, not the newest: a selector that is not followed opens it elsewhere.
+    let opened = instance
+        .act(fake_instance::WebAction::OpenChat(
+            fake_instance::OpenChat {
+                device: Some("device-1".into()),
+                ..Default::default()
+            },
+        ))
+        .await
+        .expect("a chat opens on device-1");
+    assert_eq!(opened["device"], "device-1", "{opened}");
+    let chat = opened["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    instance.send(&chat, "hello").await.expect("sent");
+    instance
+        .wait_answered(&chat, Duration::from_secs(10))
+        .await
+        .expect("device-1 answers");
+    let elsewhere = instance
+        .act_within(
+            fake_instance::WebAction::OpenChat(fake_instance::OpenChat {
+                device: Some("device-9".into()),
+                ..Default::default()
+            }),
+            Duration::from_millis(300),
+        )
+        .await;
+    assert!(elsewhere.is_err(), "no device-9 is linked: {elsewhere:?}");
+    let _ = stop_tx.send(());
+    let finished = fleet.await.expect("the fleet ends");
+    assert_eq!(finished.findings, 0, "{:?}", finished.examples);
+    instance.dismiss();
+}

@@ -27,7 +27,7 @@ pub use crate::mention::MentionFile;
 // and the variants stay plain for the code that builds them.
 #[allow(clippy::large_enum_variant)]
 pub enum WebAction {
-    /// Open a chat on the device (`session/new`); result `{sessionId}`.
+    /// Open a chat on a device (`session/new`); result `{sessionId, device}`.
     OpenChat(OpenChat),
     /// Write in a chat: a prompt with a new turn id, or a steer while a turn runs; result
     /// `{turnId}` or `{steered: true}`.
@@ -157,6 +157,10 @@ pub struct ComposerAsk {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpenChat {
+    /// The device to open it on, by name: `device-3` is the one that linked with the third
+    /// device token (a fleet's third device). Default: the newest linked.
+    #[serde(default)]
+    pub device: Option<String>,
     /// Its folder (default: the device's first root, from its hello).
     #[serde(default)]
     pub cwd: Option<String>,
@@ -297,7 +301,10 @@ impl InstanceActor {
                 Ok(self.chats.delete(link, &chat).await?)
             }
             WebAction::OpenChat(open) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                let (peer, facts) = self
+                    .chats
+                    .ready_link_of(&self.hub, timeout, open.device.as_deref())
+                    .await?;
                 // `Context` fields the device did not list are left out, as the web UI does; a
                 // scenario that relies on them says so in its `needs`.
                 let mut context = context_of(&open);
@@ -317,7 +324,12 @@ impl InstanceActor {
                     .await?)
             }
             WebAction::Send(send) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+                // A chat lives on its device: written to, it goes to that device's link.
+                let device = self.chats.device_of_chat(&send.chat);
+                let (peer, facts) = self
+                    .chats
+                    .ready_link_of(&self.hub, timeout, device.as_deref())
+                    .await?;
                 let careless = self
                     .chats
                     .misbehaves(harness::rules::ids::INSTANCE_PROMPT_BLOCKS);

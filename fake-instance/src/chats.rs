@@ -523,27 +523,69 @@ impl Chats {
         self.lock().settled_sessions.contains(session_id)
     }
 
-    /// Waits up to `within` for a linked device whose initialize was answered.
+    /// The newest link that is open and initialized, waiting up to `within` for one.
     pub async fn ready_link(
         &self,
         hub: &Arc<Hub>,
         within: Duration,
     ) -> Result<(Arc<Peer>, LinkFacts), String> {
+        self.ready_link_of(hub, within, None).await
+    }
+
+    /// The newest open, initialized link of `device` (`device-3`: the device that linked with
+    /// the third token), or of any device when `None`, waiting up to `within` for one.
+    pub async fn ready_link_of(
+        &self,
+        hub: &Arc<Hub>,
+        within: Duration,
+        device: Option<&str>,
+    ) -> Result<(Arc<Peer>, LinkFacts), String> {
         let deadline = tokio::time::Instant::now() + within;
         loop {
-            if let Some(peer) = hub.current().filter(|p| !p.is_closed())
+            let newest = match device {
+                None => hub.current().filter(|p| !p.is_closed()),
+                Some(device) => {
+                    // The device's links, taken before the hub's lock: never one lock in
+                    // the other.
+                    let links: HashSet<u32> = self
+                        .lock()
+                        .devices
+                        .iter()
+                        .filter(|(_, d)| d.as_str() == device)
+                        .map(|(link, _)| *link)
+                        .collect();
+                    hub.newest_open(|link| links.contains(&link))
+                }
+            };
+            if let Some(peer) = newest
                 && let Some(facts) = self.link(peer.link()).filter(|f| f.ready)
             {
                 return Ok((peer, facts));
             }
             if tokio::time::Instant::now() >= deadline {
+                let which =
+                    device.map_or_else(|| "device".to_string(), |d| format!("device `{d}`"));
                 return Err(format!(
-                    "no device was linked and initialized within {}",
+                    "no {which} was linked and initialized within {}",
                     humantime::format_duration(within)
                 ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// The device a chat lives on, when it is a known chat.
+    pub fn device_of_chat(&self, chat: &str) -> Option<String> {
+        self.lock()
+            .chats
+            .get(chat)
+            .map(|c| c.device.clone())
+            .filter(|d| !d.is_empty())
+    }
+
+    /// Whether a chat has no turn waiting for its answer (`None`: no such chat).
+    pub fn answered(&self, chat: &str) -> Option<bool> {
+        self.lock().chats.get(chat).map(|c| c.in_flight.is_empty())
     }
 
     fn fresh_message_id(&self) -> String {
@@ -618,7 +660,7 @@ impl Chats {
             }
         }
         self.save_chats();
-        Ok(json!({ "sessionId": id }))
+        Ok(json!({ "sessionId": id, "device": facts.device }))
     }
 
     /// Learns of a `session/new` the device answered or a `session/prompt` as it is sent,

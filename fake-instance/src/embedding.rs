@@ -403,6 +403,36 @@ impl FakeInstance {
             .map_err(ActError::Failed)
     }
 
+    /// Opens a chat on the device named `device` (`device-3`: the one that linked with the third
+    /// token, a fleet's third device), in its first root; gives its session id.
+    pub async fn open_chat_on(&self, device: &str) -> Result<String, ActError> {
+        let opened = self
+            .act(WebAction::OpenChat(OpenChat {
+                device: Some(device.to_string()),
+                ..OpenChat::default()
+            }))
+            .await?;
+        string_field(&opened, "sessionId")
+    }
+
+    /// Waits until every turn sent in `chat` has its answer from the device.
+    pub async fn wait_answered(&self, chat: &str, within: Duration) -> Result<(), ActError> {
+        let actor = self.actor()?;
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match actor.chats.answered(chat) {
+                Some(true) => return Ok(()),
+                None => return Err(ActError::Failed(format!("no chat `{chat}`"))),
+                Some(false) if tokio::time::Instant::now() >= deadline => {
+                    return Err(ActError::Failed(format!(
+                        "chat `{chat}`: a turn was not answered within {within:?}"
+                    )));
+                }
+                Some(false) => tokio::time::sleep(Duration::from_millis(10)).await,
+            }
+        }
+    }
+
     /// Opens a chat in the device's first root; gives its session id.
     pub async fn open_chat(&self) -> Result<String, ActError> {
         let opened = self.act(WebAction::OpenChat(OpenChat::default())).await?;

@@ -283,6 +283,16 @@ impl Hub {
             .map(|l| l.peer.clone())
     }
 
+    /// The newest open link whose number `pick` takes.
+    pub fn newest_open(&self, pick: impl Fn(u32) -> bool) -> Option<Arc<Peer>> {
+        let links = self.links.lock().ok()?;
+        links
+            .iter()
+            .rev()
+            .find(|l| l.closed.is_none() && !l.peer.is_closed() && pick(l.peer.link()))
+            .map(|l| l.peer.clone())
+    }
+
     /// Waits until `ready` holds for the links, or the deadline passes; gives its value.
     pub async fn wait_links<T>(
         &self,
