@@ -67,6 +67,8 @@ pub struct Journal {
     held: Mutex<Vec<(u32, u8, String)>>,
     /// Whether recent entries are kept in memory ([`Journal::keeping_nothing`] says not).
     keeps: bool,
+    /// The last entry's number (counted even when entries are not kept).
+    seq: std::sync::atomic::AtomicU64,
 }
 
 impl Journal {
@@ -81,6 +83,7 @@ impl Journal {
             timeless: false,
             held: Mutex::new(Vec::new()),
             keeps: true,
+            seq: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -132,7 +135,7 @@ impl Journal {
         };
         // Numbered under the lock, so entries are numbered in the order they are kept.
         let entry = Entry {
-            seq: recent.back().map_or(1, |last| last.seq + 1),
+            seq: self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
             t_ms: (self.elapsed_ms() * 1000.0).round() / 1000.0,
             link,
             dir,
@@ -313,6 +316,31 @@ mod tests {
             journal.recent(10).len(),
             1,
             "the big one goes once a newer one comes"
+        );
+    }
+
+    #[test]
+    fn a_journal_keeping_nothing_keeps_no_entry_but_still_writes_its_file() {
+        let forgetful = Journal::in_memory().keeping_nothing();
+        assert!(forgetful.keeps_nothing());
+        forgetful.record_text(1, Direction::In, r#"{"jsonrpc":"2.0","method":"a"}"#);
+        forgetful.record(1, Direction::Out, json!({"b": 1}));
+        assert!(forgetful.recent(10).is_empty());
+        assert_eq!(forgetful.last_seq(), 0);
+
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("journal.jsonl");
+        let written = Journal::to_file(&path).expect("a file").keeping_nothing();
+        assert!(!written.keeps_nothing(), "a file is still written");
+        written.record(1, Direction::In, json!({"c": 1}));
+        written.record(1, Direction::Out, json!({"d": 1}));
+        written.finish();
+        assert!(written.recent(10).is_empty());
+        let text = std::fs::read_to_string(&path).expect("written");
+        assert!(text.contains(r#""c":1"#), "{text}");
+        assert!(
+            text.contains(r#""seq":2"#),
+            "numbered though not kept: {text}"
         );
     }
 }

@@ -202,6 +202,18 @@ mod tests {
     }
 
     #[test]
+    fn an_inbox_keeping_nothing_counts_messages_but_keeps_none() {
+        let inbox = Inbox::default();
+        inbox.push(1, json!({"method": "a"}));
+        inbox.keep_nothing();
+        assert!(inbox.all().is_empty(), "what was kept is let go");
+        inbox.push(1, json!({"method": "a"}));
+        assert!(inbox.all().is_empty());
+        assert!(inbox.take(&pattern(json!({"method": "a"})), 0).is_none());
+        assert_eq!(inbox.last_seq(), 2, "still counted");
+    }
+
+    #[test]
     fn take_consumes_the_oldest_match_once() {
         let inbox = Inbox::default();
         assert_eq!(inbox.last_seq(), 0);

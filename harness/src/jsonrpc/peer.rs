@@ -23,6 +23,8 @@ pub mod rules {
     pub const ENVELOPE: &str = "jsonrpc.envelope";
     /// A response answers a request that was sent and not yet answered.
     pub const UNKNOWN_RESPONSE: &str = "jsonrpc.response.id";
+    /// A request's id is not that of another request of its sender still waiting for an answer.
+    pub const REQUEST_ID: &str = "jsonrpc.request.id";
     /// Messages are text frames.
     pub const BINARY: &str = "jsonrpc.text";
 }
@@ -521,8 +523,35 @@ impl Peer {
         };
         let event = match message {
             Message::Request { id, method, params } => {
-                if let Ok(mut unanswered) = self.unanswered.lock() {
-                    unanswered.insert(id_key(&id), method.clone());
+                let reused = self.unanswered.lock().is_ok_and(|mut unanswered| {
+                    let key = id_key(&id);
+                    let reused = unanswered.contains_key(&key);
+                    if !reused {
+                        unanswered.insert(key, method.clone());
+                    }
+                    reused
+                });
+                if reused {
+                    // Its answer could not be told from the first one's: it is refused, and
+                    // the first is still answered.
+                    self.find(
+                        Finding::new(
+                            rules::REQUEST_ID,
+                            format!("request `{method}` has id {id}, which a request not yet answered has"),
+                        )
+                        .with_detail(truncate(text, 2000)),
+                    );
+                    self.send_value(
+                        Message::Response {
+                            id,
+                            outcome: Err(RpcError::new(
+                                super::message::INVALID_REQUEST,
+                                "the id is that of a request not yet answered",
+                            )),
+                        }
+                        .to_value(),
+                    );
+                    return;
                 }
                 self.watch_incoming(Part::Params, &method, params.as_ref());
                 LinkEvent::Request(IncomingRequest {

@@ -1,0 +1,323 @@
+//! The hostile-peer suite, fake-device's side (issue 16): an instance that sends what no
+//! instance should. Each gets a finding naming the rule where the spec has one, no panic, no
+//! hang past a deadline, and the device goes on serving (or, when the link could not go on,
+//! dials again).
+
+use std::time::Duration;
+
+use fake_device::FakeDevice;
+use futures_util::{SinkExt, StreamExt};
+use harness::lembas::DISCOVERY_PATH;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::time::timeout;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+
+/// The longest any step here may take.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// The largest frame the device takes in these tests (small, so "too large" is cheap to send).
+const FRAME_LIMIT: usize = 1024 * 1024;
+
+type Socket = WebSocketStream<TcpStream>;
+
+/// A raw instance: serves discovery, and hands each link the device dials to the test.
+struct HostileInstance {
+    url: String,
+    links: mpsc::UnboundedReceiver<Socket>,
+}
+
+impl HostileInstance {
+    async fn start() -> HostileInstance {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let url = format!("http://{}", listener.local_addr().expect("an address"));
+        let (linked, links) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let linked = linked.clone();
+                tokio::spawn(serve_connection(stream, linked));
+            }
+        });
+        HostileInstance { url, links }
+    }
+
+    /// The next link the device dials, once it said hello, initialized.
+    async fn initialized_link(&mut self) -> Socket {
+        let mut socket = timeout(DEADLINE, self.links.recv())
+            .await
+            .expect("the device dials in time")
+            .expect("a link");
+        let hello = next_message(&mut socket).await;
+        assert_eq!(hello["method"], "_lembas/hello", "{hello}");
+        let protocol = hello["params"]["protocol"].as_u64().unwrap_or(1);
+        send(
+            &mut socket,
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": 1,
+                "clientCapabilities": {"_meta": {"lembas": {"protocol": protocol}}},
+            }}),
+        )
+        .await;
+        let answer = answer_to(&mut socket, &json!(0)).await;
+        assert!(answer.get("result").is_some(), "{answer}");
+        socket
+    }
+}
+
+/// Serves discovery over plain HTTP, or takes the WebSocket handshake of a link.
+async fn serve_connection(stream: TcpStream, linked: mpsc::UnboundedSender<Socket>) {
+    let mut peeked = [0u8; 512];
+    let Ok(n) = stream.peek(&mut peeked).await else {
+        return;
+    };
+    let head = String::from_utf8_lossy(&peeked[..n]);
+    if head.starts_with(&format!("GET {DISCOVERY_PATH} ")) {
+        answer_discovery(stream).await;
+        return;
+    }
+    if let Ok(socket) = tokio_tungstenite::accept_async(stream).await {
+        let _ = linked.send(socket);
+    }
+}
+
+async fn answer_discovery(mut stream: TcpStream) {
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match stream.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => head.extend_from_slice(&buf[..n]),
+        }
+    }
+    let body = json!({"protocol": 1, "protocols": [1, 2]}).to_string();
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = stream.write_all(response.as_bytes()).await;
+}
+
+async fn send(socket: &mut Socket, message: Value) {
+    socket
+        .send(Message::Text(message.to_string().into()))
+        .await
+        .expect("sent");
+}
+
+async fn send_text(socket: &mut Socket, text: &str) {
+    socket
+        .send(Message::Text(text.to_string().into()))
+        .await
+        .expect("sent");
+}
+
+/// The next JSON message from the device.
+async fn next_message(socket: &mut Socket) -> Value {
+    timeout(DEADLINE, async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Text(text))) => {
+                    if let Ok(value) = serde_json::from_str(&text) {
+                        return value;
+                    }
+                }
+                Some(Ok(_)) => continue,
+                other => panic!("the link ended: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("a message in time")
+}
+
+/// The device's answer to request `id`, skipping what else it sends.
+async fn answer_to(socket: &mut Socket, id: &Value) -> Value {
+    loop {
+        let message = next_message(socket).await;
+        if message.get("id") == Some(id) && message.get("method").is_none() {
+            return message;
+        }
+    }
+}
+
+/// Whether the device still serves the link: a request for a method it does not have is
+/// answered with -32601.
+async fn still_serves(socket: &mut Socket, id: u64) -> bool {
+    send(
+        socket,
+        json!({"jsonrpc": "2.0", "id": id, "method": "_lembas/no_such_method"}),
+    )
+    .await;
+    let answer = answer_to(socket, &json!(id)).await;
+    answer["error"]["code"] == -32601
+}
+
+/// The close code the device ends the link with (none: the stream just ended).
+async fn close_code(socket: &mut Socket) -> Option<u16> {
+    timeout(DEADLINE, async {
+        while let Some(message) = socket.next().await {
+            match message {
+                Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+        None
+    })
+    .await
+    .expect("the device ends the link in time")
+}
+
+async fn device(instance: &HostileInstance, root: &tempfile::TempDir) -> FakeDevice {
+    FakeDevice::builder(instance.url.clone())
+        .root(root.path())
+        .options(|o| o.limits.max_message_bytes = FRAME_LIMIT)
+        .start()
+        .await
+        .expect("the device starts")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_are_findings_and_the_device_serves_on() {
+    let mut instance = HostileInstance::start().await;
+    let root = tempfile::tempdir().expect("a root");
+    let device = device(&instance, &root).await;
+    let mut socket = instance.initialized_link().await;
+    let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    for text in [
+        "this is not JSON",
+        "{\"jsonrpc\": \"2.0\", \"method\": ",
+        &nested,
+        // Wrong types in every field a message has.
+        r#"{"jsonrpc": 2, "id": 5, "method": "session/new", "params": {}}"#,
+        r#"{"jsonrpc": "2.0", "id": {"an": "object"}, "method": "session/new"}"#,
+        r#"{"jsonrpc": "2.0", "id": 6, "method": 42}"#,
+        r#"{"jsonrpc": "2.0", "id": 7, "method": "session/new", "params": "a string"}"#,
+        r#"{"jsonrpc": "2.0", "id": 8, "method": "session/prompt", "params": {"sessionId": 1, "prompt": "x"}}"#,
+        // A response to a request never sent.
+        r#"{"jsonrpc": "2.0", "id": "never-asked", "result": {}}"#,
+        "[]",
+        "null",
+    ] {
+        send_text(&mut socket, text).await;
+    }
+    socket
+        .send(Message::Binary(vec![0xff, 0x00, 0x7b].into()))
+        .await
+        .expect("sent");
+    // Two requests with one id: the second is refused (-32600), the first still answered.
+    for _ in 0..2 {
+        send(
+            &mut socket,
+            json!({"jsonrpc": "2.0", "id": 77, "method": "_lembas/unknown"}),
+        )
+        .await;
+    }
+    let mut codes = Vec::new();
+    for _ in 0..2 {
+        let answer = answer_to(&mut socket, &json!(77)).await;
+        codes.push(answer["error"]["code"].as_i64().unwrap_or_default());
+    }
+    codes.sort_unstable();
+    assert_eq!(codes, [-32601, -32600], "each is answered");
+    assert!(still_serves(&mut socket, 1000).await);
+    drop(socket);
+    let report = device.verdict().await;
+    let broken = report.broken_rules();
+    for rule in [
+        "jsonrpc.json",
+        "jsonrpc.envelope",
+        "jsonrpc.response.id",
+        "jsonrpc.text",
+    ] {
+        assert!(broken.iter().any(|r| r == rule), "{rule} in {broken:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_over_the_limit_ends_the_link_with_1009_and_the_device_dials_again() {
+    let mut instance = HostileInstance::start().await;
+    let root = tempfile::tempdir().expect("a root");
+    let device = device(&instance, &root).await;
+    let mut socket = instance.initialized_link().await;
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","method":"x/huge","params":{{"data":"{}"}}}}"#,
+        "x".repeat(4 * FRAME_LIMIT)
+    );
+    // The device may close while the frame is still going out.
+    let _ = socket.send(Message::Text(huge.into())).await;
+    assert_eq!(close_code(&mut socket).await, Some(1009));
+    let mut again = instance.initialized_link().await;
+    assert!(still_serves(&mut again, 1).await);
+    device.dismiss();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_200_000_messages_is_taken_and_the_device_serves_on() {
+    let mut instance = HostileInstance::start().await;
+    let root = tempfile::tempdir().expect("a root");
+    let device = device(&instance, &root).await;
+    let mut socket = instance.initialized_link().await;
+    let (mut sink, mut stream) = socket.split();
+    // Its answers are read meanwhile: a device held back by an unread link is the backpressure
+    // test's, not this one's.
+    let reader = tokio::spawn(async move {
+        while let Some(Ok(message)) = stream.next().await {
+            if let Message::Text(text) = &message
+                && text.contains("\"id\":\"last\"")
+            {
+                return Some(stream);
+            }
+        }
+        None
+    });
+    let burst = json!({"jsonrpc": "2.0", "method": "x/burst", "params": {"n": 1}}).to_string();
+    for _ in 0..200_000 {
+        sink.feed(Message::Text(burst.clone().into()))
+            .await
+            .expect("fed");
+    }
+    sink.send(Message::Text(
+        json!({"jsonrpc": "2.0", "id": "last", "method": "_lembas/unknown"})
+            .to_string()
+            .into(),
+    ))
+    .await
+    .expect("sent");
+    let stream = timeout(Duration::from_secs(60), reader)
+        .await
+        .expect("answered after the burst")
+        .expect("the reader ends")
+        .expect("the last request answered");
+    socket = sink.reunite(stream).expect("one socket");
+    assert!(still_serves(&mut socket, 2).await);
+    drop(socket);
+    let report = device.verdict().await;
+    assert!(
+        report.findings().len() <= harness::finding::FINDINGS_KEPT,
+        "findings are bounded: {}",
+        report.findings().len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_that_vanishes_mid_frame_is_dialled_again() {
+    let mut instance = HostileInstance::start().await;
+    let root = tempfile::tempdir().expect("a root");
+    let device = device(&instance, &root).await;
+    let mut socket = instance.initialized_link().await;
+    // A text frame's header saying 1000 bytes, then 3 of them, then nothing: the TCP stream
+    // just ends.
+    let stream = socket.get_mut();
+    stream
+        .write_all(&[0x81, 0x7e, 0x03, 0xe8, b'{', b'"', b'j'])
+        .await
+        .expect("written");
+    drop(socket);
+    let mut again = instance.initialized_link().await;
+    assert!(still_serves(&mut again, 1).await);
+    device.dismiss();
+}
