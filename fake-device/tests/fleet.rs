@@ -7,6 +7,15 @@ use std::time::Duration;
 use fake_device::{FleetCount, FleetFinished, FleetTokens, Options, Shard, run_fleet};
 use fake_instance::FakeInstance;
 
+/// A simulated instance that lets only these tokens link.
+async fn instance_accepting(tokens: Vec<String>) -> FakeInstance {
+    FakeInstance::builder()
+        .options(move |o| o.tokens = tokens)
+        .start()
+        .await
+        .expect("the instance starts")
+}
+
 /// Runs `shard` of a fleet of `count` devices with tokens `tok-{i}` against an instance that
 /// accepts only `accepted`, until `linked` devices are linked (or 30 s pass); gives the most
 /// devices seen linked at once and how the fleet ended.
@@ -16,12 +25,7 @@ async fn fleet_against(
     shard: Shard,
     linked: usize,
 ) -> (usize, FleetFinished) {
-    let accepted: Vec<String> = accepted.iter().map(|t| t.to_string()).collect();
-    let instance = FakeInstance::builder()
-        .options(move |o| o.tokens = accepted)
-        .start()
-        .await
-        .expect("the instance starts");
+    let instance = instance_accepting(accepted.iter().map(|t| t.to_string()).collect()).await;
     let state = tempfile::tempdir().expect("a state root");
     let tokens = FleetTokens::Pattern {
         pattern: "tok-{i}".into(),
@@ -79,12 +83,7 @@ async fn a_shard_runs_its_slice_of_the_tokens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chat_opened_on_a_chosen_device_is_answered_by_that_device() {
     let tokens: Vec<String> = (1..=3).map(|i| format!("tok-{i}")).collect();
-    let accepted = tokens.clone();
-    let instance = FakeInstance::builder()
-        .options(move |o| o.tokens = accepted)
-        .start()
-        .await
-        .expect("the instance starts");
+    let instance = instance_accepting(tokens.clone()).await;
     let state = tempfile::tempdir().expect("a state root");
     let (linked_tx, mut linked_rx) = tokio::sync::watch::channel(0);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
