@@ -175,6 +175,10 @@ pub async fn run_fleet(
             Err(e) => tracing::warn!("cannot make the fleet's root {}: {e}", root.display()),
         }
     }
+    // A shard may hold no device: there is nothing to wait for.
+    if total == 0 {
+        return FleetFinished::default();
+    }
     let (stop, stopping) = watch::channel(false);
     let actors: Arc<Vec<OnceLock<Arc<DeviceActor>>>> =
         Arc::new((0..total).map(|_| OnceLock::new()).collect());

@@ -138,3 +138,28 @@ async fn a_chat_opened_on_a_chosen_device_is_answered_by_that_device() {
     assert_eq!(finished.findings, 0, "{:?}", finished.examples);
     instance.dismiss();
 }
+
+#[tokio::test]
+async fn a_shard_with_no_device_ends_at_once() {
+    let tokens = FleetTokens::Pattern {
+        pattern: "tok-{i}".into(),
+        count: 1,
+    };
+    let none = tokens.devices(Shard { index: 1, of: 2 });
+    assert!(none.is_empty());
+    let state = tempfile::tempdir().expect("a state root");
+    let finished = tokio::time::timeout(
+        Duration::from_secs(10),
+        run_fleet(
+            Options::for_instance("http://127.0.0.1:9"),
+            none,
+            state.path().to_path_buf(),
+            |_| {},
+            Duration::from_millis(20),
+            std::future::pending::<()>(),
+        ),
+    )
+    .await
+    .expect("an empty fleet ends by itself");
+    assert_eq!(finished.devices, 0);
+}
