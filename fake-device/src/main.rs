@@ -519,6 +519,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         patience: std::time::Duration::from_secs(5),
         limits: harness::transport::FrameLimits {
             max_message_bytes: cli.common.max_message_bytes,
+            ..harness::transport::FrameLimits::default()
         },
         state_dir: cli.common.state_dir.clone(),
         agent: cli.agent.into(),

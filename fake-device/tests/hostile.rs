@@ -171,21 +171,47 @@ async fn close_code(socket: &mut Socket) -> Option<u16> {
     .expect("the device ends the link in time")
 }
 
-async fn device(instance: &HostileInstance, root: &tempfile::TempDir) -> FakeDevice {
-    FakeDevice::builder(instance.url.clone())
+/// A device linked to a hostile instance, and the link it dialled (initialized).
+struct Linked {
+    instance: HostileInstance,
+    device: FakeDevice,
+    socket: Socket,
+    /// Held for the device's life.
+    _root: tempfile::TempDir,
+}
+
+/// Starts a raw instance and a device (with a [`FRAME_LIMIT`] frame limit, and `change` made
+/// to its options), and takes the device's first link.
+async fn linked_with(change: impl FnOnce(&mut fake_device::Options)) -> Linked {
+    let mut instance = HostileInstance::start().await;
+    let root = tempfile::tempdir().expect("a root");
+    let device = FakeDevice::builder(instance.url.clone())
         .root(root.path())
-        .options(|o| o.limits.max_message_bytes = FRAME_LIMIT)
+        .options(|o| {
+            o.limits.max_message_bytes = FRAME_LIMIT;
+            change(o);
+        })
         .start()
         .await
-        .expect("the device starts")
+        .expect("the device starts");
+    let socket = instance.initialized_link().await;
+    Linked {
+        instance,
+        device,
+        socket,
+        _root: root,
+    }
+}
+
+async fn linked() -> Linked {
+    linked_with(|_| {}).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_messages_are_findings_and_the_device_serves_on() {
-    let mut instance = HostileInstance::start().await;
-    let root = tempfile::tempdir().expect("a root");
-    let device = device(&instance, &root).await;
-    let mut socket = instance.initialized_link().await;
+    let Linked {
+        device, mut socket, ..
+    } = linked().await;
     let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     for text in [
         "this is not JSON",
@@ -208,14 +234,16 @@ async fn malformed_messages_are_findings_and_the_device_serves_on() {
         .send(Message::Binary(vec![0xff, 0x00, 0x7b].into()))
         .await
         .expect("sent");
-    // Two requests with one id: the second is refused (-32600), the first still answered.
+    // Two requests with one id, in one write so the second is read before the first is
+    // answered: the second is refused (-32600), the first still answered.
+    let twice = json!({"jsonrpc": "2.0", "id": 77, "method": "_lembas/unknown"}).to_string();
     for _ in 0..2 {
-        send(
-            &mut socket,
-            json!({"jsonrpc": "2.0", "id": 77, "method": "_lembas/unknown"}),
-        )
-        .await;
+        socket
+            .feed(Message::Text(twice.clone().into()))
+            .await
+            .expect("fed");
     }
+    socket.flush().await.expect("sent");
     let mut codes = Vec::new();
     for _ in 0..2 {
         let answer = answer_to(&mut socket, &json!(77)).await;
@@ -239,10 +267,12 @@ async fn malformed_messages_are_findings_and_the_device_serves_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_over_the_limit_ends_the_link_with_1009_and_the_device_dials_again() {
-    let mut instance = HostileInstance::start().await;
-    let root = tempfile::tempdir().expect("a root");
-    let device = device(&instance, &root).await;
-    let mut socket = instance.initialized_link().await;
+    let Linked {
+        mut instance,
+        device,
+        mut socket,
+        ..
+    } = linked().await;
     let huge = format!(
         r#"{{"jsonrpc":"2.0","method":"x/huge","params":{{"data":"{}"}}}}"#,
         "x".repeat(4 * FRAME_LIMIT)
@@ -257,10 +287,9 @@ async fn a_frame_over_the_limit_ends_the_link_with_1009_and_the_device_dials_aga
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_200_000_messages_is_taken_and_the_device_serves_on() {
-    let mut instance = HostileInstance::start().await;
-    let root = tempfile::tempdir().expect("a root");
-    let device = device(&instance, &root).await;
-    let mut socket = instance.initialized_link().await;
+    let Linked {
+        device, mut socket, ..
+    } = linked().await;
     let (mut sink, mut stream) = socket.split();
     // Its answers are read meanwhile: a device held back by an unread link is the backpressure
     // test's, not this one's.
@@ -305,10 +334,12 @@ async fn a_burst_of_200_000_messages_is_taken_and_the_device_serves_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_instance_that_vanishes_mid_frame_is_dialled_again() {
-    let mut instance = HostileInstance::start().await;
-    let root = tempfile::tempdir().expect("a root");
-    let device = device(&instance, &root).await;
-    let mut socket = instance.initialized_link().await;
+    let Linked {
+        mut instance,
+        device,
+        mut socket,
+        ..
+    } = linked().await;
     // A text frame's header saying 1000 bytes, then 3 of them, then nothing: the TCP stream
     // just ends.
     let stream = socket.get_mut();
@@ -317,6 +348,21 @@ async fn an_instance_that_vanishes_mid_frame_is_dialled_again() {
         .await
         .expect("written");
     drop(socket);
+    let mut again = instance.initialized_link().await;
+    assert!(still_serves(&mut again, 1).await);
+    device.dismiss();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_gone_silent_is_pinged_then_let_go_and_dialled_again() {
+    // A half-open TCP connection: the instance's machine vanished without a FIN, and this
+    // test's socket is never read again, so not even a pong comes back.
+    let Linked {
+        mut instance,
+        device,
+        socket: _gone,
+        ..
+    } = linked_with(|o| o.limits.silence = Duration::from_millis(100)).await;
     let mut again = instance.initialized_link().await;
     assert!(still_serves(&mut again, 1).await);
     device.dismiss();

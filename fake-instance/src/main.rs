@@ -148,6 +148,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         misbehave,
         limits: harness::transport::FrameLimits {
             max_message_bytes: cli.common.max_message_bytes,
+            ..harness::transport::FrameLimits::default()
         },
         state_dir: cli.common.state_dir.clone(),
         steps,

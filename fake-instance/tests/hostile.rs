@@ -213,8 +213,15 @@ async fn a_device_that_never_reads_is_held_back_and_the_instance_serves_on() {
     .expect("discovery answers in time")
     .expect("discovery answers");
     assert!(discovery.status().is_success());
+    // A well-behaved device linking meanwhile is served at the protocol's level, not only the
+    // socket's: its hello is answered with initialize.
     let mut other = link(&instance).await;
-    assert!(answers_ping(&mut other).await, "the other link is served");
+    other
+        .send(Message::Text(HELLO.into()))
+        .await
+        .expect("hello goes out");
+    let initialize = next_json(&mut other).await;
+    assert_eq!(initialize["method"], "initialize", "{initialize}");
     sender.abort();
     let report = instance.verdict().await;
     let paused = report
@@ -228,4 +235,95 @@ async fn a_device_that_never_reads_is_held_back_and_the_instance_serves_on() {
             "it stopped with {queued} bytes queued, not near the outbox's high water"
         );
     }
+}
+
+/// The next JSON message the instance sends on `socket`.
+async fn next_json(socket: &mut Socket) -> serde_json::Value {
+    timeout(DEADLINE, async {
+        loop {
+            match socket.next().await {
+                Some(Ok(Message::Text(text))) => {
+                    if let Ok(value) = serde_json::from_str(&text) {
+                        return value;
+                    }
+                }
+                Some(Ok(_)) => continue,
+                other => panic!("the link ended: {other:?}"),
+            }
+        }
+    })
+    .await
+    .expect("a message in time")
+}
+
+#[tokio::test]
+async fn a_request_reusing_the_id_of_one_unanswered_is_refused_and_a_finding() {
+    let instance = FakeInstance::builder()
+        .patience(PATIENCE)
+        .options(|o| o.cards.permission = fake_instance::PermissionPolicy::Ignore)
+        .start()
+        .await
+        .expect("fake-instance starts");
+    let mut socket = link(&instance).await;
+    socket
+        .send(Message::Text(HELLO.into()))
+        .await
+        .expect("hello goes out");
+    // An approval the person leaves up (the instance takes it down after its 30 s timeout):
+    // the first request is still unanswered when the second, with its id, comes.
+    let card = r#"{"jsonrpc":"2.0","id":77,"method":"session/request_permission","params":{"sessionId":"ses_1","toolCall":{"toolCallId":"call_1","title":"rm"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}"#;
+    for _ in 0..2 {
+        socket.send(Message::Text(card.into())).await.expect("sent");
+    }
+    let refused = loop {
+        let message = next_json(&mut socket).await;
+        if message["id"] == 77 && message.get("method").is_none() {
+            break message;
+        }
+    };
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let report = instance.verdict().await;
+    assert!(
+        report
+            .broken_rules()
+            .contains(&"jsonrpc.request.id".to_string()),
+        "{:?}",
+        report.broken_rules()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_gone_silent_after_hello_is_pinged_then_let_go() {
+    // What a half-open TCP connection looks like: the device's machine vanished, no FIN came,
+    // and nothing more ever will (this test's socket is not read, so not even a pong).
+    let silence = Duration::from_millis(100);
+    let instance = FakeInstance::builder()
+        .patience(Duration::from_secs(60))
+        .options(|o| o.limits.silence = silence)
+        .start()
+        .await
+        .expect("fake-instance starts");
+    let mut gone = link(&instance).await;
+    gone.send(Message::Text(HELLO.into()))
+        .await
+        .expect("hello goes out");
+    // Far past two silences: the instance has pinged, waited, and let go by then.
+    tokio::time::sleep(30 * silence).await;
+    let mut pings = 0;
+    let code = timeout(DEADLINE, async {
+        while let Some(message) = gone.next().await {
+            match message {
+                Ok(Message::Ping(_)) => pings += 1,
+                Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+        None
+    })
+    .await
+    .expect("the link ended");
+    assert_eq!(code, Some(1001), "after {pings} pings");
+    assert_eq!(pings, 1, "one ping, then the link let go");
+    instance.dismiss();
 }

@@ -36,18 +36,28 @@ pub struct CloseInfo {
     pub reason: String,
 }
 
-/// Limits applied to every frame a transport reads.
+/// Limits on what a transport reads, and on how long a WebSocket link may hear nothing.
 #[derive(Debug, Clone, Copy)]
 pub struct FrameLimits {
     /// The largest message accepted, in bytes; a larger one ends the connection.
     pub max_message_bytes: usize,
+    /// A WebSocket link that hears nothing from its peer for this long pings it; hearing
+    /// nothing for as long again (not even the pong every WebSocket library sends by itself),
+    /// it takes the peer for gone and ends the link. A half-open TCP connection (the peer's
+    /// machine or network vanished without a FIN) would otherwise hold the link for ever. Not
+    /// used on stdio, where the end of a pipe is always seen.
+    pub silence: std::time::Duration,
 }
+
+/// How long a WebSocket link hears nothing before it pings its peer ([`FrameLimits::silence`]).
+pub const SILENCE: std::time::Duration = std::time::Duration::from_secs(20);
 
 impl Default for FrameLimits {
     fn default() -> Self {
         // Generous for JSON-RPC (a prompt may carry 25 MB of base64 attachments) yet bounded.
         Self {
             max_message_bytes: 64 * 1024 * 1024,
+            silence: SILENCE,
         }
     }
 }

@@ -260,7 +260,10 @@ mod tests {
         let conn = from_streams(
             conn_reader,
             conn_writer,
-            FrameLimits { max_message_bytes },
+            FrameLimits {
+                max_message_bytes,
+                ..FrameLimits::default()
+            },
             "duplex".to_owned(),
         );
         (conn, peer_in, BufReader::new(peer_out))

@@ -130,7 +130,7 @@ pub async fn connect(
     }
     .map_or_else(|| request.url.clone(), |addr| addr.to_string());
     tracing::debug!(peer = %peer, url = %request.url, "WebSocket connected");
-    Ok(spawn_pumps(socket, peer))
+    Ok(spawn_pumps(socket, peer, limits.silence))
 }
 
 /// Makes sure rustls has a crypto provider before any `wss://` connect.
@@ -183,6 +183,10 @@ impl WsMessage for tungstenite::Message {
             code: code.into(),
             reason: reason.into(),
         }))
+    }
+
+    fn ping() -> Self {
+        tungstenite::Message::Ping(Vec::new().into())
     }
 
     fn into_event(self) -> WsEvent {

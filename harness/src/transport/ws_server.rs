@@ -31,6 +31,9 @@ const INCOMING_CAPACITY: usize = 64;
 /// Close code 1005: RFC 6455's stand-in for "the close frame carried no status code".
 const CLOSE_NO_STATUS: u16 = 1005;
 
+/// Close code 1001: this side is going away (here: the peer stopped answering pings).
+const CLOSE_GOING_AWAY: u16 = 1001;
+
 /// Close code 1009: the message was too big to process.
 const CLOSE_TOO_BIG: u16 = 1009;
 /// WebSocket close code 1007: a text frame that is not UTF-8 (RFC 6455, 7.4.1).
@@ -62,7 +65,7 @@ pub fn accept(
         })
         .on_upgrade(move |socket| async move {
             tracing::debug!(peer = %peer, "WebSocket connection accepted");
-            on_open(spawn_pumps(socket, peer));
+            on_open(spawn_pumps(socket, peer, limits.silence));
         })
 }
 
@@ -84,6 +87,8 @@ pub(super) trait WsMessage: Sized {
     fn text(text: String) -> Self;
     /// A close frame with this code and reason (the reason already cut to fit).
     fn close(code: u16, reason: String) -> Self;
+    /// A ping with no payload.
+    fn ping() -> Self;
     /// What this received message means to the pump.
     fn into_event(self) -> WsEvent;
 }
@@ -98,6 +103,10 @@ impl WsMessage for ws::Message {
             code,
             reason: reason.into(),
         }))
+    }
+
+    fn ping() -> Self {
+        ws::Message::Ping(Vec::new().into())
     }
 
     fn into_event(self) -> WsEvent {
@@ -123,7 +132,10 @@ impl WsMessage for ws::Message {
 ///   to see the peer's close reply and the end of the stream;
 /// - the reader stopping (close received, error, end of stream) stops the writer, which first
 ///   sends a 1009 close when the reader stopped on a message over the limit.
-pub(super) fn spawn_pumps<S, M, E>(socket: S, peer: String) -> Connection
+///
+/// After `silence` with nothing heard the reader has the writer ping the peer, and after as
+/// long again it stops as if the stream had ended (see [`FrameLimits::silence`]).
+pub(super) fn spawn_pumps<S, M, E>(socket: S, peer: String, silence: Duration) -> Connection
 where
     S: Stream<Item = Result<M, E>> + Sink<M, Error = E> + Send + 'static,
     M: WsMessage + Send + 'static,
@@ -135,17 +147,26 @@ where
     // Never sent on: the writer drops it when it stops, which is the signal.
     let (writer_alive, writer_gone) = oneshot::channel::<Infallible>();
     let (reader_done_tx, reader_done_rx) = oneshot::channel();
+    // One ping owed at a time is all the reader ever asks for.
+    let (ping_tx, ping_rx) = mpsc::channel(1);
 
     tokio::spawn(read_pump(
         stream,
         incoming_tx,
-        writer_gone,
+        Watch {
+            writer_gone,
+            ping: ping_tx,
+            silence,
+        },
         reader_done_tx,
         peer.clone(),
     ));
     tokio::spawn(write_pump(
         sink,
-        outgoing_rx,
+        Orders {
+            outgoing: outgoing_rx,
+            ping: ping_rx,
+        },
         reader_done_rx,
         writer_alive,
         peer.clone(),
@@ -163,6 +184,21 @@ enum ReadStep<T> {
     Item(Option<T>),
     WriterGone,
     Deadline,
+    Silence,
+}
+
+/// What the reader watches besides the socket: the writer's end, and the peer's silence.
+struct Watch {
+    writer_gone: oneshot::Receiver<Infallible>,
+    /// Asks the writer for a ping.
+    ping: mpsc::Sender<()>,
+    silence: Duration,
+}
+
+/// What the writer takes orders from: the local side's messages, and the reader's pings.
+struct Orders {
+    outgoing: super::OutboxReceiver,
+    ping: mpsc::Receiver<()>,
 }
 
 /// Reads the socket until the stream ends, fails, or the closing deadline passes.
@@ -172,7 +208,7 @@ enum ReadStep<T> {
 async fn read_pump<St, M, E>(
     mut stream: St,
     incoming: mpsc::Sender<Incoming>,
-    mut writer_gone: oneshot::Receiver<Infallible>,
+    mut watch: Watch,
     done: oneshot::Sender<Option<CloseInfo>>,
     peer: String,
 ) where
@@ -186,15 +222,44 @@ async fn read_pump<St, M, E>(
     let mut deadline: Option<Instant> = None;
     let mut reported = false;
     let mut close_for_writer = None;
+    // The silence timer is set once and moved only when it fires (a message does no more than
+    // note the time): re-arming a timer for every message would cost the busy link.
+    let mut last_heard = Instant::now();
+    let silence = tokio::time::sleep_until(last_heard + watch.silence);
+    tokio::pin!(silence);
+    let mut pinged = false;
 
     loop {
         let step = tokio::select! {
             item = stream.next() => ReadStep::Item(item),
-            _ = &mut writer_gone, if writer_running => ReadStep::WriterGone,
+            _ = &mut watch.writer_gone, if writer_running => ReadStep::WriterGone,
             () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)),
                 if deadline.is_some() => ReadStep::Deadline,
+            () = &mut silence, if deadline.is_none() => ReadStep::Silence,
         };
+        if matches!(step, ReadStep::Item(Some(_))) {
+            last_heard = Instant::now();
+            pinged = false;
+        }
         match step {
+            ReadStep::Silence if last_heard.elapsed() < watch.silence => {
+                silence.as_mut().reset(last_heard + watch.silence);
+            }
+            ReadStep::Silence if !pinged => {
+                pinged = true;
+                last_heard = Instant::now();
+                silence.as_mut().reset(last_heard + watch.silence);
+                let _ = watch.ping.try_send(());
+            }
+            ReadStep::Silence => {
+                tracing::debug!(peer = %peer, silence = ?watch.silence,
+                    "nothing heard since a ping: the peer is taken for gone");
+                close_for_writer = Some(CloseInfo {
+                    code: CLOSE_GOING_AWAY,
+                    reason: "no answer to a ping".to_owned(),
+                });
+                break;
+            }
             ReadStep::WriterGone => {
                 writer_running = false;
                 deadline.get_or_insert_with(|| Instant::now() + CLOSE_TIMEOUT);
@@ -306,7 +371,7 @@ fn find_tungstenite_error<'a>(
 /// `alive` is dropped on return, which tells the reader the writer is gone.
 async fn write_pump<Si, M>(
     mut sink: Si,
-    mut outgoing: super::OutboxReceiver,
+    mut orders: Orders,
     reader_done: oneshot::Receiver<Option<CloseInfo>>,
     alive: oneshot::Sender<Infallible>,
     peer: String,
@@ -316,7 +381,7 @@ async fn write_pump<Si, M>(
     M: WsMessage,
 {
     tokio::select! {
-        () = write_until_close(&mut sink, &mut outgoing, &peer) => {}
+        () = write_until_close(&mut sink, &mut orders, &peer) => {}
         // A pending write to a peer that stopped reading is abandoned here too: the reader
         // ending means the connection is over.
         owed = reader_done => {
@@ -329,14 +394,27 @@ async fn write_pump<Si, M>(
 }
 
 /// The writer's normal life: text until a close request or the local side lets go.
-async fn write_until_close<Si, M>(sink: &mut Si, outgoing: &mut super::OutboxReceiver, peer: &str)
+async fn write_until_close<Si, M>(sink: &mut Si, orders: &mut Orders, peer: &str)
 where
     Si: Sink<M> + Unpin,
     Si::Error: Display,
     M: WsMessage,
 {
+    let Orders { outgoing, ping } = orders;
     loop {
-        match outgoing.recv().await {
+        let next = tokio::select! {
+            next = outgoing.recv() => next,
+            Some(()) = ping.recv() => {
+                // A ping stuck behind a peer that reads nothing changes nothing: the reader's
+                // silence deadline ends the link all the same.
+                if let Ok(Err(error)) = tokio::time::timeout(WRITE_STALL, sink.send(M::ping())).await {
+                    tracing::debug!(peer = %peer, %error, "WebSocket ping failed; writer stops");
+                    return;
+                }
+                continue;
+            }
+        };
+        match next {
             Some(Outgoing::Text(text)) => {
                 let bytes = text.len();
                 let sent = tokio::time::timeout(WRITE_STALL, sink.send(M::text(text))).await;

@@ -361,6 +361,7 @@ async fn server_vanishing_gives_client_closed_none() {
 async fn message_over_server_limit_ends_connection() {
     let small = FrameLimits {
         max_message_bytes: 1024,
+        ..FrameLimits::default()
     };
     let (_server, mut server_side, mut client) = pair(small, FrameLimits::default()).await;
     client.outgoing.send(text(&"x".repeat(4096))).unwrap();
@@ -382,6 +383,7 @@ async fn message_over_server_limit_ends_connection() {
 async fn message_over_client_limit_ends_connection() {
     let small = FrameLimits {
         max_message_bytes: 1024,
+        ..FrameLimits::default()
     };
     let (_server, mut server_side, mut client) = pair(FrameLimits::default(), small).await;
     server_side.outgoing.send(text("fits")).unwrap();
@@ -628,4 +630,75 @@ async fn unanswered_close_gives_up_after_the_deadline() {
     assert_eq!(next(&mut client).await, None);
     assert!(started.elapsed() >= crate::transport::ws_server::CLOSE_TIMEOUT);
     mute.abort();
+}
+
+/// A server that completes the upgrade, then is never heard from again: what a half-open TCP
+/// connection looks like from this side (its machine gone, no FIN). Gives its address and the
+/// task to abort.
+async fn half_open_server() -> (
+    SocketAddr,
+    JoinHandle<()>,
+    tokio::sync::oneshot::Receiver<()>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (accepted_tx, accepted_rx) = tokio::sync::oneshot::channel();
+    let mute = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        let _ = accepted_tx.send(());
+        std::future::pending::<()>().await;
+        drop(ws);
+    });
+    (addr, mute, accepted_rx)
+}
+
+#[tokio::test]
+async fn a_peer_silent_after_a_ping_is_taken_for_gone() {
+    let (addr, mute, accepted) = half_open_server().await;
+    let silence = Duration::from_secs(20);
+    let limits = FrameLimits {
+        silence,
+        ..FrameLimits::default()
+    };
+    let mut client = connect(request(addr, None), limits).await.expect("connect");
+    accepted.await.unwrap();
+
+    // Virtual time: two silences pass without the test waiting for them.
+    tokio::time::pause();
+    let started = Instant::now();
+    assert_eq!(
+        next_within(&mut client, 3 * silence).await,
+        Some(Incoming::Closed(None))
+    );
+    assert!(started.elapsed() >= 2 * silence, "{:?}", started.elapsed());
+    mute.abort();
+}
+
+#[tokio::test]
+async fn a_peer_that_answers_pings_keeps_a_quiet_link() {
+    let silence = Duration::from_millis(50);
+    let limits = FrameLimits {
+        silence,
+        ..FrameLimits::default()
+    };
+    let (_server, mut server_side, mut client) = pair(limits, limits).await;
+    // Ten silences with nothing sent: each side's pings are answered by the other's library.
+    tokio::time::sleep(10 * silence).await;
+    client.outgoing.send(text("still here")).unwrap();
+    assert_eq!(
+        next(&mut server_side).await,
+        Some(Incoming::Text("still here".into()))
+    );
+    server_side.outgoing.send(text("so am I")).unwrap();
+    assert_eq!(
+        next(&mut client).await,
+        Some(Incoming::Text("so am I".into()))
+    );
+}
+
+async fn next_within(conn: &mut Connection, within: Duration) -> Option<Incoming> {
+    timeout(within, conn.incoming.recv())
+        .await
+        .expect("incoming event in time")
 }
