@@ -442,6 +442,78 @@ impl Terminals {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::transport::outbox::HIGH_WATER;
+
+    struct Quiet;
+
+    impl harness::jsonrpc::Dispatch for Quiet {
+        fn on_event(&self, _: &Arc<Peer>, _: harness::jsonrpc::LinkEvent) {}
+    }
+
+    /// Takes what the terminal queued for the client so far, without saying any of it was
+    /// written (the client reads nothing); gives its bytes.
+    fn queued(sent: &mut harness::transport::OutboxReceiver) -> usize {
+        let mut bytes = 0;
+        while let Ok(harness::transport::Outgoing::Text(text)) = sent.try_recv() {
+            bytes += text.len();
+        }
+        bytes
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_reads_nothing_holds_a_terminal_running_yes_back() {
+        // The regression: `yes` with an instance that stopped reading took the device to
+        // 1.55 GB in 40 s (issue 16). Now the terminal's reader waits while the link's queue
+        // is over its high water, so the PTY fills and `yes` blocks.
+        let (outgoing, mut sent) = harness::transport::outbox();
+        let (_keep_open, incoming) = tokio::sync::mpsc::channel(16);
+        let peer = Peer::start(
+            harness::transport::Connection {
+                outgoing,
+                incoming,
+                peer: "test".into(),
+            },
+            harness::jsonrpc::PeerConfig {
+                link: 1,
+                ..Default::default()
+            },
+            Arc::new(harness::journal::Journal::in_memory()),
+            Arc::new(harness::finding::Findings::default()),
+            Arc::new(Quiet),
+        );
+        let home = tempfile::tempdir().expect("a home");
+        let mut terminals = Terminals::new(true, home.path().to_path_buf(), Default::default());
+        terminals.integration = false;
+        terminals.home = Some(home.path().to_path_buf());
+        let terminals = Arc::new(terminals);
+        let opened = terminals
+            .open(&peer, &json!({}), home.path().to_path_buf(), false)
+            .expect("a terminal");
+        let id = opened["terminalId"].as_str().expect("an id").to_owned();
+        let keys = base64::engine::general_purpose::STANDARD.encode("exec yes\n");
+        terminals
+            .input(1, &json!({ "terminalId": id, "data": keys }))
+            .await;
+        // Up to the high water: `yes` writes far faster than this.
+        let mut taken = 0;
+        let filled = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            while taken < HIGH_WATER {
+                taken += queued(&mut sent);
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+        .await;
+        assert!(filled.is_ok(), "`yes` wrote only {taken} bytes in 30 s");
+        // Then held back: a second later, at most the chunk the reader had in hand came on
+        // top (a terminal unheld adds megabytes a second).
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        taken += queued(&mut sent);
+        assert!(
+            taken <= HIGH_WATER + 64 * 1024,
+            "{taken} bytes queued for a client that reads nothing (high water {HIGH_WATER})"
+        );
+        terminals.close_link(1);
+    }
 
     #[test]
     fn shells_are_named_by_their_file() {
