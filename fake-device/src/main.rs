@@ -389,6 +389,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         harness::random::seed(seed);
     }
     harness::cli::init_tls();
+    harness::cli::return_freed_memory();
     if let Some(Command::Serve(args)) = cli.command {
         return serve(args);
     }

@@ -100,6 +100,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         harness::random::seed(seed);
     }
     harness::cli::init_tls();
+    harness::cli::return_freed_memory();
     if cli.common.list_scenarios {
         harness::cli::list_scenarios(Side::Instance);
         return Ok(Exit::Passed);

@@ -262,6 +262,31 @@ fn may_log(meta: &tracing::Metadata<'_>) -> bool {
     !(*meta.level() == tracing::Level::TRACE && meta.target().starts_with("tungstenite::handshake"))
 }
 
+/// How often [`return_freed_memory`] hands freed memory back.
+const RETURN_FREED_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Has the allocator (mimalloc, the commands' own) hand the memory freed since its last call
+/// back to the system, once a second, on a thread of its own. mimalloc returns freed memory
+/// only when it is next called on that path, which an idle double never is: after a peer's ten
+/// 30 MB frames, fake-device kept 230 MB for good; with this it is back near its idle size a
+/// second later (docs/benchmarks.md, "Hostile peers"). For a process whose global allocator is
+/// mimalloc; elsewhere it only makes mimalloc tidy its own (empty) arenas.
+pub fn return_freed_memory() {
+    let spawned = std::thread::Builder::new()
+        .name("return-freed-memory".into())
+        .spawn(|| {
+            loop {
+                std::thread::sleep(RETURN_FREED_EVERY);
+                // SAFETY: mi_collect takes no pointer and may be called from any thread at any
+                // time; `true` also purges what other threads freed.
+                unsafe { libmimalloc_sys::mi_collect(true) };
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("freed memory will not be handed back: {e}");
+    }
+}
+
 /// `RUST_LOG`-driven logs on stderr, at `default_level` when it is unset.
 pub fn init_logs(default_level: &str) {
     use tracing_subscriber::layer::SubscriberExt as _;
