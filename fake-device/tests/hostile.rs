@@ -367,3 +367,97 @@ async fn an_instance_gone_silent_is_pinged_then_let_go_and_dialled_again() {
     assert!(still_serves(&mut again, 1).await);
     device.dismiss();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_sending_garbage_on_stdio_gets_findings_and_is_served_on() {
+    use tokio::io::AsyncBufReadExt;
+    let (editor, device_side) = tokio::io::duplex(1 << 20);
+    let (device_read, device_write) = tokio::io::split(device_side);
+    let (editor_read, mut to_device) = tokio::io::split(editor);
+    let limits = harness::transport::FrameLimits {
+        max_message_bytes: FRAME_LIMIT,
+        ..Default::default()
+    };
+    let connection =
+        harness::transport::stdio::from_streams(device_read, device_write, limits, "editor".into());
+    let device = FakeDevice::builder("http://127.0.0.1:9")
+        .stdio(connection)
+        .start()
+        .await
+        .expect("the device serves stdio");
+    let mut from_device = tokio::io::BufReader::new(editor_read).lines();
+    let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let mut garbage: Vec<Vec<u8>> = [
+        "this is not JSON",
+        "{\"jsonrpc\": \"2.0\", \"method\": ",
+        &nested,
+        r#"{"jsonrpc": 2, "id": 5, "method": "session/new", "params": {}}"#,
+        r#"{"jsonrpc": "2.0", "id": {"an": "object"}, "method": "session/new"}"#,
+        r#"{"jsonrpc": "2.0", "id": 7, "method": "session/new", "params": "a string"}"#,
+        r#"{"jsonrpc": "2.0", "id": "never-asked", "result": {}}"#,
+        "[]",
+        "null",
+    ]
+    .iter()
+    .map(|line| line.as_bytes().to_vec())
+    .collect();
+    // Not UTF-8.
+    garbage.push(b"{\"jsonrpc\": \"2.0\", \"method\": \"\xff\xfe\"}".to_vec());
+    for mut line in garbage {
+        line.push(b'\n');
+        to_device.write_all(&line).await.expect("written");
+    }
+    // Served on: a method it lacks is refused, initialize is answered.
+    let asks = [
+        json!({"jsonrpc": "2.0", "id": 9, "method": "_lembas/no_such_method"}),
+        json!({"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+    ];
+    for ask in &asks {
+        to_device
+            .write_all(format!("{ask}\n").as_bytes())
+            .await
+            .expect("written");
+    }
+    let mut answers = std::collections::HashMap::new();
+    timeout(DEADLINE, async {
+        while answers.len() < 2 {
+            let line = from_device
+                .next_line()
+                .await
+                .expect("read")
+                .expect("a line");
+            let message: Value = serde_json::from_str(&line).expect("JSON from the device");
+            if let Some(id @ (9 | 10)) = message["id"].as_i64()
+                && message.get("method").is_none()
+            {
+                answers.insert(id, message);
+            }
+        }
+    })
+    .await
+    .expect("both answered in time");
+    assert_eq!(answers[&9]["error"]["code"], -32601, "{:?}", answers[&9]);
+    assert!(answers[&10].get("result").is_some(), "{:?}", answers[&10]);
+    // A line over the limit ends the connection (its end is the editor's, as on stdio).
+    let mut long = vec![b'x'; 2 * FRAME_LIMIT];
+    long.push(b'\n');
+    let _ = to_device.write_all(&long).await;
+    let ended = timeout(DEADLINE, async {
+        while let Ok(Some(_)) = from_device.next_line().await {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "the device's output ends after a line over the limit"
+    );
+    let report = device.verdict().await;
+    let broken = report.broken_rules();
+    for rule in [
+        "jsonrpc.json",
+        "jsonrpc.envelope",
+        "jsonrpc.response.id",
+        "jsonrpc.text",
+    ] {
+        assert!(broken.iter().any(|r| r == rule), "{rule} in {broken:?}");
+    }
+}
