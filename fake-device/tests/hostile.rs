@@ -286,6 +286,30 @@ async fn a_frame_over_the_limit_ends_the_link_with_1009_and_the_device_dials_aga
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_frame_that_is_not_utf8_is_a_finding_a_1007_close_and_a_new_dial() {
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    let Linked {
+        mut instance,
+        device,
+        mut socket,
+        ..
+    } = linked().await;
+    let frame = Frame::message(vec![b'{', 0xc3, 0x28, b'}'], OpCode::Data(Data::Text), true);
+    socket.send(Message::Frame(frame)).await.expect("sent");
+    assert_eq!(close_code(&mut socket).await, Some(1007));
+    let mut again = instance.initialized_link().await;
+    assert!(still_serves(&mut again, 1).await);
+    drop(again);
+    let report = device.verdict().await;
+    assert!(
+        report.broken_rules().iter().any(|r| r == "jsonrpc.text"),
+        "{:?}",
+        report.broken_rules()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_200_000_messages_is_taken_and_the_device_serves_on() {
     let Linked {
         device, mut socket, ..
