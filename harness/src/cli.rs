@@ -268,17 +268,22 @@ const RETURN_FREED_EVERY: std::time::Duration = std::time::Duration::from_secs(1
 /// Has the allocator (mimalloc, the commands' own) hand the memory freed since its last call
 /// back to the system, once a second, on a thread of its own. mimalloc returns freed memory
 /// only when it is next called on that path, which an idle double never is: after a peer's ten
-/// 30 MB frames, fake-device kept 230 MB for good; with this it is back near its idle size a
-/// second later (docs/benchmarks.md, "Hostile peers"). For a process whose global allocator is
-/// mimalloc; elsewhere it only makes mimalloc tidy its own (empty) arenas.
+/// 30 MB frames, fake-device held 383 MB for good; with this, a second after the link closed,
+/// 202 MB, which is what its message budgets keep (docs/benchmarks.md, "Hostile peers"). For a
+/// process whose global allocator is mimalloc; elsewhere it only tidies mimalloc's own (empty)
+/// arenas.
 pub fn return_freed_memory() {
     let spawned = std::thread::Builder::new()
         .name("return-freed-memory".into())
         .spawn(|| {
+            // SAFETY: both take no pointer and may be called from any thread at any time.
+            // Initialized, this thread's heap is a real one: mimalloc's collect skips a thread
+            // that never allocated.
+            unsafe { libmimalloc_sys::mi_thread_init() };
             loop {
                 std::thread::sleep(RETURN_FREED_EVERY);
-                // SAFETY: mi_collect takes no pointer and may be called from any thread at any
-                // time; `true` also purges what other threads freed.
+                // `true`: the arenas' freed memory is purged process-wide, whichever thread
+                // freed it (pages other threads' heaps still hold are theirs to purge).
                 unsafe { libmimalloc_sys::mi_collect(true) };
             }
         });

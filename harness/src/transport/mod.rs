@@ -43,9 +43,11 @@ pub struct FrameLimits {
     pub max_message_bytes: usize,
     /// A WebSocket link that hears nothing from its peer for this long pings it; hearing
     /// nothing for as long again (not even the pong every WebSocket library sends by itself),
-    /// it takes the peer for gone and ends the link. A half-open TCP connection (the peer's
-    /// machine or network vanished without a FIN) would otherwise hold the link for ever. Not
-    /// used on stdio, where the end of a pipe is always seen.
+    /// it takes the peer for gone and ends the link (1001, and `Closed(None)` on this side). A
+    /// half-open TCP connection (the peer's machine or network vanished without a FIN) would
+    /// otherwise hold the link for ever. What is heard is a whole frame: a peer trickling one
+    /// frame slower than that is let go too. Zero: no pings, no limit. Not used on stdio, where
+    /// the end of a pipe is always seen.
     pub silence: std::time::Duration,
 }
 
@@ -73,7 +75,8 @@ pub enum Incoming {
     /// not kept (the library does not give them); the connection closes after it with 1007.
     NotUtf8(String),
     /// The connection ended. `Some` when the peer sent a close frame (its code and reason);
-    /// `None` when it vanished without one (TCP reset, EOF on stdin, a frame over the limit).
+    /// `None` when it vanished without one (TCP reset, EOF on stdin, a frame over the limit, a
+    /// peer silent past [`FrameLimits::silence`]).
     Closed(Option<CloseInfo>),
 }
 

@@ -4,7 +4,6 @@
 //! pump shared with [`super::ws_client`]: both sides speak the same close handshake, so the loop
 //! that moves frames between the socket and the channels is written once, over the small
 //! `WsMessage` trait that hides the difference between axum's and tungstenite's message types.
-//! (It lives here rather than in a module of its own because `mod.rs` is shared and fixed.)
 
 use std::convert::Infallible;
 use std::fmt::Display;
@@ -223,9 +222,16 @@ async fn read_pump<St, M, E>(
     let mut reported = false;
     let mut close_for_writer = None;
     // The silence timer is set once and moved only when it fires (a message does no more than
-    // note the time): re-arming a timer for every message would cost the busy link.
+    // note the time): re-arming a timer for every message would cost the busy link. Zero turns
+    // the watch off; a silence too long for the clock is as good as none.
+    let keepalive =
+        !watch.silence.is_zero() && Instant::now().checked_add(watch.silence * 2).is_some();
     let mut last_heard = Instant::now();
-    let silence = tokio::time::sleep_until(last_heard + watch.silence);
+    let silence = tokio::time::sleep_until(if keepalive {
+        last_heard + watch.silence
+    } else {
+        last_heard
+    });
     tokio::pin!(silence);
     let mut pinged = false;
 
@@ -235,7 +241,18 @@ async fn read_pump<St, M, E>(
             _ = &mut watch.writer_gone, if writer_running => ReadStep::WriterGone,
             () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)),
                 if deadline.is_some() => ReadStep::Deadline,
-            () = &mut silence, if deadline.is_none() => ReadStep::Silence,
+            () = &mut silence, if keepalive && deadline.is_none() => ReadStep::Silence,
+        };
+        // select! picks among the ready at random: after a stall (a starved CPU) the pong may
+        // be waiting beside the expired timer, and a live peer must not be let go for it.
+        let step = match step {
+            ReadStep::Silence if pinged && last_heard.elapsed() >= watch.silence => {
+                match futures_util::FutureExt::now_or_never(stream.next()) {
+                    Some(item) => ReadStep::Item(item),
+                    None => ReadStep::Silence,
+                }
+            }
+            step => step,
         };
         if matches!(step, ReadStep::Item(Some(_))) {
             last_heard = Instant::now();
