@@ -44,6 +44,12 @@ impl HostileInstance {
         HostileInstance { url, links }
     }
 
+    /// Whether the device dials again, and serves that link.
+    async fn dialled_again_and_served(&mut self) -> bool {
+        let mut again = self.initialized_link().await;
+        still_serves(&mut again, 1).await
+    }
+
     /// The next link the device dials, once it said hello, initialized.
     async fn initialized_link(&mut self) -> Socket {
         let mut socket = timeout(DEADLINE, self.links.recv())
@@ -291,8 +297,7 @@ async fn a_frame_over_the_limit_ends_the_link_with_1009_and_the_device_dials_aga
     // The device may close while the frame is still going out.
     let _ = socket.send(Message::Text(huge.into())).await;
     assert_eq!(close_code(&mut socket).await, Some(1009));
-    let mut again = instance.initialized_link().await;
-    assert!(still_serves(&mut again, 1).await);
+    assert!(instance.dialled_again_and_served().await);
     device.dismiss();
 }
 
@@ -309,9 +314,7 @@ async fn a_text_frame_that_is_not_utf8_is_a_finding_a_1007_close_and_a_new_dial(
     let frame = Frame::message(vec![b'{', 0xc3, 0x28, b'}'], OpCode::Data(Data::Text), true);
     socket.send(Message::Frame(frame)).await.expect("sent");
     assert_eq!(close_code(&mut socket).await, Some(1007));
-    let mut again = instance.initialized_link().await;
-    assert!(still_serves(&mut again, 1).await);
-    drop(again);
+    assert!(instance.dialled_again_and_served().await);
     let report = device.verdict().await;
     assert!(
         report.broken_rules().iter().any(|r| r == "jsonrpc.text"),
@@ -383,8 +386,7 @@ async fn an_instance_that_vanishes_mid_frame_is_dialled_again() {
         .await
         .expect("written");
     drop(socket);
-    let mut again = instance.initialized_link().await;
-    assert!(still_serves(&mut again, 1).await);
+    assert!(instance.dialled_again_and_served().await);
     device.dismiss();
 }
 
@@ -398,8 +400,7 @@ async fn an_instance_gone_silent_is_pinged_then_let_go_and_dialled_again() {
         socket: _gone,
         ..
     } = linked_with(|o| o.limits.silence = Duration::from_secs(1)).await;
-    let mut again = instance.initialized_link().await;
-    assert!(still_serves(&mut again, 1).await);
+    assert!(instance.dialled_again_and_served().await);
     device.dismiss();
 }
 

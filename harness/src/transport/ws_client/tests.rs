@@ -106,9 +106,7 @@ async fn pair(
 }
 
 async fn next(conn: &mut Connection) -> Option<Incoming> {
-    timeout(STEP, conn.incoming.recv())
-        .await
-        .expect("incoming event in time")
+    next_within(conn, STEP).await
 }
 
 fn text(s: &str) -> Outgoing {
@@ -600,17 +598,8 @@ async fn pump_tasks_end_when_either_side_closes() {
 
 #[tokio::test]
 async fn unanswered_close_gives_up_after_the_deadline() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     // Completes the upgrade, then never reads again: our close frame is never answered.
-    let (accepted_tx, accepted_rx) = tokio::sync::oneshot::channel();
-    let mute = tokio::spawn(async move {
-        let (tcp, _) = listener.accept().await.unwrap();
-        let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
-        let _ = accepted_tx.send(());
-        std::future::pending::<()>().await;
-        drop(ws);
-    });
+    let (addr, mute, accepted_rx) = half_open_server().await;
     let mut client = connect(request(addr, None), FrameLimits::default())
         .await
         .expect("connect");
