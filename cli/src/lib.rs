@@ -8,6 +8,7 @@ pub mod pace;
 pub mod record;
 pub mod run;
 pub mod selftest;
+pub mod stall;
 
 /// The scenario format's JSON Schema, whole: the harness's model with the sections the doubles
 /// type themselves (their settings, how the web UI answers cards, their actions) in place.

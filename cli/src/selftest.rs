@@ -60,6 +60,8 @@ pub struct CaseResult {
     pub report: Option<String>,
     /// How long it took.
     pub elapsed: Duration,
+    /// When it started, since the self-test's first case did (to set beside a stall).
+    pub started: Duration,
     /// Its outcome and last messages, when it ran and an HTML report wants them (kept only
     /// then: a case's last messages can hold prompts of megabytes).
     pub run: Option<(RunOutcome, Vec<harness::journal::Entry>)>,
@@ -297,7 +299,7 @@ fn arranged(reduced: bool) -> harness::engine::Arranged {
 fn judge(
     case: Case,
     result: Result<(RunOutcome, Vec<harness::journal::Entry>), String>,
-    elapsed: Duration,
+    (started, elapsed): (Duration, Duration),
     keep: bool,
 ) -> CaseResult {
     let double = case.side.double();
@@ -357,6 +359,7 @@ fn judge(
         verdict,
         report,
         elapsed,
+        started,
         run,
     }
 }
@@ -404,10 +407,26 @@ fn write_html(path: &std::path::Path, results: &[CaseResult]) -> Result<(), Stri
     .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// The cases judged, and the stalls of the machine seen meanwhile.
+#[derive(Debug)]
+pub struct Judged {
+    /// Each case's result, in the plan's order.
+    pub results: Vec<CaseResult>,
+    /// When the machine, not a double, was slow (see [`crate::stall`]).
+    pub stalls: Vec<crate::stall::Stall>,
+}
+
 /// Runs the cases, at most `jobs` at a time and fewer while the CPU is busy ([`Pace`]), and
 /// judges each; `keep`: each result keeps its run (for the HTML report).
-pub async fn judge_all(cases: Vec<Case>, jobs: usize, keep: bool) -> Vec<CaseResult> {
+pub async fn judge_all(cases: Vec<Case>, jobs: usize, keep: bool) -> Judged {
     scratch_in_memory();
+    let began = Instant::now();
+    // The cases running now, so a stall can say what ran during it.
+    let running = Arc::new(std::sync::Mutex::new(std::collections::BTreeMap::new()));
+    let watch = crate::stall::StallWatch::start({
+        let running = running.clone();
+        move || describe_running(&running)
+    });
     let pace = Pace::new(jobs);
     let total = cases.len();
     let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -422,14 +441,22 @@ pub async fn judge_all(cases: Vec<Case>, jobs: usize, keep: bool) -> Vec<CaseRes
         let pace = pace.clone();
         let done = done.clone();
         let described = format!("{} [{}] {:?}", case.file, case.cell, case.misbehave);
+        let running = running.clone();
+        let short = format!("{} [{}] {}", case.file, case.cell, peer_of(&case));
         tasks.push((
             index,
             described,
             tokio::spawn(async move {
                 let _permit = pace.admit().await;
                 let started = Instant::now();
+                if let Ok(mut running) = running.lock() {
+                    running.insert(index, short);
+                }
                 let result = run_case(&case).await;
-                let judged = judge(case, result, started.elapsed(), keep);
+                if let Ok(mut running) = running.lock() {
+                    running.remove(&index);
+                }
+                let judged = judge(case, result, (started - began, started.elapsed()), keep);
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 if progress {
                     let mut err = std::io::stderr().lock();
@@ -461,7 +488,30 @@ pub async fn judge_all(cases: Vec<Case>, jobs: usize, keep: bool) -> Vec<CaseRes
         }
     }
     clear();
-    results
+    Judged {
+        results,
+        stalls: watch.stop(),
+    }
+}
+
+/// The cases running now, in a line: the first few by name, then how many more.
+fn describe_running(
+    running: &std::sync::Mutex<std::collections::BTreeMap<usize, String>>,
+) -> String {
+    const NAMED: usize = 6;
+    let Ok(running) = running.lock() else {
+        return "(unknown)".into();
+    };
+    let mut line: Vec<&str> = running.values().take(NAMED).map(String::as_str).collect();
+    let more = running.len().saturating_sub(NAMED);
+    let more = format!("and {more} more");
+    if running.len() > NAMED {
+        line.push(&more);
+    }
+    match line.is_empty() {
+        true => "no case".into(),
+        false => format!("{} case(s): {}", running.len(), line.join(", ")),
+    }
 }
 
 /// Puts the cases' scratch folders (roots, state, stores) in `/dev/shm` where there is one and
@@ -515,7 +565,7 @@ pub async fn selftest(
     let started = Instant::now();
     let (cases, unchecked) = plan(filter)?;
     let total = cases.len();
-    let results = judge_all(cases, jobs, html.is_some()).await;
+    let Judged { results, stalls } = judge_all(cases, jobs, html.is_some()).await;
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -539,11 +589,12 @@ pub async fn selftest(
         if let Some(report) = &r.report {
             let _ = writeln!(
                 std::io::stdout(),
-                "\n--- {} {} [{}] {:?}\n{report}",
+                "\n--- {} {} [{}] {:?}, started at {:.1}s\n{report}",
                 r.case.side.double(),
                 r.case.file,
                 r.case.cell,
-                r.case.misbehave
+                r.case.misbehave,
+                r.started.as_secs_f64()
             );
         }
     }
@@ -555,6 +606,11 @@ pub async fn selftest(
     }
     if let Some(path) = html {
         write_html(path, &results)?;
+    }
+    // Said whenever the machine stalled, not only when a case failed: a stall that broke
+    // nothing this time is the one that explains a failure next time.
+    if let Some(stalled) = crate::stall::summary(&stalls) {
+        let _ = writeln!(std::io::stdout(), "\nselftest: {stalled}");
     }
     let passed = results.iter().filter(|r| r.ok).count();
     let failed = total - passed + unchecked.len();
