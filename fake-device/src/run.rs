@@ -519,6 +519,11 @@ pub(crate) async fn run_started(
                     tokio::io::stdin(),
                 ))
             });
+            // Only steps read the inbox: without any (or once they are done) the peer's
+            // messages are not kept, so a closed link leaves nothing of its own behind.
+            if options.steps.is_empty() {
+                hub.keep_nothing();
+            }
             let own_steps = (!options.steps.is_empty()).then(|| {
                 let runner = Runner::new(hub.clone(), options.cell.clone(), None, None)
                     .with_actor(actor.clone());
@@ -526,8 +531,10 @@ pub(crate) async fn run_started(
                     "the device's own steps",
                     options.steps.clone(),
                 );
+                let hub = hub.clone();
                 tokio::spawn(async move {
                     let outcome = runner.run(&steps).await;
+                    hub.keep_nothing();
                     if !outcome.passed() {
                         tracing::warn!(
                             "the device's own steps did not all run: {}",
@@ -738,6 +745,8 @@ pub async fn serve_stdio(
         .builtin_vars(&options.instance, &options.token, tmp.path());
     let hub = Hub::for_scenario(model, None, vars, journal.clone(), findings.clone())
         .map_err(StartError::Scenario)?;
+    // No step reads what the editor sends: none of it is kept.
+    hub.keep_nothing();
     // Misbehaving: a line of its own log on standard output, before any message.
     if options
         .misbehave

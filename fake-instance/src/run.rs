@@ -549,12 +549,19 @@ pub(crate) async fn run_started(
                     tokio::io::stdin(),
                 ))
             });
+            // Only steps read the inbox: without any (or once they are done) the peer's
+            // messages are not kept, so a closed link leaves nothing of its own behind.
+            if options.steps.is_empty() {
+                hub.keep_nothing();
+            }
             let own_steps = (!options.steps.is_empty()).then(|| {
                 let runner =
                     Runner::new(hub.clone(), options.cell.clone(), None, None).with_actor(actor);
                 let steps = Scenario::of_steps("the web UI's own steps", options.steps.clone());
+                let hub = hub.clone();
                 tokio::spawn(async move {
                     let outcome = runner.run(&steps).await;
+                    hub.keep_nothing();
                     if !outcome.passed() {
                         tracing::warn!(
                             "the web UI's own steps did not all run: {}",

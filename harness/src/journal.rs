@@ -1,7 +1,10 @@
 //! The journal: every message in and out, with its time, link and direction.
 //!
 //! Written as JSON lines to `--journal PATH` as it happens (so a crashed or killed run still
-//! leaves its trail), and kept in memory for the report's "last messages".
+//! leaves its trail), and kept in memory for the report's "last messages". The file has every
+//! message whole; what is kept in memory has strings over 64 KiB cut
+//! ([`crate::size::cut_clone`]): reports show the start of a message, and keeping a peer's
+//! 37 MB prompt whole would cost a copy of it.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -45,6 +48,22 @@ pub struct Entry {
     pub dir: Direction,
     /// The message as JSON when it parsed, else the raw text as a string.
     pub msg: Value,
+}
+
+/// A message to record: the caller's to give, or only to lend.
+enum Given<'a> {
+    Owned(Value),
+    Borrowed(&'a Value),
+}
+
+/// An entry as the file has it: the message whole, borrowed. Its fields are [`Entry`]'s.
+#[derive(Serialize)]
+struct Line<'a> {
+    seq: u64,
+    t_ms: f64,
+    link: u32,
+    dir: Direction,
+    msg: &'a Value,
 }
 
 /// Records every message of a run.
@@ -130,30 +149,48 @@ impl Journal {
         if self.keeps_nothing() {
             return;
         }
+        self.write_and_keep(link, dir, Given::Owned(msg));
+    }
+
+    /// Records one message the caller keeps: written whole, and only its cut copy kept.
+    pub fn record_ref(&self, link: u32, dir: Direction, msg: &Value) {
+        if self.keeps_nothing() {
+            return;
+        }
+        self.write_and_keep(link, dir, Given::Borrowed(msg));
+    }
+
+    /// Writes the message whole to the file, and keeps it cut (without copying it whole).
+    fn write_and_keep(&self, link: u32, dir: Direction, given: Given<'_>) {
         let Ok(mut recent) = self.recent.lock() else {
             return;
         };
         // Numbered under the lock, so entries are numbered in the order they are kept.
-        let entry = Entry {
-            seq: self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
-            t_ms: (self.elapsed_ms() * 1000.0).round() / 1000.0,
+        let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let t_ms = (self.elapsed_ms() * 1000.0).round() / 1000.0;
+        let whole = Line {
+            seq,
+            t_ms,
             link,
             dir,
-            msg,
+            msg: match &given {
+                Given::Owned(msg) => msg,
+                Given::Borrowed(msg) => msg,
+            },
         };
         if self.timeless
-            && let Ok(line) = self.line(&entry)
+            && let Ok(line) = self.line(&whole)
             && let Ok(mut held) = self.held.lock()
         {
-            let rank = match entry.dir {
+            let rank = match dir {
                 Direction::In => 0,
                 Direction::Out => 1,
                 Direction::Event => 2,
             };
-            held.push((entry.link, rank, line));
+            held.push((link, rank, line));
         } else if let Some(file) = &self.file
             && let Ok(mut file) = file.lock()
-            && let Ok(line) = self.line(&entry)
+            && let Ok(line) = self.line(&whole)
         {
             // A journal that cannot be written is not a reason to stop checking the peer.
             let _ = writeln!(file, "{line}").and_then(|_| file.flush());
@@ -162,6 +199,20 @@ impl Journal {
         if !self.keeps {
             return;
         }
+        let msg = match given {
+            Given::Owned(mut msg) => {
+                crate::size::cut_in_place(&mut msg);
+                msg
+            }
+            Given::Borrowed(msg) => crate::size::cut_clone(msg),
+        };
+        let entry = Entry {
+            seq,
+            t_ms,
+            link,
+            dir,
+            msg,
+        };
         let mut bytes = self.recent_bytes.load(Relaxed) + crate::size::approx_bytes(&entry.msg);
         recent.push_back(entry);
         while recent.len() > RECENT || (bytes > RECENT_BYTES && recent.len() > 1) {
@@ -195,7 +246,7 @@ impl Journal {
     }
 
     /// One entry as a line of the file.
-    fn line(&self, entry: &Entry) -> serde_json::Result<String> {
+    fn line(&self, entry: &Line<'_>) -> serde_json::Result<String> {
         if !self.timeless {
             return serde_json::to_string(entry);
         }
@@ -292,7 +343,8 @@ mod tests {
     #[test]
     fn recent_entries_are_bounded_by_bytes_keeping_the_newest() {
         let journal = Journal::in_memory();
-        let big = |n: u8| json!({"n": n, "data": "x".repeat(12 * 1024 * 1024)});
+        // Twelve MiB each, in strings short enough to be kept whole.
+        let big = |n: u8| json!({"n": n, "data": vec!["x".repeat(1024); 12 * 1024]});
         for n in 0..4 {
             journal.record(1, Direction::In, big(n));
         }
@@ -308,7 +360,7 @@ mod tests {
         journal.record(
             1,
             Direction::In,
-            json!({"data": "y".repeat(40 * 1024 * 1024)}),
+            json!({"data": vec!["y".repeat(1024); 40 * 1024]}),
         );
         assert_eq!(journal.recent(10).len(), 1);
         journal.record(1, Direction::In, json!({"small": true}));
@@ -317,6 +369,28 @@ mod tests {
             1,
             "the big one goes once a newer one comes"
         );
+    }
+
+    #[test]
+    fn a_long_string_is_written_whole_and_kept_cut() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("journal.jsonl");
+        let journal = Journal::to_file(&path).expect("a journal file");
+        let long = "z".repeat(crate::size::KEPT_STRING_MAX + 1);
+        let message = json!({"params": {"data": long}});
+        journal.record_ref(1, Direction::In, &message);
+        journal.record(1, Direction::Out, message.clone());
+        journal.finish();
+        let written = std::fs::read_to_string(&path).expect("the file");
+        assert_eq!(
+            written.matches(long.as_str()).count(),
+            2,
+            "the file has both whole"
+        );
+        for entry in journal.recent(10) {
+            let kept = entry.msg["params"]["data"].as_str().expect("a string");
+            assert!(kept.len() < 2048 && kept.contains("cut"), "{}", kept.len());
+        }
     }
 
     #[test]

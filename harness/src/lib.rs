@@ -4,6 +4,7 @@
 //! - [`transport`]: whole text messages over WebSocket (server and client) or stdio.
 //! - [`duration`]: durations as scenarios, hooks and `sut:` write them.
 //! - [`journal`], [`finding`]: what happened, and what the peer did wrong.
+//! - [`heavy`]: the work of one big message done without holding up the runtime's other tasks.
 //! - [`pattern`]: partial JSON matching, placeholders, captures and `${var}` substitution.
 //! - [`jsonrpc`]: JSON-RPC 2.0 correlation over a connection.
 //! - [`scenario`], [`engine`], [`report`]: the scenario language, its runner, its reports.
@@ -27,6 +28,7 @@ pub mod embed;
 pub mod engine;
 pub mod exit;
 pub mod finding;
+pub mod heavy;
 pub mod hooks;
 pub mod journal;
 pub mod jsonrpc;

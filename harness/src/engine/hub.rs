@@ -368,7 +368,8 @@ impl Hub {
     }
 
     /// Keeps neither the peer's messages (the inbox) nor this double's answers: for a run with
-    /// no step to read them (a fleet's device), so an idle link holds none of its messages.
+    /// no step to read them (a fleet's device, a double serving without a scenario or past its
+    /// own steps), so a link, idle or closed, holds none of its messages.
     pub fn keep_nothing(&self) {
         self.inbox.keep_nothing();
         self.answers_kept
@@ -417,9 +418,12 @@ impl Hub {
             LinkEvent::Request(request) => {
                 // Routed before any step can see it: a request a handler holds is held by the
                 // time an `expect` takes it, so a `reply` right after always finds it.
-                let raw = request.raw.clone();
+                // Copied only for an inbox that keeps it: a big request is not copied for
+                // nothing.
+                let raw = self.inbox.keeps().then(|| request.raw.clone());
                 self.route(&me, peer, request);
-                self.inbox.push(peer.link(), raw);
+                // Counted all the same.
+                self.inbox.push(peer.link(), raw.unwrap_or_default());
             }
             LinkEvent::Notification { raw, .. } => self.inbox.push(peer.link(), raw),
             LinkEvent::Response { .. } => {}

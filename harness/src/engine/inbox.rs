@@ -57,10 +57,7 @@ pub struct Inbox {
 impl Inbox {
     /// Adds a message and wakes whoever waits.
     pub fn push(&self, link: u32, message: Value) {
-        if self
-            .keeps_nothing
-            .load(std::sync::atomic::Ordering::Relaxed)
-        {
+        if !self.keeps() {
             self.next_seq
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             return;
@@ -105,6 +102,13 @@ impl Inbox {
         if let Ok(mut entries) = self.entries.lock() {
             *entries = Kept::default();
         }
+    }
+
+    /// Whether messages pushed now are kept (see [`Inbox::keep_nothing`]).
+    pub fn keeps(&self) -> bool {
+        !self
+            .keeps_nothing
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Consumes the oldest unconsumed message matching `pattern` that arrived after `after`.

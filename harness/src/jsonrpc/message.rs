@@ -68,26 +68,32 @@ pub enum Message {
 impl Message {
     /// The message as it goes on the wire.
     pub fn to_value(&self) -> Value {
+        self.clone().into_value()
+    }
+
+    /// The message as JSON, taking its parts rather than copying them (a big request's params
+    /// are not copied on their way out).
+    pub fn into_value(self) -> Value {
         let mut map = Map::new();
         map.insert("jsonrpc".into(), json!("2.0"));
         match self {
             Message::Request { id, method, params } => {
-                map.insert("id".into(), id.clone());
-                map.insert("method".into(), json!(method));
+                map.insert("id".into(), id);
+                map.insert("method".into(), Value::String(method));
                 if let Some(p) = params {
-                    map.insert("params".into(), p.clone());
+                    map.insert("params".into(), p);
                 }
             }
             Message::Notification { method, params } => {
-                map.insert("method".into(), json!(method));
+                map.insert("method".into(), Value::String(method));
                 if let Some(p) = params {
-                    map.insert("params".into(), p.clone());
+                    map.insert("params".into(), p);
                 }
             }
             Message::Response { id, outcome } => {
-                map.insert("id".into(), id.clone());
+                map.insert("id".into(), id);
                 match outcome {
-                    Ok(result) => map.insert("result".into(), result.clone()),
+                    Ok(result) => map.insert("result".into(), result),
                     Err(error) => map.insert("error".into(), error.to_value()),
                 };
             }

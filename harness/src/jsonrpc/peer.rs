@@ -13,6 +13,7 @@ use super::message::{Malformed, Message, RpcError, classify};
 use super::watch::{MessageWatch, Part};
 use crate::finding::{Finding, Findings};
 use crate::journal::{Direction, Journal};
+use crate::size::approx_bytes;
 use crate::transport::{CloseInfo, Connection, Incoming, Outbox, Outgoing};
 
 /// Rule ids for what any JSON-RPC peer must not do; they bind both sides.
@@ -261,26 +262,38 @@ impl Peer {
             method: method.into(),
             params: Some(params),
         };
-        self.send_value(msg.to_value());
+        self.send_value(msg.into_value());
     }
 
     /// Sends any JSON value as one message, as is (for scenarios that send raw or broken text).
     pub fn send_value(self: &Arc<Self>, value: Value) {
-        self.send_text(value.to_string(), Some(&value));
+        crate::heavy::run(approx_bytes(&value), || {
+            let text = value.to_string();
+            self.send_out(text, &value);
+        });
     }
 
     /// Sends a raw text message.
     pub fn send_text(self: &Arc<Self>, text: String, parsed: Option<&Value>) {
-        self.journal.record_text(self.link, Direction::Out, &text);
-        if self.out.send(Outgoing::Text(text.clone())).is_err() {
+        crate::heavy::run(text.len(), || match parsed {
+            Some(value) => self.send_out(text, value),
+            None => {
+                let value =
+                    serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
+                self.send_out(text, &value);
+            }
+        });
+    }
+
+    /// Journals `value` (the message as a value: parsing its text back would cost a second
+    /// parse), sends `text`, and lets the dispatch see what went.
+    fn send_out(self: &Arc<Self>, text: String, value: &Value) {
+        self.journal.record_ref(self.link, Direction::Out, value);
+        if self.out.send(Outgoing::Text(text)).is_err() {
             tracing::debug!(link = self.link, "send on a closed link dropped");
             return;
         }
-        let value = match parsed {
-            Some(v) => v.clone(),
-            None => serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        };
-        self.dispatch.on_sent(self, &value);
+        self.dispatch.on_sent(self, value);
     }
 
     /// Sends a request and waits for its answer, at most `timeout`.
@@ -311,7 +324,9 @@ impl Peer {
                     id_key(&id),
                     Pending {
                         method: method.into(),
-                        params: params.clone(),
+                        // What the answer is judged against: ids, paths, modes; a cut copy
+                        // spares copying a big request whole.
+                        params: crate::size::cut_clone(&params),
                         reply: tx,
                     },
                 );
@@ -325,7 +340,7 @@ impl Peer {
             method: method.into(),
             params: Some(params),
         };
-        self.send_value(msg.to_value());
+        self.send_value(msg.into_value());
         let (peer, method) = (Arc::clone(self), method.to_string());
         async move {
             match tokio::time::timeout(timeout, rx).await {
@@ -380,7 +395,7 @@ impl Peer {
             id: id.clone(),
             outcome,
         };
-        self.send_value(msg.to_value());
+        self.send_value(msg.into_value());
         true
     }
 
@@ -419,7 +434,9 @@ impl Peer {
                 self.out.writable().await;
             }
             match incoming.recv().await {
-                Some(Incoming::Text(text)) => self.on_text(&text),
+                Some(Incoming::Text(text)) => {
+                    crate::heavy::run(text.len(), || self.on_text(&text));
+                }
                 Some(Incoming::Binary(bytes)) => {
                     self.journal.record(
                         self.link,
@@ -483,8 +500,13 @@ impl Peer {
     }
 
     fn on_text(self: &Arc<Self>, text: &str) {
-        self.journal.record_text(self.link, Direction::In, text);
-        let (raw, message) = match classify(text) {
+        let classified = classify(text);
+        // Journaled before anything it leads to, from the value already parsed.
+        match &classified {
+            Ok((raw, _)) => self.journal.record_ref(self.link, Direction::In, raw),
+            Err(_) => self.journal.record_text(self.link, Direction::In, text),
+        }
+        let (raw, message) = match classified {
             Ok(ok) => ok,
             Err(bad) => {
                 let rule = match bad {
@@ -515,7 +537,7 @@ impl Peer {
                             id,
                             outcome: Err(RpcError::new(code, bad.to_string())),
                         }
-                        .to_value(),
+                        .into_value(),
                     );
                 }
                 return;
@@ -549,7 +571,7 @@ impl Peer {
                                 "the id is that of a request not yet answered",
                             )),
                         }
-                        .to_value(),
+                        .into_value(),
                     );
                     return;
                 }
