@@ -1285,3 +1285,27 @@ async fn nothing_is_sent_to_a_peer_that_never_said_what_it_claims() {
     );
     assert!(s.remote.sent().is_empty());
 }
+
+/// A link that came before the peer's process ended is the reconnect `expect_reconnect` waits
+/// for, however late the step looks (a device's second link, closed with 4400, and its process
+/// ending on it): both are ready at once here, and the link must win every time, not half.
+#[tokio::test(start_paused = true)]
+async fn a_link_before_the_process_ended_is_the_reconnect() {
+    for _ in 0..20 {
+        let s = setup("steps:\n  - expect_reconnect: { within: 5s }\n");
+        s.remote.close(1012, "rolled back");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while s.hub.links().iter().all(|l| l.closed.is_none()) {
+            assert!(Instant::now() < deadline, "the hub never saw link 1 close");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let _second = link(&s.hub);
+        let process = harness::embed::InProcessPeer::new();
+        process.ended(4);
+        let outcome = runner(&s.hub, &s.scenario)
+            .with_process(Some(process))
+            .run(&s.scenario)
+            .await;
+        assert_eq!(statuses(&outcome), [StepStatus::Passed], "{outcome:?}");
+    }
+}

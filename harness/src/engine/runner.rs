@@ -1335,6 +1335,10 @@ impl Runner {
             return Ok(wait.await);
         };
         tokio::select! {
+            // What the step waited for wins when both are ready by the time this task runs (a
+            // link that opened just before its process ended on a 4400): select! would
+            // otherwise pick one at random.
+            biased;
             value = wait => Ok(value),
             Some(exit) = process.wait_exit(deadline.into_std()) => Err(exit),
         }
