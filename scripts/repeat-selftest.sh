@@ -37,6 +37,6 @@ grep -hE '^selftest: [0-9]+ passed' "$out"/run-*.log | sed -E 's/ in [0-9.]+s$//
 grep -hE '^selftest: [0-9]+ passed' "$out"/run-*.log | sed -E 's/.* in ([0-9.]+)s$/\1/' | sort -n \
   | awk '{ t[NR] = $1 } END { if (NR) printf "each run: fastest %ss, median %ss, slowest %ss\n", t[1], t[int((NR + 1) / 2)], t[NR] }'
 # Runs in which the machine itself stalled (see cli/src/stall.rs), with the longest stall.
-grep -H '^selftest: the machine stalled' "$out"/run-*.log | sed -E 's/\. A deadline.*//' || true
+grep -H '^selftest: timers ran late' "$out"/run-*.log | sed -E 's/\. A deadline.*//' || true
 grep -hE '^(instance|device) ' "$out"/run-*.log | sed -E 's/ +[0-9]+ms / /' | sort | uniq -c | sort -rn || true
 [ "$failed_runs" = 0 ]

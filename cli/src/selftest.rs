@@ -607,7 +607,7 @@ pub async fn selftest(
     if let Some(path) = html {
         write_html(path, &results)?;
     }
-    // Said whenever the machine stalled, not only when a case failed: a stall that broke
+    // Said whenever timers ran late, not only when a case failed: a stall that broke
     // nothing this time is the one that explains a failure next time.
     if let Some(stalled) = crate::stall::summary(&stalls) {
         let _ = writeln!(std::io::stdout(), "\nselftest: {stalled}");

@@ -1,7 +1,9 @@
-//! Notices when the machine, not a double, was slow: a timer of the runtime that fired long
-//! after it was due, or this process's own thread that woke long after its sleep. Many runs
-//! share one runtime and a busy 2-core machine; a step that failed its deadline inside such a
-//! stall failed for the machine, and the report says so instead of leaving it a mystery.
+//! Notices when timers ran late: a timer of the runtime that fired long after it was due (a
+//! task held a worker, or the machine was busy), or this process's own thread that woke long
+//! after its sleep (the machine did not run it). Many runs share one runtime and a busy 2-core
+//! machine; a step that failed its deadline inside such a stall may have failed for it, not for
+//! the double it judged, and the report says so instead of leaving it a mystery. (It is how the
+//! self-test's rare failures were traced to big messages held on a worker: docs/benchmarks.md.)
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -99,8 +101,7 @@ impl StallWatch {
 
     /// Stops both watchers; the stalls they saw, in the order seen.
     pub fn stop(self) -> Vec<Stall> {
-        self.runtime_task.abort();
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Dropping stops them.
         self.seen
             .lock()
             .map(|seen| seen.clone())
@@ -108,16 +109,25 @@ impl StallWatch {
     }
 }
 
+impl Drop for StallWatch {
+    fn drop(&mut self) {
+        self.runtime_task.abort();
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// One line on what the watch saw, or none when nothing was late.
 pub fn summary(stalls: &[Stall]) -> Option<String> {
     let longest = stalls.iter().max_by_key(|s| s.late)?;
     let what = match longest.kind {
-        Stalled::Runtime => "the runtime fired a timer",
-        Stalled::Process => "the process woke",
+        Stalled::Runtime => {
+            "a timer of the runtime fired late (a task held a worker, or the machine was busy)"
+        }
+        Stalled::Process => "a thread of the process woke late (the machine did not run it)",
     };
     Some(format!(
-        "the machine stalled {} time(s) by {} ms or more; the longest: {what} {} ms late at {:.1}s, \
-         while running {}. A deadline that failed in such a window may have failed for the machine.",
+        "timers ran late {} time(s) by {} ms or more; the longest: {what}, by {} ms at {:.1}s, \
+         while running {}. A deadline that failed in such a window may have failed for it.",
         stalls.len(),
         NOTABLE.as_millis(),
         longest.late.as_millis(),
@@ -131,7 +141,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_blocked_runtime_is_seen_and_a_free_one_is_not() {
+    async fn a_blocked_runtime_is_seen() {
         let watch = StallWatch::start(|| "a test".into());
         tokio::time::sleep(Duration::from_millis(200)).await;
         // The runtime's only thread blocked: its timer cannot fire until the thread is free.
@@ -145,12 +155,8 @@ mod tests {
             "the blocked worker is seen: {stalls:?}"
         );
         assert!(
-            stalls.iter().all(|s| s.kind == Stalled::Runtime),
-            "the process itself ran on: {stalls:?}"
-        );
-        assert!(
             summary(&stalls)
-                .is_some_and(|s| s.contains("the runtime fired a timer") && s.contains("a test"))
+                .is_some_and(|s| s.contains("a timer of the runtime") && s.contains("a test"))
         );
     }
 

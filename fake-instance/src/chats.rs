@@ -161,6 +161,11 @@ const CHATS: &str = "chats.json";
 impl Chats {
     /// No chats yet; undelivered deletes from an earlier run are read from the state directory.
     pub fn new(config: ChatsConfig) -> Arc<Chats> {
+        if let Some(dir) = &config.state_dir
+            && let Err(e) = std::fs::create_dir_all(dir)
+        {
+            tracing::error!("cannot make the state directory {}: {e}", dir.display());
+        }
         let read = |name: &str| {
             config
                 .state_dir
@@ -310,13 +315,17 @@ impl Chats {
             return;
         };
         let write = || -> std::io::Result<()> {
-            std::fs::create_dir_all(dir)?;
             let mut file = tempfile::NamedTempFile::new_in(dir)?;
             serde_json::to_writer(&mut file, value)?;
             file.persist(dir.join(name))?;
             Ok(())
         };
-        if let Err(e) = write() {
+        // The directory was made with the chats, and is not made again here: gone, it was an
+        // embedded run's scratch folder, removed once the run ended while a link was still
+        // closing, and a new one would be left behind.
+        if let Err(e) = write()
+            && dir.is_dir()
+        {
             tracing::error!("cannot keep {name}: {e}");
         }
     }

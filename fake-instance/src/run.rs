@@ -373,18 +373,15 @@ pub(crate) async fn run_started(
     let inbox_hub = hub.clone();
     let http_journal = journal.clone();
     http.observe(Arc::new(move |method, params| {
+        let message = json!({ "method": method, "params": params });
         // In the journal too, on link 0: reports draw the HTTP side as a lane of its own.
-        http_journal.record(
-            HTTP_LINK,
-            harness::journal::Direction::In,
-            json!({ "method": method, "params": params }),
-        );
+        http_journal.record_ref(HTTP_LINK, harness::journal::Direction::In, &message);
         if method == HTTP_CHAT {
             model_asked.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        inbox_hub
-            .inbox
-            .push(HTTP_LINK, json!({ "method": method, "params": params }));
+        // Counted all the same by an inbox that keeps nothing.
+        let kept = inbox_hub.inbox.keeps().then_some(message);
+        inbox_hub.inbox.push(HTTP_LINK, kept.unwrap_or_default());
     }));
     let discovery_for_actor = discovery.clone();
     // The control API binds before the server starts: a port it cannot have ends the run

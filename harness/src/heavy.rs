@@ -54,9 +54,4 @@ mod tests {
     async fn a_single_threaded_runtime_runs_it_in_place() {
         assert_eq!(run(HEAVY_BYTES, || 7), 7);
     }
-
-    #[test]
-    fn outside_a_runtime_it_runs_in_place() {
-        assert_eq!(run(HEAVY_BYTES * 2, || 7), 7);
-    }
 }

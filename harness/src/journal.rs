@@ -46,7 +46,8 @@ pub struct Entry {
     pub link: u32,
     /// Which way.
     pub dir: Direction,
-    /// The message as JSON when it parsed, else the raw text as a string.
+    /// The message as JSON when it parsed, else the raw text as a string; in memory, its strings
+    /// over 64 KiB cut ([`crate::size::cut_clone`]).
     pub msg: Value,
 }
 

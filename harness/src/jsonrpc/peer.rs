@@ -61,7 +61,7 @@ pub enum LinkEvent {
     Response {
         /// The method of the request it answers.
         method: String,
-        /// What we sent as params.
+        /// What we sent as params (cut, when they held over 1 MiB: see `Pending::params`).
         request_params: Value,
         /// The result or the error.
         outcome: Result<Value, RpcError>,
@@ -318,15 +318,20 @@ impl Peer {
         self.bend(Part::Params, method, &mut params);
         let id = json!(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
+        // What the answer is judged against (ids, paths, modes, a chat's context): kept whole,
+        // but for a request of over a mebibyte, whose long strings are kept cut rather than
+        // copying the whole of it.
+        let kept_params = match approx_bytes(&params) < crate::heavy::HEAVY_BYTES {
+            true => params.clone(),
+            false => crate::size::cut_clone(&params),
+        };
         match self.pending.lock() {
             Ok(mut pending) if !pending.closed => {
                 pending.waiting.insert(
                     id_key(&id),
                     Pending {
                         method: method.into(),
-                        // What the answer is judged against: ids, paths, modes; a cut copy
-                        // spares copying a big request whole.
-                        params: crate::size::cut_clone(&params),
+                        params: kept_params,
                         reply: tx,
                     },
                 );

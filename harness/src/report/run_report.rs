@@ -52,7 +52,8 @@ impl RunReport {
         &self.outcome
     }
 
-    /// The last messages of the run, oldest first.
+    /// The last messages of the run, oldest first (strings over 64 KiB cut, as the journal keeps
+    /// them in memory).
     pub fn recent(&self) -> &[Entry] {
         &self.recent
     }
