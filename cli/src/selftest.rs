@@ -412,7 +412,8 @@ fn write_html(path: &std::path::Path, results: &[CaseResult]) -> Result<(), Stri
 pub struct Judged {
     /// Each case's result, in the plan's order.
     pub results: Vec<CaseResult>,
-    /// When the machine, not a double, was slow (see [`crate::stall`]).
+    /// When timers ran late: a task held a worker, or the machine was busy (see
+    /// [`crate::stall`]).
     pub stalls: Vec<crate::stall::Stall>,
 }
 

@@ -61,7 +61,7 @@ pub enum LinkEvent {
     Response {
         /// The method of the request it answers.
         method: String,
-        /// What we sent as params (cut, when they held over 1 MiB: see `Pending::params`).
+        /// What we sent as params (with strings over 64 KiB cut, when they held over 1 MiB).
         request_params: Value,
         /// The result or the error.
         outcome: Result<Value, RpcError>,
@@ -273,7 +273,8 @@ impl Peer {
         });
     }
 
-    /// Sends a raw text message.
+    /// Sends a raw text message; `parsed`, when the caller has it, is what the journal and the
+    /// dispatch see of it (else the text is parsed, or kept as a string when it is not JSON).
     pub fn send_text(self: &Arc<Self>, text: String, parsed: Option<&Value>) {
         crate::heavy::run(text.len(), || match parsed {
             Some(value) => self.send_out(text, value),
