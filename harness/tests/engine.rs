@@ -1309,3 +1309,66 @@ async fn a_link_before_the_process_ended_is_the_reconnect() {
         assert_eq!(statuses(&outcome), [StepStatus::Passed], "{outcome:?}");
     }
 }
+
+/// A double of a family whose frames are typed objects (`{"type": …}`), not JSON-RPC.
+struct Typed;
+impl Behaviour for Typed {
+    fn framing(&self) -> harness::jsonrpc::Framing {
+        harness::jsonrpc::Framing::Typed(harness::jsonrpc::TypedFrames {
+            kind_key: "type",
+            not_json: "typed.json",
+            not_typed: "typed.object",
+            not_text: "typed.text",
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn typed_frames_are_expected_whole_and_malformed_ones_break_the_familys_rules() {
+    let mut s = setup_with(
+        "family: lvmh\nsteps:\n  - expect: { message: { type: hello, seq: 0 }, capture: { first: $ } }\n  - send: { message: { type: welcome, lastSeq: 0 } }\n",
+        Arc::new(Typed),
+    );
+    s.remote.text("this is not json");
+    s.remote.send(json!([1, 2]));
+    s.remote.send(json!({"seq": 1}));
+    // A JSON-RPC message is no typed frame either, and nothing answers it.
+    s.remote.send(notification("hello", json!({})));
+    s.remote.send(json!({"v": 1, "type": "hello", "seq": 0}));
+
+    let (outcome, _) = run(&s).await;
+
+    assert_eq!(statuses(&outcome), [StepStatus::Passed, StepStatus::Passed]);
+    let rules: Vec<String> = outcome.findings.iter().map(|f| f.rule.clone()).collect();
+    assert_eq!(
+        rules,
+        ["typed.json", "typed.object", "typed.object", "typed.object"]
+    );
+    assert_eq!(
+        s.hub.vars.lock().unwrap().get("first").cloned(),
+        Some(json!({"v": 1, "type": "hello", "seq": 0}))
+    );
+    // Nothing was answered: only what the step sent went out.
+    assert_eq!(s.remote.sent(), [json!({"type": "welcome", "lastSeq": 0})]);
+}
+
+#[test]
+fn an_lvmh_scenario_refuses_what_its_links_cannot_carry() {
+    for (step, says) in [
+        ("request: { method: m }", "not JSON-RPC"),
+        ("notify: { method: m }", "not JSON-RPC"),
+        ("expect: { method: hello }", "expect `message"),
+        ("when: { protocol: 2, steps: [] }", "one version"),
+    ] {
+        let text = format!("{HEAD}family: lvmh\nsteps:\n  - {step}\n");
+        let error = load_str(&text, "t.yaml", None).expect_err(step).to_string();
+        assert!(error.contains("t.yaml:5"), "{step}: {error}");
+        assert!(error.contains(says), "{step}: {error}");
+    }
+    let matrix = format!("{HEAD}family: lvmh\nmatrix: {{ protocol: [2] }}\nsteps: []\n");
+    let error = load_str(&matrix, "t.yaml", None).expect_err("matrix");
+    assert!(error.to_string().contains("no matrix"), "{error}");
+    let one_cell = load_str(&format!("{HEAD}family: lvmh\nsteps: []\n"), "t.yaml", None)
+        .expect("an empty lvmh scenario loads");
+    assert_eq!(one_cell.matrix.protocol, [1]);
+}

@@ -337,6 +337,7 @@ fn feed_peer(texts: Vec<String>) -> Result<(), String> {
             PeerConfig {
                 link: 1,
                 watch: None,
+                framing: Default::default(),
             },
             Arc::new(Journal::in_memory()),
             Arc::clone(&findings),

@@ -48,6 +48,12 @@ pub trait Behaviour: Send + Sync + 'static {
     fn watch(&self) -> Option<Arc<dyn crate::jsonrpc::MessageWatch>> {
         None
     }
+
+    /// How this double's links read their frames: JSON-RPC, or the typed frames of another
+    /// protocol family.
+    fn framing(&self) -> crate::jsonrpc::Framing {
+        crate::jsonrpc::Framing::JsonRpc
+    }
 }
 
 /// One link of the run.
@@ -226,6 +232,7 @@ impl Hub {
             PeerConfig {
                 link,
                 watch: self.behaviour.watch(),
+                framing: self.behaviour.framing(),
             },
             self.journal.clone(),
             self.findings.clone(),

@@ -3,10 +3,12 @@
 //!
 //! Nothing here knows LLeMbas or ACP; the protocol models plug in through [`peer::Dispatch`].
 
+pub mod framing;
 pub mod message;
 pub mod peer;
 pub mod watch;
 
+pub use framing::{Framing, TypedFrames};
 pub use message::{Malformed, Message, RpcError, classify};
 pub use peer::{Dispatch, IncomingRequest, LinkEvent, Peer, PeerConfig, RequestError};
 pub use watch::{MessageWatch, Part};

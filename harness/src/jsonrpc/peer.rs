@@ -108,6 +108,8 @@ pub struct PeerConfig {
     pub link: u32,
     /// Sees every message read and sent (the protocol's always-on checks, misbehaviours).
     pub watch: Option<Arc<dyn MessageWatch>>,
+    /// How the link's frames are read (JSON-RPC unless the family says otherwise).
+    pub framing: super::Framing,
 }
 
 impl std::fmt::Debug for PeerConfig {
@@ -115,6 +117,7 @@ impl std::fmt::Debug for PeerConfig {
         f.debug_struct("PeerConfig")
             .field("link", &self.link)
             .field("watch", &self.watch.is_some())
+            .field("framing", &self.framing)
             .finish()
     }
 }
@@ -149,6 +152,7 @@ pub struct Peer {
     /// answered).
     unanswered: Mutex<HashMap<String, String>>,
     watch: Option<Arc<dyn MessageWatch>>,
+    framing: super::Framing,
     journal: Arc<Journal>,
     findings: Arc<Findings>,
     dispatch: Arc<dyn Dispatch>,
@@ -206,6 +210,7 @@ impl Peer {
             pending: Mutex::new(PendingTable::default()),
             unanswered: Mutex::new(HashMap::new()),
             watch: config.watch,
+            framing: config.framing,
             journal,
             findings,
             dispatch,
@@ -450,7 +455,7 @@ impl Peer {
                         json!({"binary_frame_bytes": bytes.len()}),
                     );
                     self.find(Finding::new(
-                        rules::BINARY,
+                        self.framing.not_text_rule(),
                         format!("a binary frame of {} bytes", bytes.len()),
                     ));
                 }
@@ -461,7 +466,7 @@ impl Peer {
                         json!({"text_frame_not_utf8": why}),
                     );
                     self.find(Finding::new(
-                        rules::BINARY,
+                        self.framing.not_text_rule(),
                         format!(
                             "a text frame that is not UTF-8 ({why}); the link is closed with 1007"
                         ),
@@ -505,7 +510,52 @@ impl Peer {
         self.findings.push(finding.on_link(self.link));
     }
 
+    /// Reads a frame of a typed family: a JSON object naming its kind, handed on as a
+    /// notification of that kind whose `raw` is the whole frame (and whose `params` is null:
+    /// the frame has no params of its own, and a big one is not copied for nothing).
+    fn on_typed(self: &Arc<Self>, text: &str, typed: &super::TypedFrames) {
+        let parsed: Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(e) => {
+                self.journal.record_text(self.link, Direction::In, text);
+                self.find(
+                    Finding::new(typed.not_json, format!("a frame that is not JSON: {e}"))
+                        .with_detail(truncate(text, 2000)),
+                );
+                return;
+            }
+        };
+        self.journal.record_ref(self.link, Direction::In, &parsed);
+        let Some(kind) = parsed
+            .get(typed.kind_key)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+        else {
+            let what = match &parsed {
+                Value::Object(_) => format!("an object without a string `{}`", typed.kind_key),
+                _ => "JSON that is not an object".to_string(),
+            };
+            self.find(
+                Finding::new(typed.not_typed, format!("a frame of {what}"))
+                    .with_detail(truncate(text, 2000)),
+            );
+            return;
+        };
+        self.watch_incoming(Part::Params, &kind, Some(&parsed));
+        self.dispatch.on_event(
+            self,
+            LinkEvent::Notification {
+                method: kind,
+                params: Value::Null,
+                raw: parsed,
+            },
+        );
+    }
+
     fn on_text(self: &Arc<Self>, text: &str) {
+        if let super::Framing::Typed(typed) = &self.framing {
+            return self.on_typed(text, typed);
+        }
         let classified = classify(text);
         // Journaled before anything it leads to, from the value already parsed.
         match &classified {

@@ -141,6 +141,14 @@ pub fn load_str_for(
     scenario.vars = variables;
     scenario.source = file.to_string();
     check(&scenario, file, side, text)?;
+    if scenario.family == super::Family::Lvmh {
+        check_lvmh(&scenario, file, text)?;
+        // lvmh has one version (the envelope's `v: 1`): one cell, whose protocol is that `v`.
+        scenario.matrix = super::model::Matrix {
+            protocol: vec![1],
+            spec: vec![crate::lembas::Spec::V1_1_0.as_str().to_string()],
+        };
+    }
     Ok(scenario)
 }
 
@@ -408,6 +416,45 @@ impl Checker<'_> {
         if let Some(value) = value {
             Pattern::compile(value)
                 .map_err(|e| self.error(at, path.to_string(), format!("bad pattern: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// The steps of an lvmh scenario: whole frames only (see [`check_lvmh`]).
+    fn lvmh_steps(&self, steps: &[Spanned<Step>], base: &str) -> Result<(), LoadError> {
+        for (i, step) in steps.iter().enumerate() {
+            let key = step_key(&step.value);
+            let path = format!("{base}[{i}].{key}");
+            let refused = match &step.value {
+                Step::Notify(_)
+                | Step::Request(_)
+                | Step::Start(_)
+                | Step::Await(_)
+                | Step::Reply(_) => Some(
+                    "an lvmh link carries envelopes, not JSON-RPC: send one with `send: {message: {type: …}}`, or act",
+                ),
+                Step::Expect(e) if e.method.is_some() || e.params.is_some() => {
+                    Some("an lvmh frame has no method or params: expect `message: {type: …, …}`")
+                }
+                Step::ExpectNone(e) if e.method.is_some() || e.params.is_some() => {
+                    Some("an lvmh frame has no method or params: give `message: {type: …}`")
+                }
+                Step::When(w)
+                    if w.protocol.is_some() || w.spec.is_some() || !w.needs.is_empty() =>
+                {
+                    Some("lvmh has one version and no capabilities: only `that` and `matches`")
+                }
+                Step::Dial(d) if d.protocol.is_some() => Some("lvmh has no protocol to choose"),
+                _ => None,
+            };
+            if let Some(why) = refused {
+                return Err(self.error(step, path, why.into()));
+            }
+            match &step.value {
+                Step::AnyOrder(inner) => self.lvmh_steps(inner, &path)?,
+                Step::When(w) => self.lvmh_steps(&w.steps, &format!("{path}.steps"))?,
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -785,6 +832,42 @@ fn check(scenario: &Scenario, file: &str, side: Option<Side>, text: &str) -> Res
     });
     checker.steps(scenario.peer_steps(), "peer.steps", other)?;
     check_rules(scenario, file, text)
+}
+
+/// What a scenario of the lvmh family cannot say: its links carry envelopes, not JSON-RPC, so
+/// there is no request to send or answer, and it has one version, so no matrix and no
+/// capabilities to need.
+fn check_lvmh(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadError> {
+    let top = |key: &str, message: &str| {
+        let at = top_key_at(text, key);
+        LoadError {
+            file: file.to_string(),
+            line: at.map(|(line, _)| line),
+            column: at.map(|(_, column)| column),
+            key_path: Some(key.to_string()),
+            message: message.to_string(),
+            snippet: None,
+        }
+    };
+    if !scenario.handlers.is_empty() {
+        return Err(top(
+            "handlers",
+            "an lvmh link has no requests to answer: the double's default behaviour and `send` steps speak",
+        ));
+    }
+    if !scenario.needs.is_empty() {
+        return Err(top("needs", "lvmh has no capabilities to need"));
+    }
+    let default = super::model::Matrix::default();
+    if scenario.matrix.protocol != default.protocol || scenario.matrix.spec != default.spec {
+        return Err(top(
+            "matrix",
+            "lvmh has one version (v 1): an lvmh scenario has no matrix",
+        ));
+    }
+    let checker = Checker { file };
+    checker.lvmh_steps(&scenario.steps, "steps")?;
+    checker.lvmh_steps(scenario.peer_steps(), "peer.steps")
 }
 
 /// Every rule a scenario names must be in the catalogue: a typo would make a check that

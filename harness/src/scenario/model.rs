@@ -24,6 +24,11 @@ pub struct Scenario {
     pub name: String,
     /// One line: what the scenario proves about the peer.
     pub about: String,
+    /// The protocol family it speaks: `lembas` (the default) or `lvmh` (whose scenarios live in
+    /// `scenarios/lvmh/`, and whose steps send and expect whole frames: `send` and `expect`
+    /// with `message`, no requests).
+    #[serde(default)]
+    pub family: super::Family,
     /// The catalogue rules (ids from `conformance/rules.yaml`) this scenario checks.
     #[serde(default)]
     pub rules: Vec<String>,
@@ -114,6 +119,7 @@ impl Scenario {
         Scenario {
             name: name.into(),
             about: String::new(),
+            family: super::Family::Lembas,
             rules: Vec::new(),
             needs: Vec::new(),
             matrix: Matrix::default(),
