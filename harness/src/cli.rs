@@ -47,6 +47,10 @@ pub fn exit_with(ran: Result<crate::Exit, CliError>) -> std::process::ExitCode {
 /// Options common to fake-instance and fake-device.
 #[derive(Debug, Clone, Args)]
 pub struct CommonArgs {
+    /// The protocol family to play: `lembas` (the default) or `lvmh` (fake-instance plays the
+    /// daemon, fake-device the pi plugin). A scenario file says its own.
+    #[arg(long, value_name = "NAME")]
+    pub family: Option<crate::scenario::Family>,
     /// Run this scenario: a file, or the name of an embedded one (see --list-scenarios).
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<String>,
@@ -326,7 +330,12 @@ pub fn hooks(
 
 /// Prints the embedded scenarios of a double with their `about` lines.
 pub fn list_scenarios(side: crate::scenario::Side) {
-    for embedded in crate::scenario::catalogue::embedded(side) {
+    list_scenarios_in(side, crate::scenario::Family::Lembas);
+}
+
+/// Prints the embedded scenarios of one family with what each proves.
+pub fn list_scenarios_in(side: crate::scenario::Side, family: crate::scenario::Family) {
+    for embedded in crate::scenario::catalogue::embedded_of(side, family) {
         match embedded.load() {
             Ok(s) => {
                 let _ = writeln!(std::io::stdout(), "{:<28} {}", embedded.file, s.about);
@@ -338,16 +347,46 @@ pub fn list_scenarios(side: crate::scenario::Side) {
     }
 }
 
+/// The cell of an lvmh run: lvmh has one version, which the cell's protocol stands for.
+pub fn lvmh_cell() -> crate::engine::Cell {
+    crate::engine::Cell {
+        protocol: 1,
+        spec: crate::lembas::Spec::V1_1_0,
+    }
+}
+
 /// Loads the scenario a command line names and checks that the cell is one it applies to.
 pub fn load_scenario(
     arg: &str,
     side: crate::scenario::Side,
     cell: &crate::engine::Cell,
 ) -> Result<crate::scenario::Scenario, CliError> {
-    let scenario = crate::scenario::catalogue::resolve(arg, side)
+    load_scenario_in(arg, side, None, cell)
+}
+
+/// [`load_scenario`] for `--family`: an embedded scenario of that family, or a file, which must
+/// then say that family.
+pub fn load_scenario_in(
+    arg: &str,
+    side: crate::scenario::Side,
+    family: Option<crate::scenario::Family>,
+    cell: &crate::engine::Cell,
+) -> Result<crate::scenario::Scenario, CliError> {
+    let wanted = family.unwrap_or_default();
+    let scenario = crate::scenario::catalogue::resolve_in(arg, side, wanted)
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    if !scenario.matrix.protocol.contains(&cell.protocol)
-        || !scenario.matrix.spec.iter().any(|s| s == cell.spec.as_str())
+    if let Some(family) = family
+        && scenario.family != family
+    {
+        return Err(CliError::Usage(format!(
+            "scenario `{}` is of family `{}`, not of --family {family}",
+            scenario.name, scenario.family
+        )));
+    }
+    // An lvmh scenario has one cell, whatever the command line's protocol.
+    if scenario.family == crate::scenario::Family::Lembas
+        && (!scenario.matrix.protocol.contains(&cell.protocol)
+            || !scenario.matrix.spec.iter().any(|s| s == cell.spec.as_str()))
     {
         return Err(CliError::Usage(format!(
             "scenario `{}` applies to protocols {:?} and specs {:?}, not to {cell}",

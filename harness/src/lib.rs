@@ -18,6 +18,8 @@
 //! - [`rules`]: the catalogue of protocol rules scenarios and monitors cite.
 //! - [`lembas`]: what both doubles know of the LLeMbas protocol (spec versions, capabilities,
 //!   discovery), shared so the two sides cannot disagree on facts.
+//! - [`lvmh`]: the same for the second protocol family, lvmh v1 (envelopes, paths, limits), and
+//!   its plugin, which both doubles run.
 #![warn(missing_docs)]
 
 #[cfg(feature = "cli")]
@@ -27,12 +29,14 @@ pub mod duration;
 pub mod embed;
 pub mod engine;
 pub mod exit;
+pub mod family;
 pub mod finding;
 pub mod heavy;
 pub mod hooks;
 pub mod journal;
 pub mod jsonrpc;
 pub mod lembas;
+pub mod lvmh;
 pub mod pattern;
 pub mod process;
 pub mod random;

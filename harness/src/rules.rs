@@ -46,6 +46,10 @@ impl Cells {
 pub struct Rule {
     /// The stable id (`device.hello.protocol`).
     pub id: String,
+    /// The protocol family it belongs to (`lembas` unless it says `lvmh`): lvmh's plugin rules
+    /// bind `device` (the side that dials), its daemon's bind `instance` (the side that serves).
+    #[serde(default, skip_serializing_if = "is_lembas")]
+    pub family: crate::family::Family,
     /// The spec section it comes from.
     pub section: String,
     /// The side it binds.
@@ -81,6 +85,10 @@ pub struct Rule {
     /// [`crate::shapes`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Shape>,
+}
+
+fn is_lembas(family: &crate::family::Family) -> bool {
+    *family == crate::family::Family::Lembas
 }
 
 /// The shape a message must have, checked on every link whatever the scenario.

@@ -113,17 +113,30 @@ impl Inbox {
 
     /// Consumes the oldest unconsumed message matching `pattern` that arrived after `after`.
     pub fn take(&self, pattern: &Pattern, after: u64) -> Option<(Entry, MatchOutcome)> {
-        let mut entries = self.entries.lock().ok()?;
+        self.take_after(pattern, after).ok()
+    }
+
+    /// [`Inbox::take`], or the number of the newest message it looked at: a wait looks only
+    /// past it next time (a message that did not match will not), so a wait over a flood of
+    /// other messages costs one match a message, not one a message a wake.
+    fn take_after(&self, pattern: &Pattern, after: u64) -> Result<(Entry, MatchOutcome), u64> {
+        let Ok(mut entries) = self.entries.lock() else {
+            return Err(after);
+        };
         let Kept { list, consumed, .. } = &mut *entries;
-        for entry in list.iter_mut().filter(|e| !e.consumed && e.seq > after) {
+        let mut looked = after;
+        // Entries are in arrival order: those at or before `after` are skipped from the back.
+        let start = list.partition_point(|e| e.seq <= after);
+        for entry in list.range_mut(start..).filter(|e| !e.consumed) {
+            looked = entry.seq;
             let outcome = pattern.matches(&entry.message);
             if outcome.is_match() {
                 entry.consumed = true;
                 *consumed += 1;
-                return Some((entry.clone(), outcome));
+                return Ok((entry.clone(), outcome));
             }
         }
-        None
+        Err(list.back().map_or(looked, |e| e.seq.max(looked)))
     }
 
     /// The newest arrival's number (0 before any).
@@ -138,14 +151,16 @@ impl Inbox {
         after: u64,
         deadline: Instant,
     ) -> Option<(Entry, MatchOutcome)> {
+        let mut looked = after;
         loop {
             // Register interest before looking, so an arrival between the look and the wait
             // still wakes us.
             let arrived = self.arrived.notified();
             tokio::pin!(arrived);
             arrived.as_mut().enable();
-            if let Some(found) = self.take(pattern, after) {
-                return Some(found);
+            match self.take_after(pattern, looked) {
+                Ok(found) => return Some(found),
+                Err(newest) => looked = newest,
             }
             if tokio::time::timeout_at(deadline, arrived).await.is_err() {
                 return None;
@@ -157,16 +172,22 @@ impl Inbox {
     /// that arrived after `after`, if any (not consumed: expecting nothing takes nothing).
     pub async fn watch(&self, pattern: &Pattern, after: u64, duration: Duration) -> Option<Entry> {
         let deadline = Instant::now() + duration;
+        // As in `wait_take`: what was looked at once is not looked at again.
+        let mut looked = after;
         loop {
             let arrived = self.arrived.notified();
             tokio::pin!(arrived);
             arrived.as_mut().enable();
-            if let Ok(entries) = self.entries.lock()
-                && let Some(hit) = entries.list.iter().find(|e| {
-                    e.seq > after && !e.consumed && pattern.matches(&e.message).is_match()
-                })
-            {
-                return Some(hit.clone());
+            if let Ok(entries) = self.entries.lock() {
+                let start = entries.list.partition_point(|e| e.seq <= looked);
+                let hit = entries
+                    .list
+                    .range(start..)
+                    .find(|e| !e.consumed && pattern.matches(&e.message).is_match());
+                if let Some(hit) = hit {
+                    return Some(hit.clone());
+                }
+                looked = entries.list.back().map_or(looked, |e| e.seq.max(looked));
             }
             if tokio::time::timeout_at(deadline, arrived).await.is_err() {
                 return None;
@@ -264,6 +285,33 @@ mod tests {
         assert!(inbox.take(&a, 1).is_none(), "seq 1 is not after 1");
         assert!(inbox.take(&a, 2).is_none());
         assert_eq!(inbox.take(&a, 0).map(|(e, _)| e.seq), Some(1));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_wait_through_a_flood_takes_the_first_match_that_came() {
+        let inbox = std::sync::Arc::new(Inbox::default());
+        let wanted = pattern(json!({"method": "wanted"}));
+        let waiting = {
+            let inbox = inbox.clone();
+            tokio::spawn(async move {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                inbox.wait_take(&wanted, 0, deadline).await
+            })
+        };
+        // Thousands of others, a wake each, then two that match: the first is taken.
+        for n in 0..5_000 {
+            inbox.push(1, json!({"method": "other", "n": n}));
+            if n % 500 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        inbox.push(1, json!({"method": "wanted", "n": 1}));
+        inbox.push(1, json!({"method": "wanted", "n": 2}));
+        let (taken, _) = waiting.await.expect("the wait ends").expect("a match");
+        assert_eq!(taken.message["n"], 1);
+        assert_eq!(taken.seq, 5_001);
+        let again = pattern(json!({"method": "wanted"}));
+        assert_eq!(inbox.take(&again, 0).map(|(e, _)| e.seq), Some(5_002));
     }
 
     #[tokio::test(start_paused = true)]

@@ -31,11 +31,12 @@ pub struct TypedFrames {
 }
 
 impl Framing {
-    /// The rule a binary (or not UTF-8) frame breaks under this framing.
-    pub fn not_text_rule(&self) -> &'static str {
+    /// The rule a binary (or not UTF-8) frame breaks under a typed framing; `None` under
+    /// JSON-RPC, whose peer says its own.
+    pub fn not_text_rule(&self) -> Option<&'static str> {
         match self {
-            Framing::JsonRpc => super::peer::rules::BINARY,
-            Framing::Typed(typed) => typed.not_text,
+            Framing::JsonRpc => None,
+            Framing::Typed(typed) => Some(typed.not_text),
         }
     }
 }

@@ -109,7 +109,7 @@ pub struct PeerConfig {
     /// Sees every message read and sent (the protocol's always-on checks, misbehaviours).
     pub watch: Option<Arc<dyn MessageWatch>>,
     /// How the link's frames are read (JSON-RPC unless the family says otherwise).
-    pub framing: super::Framing,
+    pub framing: super::framing::Framing,
 }
 
 impl std::fmt::Debug for PeerConfig {
@@ -152,7 +152,7 @@ pub struct Peer {
     /// answered).
     unanswered: Mutex<HashMap<String, String>>,
     watch: Option<Arc<dyn MessageWatch>>,
-    framing: super::Framing,
+    framing: super::framing::Framing,
     journal: Arc<Journal>,
     findings: Arc<Findings>,
     dispatch: Arc<dyn Dispatch>,
@@ -455,7 +455,7 @@ impl Peer {
                         json!({"binary_frame_bytes": bytes.len()}),
                     );
                     self.find(Finding::new(
-                        self.framing.not_text_rule(),
+                        self.framing.not_text_rule().unwrap_or(rules::BINARY),
                         format!("a binary frame of {} bytes", bytes.len()),
                     ));
                 }
@@ -466,7 +466,7 @@ impl Peer {
                         json!({"text_frame_not_utf8": why}),
                     );
                     self.find(Finding::new(
-                        self.framing.not_text_rule(),
+                        self.framing.not_text_rule().unwrap_or(rules::BINARY),
                         format!(
                             "a text frame that is not UTF-8 ({why}); the link is closed with 1007"
                         ),
@@ -513,7 +513,7 @@ impl Peer {
     /// Reads a frame of a typed family: a JSON object naming its kind, handed on as a
     /// notification of that kind whose `raw` is the whole frame (and whose `params` is null:
     /// the frame has no params of its own, and a big one is not copied for nothing).
-    fn on_typed(self: &Arc<Self>, text: &str, typed: &super::TypedFrames) {
+    fn on_typed(self: &Arc<Self>, text: &str, typed: &super::framing::TypedFrames) {
         let parsed: Value = match serde_json::from_str(text) {
             Ok(value) => value,
             Err(e) => {
@@ -553,7 +553,7 @@ impl Peer {
     }
 
     fn on_text(self: &Arc<Self>, text: &str) {
-        if let super::Framing::Typed(typed) = &self.framing {
+        if let super::framing::Framing::Typed(typed) = &self.framing {
             return self.on_typed(text, typed);
         }
         let classified = classify(text);

@@ -3,9 +3,9 @@
 
 use include_dir::{Dir, include_dir};
 
-use super::family::Family;
 use super::load::{LoadError, Reader, Side, load_file, load_str, load_str_for};
 use super::model::Scenario;
+use crate::family::Family;
 
 static SCENARIOS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../scenarios");
 

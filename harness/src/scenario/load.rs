@@ -141,7 +141,7 @@ pub fn load_str_for(
     scenario.vars = variables;
     scenario.source = file.to_string();
     check(&scenario, file, side, text)?;
-    if scenario.family == super::Family::Lvmh {
+    if scenario.family == crate::family::Family::Lvmh {
         check_lvmh(&scenario, file, text)?;
         // lvmh has one version (the envelope's `v: 1`): one cell, whose protocol is that `v`.
         scenario.matrix = super::model::Matrix {

@@ -5,13 +5,12 @@
 //! is `docs/scenario.schema.json`, generated from these types (see [`schema::json_schema`]).
 
 pub mod catalogue;
-pub mod family;
 pub mod load;
 pub mod model;
 pub mod schema;
 
 pub use crate::duration::Dur;
-pub use family::Family;
+pub use crate::family::Family;
 pub use load::{
     LoadError, Reader, Side, check_actions, load_file, load_str, load_str_for, load_yaml_file,
     read_section,

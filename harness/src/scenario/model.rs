@@ -28,7 +28,7 @@ pub struct Scenario {
     /// `scenarios/lvmh/`, and whose steps send and expect whole frames: `send` and `expect`
     /// with `message`, no requests).
     #[serde(default)]
-    pub family: super::Family,
+    pub family: crate::family::Family,
     /// The catalogue rules (ids from `conformance/rules.yaml`) this scenario checks.
     #[serde(default)]
     pub rules: Vec<String>,
@@ -119,7 +119,7 @@ impl Scenario {
         Scenario {
             name: name.into(),
             about: String::new(),
-            family: super::Family::Lembas,
+            family: crate::family::Family::Lembas,
             rules: Vec::new(),
             needs: Vec::new(),
             matrix: Matrix::default(),

@@ -6,7 +6,20 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// The protocol family a scenario (or a double's run) speaks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Deserialize,
+    serde::Serialize,
+    JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Family {
     /// LLeMbas: ACP and `_lembas/*` over JSON-RPC 2.0 (the default).

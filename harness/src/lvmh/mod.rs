@@ -1,0 +1,43 @@
+//! What both doubles know of lvmh v1 (`lvmh-protocol-v1.md`): a pi plugin dials a daemon's
+//! agent WebSocket and streams envelopes; the daemon persists them and serves a REST API and a
+//! browser WebSocket to the web UI. Kept here so the daemon and the plugin cannot disagree on a
+//! fact: paths, the envelope, which kinds are persisted, the limits the spec sets.
+//!
+//! [`plugin`] is the plugin itself (the fake plugin of fake-device, and the session a spawn
+//! starts inside the fake daemon): it lives here because both doubles run it.
+
+pub mod envelope;
+pub mod plugin;
+pub mod rules;
+
+pub use envelope::{Envelope, VERSION, kinds, now_ms};
+
+use std::time::Duration;
+
+/// Where the plugin dials the daemon (spec, "Transport 1").
+pub const AGENT_PATH: &str = "/agent/ws";
+
+/// Where the web UI's browser opens its WebSocket, with `?token=` (spec, "Transport 3").
+pub const BROWSER_PATH: &str = "/ws";
+
+/// How many unpersisted events the plugin keeps while the daemon is away (spec, "Reconnect &
+/// buffering").
+pub const BUFFER_CAP: usize = 10_000;
+
+/// The longest wait between two of the plugin's dials (spec, "Reconnect & buffering").
+pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// The longest `resultPreview` of a `tool_execution_end`, in bytes (spec, "Plugin → daemon
+/// events").
+pub const RESULT_PREVIEW_MAX: usize = 2048;
+
+/// How an lvmh link's frames are read: envelopes naming their kind in `type`, whose malformed
+/// frames break the envelope rules.
+pub fn framing() -> crate::jsonrpc::Framing {
+    crate::jsonrpc::Framing::Typed(crate::jsonrpc::TypedFrames {
+        kind_key: "type",
+        not_json: rules::JSON_FRAMES,
+        not_typed: rules::ENVELOPE,
+        not_text: rules::JSON_FRAMES,
+    })
+}

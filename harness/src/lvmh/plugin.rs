@@ -1,0 +1,665 @@
+//! The lvmh plugin: one pi session's link to the daemon (spec, "Transport 1" and "Reconnect &
+//! buffering"). It numbers every daemon-bound event, keeps the last [`BUFFER_CAP`] of them,
+//! dials and redials forever with capped, jittered exponential backoff, says hello with the
+//! session snapshot, resends what the daemon lacks after `welcome`, and turns the daemon's
+//! `prompt` and `abort` into a scripted agent's runs. The agent never waits for the link: an
+//! event is numbered and kept at once, and goes out when a link is up.
+//!
+//! fake-device runs it as the plugin under a daemon's test; the fake daemon runs it for each
+//! spawn (a session "in a container").
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::sync::{Notify, mpsc, watch};
+
+use super::envelope::{Envelope, fields, kinds};
+use super::{BACKOFF_CAP, BUFFER_CAP, RESULT_PREVIEW_MAX, rules};
+use crate::engine::{Behaviour, Hub};
+use crate::jsonrpc::{LinkEvent, Peer};
+use crate::rules::Misbehaviours;
+use crate::transport::{FrameLimits, ws_client};
+
+/// What the scripted agent answers a prompt with.
+#[derive(Debug, Clone)]
+pub struct AgentScript {
+    /// The assistant's reply; `{prompt}` stands for the prompt's text.
+    pub reply: String,
+    /// How many `message_update` deltas the reply streams in.
+    pub deltas: usize,
+    /// The pause between two deltas.
+    pub pace: Duration,
+    /// A tool the agent calls before it answers: its name and what it returns.
+    pub tool: Option<(String, String)>,
+}
+
+impl Default for AgentScript {
+    fn default() -> Self {
+        Self {
+            reply: "Done: {prompt}".into(),
+            deltas: 3,
+            pace: Duration::from_millis(5),
+            tool: None,
+        }
+    }
+}
+
+/// How the plugin runs.
+#[derive(Debug, Clone)]
+pub struct PluginConfig {
+    /// The daemon's agent WebSocket (`ws://host:port/agent/ws`).
+    pub url: String,
+    /// `LVMH_TOKEN`.
+    pub token: String,
+    /// The session snapshot hello and `session_info` carry (`id`, `name`, `cwd`, …).
+    pub session: Value,
+    /// The first pause between two dials; it doubles up to [`BACKOFF_CAP`].
+    pub backoff: Duration,
+    /// How many unpersisted events are kept while the daemon is away.
+    pub buffer_cap: usize,
+    /// The agent's answers.
+    pub agent: AgentScript,
+    /// The plugin rules to break (`--misbehave`), to prove a daemon's test can catch it.
+    pub misbehave: Misbehaviours,
+    /// Each link's frame limits.
+    pub limits: FrameLimits,
+}
+
+impl PluginConfig {
+    /// A plugin for session `id` dialing `url` with `token`, in `cwd`, as the spec's defaults
+    /// have it.
+    pub fn new(url: &str, token: &str, id: &str, cwd: &str) -> Self {
+        Self {
+            url: url.into(),
+            token: token.into(),
+            session: json!({
+                "id": id,
+                "name": null,
+                "cwd": cwd,
+                "model": "glm-5.3",
+                "provider": "zai-renaud",
+                "agent": false,
+                "repo": null,
+                "startedAt": super::now_ms(),
+            }),
+            backoff: Duration::from_millis(250),
+            buffer_cap: BUFFER_CAP,
+            agent: AgentScript::default(),
+            misbehave: Misbehaviours::default(),
+            limits: FrameLimits::default(),
+        }
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> String {
+        self.session
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+/// The pause before dial number `attempt` (0 for the first redial): `first · 2^attempt`, at most
+/// [`BACKOFF_CAP`], of which a random half is taken off (jitter), so plugins that lost the same
+/// daemon do not all come back at once.
+pub fn backoff(first: Duration, attempt: u32) -> Duration {
+    let full = first
+        .checked_mul(1u32 << attempt.min(20))
+        .unwrap_or(BACKOFF_CAP)
+        .min(BACKOFF_CAP);
+    full.mul_f64(crate::random::between(0.5, 1.0))
+}
+
+/// A check of each frame the daemon sends (the double judging a daemon): what it broke.
+pub type FrameCheck = Arc<dyn Fn(&str, &Value) -> Vec<crate::finding::Finding> + Send + Sync>;
+
+/// How many of the events it sent the plugin remembers (seq and kind), for a page reload to be
+/// compared with.
+const SENT_KEPT: usize = 200_000;
+
+/// The plugin's state.
+#[derive(Default)]
+struct State {
+    /// Every event given out, `(seq, type)`, oldest first (at most [`SENT_KEPT`]).
+    sent: VecDeque<(u64, String)>,
+    /// The last seq given out.
+    seq: u64,
+    /// Events the daemon may lack, oldest first.
+    buffer: VecDeque<Value>,
+    /// Events dropped from the buffer since the last welcome.
+    dropped: u64,
+    /// The link the daemon welcomed, while it is up.
+    live: Option<Arc<Peer>>,
+    /// The link dialled and not yet welcomed.
+    waiting: Option<Arc<Peer>>,
+    /// The daemon's `lastSeq` in each welcome, oldest first (what a report shows).
+    welcomes: Vec<u64>,
+    /// The session snapshot now (a rename changes it; the next hello carries it).
+    session: Value,
+}
+
+/// A running plugin.
+pub struct Plugin {
+    config: PluginConfig,
+    hub: Arc<Hub>,
+    state: Mutex<State>,
+    prompts: mpsc::Sender<String>,
+    abort: Notify,
+    aborted: AtomicBool,
+    /// Set once: the plugin stops (quit or killed).
+    stop: watch::Sender<bool>,
+    /// Prompts taken and not yet run to their end.
+    pending: std::sync::atomic::AtomicUsize,
+    check: Option<FrameCheck>,
+}
+
+/// WebSocket close 1001: the plugin's process goes away.
+const GOING_AWAY: u16 = 1001;
+
+/// The backlog of prompts a busy agent keeps (the TUI's type-ahead); more are dropped, and
+/// said so in the log.
+const PROMPT_QUEUE: usize = 256;
+
+/// The plugin as its hub's behaviour: it follows the daemon's frames.
+struct Follow(Weak<Plugin>);
+
+impl Behaviour for Follow {
+    fn observe(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, event: &LinkEvent) {
+        let Some(plugin) = self.0.upgrade() else {
+            return;
+        };
+        match event {
+            LinkEvent::Notification { method, raw, .. } => plugin.on_frame(peer, method, raw),
+            LinkEvent::Closed(_) => plugin.on_closed(peer),
+            _ => {}
+        }
+    }
+
+    fn framing(&self) -> crate::jsonrpc::Framing {
+        super::framing()
+    }
+}
+
+impl Plugin {
+    /// Starts a plugin on `hub`'s links (made with [`Plugin::behaviour`]'s hub, see
+    /// [`Plugin::start`]): the agent at once, the link in the background.
+    pub fn start(
+        config: PluginConfig,
+        journal: Arc<crate::journal::Journal>,
+        findings: Arc<crate::finding::Findings>,
+        vars: crate::pattern::Vars,
+        scenario: Option<&crate::scenario::Scenario>,
+        check: Option<FrameCheck>,
+    ) -> Result<Arc<Plugin>, String> {
+        let (prompts, prompts_rx) = mpsc::channel(PROMPT_QUEUE);
+        let mut made: Result<(), String> = Ok(());
+        let plugin = Arc::new_cyclic(|me: &Weak<Plugin>| {
+            let hub = Hub::for_scenario(
+                Arc::new(Follow(me.clone())),
+                scenario,
+                vars,
+                journal,
+                findings,
+            )
+            .unwrap_or_else(|e| {
+                made = Err(e);
+                Hub::new(
+                    Arc::new(Follow(me.clone())),
+                    Default::default(),
+                    Default::default(),
+                    Arc::new(crate::journal::Journal::in_memory()),
+                    Default::default(),
+                )
+            });
+            let state = State {
+                session: config.session.clone(),
+                ..State::default()
+            };
+            Plugin {
+                config,
+                hub,
+                state: Mutex::new(state),
+                prompts,
+                abort: Notify::new(),
+                aborted: AtomicBool::new(false),
+                stop: watch::channel(false).0,
+                pending: std::sync::atomic::AtomicUsize::new(0),
+                check,
+            }
+        });
+        made?;
+        if scenario.is_none() {
+            plugin.hub.keep_nothing();
+        }
+        tokio::spawn(Arc::clone(&plugin).agent(prompts_rx));
+        tokio::spawn(Arc::clone(&plugin).dial_forever());
+        Ok(plugin)
+    }
+
+    /// The hub its links are on (a scenario's steps run over it).
+    pub fn hub(&self) -> &Arc<Hub> {
+        &self.hub
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &PluginConfig {
+        &self.config
+    }
+
+    /// The session's id.
+    pub fn session_id(&self) -> String {
+        self.config.session_id()
+    }
+
+    /// The last seq given out.
+    pub fn last_seq(&self) -> u64 {
+        self.state.lock().map(|s| s.seq).unwrap_or(0)
+    }
+
+    /// The `lastSeq` of each welcome so far.
+    pub fn welcomes(&self) -> Vec<u64> {
+        self.state
+            .lock()
+            .map(|s| s.welcomes.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether a daemon welcomed the current link.
+    pub fn is_live(&self) -> bool {
+        self.state.lock().is_ok_and(|s| s.live.is_some())
+    }
+
+    /// A person typed `text` into the session's terminal: the agent runs it as it runs a
+    /// prompt from the web.
+    pub fn type_prompt(&self, text: &str) -> bool {
+        // Counted before it is queued, so the agent never finishes it before it is counted.
+        self.pending.fetch_add(1, Ordering::SeqCst);
+        let queued = self.prompts.try_send(text.to_string()).is_ok();
+        if !queued {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+        }
+        queued
+    }
+
+    /// Whether the agent has run every prompt it took.
+    pub fn is_idle(&self) -> bool {
+        self.pending.load(Ordering::SeqCst) == 0
+    }
+
+    /// Every event given out so far, `(seq, type)`, oldest first.
+    pub fn sent(&self) -> Vec<(u64, String)> {
+        self.state
+            .lock()
+            .map(|s| s.sent.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The session was renamed: `session_info` with the new snapshot.
+    pub fn rename(&self, name: &str) {
+        let session = {
+            let Ok(mut state) = self.state.lock() else {
+                return;
+            };
+            state.session["name"] = json!(name);
+            state.session.clone()
+        };
+        self.emit(kinds::SESSION_INFO, fields(json!({ "session": session })));
+    }
+
+    /// `count` tool updates at once (a long tool's output): what fills a buffer while the
+    /// daemon is away.
+    pub fn burst(&self, count: usize) {
+        for n in 0..count {
+            self.emit(
+                kinds::TOOL_UPDATE,
+                fields(json!({"toolCallId": "burst", "toolName": "bash", "partial": format!("line {n}\n")})),
+            );
+        }
+    }
+
+    /// Says `bye` and stops dialing (pi shuts down).
+    pub fn quit(&self) {
+        self.emit(kinds::BYE, fields(json!({"reason": "shutdown"})));
+        self.stop.send_replace(true);
+        let live = self.state.lock().ok().and_then(|mut s| s.live.take());
+        if let Some(peer) = live {
+            peer.close(crate::transport::CLOSE_NORMAL, "bye");
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        *self.stop.borrow()
+    }
+
+    /// Resolves once the plugin stops.
+    async fn until_stopped(&self) {
+        let mut stop = self.stop.subscribe();
+        let _ = stop.wait_for(|stopped| *stopped).await;
+    }
+
+    /// Stops at once, without a word (the process is killed).
+    pub fn kill(&self) {
+        self.stop.send_replace(true);
+        let links = self
+            .state
+            .lock()
+            .map(|mut s| [s.live.take(), s.waiting.take()])
+            .unwrap_or_default();
+        for peer in links.into_iter().flatten() {
+            peer.close(GOING_AWAY, "killed");
+        }
+    }
+
+    /// Numbers an event, keeps it, and sends it when a welcomed link is up. Never waits.
+    pub fn emit(&self, kind: &str, payload: Map<String, Value>) {
+        let Ok(mut state) = self.state.lock() else {
+            return;
+        };
+        state.seq += 1;
+        let mut seq = state.seq;
+        if self.config.misbehave.breaks(rules::SEQ_MONOTONIC) && seq == 3 {
+            // Says 2 again: the daemon must see a seq that is not above the one before.
+            seq = 2;
+        }
+        let mut frame = Envelope::frame(kind, &self.session_id(), seq, payload);
+        if self.config.misbehave.breaks(rules::ENVELOPE)
+            && let Value::Object(fields) = &mut frame
+        {
+            fields.remove("ts");
+        }
+        if state.buffer.len() >= self.config.buffer_cap.max(1) {
+            state.buffer.pop_front();
+            state.dropped += 1;
+        }
+        if state.sent.len() >= SENT_KEPT {
+            state.sent.pop_front();
+        }
+        state.sent.push_back((seq, kind.to_string()));
+        state.buffer.push_back(frame.clone());
+        if let Some(peer) = &state.live {
+            peer.send_value(frame);
+        }
+    }
+
+    fn on_frame(&self, peer: &Arc<Peer>, kind: &str, frame: &Value) {
+        if let Some(check) = &self.check {
+            for finding in check(kind, frame) {
+                self.hub.findings().push(finding.on_link(peer.link()));
+            }
+        }
+        match kind {
+            kinds::WELCOME => {
+                let last = frame.get("lastSeq").and_then(Value::as_u64).unwrap_or(0);
+                self.welcomed(peer, last);
+            }
+            kinds::PROMPT => {
+                let message = frame
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if !self.type_prompt(message) {
+                    tracing::warn!("a prompt from the daemon found the agent's queue full");
+                }
+            }
+            kinds::ABORT => {
+                self.aborted.store(true, Ordering::Relaxed);
+                self.abort.notify_waiters();
+            }
+            _ => {}
+        }
+    }
+
+    /// The daemon has everything up to `last`: the rest of the buffer goes out, oldest first,
+    /// then a notice of what the buffer dropped, and the link is live.
+    fn welcomed(&self, peer: &Arc<Peer>, last: u64) {
+        let notice = {
+            let Ok(mut state) = self.state.lock() else {
+                return;
+            };
+            if !state.waiting.as_ref().is_some_and(|w| Arc::ptr_eq(w, peer)) {
+                return;
+            }
+            state.waiting = None;
+            state.welcomes.push(last);
+            let misbehave = &self.config.misbehave;
+            let from = match misbehave.breaks(rules::REPLAY_AFTER_LAST_SEQ) {
+                // Resends the last one the daemon has too.
+                true => last,
+                false => last + 1,
+            };
+            state
+                .buffer
+                .retain(|f| f.get("seq").and_then(Value::as_u64).unwrap_or(0) >= from);
+            for frame in &state.buffer {
+                peer.send_value(frame.clone());
+            }
+            state.live = Some(peer.clone());
+            let dropped = std::mem::take(&mut state.dropped);
+            (dropped > 0 && !misbehave.breaks(rules::BUFFER_OVERFLOW_NOTICE)).then_some(dropped)
+        };
+        if let Some(dropped) = notice {
+            self.emit(
+                kinds::BUFFER_OVERFLOW,
+                fields(json!({ "dropped": dropped })),
+            );
+        }
+    }
+
+    fn on_closed(&self, peer: &Arc<Peer>) {
+        if let Ok(mut state) = self.state.lock() {
+            if state.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, peer)) {
+                state.live = None;
+            }
+            if state.waiting.as_ref().is_some_and(|w| Arc::ptr_eq(w, peer)) {
+                state.waiting = None;
+            }
+        }
+    }
+
+    fn hello(&self) -> Value {
+        let session = self
+            .state
+            .lock()
+            .map(|s| s.session.clone())
+            .unwrap_or_else(|_| self.config.session.clone());
+        Envelope::frame(
+            kinds::HELLO,
+            &self.session_id(),
+            0,
+            fields(json!({ "session": session })),
+        )
+    }
+
+    /// Dials until stopped: a link, hello, then waits for it to end; between dials, the
+    /// backoff. A daemon that is down changes nothing for the agent.
+    async fn dial_forever(self: Arc<Self>) {
+        let mut attempt: u32 = 0;
+        while !self.stopped() {
+            let request = ws_client::ClientRequest {
+                url: self.config.url.clone(),
+                bearer_token: Some(self.config.token.clone()),
+                headers: Vec::new(),
+                timeout: Duration::from_secs(10),
+            };
+            match ws_client::connect(request, self.config.limits).await {
+                Ok(connection) => {
+                    attempt = 0;
+                    let peer = self.hub.attach(connection);
+                    if let Ok(mut state) = self.state.lock() {
+                        state.waiting = Some(peer.clone());
+                    }
+                    if self.config.misbehave.breaks(rules::HELLO_FIRST) {
+                        peer.send_value(Envelope::frame(
+                            kinds::AGENT_SETTLED,
+                            &self.session_id(),
+                            0,
+                            Map::new(),
+                        ));
+                    }
+                    peer.send_value(self.hello());
+                    tokio::select! {
+                        _ = peer.closed() => {}
+                        () = self.until_stopped() => {}
+                    }
+                    if self.config.misbehave.breaks(rules::RECONNECT) {
+                        // Gives up: the agent goes on, the daemon never hears of it again.
+                        break;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(url = %self.config.url, "the daemon is not there: {e}");
+                }
+            }
+            if self.stopped() {
+                break;
+            }
+            let pause = backoff(self.config.backoff, attempt);
+            attempt = attempt.saturating_add(1);
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                () = self.until_stopped() => {}
+            }
+        }
+    }
+
+    /// The scripted agent: one run per prompt, in order (a prompt during a run waits, as
+    /// typed-ahead input does).
+    async fn agent(self: Arc<Self>, mut prompts: mpsc::Receiver<String>) {
+        let mut message = 0u64;
+        loop {
+            let prompt = tokio::select! {
+                prompt = prompts.recv() => prompt,
+                () = self.until_stopped() => None,
+            };
+            let Some(prompt) = prompt else { break };
+            self.aborted.store(false, Ordering::Relaxed);
+            message += 1;
+            let user = format!("u{message}");
+            self.emit(
+                kinds::MESSAGE_START,
+                fields(json!({"message": {"role": "user", "id": user}})),
+            );
+            self.emit(
+                kinds::MESSAGE_END,
+                fields(json!({"message": whole_message("user", &user, &prompt, None)})),
+            );
+            self.emit(kinds::AGENT_START, Map::new());
+            if let Some((tool, output)) = self.config.agent.tool.clone() {
+                self.tool_call(message, &tool, &output);
+            }
+            let reply = self.config.agent.reply.replace("{prompt}", &prompt);
+            let assistant = format!("a{message}");
+            self.emit(
+                kinds::MESSAGE_START,
+                fields(json!({"message": {"role": "assistant", "id": assistant}})),
+            );
+            let said = self.stream(&reply).await;
+            self.emit(
+                kinds::MESSAGE_END,
+                fields(json!({"message": whole_message("assistant", &assistant, &said, None)})),
+            );
+            self.emit(
+                kinds::AGENT_END,
+                fields(json!({"usage": {"inputTokens": prompt.len(), "outputTokens": said.len()}})),
+            );
+            self.emit(kinds::AGENT_SETTLED, Map::new());
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn tool_call(&self, message: u64, tool: &str, output: &str) {
+        let call = format!("call{message}");
+        self.emit(
+            kinds::TOOL_START,
+            fields(json!({"toolCallId": call, "toolName": tool, "args": {"command": "ls"}})),
+        );
+        self.emit(
+            kinds::TOOL_UPDATE,
+            fields(json!({"toolCallId": call, "toolName": tool, "partial": output})),
+        );
+        let preview = match self.config.misbehave.breaks(rules::RESULT_PREVIEW) {
+            true => output.to_string(),
+            false => cut(output, RESULT_PREVIEW_MAX),
+        };
+        self.emit(
+            kinds::TOOL_END,
+            fields(json!({"toolCallId": call, "toolName": tool, "isError": false, "resultPreview": preview})),
+        );
+    }
+
+    /// Streams `reply` in deltas; gives what was said (less, when the run was aborted).
+    async fn stream(&self, reply: &str) -> String {
+        let chars: Vec<char> = reply.chars().collect();
+        let parts = self.config.agent.deltas.max(1);
+        let size = chars.len().div_ceil(parts).max(1);
+        let mut said = String::new();
+        for chunk in chars.chunks(size) {
+            if self.aborted.load(Ordering::Relaxed) {
+                break;
+            }
+            let delta: String = chunk.iter().collect();
+            said.push_str(&delta);
+            self.emit(kinds::MESSAGE_UPDATE, fields(json!({ "delta": delta })));
+            tokio::select! {
+                () = tokio::time::sleep(self.config.agent.pace) => {}
+                () = self.abort.notified() => {}
+            }
+        }
+        said
+    }
+}
+
+/// A message as `message_end` carries it (spec, "Message shape").
+fn whole_message(role: &str, id: &str, text: &str, tool_call_id: Option<&str>) -> Value {
+    json!({
+        "role": role,
+        "id": id,
+        "text": text,
+        "thinking": null,
+        "toolCalls": [],
+        "toolCallId": tool_call_id,
+    })
+}
+
+/// `text` cut to at most `max` bytes, on a character boundary.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_doubles_to_its_cap_and_jitter_only_shortens_it() {
+        let first = Duration::from_millis(250);
+        for attempt in 0..40 {
+            let full = (first * (1u32 << attempt.min(20))).min(BACKOFF_CAP);
+            let pause = backoff(first, attempt);
+            assert!(pause <= BACKOFF_CAP, "attempt {attempt}: {pause:?}");
+            assert!(
+                pause >= full / 2 && pause <= full,
+                "attempt {attempt}: {pause:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_preview_is_cut_on_a_character_boundary() {
+        let long = "é".repeat(2000);
+        let preview = cut(&long, RESULT_PREVIEW_MAX);
+        assert!(preview.len() <= RESULT_PREVIEW_MAX);
+        assert_eq!(preview.len(), 2048);
+    }
+}

@@ -1,0 +1,35 @@
+//! The lvmh rules checked by code (the catalogue, `conformance/rules.yaml`, holds them all).
+//! `lvmh.plugin.*` bind the plugin (the fake daemon checks them), `lvmh.daemon.*` the daemon
+//! (the fake plugin and fake browser check them).
+
+/// Frames on the agent link are JSON text, one object each.
+pub const JSON_FRAMES: &str = "lvmh.frames.json";
+/// Every frame carries the envelope: `v` 1, `sessionId`, `seq`, `ts` and `type`.
+pub const ENVELOPE: &str = "lvmh.envelope";
+/// The plugin's first frame is `hello` with the session snapshot.
+pub const HELLO_FIRST: &str = "lvmh.plugin.hello.first";
+/// Per session the plugin numbers its events from 1, each above the one before.
+pub const SEQ_MONOTONIC: &str = "lvmh.plugin.seq.monotonic";
+/// After `welcome`, the plugin resends what the daemon lacks: from `lastSeq + 1`, nothing
+/// lost, nothing the daemon has again.
+pub const REPLAY_AFTER_LAST_SEQ: &str = "lvmh.plugin.replay.after_last_seq";
+/// A buffer that overflowed while the daemon was away is announced with `buffer_overflow`.
+pub const BUFFER_OVERFLOW_NOTICE: &str = "lvmh.plugin.buffer.overflow_notice";
+/// A `tool_execution_end`'s `resultPreview` is cut to 2 KB.
+pub const RESULT_PREVIEW: &str = "lvmh.plugin.tool.result_preview";
+/// The daemon answers `hello` with `welcome` and the highest `seq` it persisted for the session.
+pub const WELCOME_LAST_SEQ: &str = "lvmh.daemon.welcome.last_seq";
+/// The daemon persists every event but `message_update`, served in `seq` order.
+pub const PERSISTS_EVENTS: &str = "lvmh.daemon.events.persisted";
+/// `message_update` reaches web subscribers live and is never persisted.
+pub const UPDATES_NOT_PERSISTED: &str = "lvmh.daemon.updates.not_persisted";
+/// Every route wants the token: a missing or wrong one gets 401 (REST) or a refused upgrade.
+pub const AUTH: &str = "lvmh.daemon.auth";
+/// A prompt to a session whose plugin is not linked is refused with 409.
+pub const PROMPT_OFFLINE: &str = "lvmh.daemon.prompt.offline";
+/// A prompt to an online session reaches its plugin as `prompt` with `promptId` and `message`.
+pub const PROMPT_ROUTED: &str = "lvmh.daemon.prompt.routed";
+/// A subscribed browser gets the session's events live, deltas included.
+pub const UPDATES_LIVE: &str = "lvmh.daemon.updates.live";
+/// The plugin redials forever, at most 30 s apart.
+pub const RECONNECT: &str = "lvmh.plugin.reconnect";
