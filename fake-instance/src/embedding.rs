@@ -213,7 +213,9 @@ impl InstanceBuilder {
             .control
             .zip(control_token)
             .map(|(addr, token)| (format!("http://{addr}"), token));
-        actor.set(live.actor);
+        if let Some(hands) = live.actor {
+            actor.set(hands);
+        }
         Ok(FakeInstance {
             addr: live.addr,
             token,
@@ -273,7 +275,9 @@ async fn runs(
                         let _ = up.send(live);
                     }
                     None => {
-                        actor.set(live.actor);
+                        if let Some(hands) = live.actor {
+                            actor.set(hands);
+                        }
                     }
                 }
                 if let Some(ack) = restarted {

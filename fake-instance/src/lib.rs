@@ -36,6 +36,7 @@ mod configure;
 mod embedding;
 pub mod http;
 mod link_rules;
+pub mod lvmh;
 mod mention;
 mod mode_watch;
 mod modes;

@@ -102,7 +102,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     harness::cli::init_tls();
     harness::cli::return_freed_memory();
     if cli.common.list_scenarios {
-        harness::cli::list_scenarios(Side::Instance);
+        harness::cli::list_scenarios_in(Side::Instance, cli.common.family.unwrap_or_default());
         return Ok(Exit::Passed);
     }
     let misbehave = harness::cli::misbehaviours(&cli.common.misbehave, Binds::Instance)?;
@@ -125,11 +125,23 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         protocol,
         spec: cli.common.spec,
     };
-    let report_cell = cell.clone();
     let scenario = match &cli.common.scenario {
-        Some(arg) => Some(harness::cli::load_scenario(arg, Side::Instance, &cell)?),
+        Some(arg) => Some(harness::cli::load_scenario_in(
+            arg,
+            Side::Instance,
+            cli.common.family,
+            &cell,
+        )?),
         None => None,
     };
+    let family = scenario
+        .as_ref()
+        .map_or(cli.common.family.unwrap_or_default(), |s| s.family);
+    let cell = match family {
+        harness::scenario::Family::Lvmh => harness::cli::lvmh_cell(),
+        harness::scenario::Family::Lembas => cell,
+    };
+    let report_cell = cell.clone();
     let steps = say_steps(&cli.say).map_err(|e| CliError::Usage(format!("--say: {e}")))?;
     let hooks = harness::cli::hooks(cli.common.hooks.as_deref())?;
     let control = cli.common.control_config()?;
@@ -141,6 +153,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         tokens.push(fake_instance::DEFAULT_TOKEN.into());
     }
     let options = fake_instance::Options {
+        family,
         listen: cli.listen,
         tokens,
         protocols: cli.protocols,

@@ -41,6 +41,9 @@ pub const DEFAULT_TOKEN: &str = "lembas-test-token";
 /// How to run.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// The protocol family to play: LLeMbas's instance, or lvmh's daemon (a scenario's
+    /// `family` decides when one runs).
+    pub family: harness::scenario::Family,
     /// Where to listen (port 0: any free port).
     pub listen: SocketAddr,
     /// A socket already bound and listening, used instead of binding `listen`: a run restarted
@@ -116,6 +119,7 @@ impl StdioLink {
 impl Default for Options {
     fn default() -> Self {
         Self {
+            family: harness::scenario::Family::Lembas,
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             bound: None,
             tokens: vec![DEFAULT_TOKEN.into()],
@@ -249,8 +253,8 @@ pub async fn run_with(
 pub(crate) struct Live {
     /// Where it listens.
     pub addr: SocketAddr,
-    /// Its web UI, for actions from Rust.
-    pub actor: Arc<InstanceActor>,
+    /// Its web UI, for actions from Rust (none for the lvmh daemon).
+    pub actor: Option<Arc<InstanceActor>>,
     /// Where its control API listens.
     pub control: Option<SocketAddr>,
     /// How the run is getting on.
@@ -274,6 +278,10 @@ pub(crate) async fn run_started(
     started: impl FnOnce(Live),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
+    let family = scenario.as_ref().map_or(options.family, |s| s.family);
+    if family == harness::scenario::Family::Lvmh {
+        return run_daemon(options, scenario, started, shutdown).await;
+    }
     let spec = options.cell.spec;
     // The actions are this double's vocabulary: checked here, each against its own type.
     if let Some(scenario) = &scenario {
@@ -442,7 +450,7 @@ pub(crate) async fn run_started(
     });
     started(Live {
         addr,
-        actor: actor.clone(),
+        actor: Some(actor.clone()),
         control: control.as_ref().map(|c| c.addr),
         progress: hub.progress().clone(),
     });
@@ -609,6 +617,56 @@ pub(crate) async fn run_started(
             journal.finish();
             journal.recent(200)
         },
+    })
+}
+
+/// [`run_started`] for the lvmh daemon.
+async fn run_daemon(
+    options: Options,
+    scenario: Option<Scenario>,
+    started: impl FnOnce(Live),
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    use crate::lvmh::{DaemonError, DaemonPlan};
+    let plan = DaemonPlan {
+        listen: options.listen,
+        bound: options.bound,
+        token: options.tokens.first().cloned().unwrap_or_default(),
+        cell: options.cell,
+        journal: options.journal,
+        misbehave: options.misbehave,
+        patience: options.patience,
+        limits: options.limits,
+        state_dir: options.state_dir,
+        sut: options.sut,
+        process: options.process,
+        hooks: options.hooks,
+        arranged: options.arranged,
+        end_at_finding: options.end_at_finding,
+    };
+    let ended = crate::lvmh::run_started(
+        plan,
+        scenario,
+        |addr, progress| {
+            started(Live {
+                addr,
+                actor: None,
+                control: None,
+                progress,
+            })
+        },
+        shutdown,
+    )
+    .await
+    .map_err(|e| match e {
+        DaemonError::Listen(addr, source) => StartError::Listen { addr, source },
+        DaemonError::Journal(e) => StartError::Journal(e),
+        DaemonError::Setup(why) => StartError::Scenario(why),
+    })?;
+    Ok(Finished {
+        outcome: ended.outcome,
+        findings: ended.findings,
+        recent: ended.recent,
     })
 }
 

@@ -1,0 +1,105 @@
+//! What a person in the web UI makes the fake daemon do, as `act` steps of an lvmh scenario
+//! run by fake-instance: send a prompt or an abort to a session's plugin, reload a session's
+//! page (its persisted events), read the session list.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::engine::{ActError, Actor};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::daemon::Daemon;
+
+/// One action of the web UI in front of the fake daemon.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum DaemonAction {
+    /// Send a prompt into a session, as `POST /api/sessions/:id/prompt` does; fails when the
+    /// session is offline. Gives `{promptId}`.
+    Prompt {
+        /// The session.
+        session: String,
+        /// The text.
+        message: String,
+    },
+    /// Abort a session's run, as `POST /api/sessions/:id/abort` does.
+    Abort {
+        /// The session.
+        session: String,
+    },
+    /// Reload a session's page: its persisted events after `after`, as `GET
+    /// /api/sessions/:id/events` gives them. Gives `{events, seqs}`.
+    Events {
+        /// The session.
+        session: String,
+        /// Only events after this seq.
+        #[serde(default)]
+        after: u64,
+    },
+    /// The session list, as `GET /api/sessions` gives it. Gives `{sessions}`.
+    Sessions {},
+    /// The daemon goes down for a while: it drops every plugin link and refuses dials (503)
+    /// until `for` has passed. Gives `{dropped}`.
+    Down {
+        /// How long it stays down.
+        #[serde(rename = "for")]
+        span: harness::scenario::Dur,
+    },
+}
+
+/// WebSocket close 1001: the daemon goes away.
+const GOING_AWAY: u16 = 1001;
+
+/// The web UI's hands on the daemon.
+pub struct DaemonActor {
+    /// The daemon.
+    pub daemon: Arc<Daemon>,
+}
+
+impl Actor for DaemonActor {
+    fn act<'a>(
+        &'a self,
+        action: Value,
+        _timeout: Duration,
+    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
+        Box::pin(async move {
+            let action: DaemonAction = serde_json::from_value(action)
+                .map_err(|e| ActError::Unknown(format!("not an action of the fake daemon: {e}")))?;
+            self.act_now(action)
+        })
+    }
+}
+
+impl DaemonActor {
+    /// Does `action` now.
+    pub fn act_now(&self, action: DaemonAction) -> Result<Value, ActError> {
+        match action {
+            DaemonAction::Prompt { session, message } => {
+                match self.daemon.prompt(&session, &message) {
+                    Some(id) => Ok(json!({ "promptId": id })),
+                    None => Err(ActError::Failed(format!(
+                        "session `{session}` is offline: no plugin is linked for it"
+                    ))),
+                }
+            }
+            DaemonAction::Abort { session } => match self.daemon.abort(&session) {
+                true => Ok(json!({})),
+                false => Err(ActError::Failed(format!("session `{session}` is offline"))),
+            },
+            DaemonAction::Events { session, after } => {
+                let events = self
+                    .daemon
+                    .events(&session, after, super::routes::EVENTS_LIMIT_MAX);
+                let seqs: Vec<Value> = events.iter().map(|e| e["seq"].clone()).collect();
+                Ok(json!({ "events": events, "seqs": seqs }))
+            }
+            DaemonAction::Sessions {} => Ok(json!({ "sessions": self.daemon.session_list() })),
+            DaemonAction::Down { span } => {
+                self.daemon.refuse_for(span.0);
+                let dropped = self.daemon.drop_plugins(GOING_AWAY);
+                Ok(json!({ "dropped": dropped }))
+            }
+        }
+    }
+}

@@ -1,0 +1,490 @@
+//! The fake daemon's model: the plugin links it welcomes and checks, the browser links it feeds,
+//! and the store between them (spec, "Transport 1" and "Transport 3").
+//!
+//! Every link of the run is on one hub, so a scenario's `expect` steps see the plugins' and
+//! the browsers' frames alike; which a link is comes from the route that accepted it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harness::engine::{Behaviour, Hub};
+use harness::finding::Finding;
+use harness::jsonrpc::{LinkEvent, Peer};
+use harness::lvmh::envelope::{fields, is_persisted, kinds};
+use harness::lvmh::{Envelope, RESULT_PREVIEW_MAX, rules};
+use harness::rules::Misbehaviours;
+use serde_json::{Map, Value, json};
+
+use super::store::Store;
+
+/// What the route that accepted a link says it is, in the connection's peer name.
+pub const BROWSER_PREFIX: &str = "browser ";
+
+/// One plugin link, as the monitors follow it.
+#[derive(Debug, Default)]
+struct AgentLink {
+    /// The session its hello named.
+    session: Option<String>,
+    /// The seq the first event after welcome must have (the daemon's `lastSeq + 1`).
+    replay_from: Option<u64>,
+    /// The seq of its last event.
+    last_seq: Option<u64>,
+}
+
+/// One browser link.
+#[derive(Debug)]
+struct BrowserLink {
+    peer: Arc<Peer>,
+    subscribed: Option<String>,
+}
+
+/// The daemon.
+pub struct Daemon {
+    store: Mutex<Store>,
+    agents: Mutex<HashMap<u32, AgentLink>>,
+    /// The plugin link of each online session.
+    online: Mutex<HashMap<String, Arc<Peer>>>,
+    browsers: Mutex<HashMap<u32, BrowserLink>>,
+    misbehave: Misbehaviours,
+    /// How long a lost event may wait for its `buffer_overflow` notice.
+    patience: Duration,
+    prompts: std::sync::atomic::AtomicU64,
+    /// Until when the agent link refuses plugins (a daemon that is down).
+    refuse_until: Mutex<Option<tokio::time::Instant>>,
+    /// Links whose first event after welcome skipped seqs, with what that lost, until a
+    /// `buffer_overflow` notice excuses it.
+    gaps: Arc<Mutex<HashMap<u32, String>>>,
+}
+
+impl Daemon {
+    /// A daemon over `store`.
+    pub fn new(store: Store, misbehave: Misbehaviours, patience: Duration) -> Daemon {
+        Daemon {
+            store: Mutex::new(store),
+            agents: Mutex::new(HashMap::new()),
+            online: Mutex::new(HashMap::new()),
+            browsers: Mutex::new(HashMap::new()),
+            misbehave,
+            patience,
+            prompts: std::sync::atomic::AtomicU64::new(0),
+            gaps: Arc::default(),
+            refuse_until: Mutex::new(None),
+        }
+    }
+
+    /// The rules this daemon breaks.
+    pub fn misbehave(&self) -> &Misbehaviours {
+        &self.misbehave
+    }
+
+    /// `GET /api/sessions`: every session with whether its plugin is linked.
+    pub fn session_list(&self) -> Vec<Value> {
+        let online: Vec<String> = self
+            .online
+            .lock()
+            .map(|o| o.keys().cloned().collect())
+            .unwrap_or_default();
+        let Ok(store) = self.store.lock() else {
+            return Vec::new();
+        };
+        store
+            .sessions()
+            .iter()
+            .filter(|(_, s)| s.info.is_object())
+            .map(|(id, s)| {
+                let info = &s.info;
+                json!({
+                    "id": id,
+                    "name": info.get("name").cloned().unwrap_or(Value::Null),
+                    "cwd": info.get("cwd").cloned().unwrap_or(Value::Null),
+                    "model": info.get("model").cloned().unwrap_or(Value::Null),
+                    "provider": info.get("provider").cloned().unwrap_or(Value::Null),
+                    "agent": info.get("agent").cloned().unwrap_or(json!(false)),
+                    "repo": info.get("repo").cloned().unwrap_or(Value::Null),
+                    "startedAt": info.get("startedAt").cloned().unwrap_or(Value::Null),
+                    "online": online.contains(id),
+                    "lastEventAt": s.last_event_at,
+                })
+            })
+            .collect()
+    }
+
+    /// `GET /api/sessions/:id/events`: persisted events after `after`, at most `limit`.
+    pub fn events(&self, id: &str, after: u64, limit: usize) -> Vec<Value> {
+        self.store
+            .lock()
+            .map(|s| s.events(id, after, limit))
+            .unwrap_or_default()
+    }
+
+    /// Whether a session was ever seen.
+    pub fn knows(&self, id: &str) -> bool {
+        self.store
+            .lock()
+            .is_ok_and(|s| s.sessions().contains_key(id))
+    }
+
+    /// The store, for settings.
+    pub fn with_store<T>(&self, f: impl FnOnce(&mut Store) -> T) -> Option<T> {
+        self.store.lock().ok().map(|mut s| f(&mut s))
+    }
+
+    /// Sends `prompt` to the session's plugin; false when it is offline.
+    pub fn prompt(&self, id: &str, message: &str) -> Option<String> {
+        let peer = self.online.lock().ok()?.get(id).cloned()?;
+        let n = self
+            .prompts
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        let prompt_id = format!("p{n}");
+        let mut frame = Envelope::frame(
+            kinds::PROMPT,
+            id,
+            0,
+            fields(json!({"promptId": prompt_id, "message": message})),
+        );
+        if self.misbehave.breaks(rules::PROMPT_ROUTED)
+            && let Some(fields) = frame.as_object_mut()
+        {
+            fields.remove("promptId");
+        }
+        peer.send_value(frame);
+        Some(prompt_id)
+    }
+
+    /// Sends `abort` to the session's plugin; false when it is offline.
+    pub fn abort(&self, id: &str) -> bool {
+        let Some(peer) = self.online.lock().ok().and_then(|o| o.get(id).cloned()) else {
+            return false;
+        };
+        peer.send_value(Envelope::frame(kinds::ABORT, id, 0, Map::new()));
+        true
+    }
+
+    /// Closes the session's plugin link (its container stopped); false when none is linked.
+    pub fn disconnect(&self, id: &str) -> bool {
+        let Some(peer) = self.online.lock().ok().and_then(|o| o.get(id).cloned()) else {
+            return false;
+        };
+        peer.close(harness::transport::CLOSE_NORMAL, "container stopped");
+        true
+    }
+
+    /// Refuses plugins' dials for `span` (503), as a daemon that is down would.
+    pub fn refuse_for(&self, span: Duration) {
+        if let Ok(mut until) = self.refuse_until.lock() {
+            *until = Some(tokio::time::Instant::now() + span);
+        }
+    }
+
+    /// Whether the agent link refuses plugins now.
+    pub fn refusing(&self) -> bool {
+        self.refuse_until
+            .lock()
+            .is_ok_and(|u| u.is_some_and(|until| tokio::time::Instant::now() < until))
+    }
+
+    /// Closes every plugin link (the daemon drops them), with `code`; gives how many.
+    pub fn drop_plugins(&self, code: u16) -> usize {
+        let peers: Vec<Arc<Peer>> = self
+            .online
+            .lock()
+            .map(|o| o.values().cloned().collect())
+            .unwrap_or_default();
+        for peer in &peers {
+            peer.close(code, "the daemon dropped the link");
+        }
+        peers.len()
+    }
+
+    /// Tells every browser the session list (it changed).
+    pub fn list_changed(&self) {
+        let frame = json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()});
+        for peer in self.browser_peers(None) {
+            peer.send_value(frame.clone());
+        }
+    }
+
+    /// Tells every browser the spawn jobs.
+    pub fn spawn_status_changed(&self, jobs: Vec<Value>) {
+        let frame = json!({"type": kinds::SPAWN_STATUS, "jobs": jobs});
+        for peer in self.browser_peers(None) {
+            peer.send_value(frame.clone());
+        }
+    }
+
+    /// The browsers' links, all or those subscribed to `session`.
+    fn browser_peers(&self, session: Option<&str>) -> Vec<Arc<Peer>> {
+        self.browsers
+            .lock()
+            .map(|b| {
+                b.values()
+                    .filter(|l| session.is_none_or(|s| l.subscribed.as_deref() == Some(s)))
+                    .map(|l| l.peer.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn on_hello(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, frame: &Value) {
+        let Some(session) = frame.get("session").filter(|s| s.is_object()).cloned() else {
+            find(
+                hub,
+                peer,
+                rules::HELLO_FIRST,
+                "hello carries no `session` snapshot".into(),
+                frame,
+            );
+            return;
+        };
+        let id = frame
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .or_else(|| session.get("id").and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_string();
+        let last = match self.store.lock() {
+            Ok(mut store) => {
+                store.session(session);
+                store.last_seq(&id)
+            }
+            Err(_) => 0,
+        };
+        if let Ok(mut agents) = self.agents.lock() {
+            let link = agents.entry(peer.link()).or_default();
+            link.session = Some(id.clone());
+            link.replay_from = Some(last + 1);
+            link.last_seq = None;
+        }
+        if let Ok(mut online) = self.online.lock() {
+            online.insert(id.clone(), peer.clone());
+        }
+        let said = match self.misbehave.breaks(rules::WELCOME_LAST_SEQ) && last > 0 {
+            // Says it has one event less than it has.
+            true => last - 1,
+            false => last,
+        };
+        peer.send_value(Envelope::frame(
+            kinds::WELCOME,
+            &id,
+            0,
+            fields(json!({ "lastSeq": said })),
+        ));
+        self.list_changed();
+    }
+
+    fn on_event(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, kind: &str, frame: &Value) {
+        let envelope = match Envelope::read(frame) {
+            Ok(envelope) if envelope.version == harness::lvmh::VERSION => envelope,
+            Ok(envelope) => {
+                let why = format!("`v` is {}, not 1", envelope.version);
+                return find(hub, peer, rules::ENVELOPE, why, frame);
+            }
+            Err(why) => return find(hub, peer, rules::ENVELOPE, why, frame),
+        };
+        if kind == kinds::HELLO {
+            return self.on_hello(hub, peer, frame);
+        }
+        let Some(check) = self.check_order(peer, &envelope) else {
+            return find(
+                hub,
+                peer,
+                rules::HELLO_FIRST,
+                format!("`{kind}` came before hello"),
+                frame,
+            );
+        };
+        match check {
+            Order::Fine => {}
+            Order::Broken(rule, why) => find(hub, peer, rule, why, frame),
+            Order::Gap(from, to) => {
+                let link = peer.link();
+                let why = format!(
+                    "after welcome said lastSeq {}, the first event had seq {to}: {from}..{} were lost, and no buffer_overflow said so",
+                    from - 1,
+                    to - 1
+                );
+                if let Ok(mut gaps) = self.gaps.lock() {
+                    gaps.insert(link, why.clone());
+                }
+                // Lost events are allowed when the buffer overflowed: its notice follows the
+                // replay, so it is waited for (and the link's end settles it too).
+                let gaps = self.gaps.clone();
+                hub.watchdog(
+                    peer,
+                    self.patience,
+                    Finding::new(rules::REPLAY_AFTER_LAST_SEQ, why),
+                    None,
+                    move || gaps.lock().map_or(true, |g| !g.contains_key(&link)),
+                );
+            }
+        }
+        if kind == kinds::BUFFER_OVERFLOW
+            && let Ok(mut gaps) = self.gaps.lock()
+        {
+            gaps.remove(&peer.link());
+        }
+        if kind == kinds::TOOL_END
+            && let Some(preview) = frame.get("resultPreview").and_then(Value::as_str)
+            && preview.len() > RESULT_PREVIEW_MAX
+        {
+            find(
+                hub,
+                peer,
+                rules::RESULT_PREVIEW,
+                format!(
+                    "resultPreview is {} bytes, over {RESULT_PREVIEW_MAX}",
+                    preview.len()
+                ),
+                frame,
+            );
+        }
+        let persist = is_persisted(kind)
+            || self.misbehave.breaks(rules::UPDATES_NOT_PERSISTED)
+            || kind == kinds::BUFFER_OVERFLOW;
+        let dropped = self.misbehave.breaks(rules::PERSISTS_EVENTS) && kind == kinds::AGENT_START;
+        if persist
+            && !dropped
+            && let Ok(mut store) = self.store.lock()
+        {
+            store.persist(&envelope, frame);
+        }
+        let batch = json!({
+            "type": kinds::EVENTS,
+            "sessionId": envelope.session_id,
+            "after": envelope.seq.saturating_sub(1),
+            "events": [frame],
+        });
+        let withheld = !is_persisted(kind) && self.misbehave.breaks(rules::UPDATES_LIVE);
+        for browser in self.browser_peers(Some(&envelope.session_id)) {
+            if !withheld {
+                browser.send_value(batch.clone());
+            }
+        }
+    }
+
+    fn check_order(&self, peer: &Arc<Peer>, envelope: &Envelope) -> Option<Order> {
+        let mut agents = self.agents.lock().ok()?;
+        let link = agents.get_mut(&peer.link())?;
+        let from = link.replay_from?;
+        let order = match link.last_seq {
+            None if envelope.seq < from => Order::Broken(
+                rules::REPLAY_AFTER_LAST_SEQ,
+                format!(
+                    "after welcome said lastSeq {}, the first event had seq {}, which the daemon has already",
+                    from - 1,
+                    envelope.seq
+                ),
+            ),
+            None if envelope.seq > from => Order::Gap(from, envelope.seq),
+            None => Order::Fine,
+            Some(last) if envelope.seq <= last => Order::Broken(
+                rules::SEQ_MONOTONIC,
+                format!(
+                    "seq {} came after seq {last}: a session's seq only goes up",
+                    envelope.seq
+                ),
+            ),
+            Some(_) => Order::Fine,
+        };
+        link.last_seq = Some(envelope.seq);
+        Some(order)
+    }
+
+    fn on_closed(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
+        let lost = self
+            .gaps
+            .lock()
+            .ok()
+            .and_then(|mut g| g.remove(&peer.link()));
+        if let Some(why) = lost {
+            hub.findings()
+                .push(Finding::new(rules::REPLAY_AFTER_LAST_SEQ, why).on_link(peer.link()));
+        }
+        let link = self
+            .agents
+            .lock()
+            .ok()
+            .and_then(|mut a| a.remove(&peer.link()));
+        if let Some(session) = link.and_then(|l| l.session)
+            && let Ok(mut online) = self.online.lock()
+            && online.get(&session).is_some_and(|p| Arc::ptr_eq(p, peer))
+        {
+            online.remove(&session);
+            drop(online);
+            self.list_changed();
+        }
+        if let Ok(mut browsers) = self.browsers.lock() {
+            browsers.remove(&peer.link());
+        }
+    }
+
+    fn on_browser(&self, peer: &Arc<Peer>, kind: &str, frame: &Value) {
+        let session = frame
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if let Ok(mut browsers) = self.browsers.lock()
+            && let Some(browser) = browsers.get_mut(&peer.link())
+        {
+            match kind {
+                kinds::SUBSCRIBE => browser.subscribed = session,
+                kinds::UNSUBSCRIBE if browser.subscribed == session => browser.subscribed = None,
+                _ => {}
+            }
+        }
+    }
+}
+
+enum Order {
+    Fine,
+    Broken(&'static str, String),
+    Gap(u64, u64),
+}
+
+fn find(hub: &Arc<Hub>, peer: &Arc<Peer>, rule: &str, why: String, frame: &Value) {
+    let detail = harness::size::cut_clone(frame).to_string();
+    hub.findings().push(
+        Finding::new(rule, why)
+            .with_detail(detail)
+            .on_link(peer.link()),
+    );
+}
+
+impl Behaviour for Daemon {
+    fn on_open(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>) {
+        if peer.remote().starts_with(BROWSER_PREFIX) {
+            if let Ok(mut browsers) = self.browsers.lock() {
+                browsers.insert(
+                    peer.link(),
+                    BrowserLink {
+                        peer: peer.clone(),
+                        subscribed: None,
+                    },
+                );
+            }
+            peer.send_value(json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()}));
+        } else if let Ok(mut agents) = self.agents.lock() {
+            agents.insert(peer.link(), AgentLink::default());
+        }
+    }
+
+    fn observe(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, event: &LinkEvent) {
+        match event {
+            LinkEvent::Notification { method, raw, .. } => {
+                if peer.remote().starts_with(BROWSER_PREFIX) {
+                    self.on_browser(peer, method, raw);
+                } else {
+                    self.on_event(hub, peer, method, raw);
+                }
+            }
+            LinkEvent::Closed(_) => self.on_closed(hub, peer),
+            _ => {}
+        }
+    }
+
+    fn framing(&self) -> harness::jsonrpc::Framing {
+        harness::lvmh::framing()
+    }
+}

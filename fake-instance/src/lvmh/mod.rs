@@ -1,0 +1,257 @@
+//! fake-instance as the lvmh daemon (`--family lvmh`, spec `lvmh-protocol-v1.md`): it accepts
+//! plugins on `/agent/ws` and browsers on `/ws`, persists and serves what the plugins stream,
+//! routes the web's prompts to them, spawns sessions and speaks for a GitLab; it checks every
+//! plugin rule as the plugins talk, and runs an lvmh scenario's steps over those links.
+//!
+//! The engine is LLeMbas's own, unchanged: the family switch is the typed framing its links
+//! read ([`harness::lvmh::framing`]).
+
+mod actions;
+mod api;
+mod daemon;
+mod gitlab;
+mod routes;
+mod spawn;
+mod state;
+mod store;
+
+use std::sync::Arc;
+
+use harness::engine::{Hub, Runner};
+use harness::finding::Findings;
+use harness::journal::Journal;
+use harness::lvmh::AGENT_PATH;
+use harness::scenario::{Scenario, check_actions};
+use serde::Deserialize;
+use serde_json::json;
+
+pub use actions::{DaemonAction, DaemonActor};
+pub use gitlab::GitLab;
+
+/// What an lvmh scenario's `instance:` section says of the fake daemon.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonSettings {
+    /// The GitLab behind `/api/gitlab/*`: the token it accepts, its user, the repos.
+    #[serde(default)]
+    pub gitlab: Option<GitLab>,
+}
+
+impl DaemonSettings {
+    fn of(scenario: &Scenario) -> Result<DaemonSettings, String> {
+        match &scenario.instance {
+            Some(section) => harness::scenario::read_section(
+                section.value.clone(),
+                "instance",
+                &scenario.source,
+                section,
+            )
+            .map_err(|e| e.to_string()),
+            None => Ok(DaemonSettings::default()),
+        }
+    }
+}
+
+/// What a daemon's run is given (fake-instance's options, as far as they concern it).
+pub(crate) struct DaemonPlan {
+    /// Where to listen.
+    pub listen: std::net::SocketAddr,
+    /// A socket already listening, used instead (a restart serves on the same port).
+    pub bound: Option<Arc<std::net::TcpListener>>,
+    /// `LVMH_TOKEN`.
+    pub token: String,
+    /// The run's cell (lvmh's one).
+    pub cell: harness::engine::Cell,
+    /// Where to write the journal.
+    pub journal: Option<std::path::PathBuf>,
+    /// The daemon rules to break.
+    pub misbehave: harness::rules::Misbehaviours,
+    /// How long a plugin's lost events may wait for their notice.
+    pub patience: std::time::Duration,
+    /// Each link's frame limits.
+    pub limits: harness::transport::FrameLimits,
+    /// Where the store lives across restarts.
+    pub state_dir: Option<std::path::PathBuf>,
+    /// The plugin under test, started here.
+    pub sut: Option<harness::process::SutSpec>,
+    /// The plugin as a process something else runs.
+    pub process: Option<Arc<dyn harness::engine::PeerProcess>>,
+    /// What the plugin's project does for the scenario's `peer:` set-up.
+    pub hooks: Option<Arc<harness::hooks::Hooks>>,
+    /// Which of the `peer:` set-up something arranges.
+    pub arranged: harness::engine::Arranged,
+    /// End the scenario at the first finding under this rule.
+    pub end_at_finding: Option<String>,
+}
+
+/// Why a daemon's run could not start.
+#[derive(Debug)]
+pub(crate) enum DaemonError {
+    /// The address could not be bound.
+    Listen(std::net::SocketAddr, std::io::Error),
+    /// The journal could not be made.
+    Journal(std::io::Error),
+    /// The scenario or the set-up does not work.
+    Setup(String),
+}
+
+/// Runs fake-instance as the lvmh daemon; `started` gets its address once it listens.
+pub(crate) async fn run_started(
+    options: DaemonPlan,
+    scenario: Option<Scenario>,
+    started: impl FnOnce(std::net::SocketAddr, Arc<harness::engine::Progress>),
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<harness::embed::Ended, DaemonError> {
+    if let Some(scenario) = &scenario {
+        check_actions::<DaemonAction>(&scenario.steps, "steps", &scenario.source)
+            .map_err(|e| DaemonError::Setup(e.to_string()))?;
+    }
+    let settings = match &scenario {
+        Some(scenario) => DaemonSettings::of(scenario).map_err(DaemonError::Setup)?,
+        None => DaemonSettings::default(),
+    };
+    let journal =
+        Arc::new(Journal::open(options.journal.as_deref()).map_err(DaemonError::Journal)?);
+    let findings = Arc::new(Findings::default());
+    let listener = match &options.bound {
+        Some(bound) => bound
+            .try_clone()
+            .and_then(tokio::net::TcpListener::from_std),
+        None => tokio::net::TcpListener::bind(options.listen).await,
+    }
+    .map_err(|source| DaemonError::Listen(options.listen, source))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|source| DaemonError::Listen(options.listen, source))?;
+    let store = store::Store::open(options.state_dir.as_deref())
+        .map_err(|e| DaemonError::Setup(format!("cannot keep the daemon's state: {e}")))?;
+    let daemon = Arc::new(daemon::Daemon::new(
+        store,
+        options.misbehave.clone(),
+        options.patience,
+    ));
+    let tmp = harness::random::temp_dir()
+        .map_err(|e| DaemonError::Setup(format!("cannot make a temporary directory: {e}")))?;
+    let token = options.token.clone();
+    let mut vars = options
+        .cell
+        .builtin_vars(&format!("http://{addr}"), &token, tmp.path());
+    vars.set("link_url", json!(format!("ws://{addr}{AGENT_PATH}")));
+    let hub = Hub::for_scenario(
+        daemon.clone(),
+        scenario.as_ref(),
+        vars,
+        journal.clone(),
+        findings.clone(),
+    )
+    .map_err(DaemonError::Setup)?;
+    let spawns = Arc::new(spawn::Spawns::default());
+    if let Ok(mut url) = spawns.agent_url.lock() {
+        *url = format!("ws://{addr}{AGENT_PATH}");
+    }
+    let state = state::DaemonState {
+        hub: hub.clone(),
+        daemon: daemon.clone(),
+        token: Arc::new(token.clone()),
+        limits: options.limits,
+        spawns: spawns.clone(),
+        gitlab: Arc::new(settings.gitlab.clone().unwrap_or_default()),
+    };
+    let app = routes::router(state)
+        .into_make_service_with_connect_info::<harness::transport::guarded::RemoteAddr>();
+    let listener = harness::transport::guarded::GuardedListener::new(listener);
+    let server = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!("the daemon's HTTP server stopped: {e}");
+        }
+    });
+    started(addr, hub.progress().clone());
+    let mut placeholders = harness::under_test::placeholders(
+        &format!("http://{addr}"),
+        Some(addr.port()),
+        &token,
+        tmp.path(),
+        &tmp.path().display().to_string(),
+        &options.cell,
+    );
+    placeholders.set("ws_url", format!("ws://{addr}{AGENT_PATH}"));
+    let sut = options
+        .sut
+        .clone()
+        .or_else(|| scenario.as_ref().and_then(|s| s.sut.clone()));
+    let mut under_test =
+        harness::under_test::UnderTest::start(sut, placeholders, options.hooks.clone(), &[], None)
+            .await
+            .map_err(DaemonError::Setup)?;
+    let process = under_test.process(options.process.clone());
+    let arranged = under_test.arranged(options.arranged.clone(), &[]);
+    let actor = Arc::new(DaemonActor {
+        daemon: daemon.clone(),
+    });
+    let outcome = match &scenario {
+        Some(scenario) => {
+            // What the plugin under test must be given (an agent that calls a tool): the keys
+            // of the `peer:` set-up, beside its steps.
+            let own = scenario
+                .peer
+                .as_ref()
+                .map(|p| p.value.setup.keys().cloned().collect())
+                .unwrap_or_default();
+            let needs = scenario.set_up_needs(own);
+            let unarranged = harness::engine::applicability::unarranged(&needs, &arranged);
+            if unarranged.is_none() {
+                let steps = harness::hooks::from_first_link(scenario.peer_steps())
+                    .map_err(DaemonError::Setup)?;
+                under_test.drive(&hub, &options.cell, "the plugin's own steps", steps);
+            }
+            let runner = Runner::new(
+                hub.clone(),
+                options.cell.clone(),
+                scenario.timeout.map(|d| d.0),
+                None,
+            )
+            .with_actor(actor)
+            .with_process(process)
+            .unarranged(unarranged)
+            .ending_at_finding(options.end_at_finding.clone())
+            .reporting_progress();
+            tokio::select! {
+                outcome = runner.run(scenario) => Some(outcome),
+                () = shutdown => None,
+            }
+        }
+        None => {
+            hub.keep_nothing();
+            shutdown.await;
+            None
+        }
+    };
+    spawns.stop_all();
+    let closing: Vec<_> = hub
+        .links()
+        .into_iter()
+        .filter(|link| !link.peer.is_closed())
+        .map(|link| {
+            link.peer
+                .close(harness::transport::CLOSE_NORMAL, "the fake daemon is done");
+            link.peer
+        })
+        .collect();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        futures_util::future::join_all(closing.iter().map(|peer| peer.closed())),
+    )
+    .await;
+    server.abort();
+    let _ = server.await;
+    let mut outcome = outcome;
+    under_test.finish(outcome.as_mut()).await;
+    Ok(harness::embed::Ended {
+        outcome,
+        findings: findings.all(),
+        recent: {
+            journal.finish();
+            journal.recent(200)
+        },
+    })
+}

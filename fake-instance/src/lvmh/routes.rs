@@ -1,0 +1,187 @@
+//! The fake daemon's HTTP side: the plugin's WebSocket (`/agent/ws`), the browser's (`/ws`),
+//! and the REST API under `/api` (spec, "Auth", "Transport 2", "Transport 3"). Every route
+//! wants the token: a header on the agent link and the API, `?token=` on the browser's link.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
+use axum::extract::{ConnectInfo, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use harness::lvmh::{AGENT_PATH, BROWSER_PATH, rules};
+use harness::transport::ws_server;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+
+use super::daemon::BROWSER_PREFIX;
+use super::state::{DaemonState, error};
+
+/// The most events one `GET …/events` gives (the spec's example asks for 1000).
+pub const EVENTS_LIMIT_MAX: usize = 1000;
+
+/// The daemon's routes.
+pub fn router(state: DaemonState) -> Router {
+    let api = Router::new()
+        .route("/api/sessions", get(sessions))
+        .route("/api/sessions/{id}/events", get(events))
+        .route("/api/sessions/{id}/prompt", post(prompt))
+        .route("/api/sessions/{id}/abort", post(abort))
+        .route("/api/sessions/{id}/container", delete(stop_container))
+        .route("/api/spawn", post(super::api::spawn))
+        .route("/api/spawn/status", get(super::api::spawn_status))
+        .route(
+            "/api/gitlab/connect",
+            post(super::api::connect).delete(super::api::disconnect),
+        )
+        .route("/api/gitlab/status", get(super::api::gitlab_status))
+        .route("/api/gitlab/repos", get(super::api::repos))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "no such route") })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            bearer_only,
+        ));
+    Router::new()
+        .route(AGENT_PATH, get(agent_link))
+        .route(BROWSER_PATH, get(browser_link))
+        .with_state(state.clone())
+        .merge(api.with_state(state))
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()
+        .and_then(harness::transport::bearer_token)
+}
+
+/// Every API route wants the token (a daemon told to break `lvmh.daemon.auth` lets the
+/// session list through without one).
+async fn bearer_only(
+    State(state): State<DaemonState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let allowed = bearer(request.headers()) == Some(state.token.as_str())
+        || (state.daemon.misbehave().breaks(rules::AUTH)
+            && request.uri().path() == "/api/sessions");
+    if !allowed {
+        return error(StatusCode::UNAUTHORIZED, "missing or wrong token");
+    }
+    next.run(request).await
+}
+
+async fn agent_link(
+    State(state): State<DaemonState>,
+    ConnectInfo(remote): ConnectInfo<harness::transport::guarded::RemoteAddr>,
+    headers: HeaderMap,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    if bearer(&headers) != Some(state.token.as_str()) {
+        tracing::info!(%remote, "agent link refused: missing or wrong token");
+        return error(StatusCode::UNAUTHORIZED, "missing or wrong token");
+    }
+    if state.daemon.refusing() {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the daemon is down");
+    }
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let hub = state.hub.clone();
+    ws_server::accept(
+        upgrade,
+        state.limits,
+        remote.to_string(),
+        move |connection| {
+            hub.attach(connection);
+        },
+    )
+}
+
+async fn browser_link(
+    State(state): State<DaemonState>,
+    ConnectInfo(remote): ConnectInfo<harness::transport::guarded::RemoteAddr>,
+    Query(query): Query<HashMap<String, String>>,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+) -> Response {
+    if query.get("token").map(String::as_str) != Some(state.token.as_str()) {
+        tracing::info!(%remote, "browser link refused: missing or wrong token");
+        return error(StatusCode::UNAUTHORIZED, "missing or wrong token");
+    }
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
+    let hub = state.hub.clone();
+    // The daemon tells a browser's link from a plugin's by this name.
+    let name = format!("{BROWSER_PREFIX}{remote}");
+    ws_server::accept(upgrade, state.limits, name, move |connection| {
+        hub.attach(connection);
+    })
+}
+
+async fn sessions(State(state): State<DaemonState>) -> Response {
+    Json(Value::Array(state.daemon.session_list())).into_response()
+}
+
+async fn events(
+    State(state): State<DaemonState>,
+    Path(id): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let number = |key: &str| query.get(key).map(|v| v.parse::<u64>());
+    let after = match number("after") {
+        None => 0,
+        Some(Ok(after)) => after,
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "`after` is not a whole number"),
+    };
+    let limit = match number("limit") {
+        None => EVENTS_LIMIT_MAX,
+        Some(Ok(limit)) => usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .min(EVENTS_LIMIT_MAX),
+        Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "`limit` is not a whole number"),
+    };
+    Json(Value::Array(state.daemon.events(&id, after, limit))).into_response()
+}
+
+async fn prompt(
+    State(state): State<DaemonState>,
+    Path(id): Path<String>,
+    body: Option<Json<Value>>,
+) -> Response {
+    let Some(message) = body
+        .as_ref()
+        .and_then(|Json(b)| b.get("message"))
+        .and_then(Value::as_str)
+    else {
+        return error(StatusCode::BAD_REQUEST, "the body needs a `message` string");
+    };
+    match state.daemon.prompt(&id, message) {
+        Some(_) => Json(json!({"ok": true})).into_response(),
+        // Offline: nothing would deliver it (a daemon told to break the rule says it did).
+        None if state.daemon.misbehave().breaks(rules::PROMPT_OFFLINE) => {
+            Json(json!({"ok": true})).into_response()
+        }
+        None => error(StatusCode::CONFLICT, "the session is offline"),
+    }
+}
+
+async fn abort(State(state): State<DaemonState>, Path(id): Path<String>) -> Response {
+    match state.daemon.abort(&id) {
+        true => Json(json!({"ok": true})).into_response(),
+        false => error(StatusCode::CONFLICT, "the session is offline"),
+    }
+}
+
+async fn stop_container(State(state): State<DaemonState>, Path(id): Path<String>) -> Response {
+    match state.spawns.stop(&id) {
+        true => Json(json!({"ok": true})).into_response(),
+        false => error(
+            StatusCode::NOT_FOUND,
+            "no spawned container runs that session",
+        ),
+    }
+}

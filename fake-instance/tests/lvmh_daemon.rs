@@ -1,0 +1,283 @@
+//! The fake lvmh daemon over real HTTP and WebSocket (`FakeInstance` with `--family lvmh`): the
+//! routes no scenario of the self-test reaches (spawn, GitLab, container stop), its auth on each,
+//! and its persistence across a restart.
+
+use std::time::Duration;
+
+use fake_instance::FakeInstance;
+use harness::scenario::Family;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+const TOKEN: &str = "lembas-test-token";
+
+async fn daemon() -> FakeInstance {
+    FakeInstance::builder()
+        .options(|o| o.family = Family::Lvmh)
+        .start()
+        .await
+        .expect("the daemon starts")
+}
+
+async fn call(
+    url: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+    token: Option<&str>,
+) -> (StatusCode, Value) {
+    let mut request = reqwest::Client::new()
+        .request(method, format!("{url}{path}"))
+        .timeout(Duration::from_secs(10));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("the daemon answers");
+    let status = response.status();
+    let body = response.json().await.unwrap_or(Value::Null);
+    (status, body)
+}
+
+/// Polls the session list until `ready` holds for it, for at most 10 s.
+async fn sessions_until(url: &str, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, body) = call(
+            url,
+            reqwest::Method::GET,
+            "/api/sessions",
+            None,
+            Some(TOKEN),
+        )
+        .await;
+        let list = body.as_array().cloned().unwrap_or_default();
+        if ready(&list) || tokio::time::Instant::now() > deadline {
+            return list;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spawn_starts_an_agent_session_for_its_repo_and_its_container_stops() {
+    let daemon = daemon().await;
+    let url = daemon.url();
+    let (status, body) = call(
+        &url,
+        reqwest::Method::POST,
+        "/api/spawn",
+        Some(json!({"repo": "group/project"})),
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let session = body["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_string();
+    assert!(body["containerId"].is_string(), "{body}");
+
+    let list = sessions_until(&url, |l| {
+        l.iter()
+            .any(|s| s["id"] == session.as_str() && s["online"] == true)
+    })
+    .await;
+    let spawned = list
+        .iter()
+        .find(|s| s["id"] == session.as_str())
+        .unwrap_or_else(|| panic!("no session {session} in {list:?}"));
+    assert_eq!(spawned["agent"], true);
+    assert_eq!(spawned["repo"], "group/project");
+    let (_, jobs) = call(
+        &url,
+        reqwest::Method::GET,
+        "/api/spawn/status",
+        None,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(jobs[0]["repo"], "group/project", "{jobs}");
+    assert_eq!(jobs[0]["sessionId"], session.as_str(), "{jobs}");
+
+    // A prompt to it runs in its agent, and its events are persisted.
+    let path = format!("/api/sessions/{session}/prompt");
+    let (status, _) = call(
+        &url,
+        reqwest::Method::POST,
+        &path,
+        Some(json!({"message": "hi"})),
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let events = format!("/api/sessions/{session}/events?after=0");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, body) = call(&url, reqwest::Method::GET, &events, None, Some(TOKEN)).await;
+        if body
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["type"] == "agent_settled"))
+        {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no agent_settled persisted: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let container = format!("/api/sessions/{session}/container");
+    let (status, _) = call(&url, reqwest::Method::DELETE, &container, None, Some(TOKEN)).await;
+    assert_eq!(status, StatusCode::OK);
+    let list = sessions_until(&url, |l| {
+        l.iter()
+            .any(|s| s["id"] == session.as_str() && s["online"] == false)
+    })
+    .await;
+    assert!(
+        list.iter()
+            .any(|s| s["id"] == session.as_str() && s["online"] == false),
+        "{list:?}"
+    );
+    let (status, _) = call(
+        &url,
+        reqwest::Method::POST,
+        &path,
+        Some(json!({"message": "hi"})),
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "a stopped container's session is offline"
+    );
+    let (status, body) = call(
+        &url,
+        reqwest::Method::DELETE,
+        "/api/sessions/nobody/container",
+        None,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(body["error"].is_string(), "{body}");
+    daemon.verdict().await.assert_passed();
+}
+
+#[tokio::test]
+async fn gitlab_takes_only_its_token_and_never_gives_it_back() {
+    let daemon = daemon().await;
+    let url = daemon.url();
+    let (_, status) = call(
+        &url,
+        reqwest::Method::GET,
+        "/api/gitlab/status",
+        None,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(status["connected"], false, "{status}");
+    let (code, _) = call(
+        &url,
+        reqwest::Method::GET,
+        "/api/gitlab/repos",
+        None,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(code, StatusCode::CONFLICT, "no repos before a connect");
+    let (code, body) = call(
+        &url,
+        reqwest::Method::POST,
+        "/api/gitlab/connect",
+        Some(json!({"token": "glpat-wrong"})),
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(code, StatusCode::BAD_REQUEST, "{body}");
+    let (code, body) = call(
+        &url,
+        reqwest::Method::POST,
+        "/api/gitlab/connect",
+        Some(json!({"token": "glpat-lvmh-test"})),
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(
+        (code, body["username"].clone()),
+        (StatusCode::OK, json!("alice"))
+    );
+    let mut said = String::new();
+    for path in [
+        "/api/gitlab/status",
+        "/api/gitlab/repos",
+        "/api/sessions",
+        "/api/spawn/status",
+    ] {
+        let (code, body) = call(&url, reqwest::Method::GET, path, None, Some(TOKEN)).await;
+        assert_eq!(code, StatusCode::OK, "{path}: {body}");
+        said.push_str(&body.to_string());
+    }
+    assert!(said.contains("\"connected\":true"), "{said}");
+    assert!(said.contains("group/project"), "{said}");
+    assert!(
+        !said.contains("glpat-lvmh-test"),
+        "the token came back: {said}"
+    );
+    let (code, _) = call(
+        &url,
+        reqwest::Method::DELETE,
+        "/api/gitlab/connect",
+        None,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(code, StatusCode::OK);
+    let (_, status) = call(
+        &url,
+        reqwest::Method::GET,
+        "/api/gitlab/status",
+        None,
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(status["connected"], false, "{status}");
+    daemon.verdict().await.assert_passed();
+}
+
+#[tokio::test]
+async fn every_api_route_wants_the_token() {
+    let daemon = daemon().await;
+    let url = daemon.url();
+    let routes = [
+        (reqwest::Method::GET, "/api/sessions"),
+        (reqwest::Method::GET, "/api/sessions/s/events"),
+        (reqwest::Method::POST, "/api/sessions/s/prompt"),
+        (reqwest::Method::POST, "/api/sessions/s/abort"),
+        (reqwest::Method::DELETE, "/api/sessions/s/container"),
+        (reqwest::Method::POST, "/api/spawn"),
+        (reqwest::Method::GET, "/api/spawn/status"),
+        (reqwest::Method::GET, "/api/gitlab/status"),
+        (reqwest::Method::POST, "/api/gitlab/connect"),
+        (reqwest::Method::DELETE, "/api/gitlab/connect"),
+        (reqwest::Method::GET, "/api/gitlab/repos"),
+        (reqwest::Method::GET, "/api/no-such-route"),
+    ];
+    for (method, path) in routes {
+        for token in [None, Some("wrong")] {
+            let (code, body) = call(&url, method.clone(), path, Some(json!({})), token).await;
+            assert_eq!(
+                code,
+                StatusCode::UNAUTHORIZED,
+                "{method} {path} with {token:?}"
+            );
+            assert!(body["error"].is_string(), "{method} {path}: {body}");
+        }
+    }
+    daemon.verdict().await.assert_passed();
+}
