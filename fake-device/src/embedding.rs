@@ -281,7 +281,9 @@ impl DeviceBuilder {
             .control
             .zip(control_token)
             .map(|(addr, token)| (format!("http://{addr}"), token));
-        actor.set(live.actor);
+        if let Some(hands) = live.actor {
+            actor.set(hands);
+        }
         Ok(FakeDevice {
             actor,
             running,
@@ -353,7 +355,9 @@ async fn runs(
                     let _ = up.send(live);
                 }
                 None => {
-                    slot.set(live.actor);
+                    if let Some(actor) = live.actor {
+                        slot.set(actor);
+                    }
                 }
             }
         };

@@ -219,7 +219,9 @@ pub async fn run_fleet(
                 running.spawn(async move {
                     let keep = actors.clone();
                     let set_up = move |live: crate::run::Live| {
-                        let _ = keep[slot].set(live.actor);
+                        if let Some(actor) = live.actor {
+                            let _ = keep[slot].set(actor);
+                        }
                     };
                     // The device gives its place in the ramp back once linked (or after the
                     // hold), while it goes on running.

@@ -46,6 +46,7 @@ mod library;
 mod limits;
 mod link_watch;
 mod live;
+pub mod lvmh;
 mod mentions;
 mod model;
 mod model_ref;

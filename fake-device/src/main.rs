@@ -394,8 +394,23 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         return serve(args);
     }
     if cli.common.list_scenarios {
-        harness::cli::list_scenarios(Side::Device);
+        harness::cli::list_scenarios_in(Side::Device, cli.common.family.unwrap_or_default());
         return Ok(Exit::Passed);
+    }
+    // lvmh has one version and no discovery: its cell is known without asking the daemon.
+    let lvmh = cli.common.family == Some(harness::scenario::Family::Lvmh)
+        || cli.common.scenario.as_deref().is_some_and(|arg| {
+            harness::scenario::catalogue::resolve_in(
+                arg,
+                Side::Device,
+                cli.common.family.unwrap_or_default(),
+            )
+            .is_ok_and(|s| s.family == harness::scenario::Family::Lvmh)
+        });
+    if lvmh && (cli.common.exec.is_some() || cli.fleet.is_some()) {
+        return Err(CliError::Usage(
+            "--exec and --fleet are not there for --family lvmh yet: start the daemon under test yourself and give its --instance URL".into(),
+        ));
     }
     if cli.fleet.is_some() {
         fleet_refusals(&cli)?;
@@ -456,6 +471,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which under
     // `auto` is what the instance's discovery allows.
     let cell_protocol = match (protocol, &cli.common.scenario) {
+        _ if lvmh => 1,
         (ProtocolChoice::Fixed(p), _) => p,
         (ProtocolChoice::Auto, None) => 2,
         (ProtocolChoice::Auto, Some(_)) => {
@@ -490,9 +506,12 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
                 .map_err(|e| CliError::Peer(format!("cannot read the instance's discovery: {e}")))?
         }
     };
-    let cell = Cell {
-        protocol: cell_protocol,
-        spec: cli.common.spec,
+    let cell = match lvmh {
+        true => harness::cli::lvmh_cell(),
+        false => Cell {
+            protocol: cell_protocol,
+            spec: cli.common.spec,
+        },
     };
     let report_cell = cell.clone();
     if let Some(list) = &cli.capabilities {
@@ -505,11 +524,21 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         }
     }
     let scenario = match &cli.common.scenario {
-        Some(arg) => Some(harness::cli::load_scenario(arg, Side::Device, &cell)?),
+        Some(arg) => Some(harness::cli::load_scenario_in(
+            arg,
+            Side::Device,
+            cli.common.family,
+            &cell,
+        )?),
         None => None,
     };
     let control = cli.common.control_config()?;
     let options = fake_device::Options {
+        family: match lvmh {
+            true => harness::scenario::Family::Lvmh,
+            false => harness::scenario::Family::Lembas,
+        },
+        plugin: None,
         instance,
         token: cli.token.clone(),
         roots,

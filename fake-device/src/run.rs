@@ -60,6 +60,12 @@ pub fn last_words(
 /// How to run.
 #[derive(Debug, Clone)]
 pub struct Options {
+    /// The protocol family to play: LLeMbas's device, or lvmh's plugin (a scenario's `family`
+    /// decides when one runs).
+    pub family: harness::scenario::Family,
+    /// The lvmh plugin's settings, when no scenario of its own gives them (the self-test's
+    /// plugin playing a daemon scenario's `peer:` set-up).
+    pub plugin: Option<crate::lvmh::PluginSettings>,
     /// The instance's base URL.
     pub instance: String,
     /// The device token.
@@ -146,6 +152,8 @@ impl Options {
     /// root, protocol from discovery, spec 1.1.0, the echo agent, nothing misbehaving.
     pub fn for_instance(instance: impl Into<String>) -> Options {
         Options {
+            family: harness::scenario::Family::Lembas,
+            plugin: None,
             instance: instance.into(),
             token: "lembas-test-token".into(),
             roots: Vec::new(),
@@ -308,6 +316,53 @@ pub async fn run(
     run_started(options, scenario, |_| {}, shutdown).await
 }
 
+/// [`run_started`] for the lvmh plugin.
+async fn run_plugin(
+    options: Options,
+    scenario: Option<Scenario>,
+    started: impl FnOnce(Live),
+    shutdown: impl Future<Output = ()>,
+) -> Result<Finished, StartError> {
+    use crate::lvmh::{PluginError, PluginPlan};
+    let plan = PluginPlan {
+        instance: options.instance,
+        token: options.token,
+        cell: options.cell,
+        journal: options.journal,
+        misbehave: options.misbehave,
+        limits: options.limits,
+        steps: options.steps,
+        plugin: options.plugin,
+        process: options
+            .process
+            .or_else(|| options.sut.map(|s| s as Arc<dyn PeerProcess>)),
+        end_at_finding: options.end_at_finding,
+    };
+    let ended = crate::lvmh::run_started(
+        plan,
+        scenario,
+        |progress| {
+            started(Live {
+                actor: None,
+                control: None,
+                progress,
+            })
+        },
+        shutdown,
+    )
+    .await
+    .map_err(|e| match e {
+        PluginError::Journal(e) => StartError::Journal(e),
+        PluginError::Setup(why) => StartError::Scenario(why),
+    })?;
+    Ok(Finished {
+        outcome: ended.outcome,
+        findings: ended.findings,
+        recent: ended.recent,
+        stopped: None,
+    })
+}
+
 /// [`run`], telling `ready` where its control API listens once the device is set up, and
 /// handing it the run's progress (for `--events`).
 pub async fn run_with(
@@ -322,8 +377,8 @@ pub async fn run_with(
 /// What a running device hands whoever embeds it once it is set up: the hands of a person at
 /// its terminal, its control API and its progress.
 pub(crate) struct Live {
-    /// The person at the device, for actions from Rust.
-    pub actor: Arc<DeviceActor>,
+    /// The person at the device, for actions from Rust (none for the lvmh plugin).
+    pub actor: Option<Arc<DeviceActor>>,
     /// Where its control API listens.
     pub control: Option<std::net::SocketAddr>,
     /// How the run is getting on.
@@ -348,6 +403,10 @@ pub(crate) async fn run_started(
     started: impl FnOnce(Live),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
+    let family = scenario.as_ref().map_or(options.family, |s| s.family);
+    if family == harness::scenario::Family::Lvmh {
+        return run_plugin(options, scenario, started, shutdown).await;
+    }
     // The actions are this double's vocabulary: checked here, each against its own type.
     if let Some(scenario) = &scenario {
         check_actions::<actions::DeviceAction>(&scenario.steps, "steps", &scenario.source)
@@ -460,7 +519,7 @@ pub(crate) async fn run_started(
     // Timers start once the control API is up: a port it cannot have leaves nothing running.
     play_on_timers(&actor, &options);
     started(Live {
-        actor: actor.clone(),
+        actor: Some(actor.clone()),
         control: control.as_ref().map(|c| c.addr),
         progress: hub.progress().clone(),
     });

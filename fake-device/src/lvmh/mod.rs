@@ -1,0 +1,296 @@
+//! fake-device as the lvmh plugin (`--family lvmh`, spec `lvmh-protocol-v1.md`): one pi
+//! session whose plugin dials the daemon under test, streams a scripted agent's events, takes
+//! its prompts, and redials forever; beside it, a fake browser for the web UI's side. It checks
+//! the daemon's frames as they come, and runs an lvmh scenario's steps.
+//!
+//! The plugin is [`harness::lvmh::plugin`], which the fake daemon also runs for its spawns.
+
+mod actions;
+
+use std::sync::Arc;
+
+use harness::engine::Runner;
+use harness::finding::{Finding, Findings};
+use harness::journal::Journal;
+use harness::lvmh::plugin::{FrameCheck, Plugin, PluginConfig};
+use harness::lvmh::{AGENT_PATH, kinds, rules};
+use harness::scenario::{Dur, Scenario, check_actions};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+pub use actions::{PluginAction, PluginActor};
+
+/// What an lvmh scenario's `device:` section says of the fake plugin.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PluginSettings {
+    /// The pi session's id (default `pi-session-1`).
+    #[serde(default)]
+    pub session: Option<String>,
+    /// The first pause between two dials (default 250ms); it doubles up to 30s.
+    #[serde(default)]
+    pub backoff: Option<Dur>,
+    /// The agent's reply (`{prompt}`: the prompt's text).
+    #[serde(default)]
+    pub reply: Option<String>,
+    /// A tool the agent calls before it answers, and how much it prints (`{name,
+    /// output_bytes}`).
+    #[serde(default)]
+    pub tool: Option<ToolSetting>,
+}
+
+/// A tool call of the scripted agent.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSetting {
+    /// The tool's name.
+    pub name: String,
+    /// How many bytes it prints (numbered lines).
+    pub output_bytes: usize,
+}
+
+impl ToolSetting {
+    /// Its output: numbered lines, `output_bytes` long (at most 1 MiB).
+    fn output(&self) -> String {
+        let wanted = self.output_bytes.min(1 << 20);
+        let mut output = String::with_capacity(wanted + 16);
+        let mut line = 0;
+        while output.len() < wanted {
+            line += 1;
+            output.push_str(&format!("output line {line}\n"));
+        }
+        output.truncate(wanted);
+        output
+    }
+}
+
+impl PluginSettings {
+    /// The settings a daemon scenario's `peer:` section gives its plugin (beside `steps`).
+    pub fn of_peer(scenario: &Scenario) -> Result<Self, String> {
+        let setup = scenario
+            .peer
+            .as_ref()
+            .map(|p| p.value.setup.clone())
+            .unwrap_or_default();
+        serde_json::from_value(Value::Object(setup)).map_err(|e| format!("peer: {e}"))
+    }
+
+    /// What of these a plugin under test must be given: the names of the settings made.
+    pub fn needs(&self) -> Vec<String> {
+        let mut needs = Vec::new();
+        if self.reply.is_some() {
+            needs.push("reply".to_string());
+        }
+        if self.tool.is_some() {
+            needs.push("tool".to_string());
+        }
+        needs
+    }
+
+    fn of(section: Option<&harness::scenario::Spanned<Value>>, file: &str) -> Result<Self, String> {
+        match section {
+            Some(section) => {
+                harness::scenario::read_section(section.value.clone(), "device", file, section)
+                    .map_err(|e| e.to_string())
+            }
+            None => Ok(PluginSettings::default()),
+        }
+    }
+}
+
+/// The session id a plugin has when nothing names one.
+pub const DEFAULT_SESSION: &str = "pi-session-1";
+
+/// The checks a plugin makes of every daemon frame, whatever the scenario.
+fn daemon_checks(plugin_last_seq: Arc<dyn Fn() -> u64 + Send + Sync>) -> FrameCheck {
+    Arc::new(move |kind, frame| {
+        let mut found = Vec::new();
+        match kind {
+            kinds::WELCOME => match frame.get("lastSeq").and_then(Value::as_u64) {
+                None => found.push(Finding::new(
+                    rules::WELCOME_LAST_SEQ,
+                    "welcome has no whole-number `lastSeq`",
+                )),
+                Some(last) if last > plugin_last_seq() => found.push(Finding::new(
+                    rules::WELCOME_LAST_SEQ,
+                    format!(
+                        "welcome says lastSeq {last}, but the plugin has given out only {}",
+                        plugin_last_seq()
+                    ),
+                )),
+                Some(_) => {}
+            },
+            kinds::PROMPT => {
+                let has = |key: &str| frame.get(key).is_some_and(Value::is_string);
+                if !has("promptId") || !has("message") {
+                    found.push(Finding::new(
+                        rules::PROMPT_ROUTED,
+                        "a prompt frame without a string `promptId` and `message`",
+                    ));
+                }
+            }
+            _ => {}
+        }
+        found
+            .into_iter()
+            .map(|f| f.with_detail(harness::size::cut_clone(frame).to_string()))
+            .collect()
+    })
+}
+
+/// What a plugin's run is given (fake-device's options, as far as they concern it).
+pub(crate) struct PluginPlan {
+    /// The daemon's base URL (`http://host:port`).
+    pub instance: String,
+    /// `LVMH_TOKEN`.
+    pub token: String,
+    /// The run's cell (lvmh's one).
+    pub cell: harness::engine::Cell,
+    /// Where to write the journal.
+    pub journal: Option<std::path::PathBuf>,
+    /// The plugin rules to break.
+    pub misbehave: harness::rules::Misbehaviours,
+    /// Each link's frame limits.
+    pub limits: harness::transport::FrameLimits,
+    /// What the person at the session does by itself, when no scenario runs.
+    pub steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
+    /// The plugin's settings, when no scenario gives them.
+    pub plugin: Option<PluginSettings>,
+    /// The daemon as a process (for `restart_peer`).
+    pub process: Option<Arc<dyn harness::engine::PeerProcess>>,
+    /// End the scenario at the first finding under this rule.
+    pub end_at_finding: Option<String>,
+}
+
+/// Why a plugin's run could not start.
+#[derive(Debug)]
+pub(crate) enum PluginError {
+    /// The journal could not be made.
+    Journal(std::io::Error),
+    /// The scenario or the set-up does not work.
+    Setup(String),
+}
+
+/// Runs fake-device as the lvmh plugin; `started` gets its progress once the plugin runs.
+pub(crate) async fn run_started(
+    options: PluginPlan,
+    scenario: Option<Scenario>,
+    started: impl FnOnce(Arc<harness::engine::Progress>),
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<harness::embed::Ended, PluginError> {
+    if let Some(scenario) = &scenario {
+        check_actions::<PluginAction>(&scenario.steps, "steps", &scenario.source)
+            .map_err(|e| PluginError::Setup(e.to_string()))?;
+    }
+    check_actions::<PluginAction>(&options.steps, "peer.steps", "the plugin's own steps")
+        .map_err(|e| PluginError::Setup(e.to_string()))?;
+    let settings = match &scenario {
+        Some(s) => PluginSettings::of(s.device.as_ref(), &s.source).map_err(PluginError::Setup)?,
+        None => options.plugin.clone().unwrap_or_default(),
+    };
+    let journal =
+        Arc::new(Journal::open(options.journal.as_deref()).map_err(PluginError::Journal)?);
+    let findings = Arc::new(Findings::default());
+    let base = options.instance.trim_end_matches('/').to_string();
+    let url = format!("{}{AGENT_PATH}", base.replacen("http", "ws", 1));
+    let session = settings
+        .session
+        .clone()
+        .unwrap_or_else(|| DEFAULT_SESSION.to_string());
+    let tmp = harness::random::temp_dir()
+        .map_err(|e| PluginError::Setup(format!("cannot make a temporary directory: {e}")))?;
+    let mut config = PluginConfig::new(
+        &url,
+        &options.token,
+        &session,
+        &tmp.path().display().to_string(),
+    );
+    config.misbehave = options.misbehave.clone();
+    config.limits = options.limits;
+    if let Some(backoff) = settings.backoff {
+        config.backoff = backoff.0;
+    }
+    if let Some(reply) = &settings.reply {
+        config.agent.reply = reply.clone();
+    }
+    if let Some(tool) = &settings.tool {
+        config.agent.tool = Some((tool.name.clone(), tool.output()));
+    }
+    let mut vars = options.cell.builtin_vars(&base, &options.token, tmp.path());
+    vars.set("link_url", json!(url));
+    vars.set("session", json!(session));
+    let last_seq: Arc<std::sync::OnceLock<std::sync::Weak<Plugin>>> = Arc::default();
+    let seen = last_seq.clone();
+    let check = daemon_checks(Arc::new(move || {
+        seen.get()
+            .and_then(std::sync::Weak::upgrade)
+            .map_or(u64::MAX, |p| p.last_seq())
+    }));
+    let plugin = Plugin::start(
+        config,
+        journal.clone(),
+        findings.clone(),
+        vars,
+        scenario.as_ref(),
+        Some(check),
+    )
+    .map_err(PluginError::Setup)?;
+    let _ = last_seq.set(Arc::downgrade(&plugin));
+    let hub = plugin.hub().clone();
+    started(hub.progress().clone());
+    let actor = Arc::new(PluginActor {
+        plugin: plugin.clone(),
+        base,
+        token: options.token.clone(),
+        http: harness::transport::http_client(),
+    });
+    let process = options.process.clone();
+    let outcome = match &scenario {
+        Some(scenario) => {
+            let runner = Runner::new(
+                hub.clone(),
+                options.cell.clone(),
+                scenario.timeout.map(|d| d.0),
+                None,
+            )
+            .with_actor(actor)
+            .with_process(process)
+            .ending_at_finding(options.end_at_finding.clone())
+            .reporting_progress();
+            tokio::select! {
+                outcome = runner.run(scenario) => Some(outcome),
+                () = shutdown => None,
+            }
+        }
+        None => {
+            let own = (!options.steps.is_empty()).then(|| {
+                let runner =
+                    Runner::new(hub.clone(), options.cell.clone(), None, None).with_actor(actor);
+                let steps = Scenario::of_steps("the plugin's own steps", options.steps.clone());
+                tokio::spawn(async move {
+                    let outcome = runner.run(&steps).await;
+                    if !outcome.passed() {
+                        tracing::warn!(
+                            "the plugin's own steps did not all run: {}",
+                            harness::report::human::render("fake-device", &outcome, &[])
+                        );
+                    }
+                })
+            });
+            shutdown.await;
+            if let Some(task) = own {
+                task.abort();
+            }
+            None
+        }
+    };
+    plugin.kill();
+    Ok(harness::embed::Ended {
+        outcome,
+        findings: findings.all(),
+        recent: {
+            journal.finish();
+            journal.recent(200)
+        },
+    })
+}
