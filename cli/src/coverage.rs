@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use harness::rules::{Applies, Binds, Catalogue, Rule};
-use harness::scenario::Side;
-use harness::scenario::catalogue::embedded;
+use harness::scenario::catalogue::embedded_of;
+use harness::scenario::{Family, Side};
 use serde::Serialize;
 
 /// How far a rule is proven.
@@ -40,6 +40,8 @@ impl Status {
 pub struct RuleCoverage {
     /// The rule's id.
     pub id: String,
+    /// The protocol family it belongs to.
+    pub family: Family,
     /// The side it binds.
     pub side: Binds,
     /// The spec section, as the catalogue names it.
@@ -122,6 +124,8 @@ pub struct Coverage {
 /// One section's counts for one side.
 #[derive(Debug, Clone, Serialize)]
 pub struct SectionTotals {
+    /// The protocol family.
+    pub family: Family,
     /// The side.
     pub side: Binds,
     /// The section.
@@ -131,13 +135,29 @@ pub struct SectionTotals {
     pub totals: Totals,
 }
 
-fn side_name(side: Binds) -> &'static str {
-    match side {
-        Binds::Device => "device",
-        Binds::Instance => "instance",
-        Binds::Both => "both",
+/// The side as the report names it: lvmh's sides by their own names (the plugin dials, as a
+/// device does; the daemon serves, as an instance does).
+fn side_name(family: Family, side: Binds) -> &'static str {
+    match (family, side) {
+        (Family::Lembas, Binds::Device) => "device",
+        (Family::Lembas, Binds::Instance) => "instance",
+        (Family::Lembas, Binds::Both) => "both",
+        (Family::Lvmh, Binds::Device) => "lvmh plugin/web",
+        (Family::Lvmh, Binds::Instance) => "lvmh daemon",
+        (Family::Lvmh, Binds::Both) => "lvmh both",
     }
 }
+
+/// The sides of the totals, in the order the report shows them.
+const SIDES: [&str; 7] = [
+    "device",
+    "instance",
+    "both",
+    "lvmh plugin/web",
+    "lvmh daemon",
+    "lvmh both",
+    "all",
+];
 
 /// The section a rule is counted under: its first section, without the gloss in brackets, with
 /// the spec's subsections folded into the heading a reader looks for (an HTTP route into the HTTP
@@ -170,26 +190,32 @@ pub fn section_group(section: &str) -> String {
 /// (fake-instance checks the device, so a device rule is checked from `instance/`).
 fn scenarios_by_rule() -> Result<BTreeMap<String, Vec<String>>, String> {
     let mut by_rule: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for side in [Side::Instance, Side::Device] {
-        for file in embedded(side) {
-            let scenario = file
-                .load()
-                .map_err(|e| format!("{}/{}: {e}", side.folder(), file.file))?;
-            for rule in scenario.rules {
-                by_rule
-                    .entry(rule)
-                    .or_default()
-                    .push(format!("{}/{}", side.folder(), file.file));
+    for family in Family::ALL {
+        for side in [Side::Instance, Side::Device] {
+            for file in embedded_of(side, family) {
+                let folder = format!("{}{}", family.folder(), side.folder());
+                let scenario = file
+                    .load()
+                    .map_err(|e| format!("{folder}/{}: {e}", file.file))?;
+                for rule in scenario.rules {
+                    by_rule
+                        .entry(rule)
+                        .or_default()
+                        .push(format!("{folder}/{}", file.file));
+                }
             }
         }
     }
     Ok(by_rule)
 }
 
-fn checks_side(folder_entry: &str, side: Binds) -> bool {
+fn checks_side(folder_entry: &str, family: Family, side: Binds) -> bool {
+    let Some(entry) = folder_entry.strip_prefix(family.folder()) else {
+        return false;
+    };
     match side {
-        Binds::Device => folder_entry.starts_with("instance/"),
-        Binds::Instance => folder_entry.starts_with("device/"),
+        Binds::Device => entry.starts_with("instance/"),
+        Binds::Instance => entry.starts_with("device/"),
         Binds::Both => true,
     }
 }
@@ -232,12 +258,13 @@ pub fn coverage(catalogue: &Catalogue) -> Result<Coverage, String> {
             .get(&rule.id)
             .into_iter()
             .flatten()
-            .filter(|s| checks_side(s, rule.binds))
+            .filter(|s| checks_side(s, rule.family, rule.binds))
             .cloned()
             .collect();
         let status = judge(rule, &scenarios, &mut problems);
         rules.push(RuleCoverage {
             id: rule.id.clone(),
+            family: rule.family,
             side: rule.binds,
             section: rule.section.clone(),
             group: section_group(&rule.section),
@@ -258,22 +285,27 @@ pub fn coverage(catalogue: &Catalogue) -> Result<Coverage, String> {
         }
     }
     let mut sides: BTreeMap<String, Totals> = BTreeMap::new();
-    let mut sections: BTreeMap<(String, String), (Binds, Totals)> = BTreeMap::new();
+    let mut sections: BTreeMap<(Family, String, String), (Binds, Totals)> = BTreeMap::new();
     for r in &rules {
         sides
-            .entry(side_name(r.side).into())
+            .entry(side_name(r.family, r.side).into())
             .or_default()
             .add(r.status);
         sides.entry("all".into()).or_default().add(r.status);
         sections
-            .entry((side_name(r.side).into(), r.group.clone()))
+            .entry((
+                r.family,
+                side_name(r.family, r.side).into(),
+                r.group.clone(),
+            ))
             .or_insert_with(|| (r.side, Totals::default()))
             .1
             .add(r.status);
     }
     let sections = sections
         .into_iter()
-        .map(|((_, section), (side, totals))| SectionTotals {
+        .map(|((family, _, section), (side, totals))| SectionTotals {
+            family,
             side,
             section,
             totals,
@@ -319,7 +351,7 @@ impl Coverage {
             "| side | rules | observable | covered | not yet | unobservable |\n\
              |---|---:|---:|---:|---:|---:|\n",
         );
-        for side in ["device", "instance", "both", "all"] {
+        for side in SIDES {
             if let Some(t) = self.sides.get(side) {
                 out.push_str(&format!(
                     "| {side} | {} | {} | {} ({}%) | {} | {} |\n",
@@ -350,7 +382,7 @@ impl Coverage {
         for s in &self.sections {
             out.push_str(&format!(
                 "| {} | {} | {} | {} ({}%) | {} | {} |\n",
-                side_name(s.side),
+                side_name(s.family, s.side),
                 s.section,
                 s.totals.rules,
                 s.totals.covered,
@@ -381,7 +413,7 @@ impl Coverage {
             out.push_str(&format!(
                 "| `{}` | {} | {applies} | {} | {checked} | {} |\n",
                 r.id,
-                side_name(r.side),
+                side_name(r.family, r.side),
                 r.status.label(),
                 why.replace('|', "\\|").replace('\n', " ")
             ));

@@ -18,8 +18,8 @@ use fake_instance::FakeInstance;
 use harness::embed::InProcessPeer;
 use harness::engine::{Cell, RunOutcome, Verdict};
 use harness::rules::{Binds, catalogue};
-use harness::scenario::catalogue::embedded;
-use harness::scenario::{Scenario, Side};
+use harness::scenario::catalogue::embedded_of;
+use harness::scenario::{Family, Scenario, Side};
 
 use crate::pace::Pace;
 
@@ -74,14 +74,22 @@ const PATIENCE: Duration = Duration::from_secs(5);
 pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
     let mut cases = Vec::new();
     let mut unchecked = Vec::new();
-    for side in [Side::Instance, Side::Device] {
+    for (family, side) in Family::ALL
+        .into_iter()
+        .flat_map(|f| [(f, Side::Instance), (f, Side::Device)])
+    {
         // fake-instance checks the device, so the device's rules are the ones it can catch.
         let peer_binds = match side {
             Side::Instance => Binds::Device,
             Side::Device => Binds::Instance,
         };
+        let misbehaviours = || {
+            catalogue()
+                .misbehaviours_of(peer_binds)
+                .filter(move |r| r.family == family)
+        };
         let mut checked = std::collections::BTreeSet::new();
-        for file in embedded(side) {
+        for file in embedded_of(side, family) {
             let scenario = Arc::new(file.load_for_selftest().map_err(|e| e.to_string())?);
             checked.extend(scenario.rules.iter().cloned());
             if filter.is_some_and(|f| !scenario.name.contains(f) && !file.file.contains(f)) {
@@ -94,7 +102,9 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
                         protocol: *protocol,
                         spec,
                     };
-                    for reduced in [false, true] {
+                    // lvmh has no capabilities to list fewer of: no reduced peer.
+                    let reduced_too = family == Family::Lembas;
+                    for reduced in [false, true].into_iter().filter(|r| !r || reduced_too) {
                         cases.push(Case {
                             side,
                             file: file.file,
@@ -104,7 +114,7 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
                             reduced,
                         });
                     }
-                    for rule in catalogue().misbehaviours_of(peer_binds) {
+                    for rule in misbehaviours() {
                         let shows_here = rule
                             .cells
                             .as_ref()
@@ -125,8 +135,7 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
         }
         if filter.is_none() {
             unchecked.extend(
-                catalogue()
-                    .misbehaviours_of(peer_binds)
+                misbehaviours()
                     .filter(|r| !checked.contains(&r.id))
                     .map(|r| r.id.clone()),
             );
@@ -139,6 +148,9 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
 /// its `peer:` section describes (or a reduced peer given no set-up), restarted when a step
 /// says so.
 pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), String> {
+    if case.scenario.family == Family::Lvmh {
+        return run_lvmh_case(case).await;
+    }
     let peer = InProcessPeer::new();
     let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
     let report = match case.side {
@@ -213,6 +225,82 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 .map_err(|e| e.to_string())?;
             let report = device.verdict().await;
             let _ = instance.verdict().await;
+            report
+        }
+    };
+    Ok(report.into_parts())
+}
+
+/// Runs one lvmh case: the fake daemon against the fake plugin, one of them running the
+/// scenario, the other playing the peer its `peer:` section describes (restarted when a step
+/// says so).
+async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), String> {
+    let peer = InProcessPeer::new();
+    let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
+    let scenario = (*case.scenario).clone();
+    let report = match case.side {
+        Side::Instance => {
+            let daemon = FakeInstance::builder()
+                .with_scenario(scenario.clone())
+                .cell(case.cell.clone())
+                .patience(PATIENCE)
+                .options(|o| {
+                    o.arranged = harness::engine::Arranged::Everything;
+                    o.process = Some(process);
+                    o.end_at_finding = case.misbehave.clone();
+                })
+                .start()
+                .await
+                .map_err(|e| e.to_string())?;
+            let settings = fake_device::lvmh::PluginSettings::of_peer(&scenario)?;
+            let plugin = FakeDevice::builder(daemon.url())
+                .cell(case.cell.clone())
+                .patience(PATIENCE)
+                .restarted_by(peer)
+                .options(|o| {
+                    o.family = Family::Lvmh;
+                    o.plugin = Some(settings);
+                    o.steps = scenario.peer_steps().to_vec();
+                });
+            let plugin = match &case.misbehave {
+                Some(rule) => plugin.misbehave(rule).map_err(|e| e.to_string())?,
+                None => plugin,
+            };
+            let plugin = match plugin.start().await {
+                Ok(plugin) => plugin,
+                Err(e) => {
+                    daemon.dismiss();
+                    return Err(e.to_string());
+                }
+            };
+            let report = daemon.verdict().await;
+            let _ = plugin.verdict().await;
+            report
+        }
+        Side::Device => {
+            let daemon = FakeInstance::builder()
+                .cell(case.cell.clone())
+                .patience(PATIENCE)
+                .restarted_by(peer)
+                .options(|o| o.family = Family::Lvmh);
+            let daemon = match &case.misbehave {
+                Some(rule) => daemon.misbehave(rule).map_err(|e| e.to_string())?,
+                None => daemon,
+            };
+            let daemon = daemon.start().await.map_err(|e| e.to_string())?;
+            let plugin = FakeDevice::builder(daemon.url())
+                .with_scenario(scenario)
+                .cell(case.cell.clone())
+                .patience(PATIENCE)
+                .options(|o| {
+                    o.process = Some(process);
+                    o.end_at_finding = case.misbehave.clone();
+                })
+                .start()
+                .await
+                .map_err(|e| e.to_string())?;
+            let report = plugin.verdict().await;
+            let _ = daemon.verdict().await;
             report
         }
     };
