@@ -12,7 +12,7 @@ use harness::engine::{Arranged, Cell, RunOutcome, Verdict};
 use harness::hooks::Hooks;
 use harness::journal::Entry;
 use harness::process::SutSpec;
-use harness::scenario::{Scenario, Side};
+use harness::scenario::{Family, Scenario, Side};
 
 use crate::baseline::{self, Expected, Judged, RunSeen};
 use crate::pace::Pace;
@@ -150,33 +150,40 @@ pub fn select(
             let scenario =
                 harness::scenario::load_file(path, Some(side)).map_err(|e| e.to_string())?;
             found.push((side, arg.clone(), Arc::new(scenario)));
-        } else if let Some(whole) = [Side::Instance, Side::Device]
+        } else if let Some((family, whole)) = Family::ALL
             .into_iter()
-            .find(|s| s.folder() == arg)
+            .flat_map(|f| [(f, Side::Instance), (f, Side::Device)])
+            .find(|(f, s)| format!("{}{}", f.folder(), s.folder()) == *arg)
         {
-            for embedded in harness::scenario::catalogue::embedded(whole) {
+            for embedded in harness::scenario::catalogue::embedded_of(whole, family) {
                 let scenario = embedded.load().map_err(|e| e.to_string())?;
                 found.push((whole, embedded.label(), Arc::new(scenario)));
             }
         } else {
-            let side = match (side, arg.split_once('/')) {
+            // `lvmh/instance/replay` names an embedded scenario of the lvmh family.
+            let (family, named) = match arg.strip_prefix(Family::Lvmh.folder()) {
+                Some(rest) => (Family::Lvmh, rest),
+                None => (Family::Lembas, arg.as_str()),
+            };
+            let side = match (side, named.split_once('/')) {
                 (Some(side), _) => side,
                 (None, Some(("instance", _))) => Side::Instance,
                 (None, Some(("device", _))) => Side::Device,
                 _ => {
                     return Err(format!(
-                        "`{arg}` is neither a file nor a folder; name an embedded scenario as instance/NAME or device/NAME, or say --side"
+                        "`{arg}` is neither a file nor a folder; name an embedded scenario as instance/NAME or device/NAME (lvmh/instance/NAME for lvmh), or say --side"
                     ));
                 }
             };
-            let scenario =
-                harness::scenario::catalogue::resolve(arg, side).map_err(|e| e.to_string())?;
+            let scenario = harness::scenario::catalogue::resolve_in(named, side, family)
+                .map_err(|e| e.to_string())?;
             found.push((
                 side,
                 format!(
-                    "scenarios/{}/{}",
+                    "scenarios/{}{}/{}",
+                    family.folder(),
                     side.folder(),
-                    arg.rsplit('/').next().unwrap_or(arg)
+                    named.rsplit('/').next().unwrap_or(named)
                 ),
                 Arc::new(scenario),
             ));
@@ -222,10 +229,22 @@ pub fn plan(
     specs: &[harness::lembas::Spec],
 ) -> Vec<Planned> {
     let mut runs = Vec::new();
+    // An lvmh scenario has one cell, whatever the matrix asked of the LLeMbas ones.
+    for (side, label, scenario) in selected {
+        if scenario.family == Family::Lvmh {
+            runs.push(Planned {
+                side: *side,
+                label: label.clone(),
+                scenario: scenario.clone(),
+                cell: harness::cli::lvmh_cell(),
+            });
+        }
+    }
     for spec in specs {
         for protocol in protocols {
             for (side, label, scenario) in selected {
-                if scenario.matrix.protocol.contains(protocol)
+                if scenario.family == Family::Lembas
+                    && scenario.matrix.protocol.contains(protocol)
                     && scenario.matrix.spec.iter().any(|s| s == spec.as_str())
                 {
                     runs.push(Planned {
@@ -258,6 +277,7 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
                 return Err("a CLI under test must be started by the run: say --exec CMD (with {url} and {token} in it)".into());
             }
             let options = fake_instance::Options {
+                family: scenario.family,
                 cell: planned.cell.clone(),
                 tokens: vec![
                     setup
@@ -298,6 +318,7 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
                 },
             };
             let options = fake_device::Options {
+                family: scenario.family,
                 token,
                 roots: vec![root.display().to_string()],
                 protocol: fake_device::ProtocolChoice::Fixed(planned.cell.protocol),

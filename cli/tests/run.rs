@@ -276,3 +276,67 @@ fn an_interrupted_matrix_ends_every_system_under_test_it_started() {
     );
     assert_none_outlived(&pids);
 }
+
+#[cfg(unix)]
+#[test]
+fn the_lvmh_catalogues_run_against_a_spawned_plugin_and_a_spawned_daemon() {
+    let dir = tempfile::tempdir().expect("dir");
+    // A real daemon (fake-instance as a process of its own, its store in {tmp}): restarted by
+    // `restart`, it must keep what it persisted.
+    let daemon = format!(
+        "exec {} --family lvmh --listen 127.0.0.1:{{port}} --token {{token}} --state-dir {{tmp}}/state",
+        common::binary("fake-instance").display()
+    );
+    let json = dir.path().join("daemon.json");
+    let (code, out) = harness(&[
+        "run",
+        "--exec",
+        &daemon,
+        "--report",
+        &format!("json:{}", json.display()),
+        "lvmh/device",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
+    let runs = summary["runs"].as_array().expect("runs");
+    for scenario in ["restart", "persist", "auth", "prompt", "live"] {
+        assert!(
+            runs.iter()
+                .any(|r| r["scenario"] == scenario && r["verdict"] == "passed"),
+            "{scenario} never passed:\n{out}"
+        );
+    }
+
+    // A real plugin (fake-device as a process of its own): what only its own test can make it
+    // do (a long tool, a burst) is not applicable, the rest passes.
+    let plugin = format!(
+        "exec {} --family lvmh --instance {{url}} --token {{token}}",
+        fake_device().display()
+    );
+    let json = dir.path().join("plugin.json");
+    let (code, out) = harness(&[
+        "run",
+        "--exec",
+        &plugin,
+        "--report",
+        &format!("json:{}", json.display()),
+        "lvmh/instance",
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
+    let runs = summary["runs"].as_array().expect("runs");
+    for (scenario, verdict) in [
+        ("handshake", "passed"),
+        ("replay", "passed"),
+        ("tool-preview", "not_applicable"),
+        ("buffer-overflow", "not_applicable"),
+    ] {
+        assert!(
+            runs.iter()
+                .any(|r| r["scenario"] == scenario && r["verdict"] == verdict),
+            "{scenario} is not {verdict}:\n{out}"
+        );
+    }
+}

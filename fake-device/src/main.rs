@@ -407,9 +407,9 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
             )
             .is_ok_and(|s| s.family == harness::scenario::Family::Lvmh)
         });
-    if lvmh && (cli.common.exec.is_some() || cli.fleet.is_some()) {
+    if lvmh && cli.fleet.is_some() {
         return Err(CliError::Usage(
-            "--exec and --fleet are not there for --family lvmh yet: start the daemon under test yourself and give its --instance URL".into(),
+            "--fleet is not there for --family lvmh yet: run one plugin a process".into(),
         ));
     }
     if cli.fleet.is_some() {
