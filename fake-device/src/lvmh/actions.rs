@@ -19,8 +19,8 @@ use tokio::time::Instant;
 pub enum PluginAction {
     /// A person types this into the pi session: the agent runs it as it runs a web prompt.
     TypePrompt(String),
-    /// Waits until the agent is idle with no prompt waiting. Gives `{lastSeq}`, the last seq the
-    /// plugin gave out.
+    /// Waits until the agent is idle with no prompt waiting. Gives `{lastSeq, replayed}`: the
+    /// last seq the plugin gave out, and how many events the last welcome had it resend.
     Settle {},
     /// The session is renamed: a `session_info` event.
     RenameSession(String),
@@ -28,6 +28,13 @@ pub enum PluginAction {
     Burst(usize),
     /// pi shuts down: `bye`, and no more dials.
     Quit {},
+    /// The plugin's network goes away: its link closes at once and it dials again only after
+    /// `for` (the agent goes on, its events kept for the replay).
+    Unplug {
+        /// How long it stays away.
+        #[serde(rename = "for")]
+        span: harness::scenario::Dur,
+    },
     /// The fake browser reloads the session's page: it pages through `GET
     /// /api/sessions/:id/events` until it has every persisted event the plugin sent before
     /// this step (or the step's timeout passes), and compares. Gives `{seqs, missing,
@@ -140,7 +147,10 @@ impl PluginActor {
                     }
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
-                Ok(json!({ "lastSeq": self.plugin.last_seq() }))
+                Ok(json!({
+                    "lastSeq": self.plugin.last_seq(),
+                    "replayed": self.plugin.replayed(),
+                }))
             }
             PluginAction::RenameSession(name) => {
                 self.plugin.rename(&name);
@@ -152,6 +162,10 @@ impl PluginActor {
             }
             PluginAction::Quit {} => {
                 self.plugin.quit();
+                Ok(json!({}))
+            }
+            PluginAction::Unplug { span } => {
+                self.plugin.unplug(span.0);
                 Ok(json!({}))
             }
             PluginAction::Reload { page } => self.reload(page, deadline).await,

@@ -130,8 +130,13 @@ struct State {
     seq: u64,
     /// Events the daemon may lack, oldest first.
     buffer: VecDeque<Value>,
-    /// Events dropped from the buffer since the last welcome.
-    dropped: u64,
+    /// The highest seq dropped from a full buffer: a daemon whose `lastSeq` is below it lost
+    /// the events between.
+    dropped_up_to: u64,
+    /// How many events the last welcome had resent.
+    replayed: u64,
+    /// No dial before this (the plugin is unplugged).
+    unplugged_until: Option<tokio::time::Instant>,
     /// The link the daemon welcomed, while it is up.
     live: Option<Arc<Peer>>,
     /// The link dialled and not yet welcomed.
@@ -268,6 +273,26 @@ impl Plugin {
             .unwrap_or_default()
     }
 
+    /// How many events the last welcome had the plugin resend.
+    pub fn replayed(&self) -> u64 {
+        self.state.lock().map(|s| s.replayed).unwrap_or(0)
+    }
+
+    /// The plugin's network goes away for `span`: its link is closed at once (without a word,
+    /// as a cable pulled) and it dials again only after `span`; the agent goes on meanwhile.
+    pub fn unplug(&self, span: Duration) {
+        let links = match self.state.lock() {
+            Ok(mut state) => {
+                state.unplugged_until = Some(tokio::time::Instant::now() + span);
+                [state.live.take(), state.waiting.take()]
+            }
+            Err(_) => return,
+        };
+        for peer in links.into_iter().flatten() {
+            peer.close(GOING_AWAY, "unplugged");
+        }
+    }
+
     /// Whether a daemon welcomed the current link.
     pub fn is_live(&self) -> bool {
         self.state.lock().is_ok_and(|s| s.live.is_some())
@@ -371,9 +396,11 @@ impl Plugin {
         {
             fields.remove("ts");
         }
-        if state.buffer.len() >= self.config.buffer_cap.max(1) {
-            state.buffer.pop_front();
-            state.dropped += 1;
+        if state.buffer.len() >= self.config.buffer_cap.max(1)
+            && let Some(oldest) = state.buffer.pop_front()
+        {
+            let seq = oldest.get("seq").and_then(Value::as_u64).unwrap_or(0);
+            state.dropped_up_to = state.dropped_up_to.max(seq);
         }
         if state.sent.len() >= SENT_KEPT {
             state.sent.pop_front();
@@ -437,9 +464,11 @@ impl Plugin {
             for frame in &state.buffer {
                 peer.send_value(frame.clone());
             }
+            state.replayed = state.buffer.len() as u64;
             state.live = Some(peer.clone());
-            let dropped = std::mem::take(&mut state.dropped);
-            (dropped > 0 && !misbehave.breaks(rules::BUFFER_OVERFLOW_NOTICE)).then_some(dropped)
+            // What the daemon lacks and the buffer no longer holds is lost: said so.
+            let lost = state.dropped_up_to.saturating_sub(last);
+            (lost > 0 && !misbehave.breaks(rules::BUFFER_OVERFLOW_NOTICE)).then_some(lost)
         };
         if let Some(dropped) = notice {
             self.emit(
@@ -479,6 +508,13 @@ impl Plugin {
     async fn dial_forever(self: Arc<Self>) {
         let mut attempt: u32 = 0;
         while !self.stopped() {
+            let unplugged = self.state.lock().ok().and_then(|s| s.unplugged_until);
+            if let Some(until) = unplugged {
+                tokio::select! {
+                    () = tokio::time::sleep_until(until) => {}
+                    () = self.until_stopped() => break,
+                }
+            }
             let request = ws_client::ClientRequest {
                 url: self.config.url.clone(),
                 bearer_token: Some(self.config.token.clone()),
