@@ -293,6 +293,7 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .cell(case.cell.clone())
                 .patience(PATIENCE)
                 .options(|o| {
+                    o.arranged = harness::engine::Arranged::Everything;
                     o.process = Some(process);
                     o.end_at_finding = case.misbehave.clone();
                 })

@@ -337,6 +337,7 @@ async fn run_plugin(
             .process
             .or_else(|| options.sut.map(|s| s as Arc<dyn PeerProcess>)),
         end_at_finding: options.end_at_finding,
+        arranged: options.arranged,
     };
     let ended = crate::lvmh::run_started(
         plan,

@@ -38,8 +38,9 @@ pub enum PluginAction {
     /// The fake browser reloads the session's page: it pages through `GET
     /// /api/sessions/:id/events` until it has every persisted event the plugin sent before
     /// this step (or the step's timeout passes), and compares. Gives `{seqs, missing,
-    /// duplicates, out_of_order, updates, lastSeq}`: `missing`, the seqs of persisted kinds the
-    /// daemon does not serve; `updates`, how many `message_update` it served.
+    /// duplicates, out_of_order, over_limit, updates, lastSeq}`: `missing`, the seqs of
+    /// persisted kinds the daemon does not serve; `over_limit`, whether a page held more than
+    /// `page`; `updates`, how many `message_update` it served.
     Reload {
         /// Ask for at most this many events a page (the API's `limit`).
         #[serde(default)]
@@ -290,6 +291,7 @@ impl PluginActor {
         loop {
             let mut events: Vec<Value> = Vec::new();
             let mut after = 0u64;
+            let mut over_limit = false;
             loop {
                 let mut path = format!("/api/sessions/{session}/events?after={after}");
                 if let Some(limit) = page {
@@ -304,6 +306,7 @@ impl PluginActor {
                 let Some(last) = batch.last().and_then(|e| e["seq"].as_u64()) else {
                     break;
                 };
+                over_limit |= page.is_some_and(|p| batch.len() as u64 > p);
                 let full = page.is_some_and(|p| batch.len() as u64 >= p);
                 events.extend(batch);
                 if !full || last <= after {
@@ -332,6 +335,7 @@ impl PluginActor {
                     "missing": missing,
                     "duplicates": duplicates,
                     "out_of_order": seqs.windows(2).any(|w| w[0] >= w[1]),
+                    "over_limit": over_limit,
                     "updates": updates,
                     "lastSeq": seqs.iter().max().copied().unwrap_or(0),
                 }));

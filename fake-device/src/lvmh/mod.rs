@@ -33,6 +33,12 @@ pub struct PluginSettings {
     /// The agent's reply (`{prompt}`: the prompt's text).
     #[serde(default)]
     pub reply: Option<String>,
+    /// How many deltas the reply streams in (default 3).
+    #[serde(default)]
+    pub deltas: Option<usize>,
+    /// The pause between two deltas (default 5ms).
+    #[serde(default)]
+    pub pace: Option<Dur>,
     /// A tool the agent calls before it answers, and how much it prints (`{name,
     /// output_bytes}`).
     #[serde(default)]
@@ -73,18 +79,6 @@ impl PluginSettings {
             .map(|p| p.value.setup.clone())
             .unwrap_or_default();
         serde_json::from_value(Value::Object(setup)).map_err(|e| format!("peer: {e}"))
-    }
-
-    /// What of these a plugin under test must be given: the names of the settings made.
-    pub fn needs(&self) -> Vec<String> {
-        let mut needs = Vec::new();
-        if self.reply.is_some() {
-            needs.push("reply".to_string());
-        }
-        if self.tool.is_some() {
-            needs.push("tool".to_string());
-        }
-        needs
     }
 
     fn of(section: Option<&harness::scenario::Spanned<Value>>, file: &str) -> Result<Self, String> {
@@ -160,6 +154,8 @@ pub(crate) struct PluginPlan {
     pub process: Option<Arc<dyn harness::engine::PeerProcess>>,
     /// End the scenario at the first finding under this rule.
     pub end_at_finding: Option<String>,
+    /// Which of a scenario's `peer:` set-up something arranges for the daemon under test.
+    pub arranged: harness::engine::Arranged,
 }
 
 /// Why a plugin's run could not start.
@@ -213,6 +209,12 @@ pub(crate) async fn run_started(
     if let Some(reply) = &settings.reply {
         config.agent.reply = reply.clone();
     }
+    if let Some(deltas) = settings.deltas {
+        config.agent.deltas = deltas.clamp(1, 10_000);
+    }
+    if let Some(pace) = settings.pace {
+        config.agent.pace = pace.0;
+    }
     if let Some(tool) = &settings.tool {
         config.agent.tool = Some((tool.name.clone(), tool.output()));
     }
@@ -247,6 +249,15 @@ pub(crate) async fn run_started(
     let process = options.process.clone();
     let outcome = match &scenario {
         Some(scenario) => {
+            // What the daemon under test must be able to do (spawn containers): the keys of
+            // the `peer:` set-up.
+            let own = scenario
+                .peer
+                .as_ref()
+                .map(|p| p.value.setup.keys().cloned().collect())
+                .unwrap_or_default();
+            let needs = scenario.set_up_needs(own);
+            let unarranged = harness::engine::applicability::unarranged(&needs, &options.arranged);
             let runner = Runner::new(
                 hub.clone(),
                 options.cell.clone(),
@@ -255,6 +266,7 @@ pub(crate) async fn run_started(
             )
             .with_actor(actor)
             .with_process(process)
+            .unarranged(unarranged)
             .ending_at_finding(options.end_at_finding.clone())
             .reporting_progress();
             tokio::select! {

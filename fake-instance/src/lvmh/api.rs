@@ -28,7 +28,13 @@ pub async fn spawn(State(state): State<DaemonState>, body: Option<Json<Value>>) 
     match state.spawns.start(repo, &state.token, state.limits) {
         Ok((session, container)) => {
             state.daemon.spawn_status_changed(state.spawns.jobs());
-            Json(json!({"sessionId": session, "containerId": container})).into_response()
+            let mut body = json!({"sessionId": session, "containerId": container});
+            if state.daemon.misbehave().breaks(harness::lvmh::rules::SPAWN)
+                && let Some(fields) = body.as_object_mut()
+            {
+                fields.remove("containerId");
+            }
+            Json(body).into_response()
         }
         Err(Refused::TooMany) => {
             error(StatusCode::TOO_MANY_REQUESTS, "too many spawns in this run")

@@ -30,6 +30,8 @@ struct AgentLink {
     replay_from: Option<u64>,
     /// The seq of its last event.
     last_seq: Option<u64>,
+    /// The role of the message open now (between its start and its end).
+    open_role: Option<String>,
 }
 
 /// One browser link.
@@ -103,7 +105,8 @@ impl Daemon {
                     "agent": info.get("agent").cloned().unwrap_or(json!(false)),
                     "repo": info.get("repo").cloned().unwrap_or(Value::Null),
                     "startedAt": info.get("startedAt").cloned().unwrap_or(Value::Null),
-                    "online": online.contains(id),
+                    // A daemon told to break the rule keeps a session it ever saw online.
+                    "online": online.contains(id) || self.misbehave.breaks(rules::ONLINE),
                     "lastEventAt": s.last_event_at,
                 })
             })
@@ -158,6 +161,9 @@ impl Daemon {
         let Some(peer) = self.online.lock().ok().and_then(|o| o.get(id).cloned()) else {
             return false;
         };
+        if self.misbehave.breaks(rules::ABORT_ROUTED) {
+            return true;
+        }
         peer.send_value(Envelope::frame(kinds::ABORT, id, 0, Map::new()));
         true
     }
@@ -200,6 +206,9 @@ impl Daemon {
 
     /// Tells every browser the session list (it changed).
     pub fn list_changed(&self) {
+        if self.misbehave.breaks(rules::SESSION_LIST) {
+            return;
+        }
         let frame = json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()});
         for peer in self.browser_peers(None) {
             peer.send_value(frame.clone());
@@ -325,6 +334,7 @@ impl Daemon {
         {
             gaps.remove(&peer.link());
         }
+        self.follow_messages(hub, peer, kind, frame);
         if kind == kinds::TOOL_END
             && let Some(preview) = frame.get("resultPreview").and_then(Value::as_str)
             && preview.len() > RESULT_PREVIEW_MAX
@@ -361,6 +371,40 @@ impl Daemon {
             if !withheld {
                 browser.send_value(batch.clone());
             }
+        }
+    }
+
+    /// Deltas belong to an open assistant message.
+    fn follow_messages(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, kind: &str, frame: &Value) {
+        let role = frame
+            .pointer("/message/role")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let open = {
+            let Ok(mut agents) = self.agents.lock() else {
+                return;
+            };
+            let Some(link) = agents.get_mut(&peer.link()) else {
+                return;
+            };
+            match kind {
+                kinds::MESSAGE_START => link.open_role = role,
+                kinds::MESSAGE_END => link.open_role = None,
+                _ => {}
+            }
+            link.open_role.clone()
+        };
+        if kind == kinds::MESSAGE_UPDATE && open.as_deref() != Some("assistant") {
+            let what = open.map_or("no message is open".to_string(), |r| {
+                format!("the open message is a `{r}` one")
+            });
+            find(
+                hub,
+                peer,
+                rules::UPDATES_ASSISTANT,
+                format!("a message_update while {what}"),
+                frame,
+            );
         }
     }
 

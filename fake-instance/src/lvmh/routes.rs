@@ -139,6 +139,7 @@ async fn events(
     };
     let limit = match number("limit") {
         None => EVENTS_LIMIT_MAX,
+        Some(Ok(_)) if state.daemon.misbehave().breaks(rules::EVENTS_PAGED) => EVENTS_LIMIT_MAX,
         Some(Ok(limit)) => usize::try_from(limit)
             .unwrap_or(usize::MAX)
             .min(EVENTS_LIMIT_MAX),

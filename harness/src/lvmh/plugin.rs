@@ -332,6 +332,10 @@ impl Plugin {
             state.session["name"] = json!(name);
             state.session.clone()
         };
+        let session = match self.config.misbehave.breaks(rules::SESSION_INFO) {
+            true => json!({ "name": name }),
+            false => session,
+        };
         self.emit(kinds::SESSION_INFO, fields(json!({ "session": session })));
     }
 
@@ -348,7 +352,11 @@ impl Plugin {
 
     /// Says `bye` and stops dialing (pi shuts down).
     pub fn quit(&self) {
-        self.emit(kinds::BYE, fields(json!({"reason": "shutdown"})));
+        let reason = match self.config.misbehave.breaks(rules::BYE) {
+            true => "exit",
+            false => "shutdown",
+        };
+        self.emit(kinds::BYE, fields(json!({ "reason": reason })));
         self.stop.send_replace(true);
         let live = self.state.lock().ok().and_then(|mut s| s.live.take());
         if let Some(peer) = live {
@@ -432,7 +440,7 @@ impl Plugin {
                     tracing::warn!("a prompt from the daemon found the agent's queue full");
                 }
             }
-            kinds::ABORT => {
+            kinds::ABORT if !self.config.misbehave.breaks(rules::ABORT) => {
                 self.aborted.store(true, Ordering::Relaxed);
                 self.abort.notify_waiters();
             }
@@ -575,14 +583,19 @@ impl Plugin {
             self.aborted.store(false, Ordering::Relaxed);
             message += 1;
             let user = format!("u{message}");
-            self.emit(
-                kinds::MESSAGE_START,
-                fields(json!({"message": {"role": "user", "id": user}})),
-            );
-            self.emit(
-                kinds::MESSAGE_END,
-                fields(json!({"message": whole_message("user", &user, &prompt, None)})),
-            );
+            if !self.config.misbehave.breaks(rules::PROMPT_MIRRORED) {
+                self.emit(
+                    kinds::MESSAGE_START,
+                    fields(json!({"message": {"role": "user", "id": user}})),
+                );
+                if self.config.misbehave.breaks(rules::UPDATES_ASSISTANT) {
+                    self.emit(kinds::MESSAGE_UPDATE, fields(json!({ "delta": prompt })));
+                }
+                self.emit(
+                    kinds::MESSAGE_END,
+                    fields(json!({"message": whole_message("user", &user, &prompt, None)})),
+                );
+            }
             self.emit(kinds::AGENT_START, Map::new());
             if let Some((tool, output)) = self.config.agent.tool.clone() {
                 self.tool_call(message, &tool, &output);

@@ -33,3 +33,25 @@ pub const PROMPT_ROUTED: &str = "lvmh.daemon.prompt.routed";
 pub const UPDATES_LIVE: &str = "lvmh.daemon.updates.live";
 /// The plugin redials forever, at most 30 s apart.
 pub const RECONNECT: &str = "lvmh.plugin.reconnect";
+/// A prompt from the daemon comes back as the session's own user message (message_start and
+/// message_end), which mirrors it to the web; nothing else answers it.
+pub const PROMPT_MIRRORED: &str = "lvmh.plugin.prompt.mirrored";
+/// `message_update` deltas stream assistant messages only.
+pub const UPDATES_ASSISTANT: &str = "lvmh.plugin.updates.assistant";
+/// A graceful disconnect says `bye` with reason `shutdown`.
+pub const BYE: &str = "lvmh.plugin.bye";
+/// A rename or a model change sends `session_info` with the whole new snapshot.
+pub const SESSION_INFO: &str = "lvmh.plugin.session_info";
+/// An `abort` ends the current run: the reply stops where it was, the run ends and settles.
+pub const ABORT: &str = "lvmh.plugin.abort";
+/// A spawn answers at once with the session's and the container's ids, lists its job, and its
+/// session comes with `agent: true` and the repo.
+pub const SPAWN: &str = "lvmh.daemon.spawn";
+/// A browser gets the whole session list again whenever it changes.
+pub const SESSION_LIST: &str = "lvmh.daemon.session_list";
+/// `GET …/events` honours `after` and `limit`.
+pub const EVENTS_PAGED: &str = "lvmh.daemon.events.paged";
+/// `GET /api/sessions` says `online` while, and only while, the session's plugin is linked.
+pub const ONLINE: &str = "lvmh.daemon.sessions.online";
+/// An abort from the web reaches the session's plugin as `abort`.
+pub const ABORT_ROUTED: &str = "lvmh.daemon.abort.routed";
