@@ -183,11 +183,14 @@ impl PluginActor {
             }
             PluginAction::Browser { token } => {
                 let token = self.token(&token).map(str::to_string);
+                // A browser with another token is a refusal to see (on the upgrade or by a
+                // close): its link is not kept.
+                let own = token.as_deref() == Some(self.token.as_str());
                 let mut url = format!("{}{BROWSER_PATH}", self.base.replacen("http", "ws", 1));
                 if let Some(token) = token {
                     url.push_str(&format!("?token={token}"));
                 }
-                self.open(url, None, deadline, true).await
+                self.open(url, None, deadline, own).await
             }
             PluginAction::AgentDial { token } => {
                 let url = self.plugin.config().url.clone();
@@ -281,10 +284,13 @@ impl PluginActor {
     /// A page reload: every persisted event, paged, until it holds all the plugin sent before
     /// now or the deadline passes; then what it lacks and what it has too much of.
     async fn reload(&self, page: Option<u64>, deadline: Instant) -> Result<Value, ActError> {
-        let sent = self.plugin.sent();
-        let wanted: Vec<u64> = sent
+        // What the daemon can have: the persisted kinds among the events that went out.
+        let delivered = self.plugin.delivered();
+        let wanted: Vec<u64> = self
+            .plugin
+            .sent()
             .iter()
-            .filter(|(_, kind)| is_persisted(kind))
+            .filter(|(seq, kind)| is_persisted(kind) && delivered.contains(seq))
             .map(|(seq, _)| *seq)
             .collect();
         let session = self.plugin.session_id();
@@ -307,18 +313,19 @@ impl PluginActor {
                     break;
                 };
                 over_limit |= page.is_some_and(|p| batch.len() as u64 > p);
-                let full = page.is_some_and(|p| batch.len() as u64 >= p);
                 events.extend(batch);
-                if !full || last <= after {
+                // Until an empty page: a daemon's own default limit cuts a page too.
+                if last <= after {
                     break;
                 }
                 after = last;
             }
             let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
+            let served: std::collections::HashSet<u64> = seqs.iter().copied().collect();
             let missing: Vec<u64> = wanted
                 .iter()
                 .copied()
-                .filter(|s| !seqs.contains(s))
+                .filter(|s| !served.contains(s))
                 .collect();
             // What the daemon lacks when the step's time is nearly up is the answer: it had
             // the time to persist it.

@@ -24,7 +24,7 @@ pub use actions::{PluginAction, PluginActor};
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PluginSettings {
-    /// The pi session's id (default `pi-session-1`).
+    /// The pi session's id (default: a fresh one each run).
     #[serde(default)]
     pub session: Option<String>,
     /// The first pause between two dials (default 250ms); it doubles up to 30s.
@@ -91,9 +91,6 @@ impl PluginSettings {
         }
     }
 }
-
-/// The session id a plugin has when nothing names one.
-pub const DEFAULT_SESSION: &str = "pi-session-1";
 
 /// The checks a plugin makes of every daemon frame, whatever the scenario.
 fn daemon_checks(plugin_last_seq: Arc<dyn Fn() -> u64 + Send + Sync>) -> FrameCheck {
@@ -189,10 +186,12 @@ pub(crate) async fn run_started(
     let findings = Arc::new(Findings::default());
     let base = options.instance.trim_end_matches('/').to_string();
     let url = format!("{}{AGENT_PATH}", base.replacen("http", "ws", 1));
-    let session = settings
-        .session
-        .clone()
-        .unwrap_or_else(|| DEFAULT_SESSION.to_string());
+    // A session of its own each run, as pi's are (a daemon under test keeps the sessions of
+    // the runs before, and several runs may share it).
+    let session = settings.session.clone().unwrap_or_else(|| {
+        let [a, b] = [harness::random::u64(), harness::random::u64()];
+        format!("pi-{a:016x}{b:016x}")
+    });
     let tmp = harness::random::temp_dir()
         .map_err(|e| PluginError::Setup(format!("cannot make a temporary directory: {e}")))?;
     let mut config = PluginConfig::new(

@@ -18,6 +18,11 @@ use serde_json::{Map, Value, json};
 
 use super::store::Store;
 
+/// How far past 2048 characters a cut preview may run: room for a marker saying it was cut
+/// ("…[truncated]"). The spec's "2KB" may count bytes, characters or UTF-16 units: characters
+/// accept each of those readings' cuts of ASCII and of any other text.
+const PREVIEW_MARKER_ALLOWANCE: usize = 32;
+
 /// What the route that accepted a link says it is, in the connection's peer name.
 pub const BROWSER_PREFIX: &str = "browser ";
 
@@ -30,6 +35,18 @@ struct AgentLink {
     replay_from: Option<u64>,
     /// The seq of its last event.
     last_seq: Option<u64>,
+    /// The highest seq the daemon had seen of the session when it welcomed this link (deltas
+    /// included, which are not persisted: a plugin need not send them again).
+    seen_at_welcome: u64,
+    /// The link, to drop it.
+    peer: Option<Arc<Peer>>,
+}
+
+/// What the daemon follows of each session across its links.
+#[derive(Debug, Default)]
+struct SessionSeen {
+    /// The highest seq seen, on any link.
+    max_seq: u64,
     /// The role of the message open now (between its start and its end).
     open_role: Option<String>,
 }
@@ -52,11 +69,13 @@ pub struct Daemon {
     /// How long a lost event may wait for its `buffer_overflow` notice.
     patience: Duration,
     prompts: std::sync::atomic::AtomicU64,
+    /// Each session as the monitors follow it.
+    seen: Mutex<HashMap<String, SessionSeen>>,
     /// Until when the agent link refuses plugins (a daemon that is down).
     refuse_until: Mutex<Option<tokio::time::Instant>>,
-    /// Links whose first event after welcome skipped seqs, with what that lost, until a
-    /// `buffer_overflow` notice excuses it.
-    gaps: Arc<Mutex<HashMap<u32, String>>>,
+    /// Sessions whose first event after a welcome skipped seqs, with what that lost, until a
+    /// `buffer_overflow` notice excuses it (on that link or the session's next one).
+    gaps: Arc<Mutex<HashMap<String, String>>>,
 }
 
 impl Daemon {
@@ -72,6 +91,7 @@ impl Daemon {
             prompts: std::sync::atomic::AtomicU64::new(0),
             gaps: Arc::default(),
             refuse_until: Mutex::new(None),
+            seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -193,10 +213,11 @@ impl Daemon {
 
     /// Closes every plugin link (the daemon drops them), with `code`; gives how many.
     pub fn drop_plugins(&self, code: u16) -> usize {
+        // Every plugin link, those still in their handshake too.
         let peers: Vec<Arc<Peer>> = self
-            .online
+            .agents
             .lock()
-            .map(|o| o.values().cloned().collect())
+            .map(|a| a.values().filter_map(|l| l.peer.clone()).collect())
             .unwrap_or_default();
         for peer in &peers {
             peer.close(code, "the daemon dropped the link");
@@ -265,6 +286,18 @@ impl Daemon {
             link.session = Some(id.clone());
             link.replay_from = Some(last + 1);
             link.last_seq = None;
+            link.seen_at_welcome = self
+                .seen
+                .lock()
+                .ok()
+                .and_then(|s| s.get(&id).map(|s| s.max_seq))
+                .unwrap_or(0)
+                .max(last);
+        }
+        // A gap of the session's last link may still be excused by a notice on this one.
+        let carried = self.gaps.lock().ok().and_then(|g| g.get(&id).cloned());
+        if let Some(why) = carried {
+            self.watch_gap(hub, peer, &id, why);
         }
         if let Ok(mut online) = self.online.lock() {
             online.insert(id.clone(), peer.clone());
@@ -295,6 +328,20 @@ impl Daemon {
         if kind == kinds::HELLO {
             return self.on_hello(hub, peer, frame);
         }
+        let named = self
+            .agents
+            .lock()
+            .ok()
+            .and_then(|a| a.get(&peer.link()).and_then(|l| l.session.clone()));
+        if let Some(named) = &named
+            && *named != envelope.session_id
+        {
+            let why = format!(
+                "sessionId `{}` is not the session this link's hello named (`{named}`); the event is not kept",
+                envelope.session_id
+            );
+            return find(hub, peer, rules::ENVELOPE, why, frame);
+        }
         let Some(check) = self.check_order(peer, &envelope) else {
             return find(
                 hub,
@@ -308,44 +355,46 @@ impl Daemon {
             Order::Fine => {}
             Order::Broken(rule, why) => find(hub, peer, rule, why, frame),
             Order::Gap(from, to) => {
-                let link = peer.link();
                 let why = format!(
                     "after welcome said lastSeq {}, the first event had seq {to}: {from}..{} were lost, and no buffer_overflow said so",
                     from - 1,
                     to - 1
                 );
+                let session = envelope.session_id.clone();
                 if let Ok(mut gaps) = self.gaps.lock() {
-                    gaps.insert(link, why.clone());
+                    gaps.insert(session.clone(), why.clone());
                 }
-                // Lost events are allowed when the buffer overflowed: its notice follows the
-                // replay, so it is waited for (and the link's end settles it too).
-                let gaps = self.gaps.clone();
-                hub.watchdog(
-                    peer,
-                    self.patience,
-                    Finding::new(rules::REPLAY_AFTER_LAST_SEQ, why),
-                    None,
-                    move || gaps.lock().map_or(true, |g| !g.contains_key(&link)),
-                );
+                self.watch_gap(hub, peer, &session, why);
             }
         }
         if kind == kinds::BUFFER_OVERFLOW
             && let Ok(mut gaps) = self.gaps.lock()
         {
-            gaps.remove(&peer.link());
+            gaps.remove(&envelope.session_id);
         }
-        self.follow_messages(hub, peer, kind, frame);
+        if kind == kinds::SESSION_INFO
+            && let Some(session) = frame.get("session").filter(|s| s.is_object())
+        {
+            // A rename or a model change: the list shows it.
+            if let Ok(mut store) = self.store.lock() {
+                let mut info = session.clone();
+                info["id"] = json!(envelope.session_id);
+                store.session(info);
+            }
+            self.list_changed();
+        }
+        self.follow_messages(hub, peer, &envelope, frame);
         if kind == kinds::TOOL_END
             && let Some(preview) = frame.get("resultPreview").and_then(Value::as_str)
-            && preview.len() > RESULT_PREVIEW_MAX
+            && preview.chars().count() > RESULT_PREVIEW_MAX + PREVIEW_MARKER_ALLOWANCE
         {
             find(
                 hub,
                 peer,
                 rules::RESULT_PREVIEW,
                 format!(
-                    "resultPreview is {} bytes, over {RESULT_PREVIEW_MAX}",
-                    preview.len()
+                    "resultPreview is {} characters, not cut to 2 KB",
+                    preview.chars().count()
                 ),
                 frame,
             );
@@ -374,44 +423,69 @@ impl Daemon {
         }
     }
 
-    /// Deltas belong to an open assistant message.
-    fn follow_messages(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, kind: &str, frame: &Value) {
+    /// Deltas belong to an open assistant message, followed per session (a message open when
+    /// a link dropped goes on on the next).
+    fn follow_messages(
+        &self,
+        hub: &Arc<Hub>,
+        peer: &Arc<Peer>,
+        envelope: &Envelope,
+        frame: &Value,
+    ) {
+        let kind = envelope.kind.as_str();
         let role = frame
             .pointer("/message/role")
             .and_then(Value::as_str)
             .map(str::to_string);
         let open = {
-            let Ok(mut agents) = self.agents.lock() else {
+            let Ok(mut seen) = self.seen.lock() else {
                 return;
             };
-            let Some(link) = agents.get_mut(&peer.link()) else {
-                return;
-            };
+            let session = seen.entry(envelope.session_id.clone()).or_default();
             match kind {
-                kinds::MESSAGE_START => link.open_role = role,
-                kinds::MESSAGE_END => link.open_role = None,
+                kinds::MESSAGE_START => session.open_role = role,
+                kinds::MESSAGE_END => session.open_role = None,
                 _ => {}
             }
-            link.open_role.clone()
+            session.open_role.clone()
         };
-        if kind == kinds::MESSAGE_UPDATE && open.as_deref() != Some("assistant") {
-            let what = open.map_or("no message is open".to_string(), |r| {
-                format!("the open message is a `{r}` one")
-            });
+        if kind == kinds::MESSAGE_UPDATE && open.as_deref().is_some_and(|r| r != "assistant") {
             find(
                 hub,
                 peer,
                 rules::UPDATES_ASSISTANT,
-                format!("a message_update while {what}"),
+                format!(
+                    "a message_update while a `{}` message is open",
+                    open.unwrap_or_default()
+                ),
                 frame,
             );
         }
     }
 
+    /// Reports the session's gap on `peer` unless a `buffer_overflow` excuses it within the
+    /// patience (the link's end leaves it to the session's next link).
+    fn watch_gap(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, session: &str, why: String) {
+        let (gaps, session) = (self.gaps.clone(), session.to_string());
+        hub.watchdog(
+            peer,
+            self.patience,
+            Finding::new(rules::REPLAY_AFTER_LAST_SEQ, why),
+            None,
+            move || gaps.lock().map_or(true, |g| !g.contains_key(&session)),
+        );
+    }
+
     fn check_order(&self, peer: &Arc<Peer>, envelope: &Envelope) -> Option<Order> {
+        if let Ok(mut seen) = self.seen.lock() {
+            let session = seen.entry(envelope.session_id.clone()).or_default();
+            session.max_seq = session.max_seq.max(envelope.seq);
+        }
         let mut agents = self.agents.lock().ok()?;
         let link = agents.get_mut(&peer.link())?;
         let from = link.replay_from?;
+        // Seqs the daemon saw live but did not keep (deltas) need not come again.
+        let allowed = link.seen_at_welcome.max(from - 1) + 1;
         let order = match link.last_seq {
             None if envelope.seq < from => Order::Broken(
                 rules::REPLAY_AFTER_LAST_SEQ,
@@ -421,7 +495,7 @@ impl Daemon {
                     envelope.seq
                 ),
             ),
-            None if envelope.seq > from => Order::Gap(from, envelope.seq),
+            None if envelope.seq > allowed => Order::Gap(allowed, envelope.seq),
             None => Order::Fine,
             Some(last) if envelope.seq <= last => Order::Broken(
                 rules::SEQ_MONOTONIC,
@@ -436,16 +510,7 @@ impl Daemon {
         Some(order)
     }
 
-    fn on_closed(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {
-        let lost = self
-            .gaps
-            .lock()
-            .ok()
-            .and_then(|mut g| g.remove(&peer.link()));
-        if let Some(why) = lost {
-            hub.findings()
-                .push(Finding::new(rules::REPLAY_AFTER_LAST_SEQ, why).on_link(peer.link()));
-        }
+    fn on_closed(&self, peer: &Arc<Peer>) {
         let link = self
             .agents
             .lock()
@@ -510,7 +575,13 @@ impl Behaviour for Daemon {
             }
             peer.send_value(json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()}));
         } else if let Ok(mut agents) = self.agents.lock() {
-            agents.insert(peer.link(), AgentLink::default());
+            agents.insert(
+                peer.link(),
+                AgentLink {
+                    peer: Some(peer.clone()),
+                    ..AgentLink::default()
+                },
+            );
         }
     }
 
@@ -523,7 +594,7 @@ impl Behaviour for Daemon {
                     self.on_event(hub, peer, method, raw);
                 }
             }
-            LinkEvent::Closed(_) => self.on_closed(hub, peer),
+            LinkEvent::Closed(_) => self.on_closed(peer),
             _ => {}
         }
     }

@@ -107,10 +107,12 @@ impl Spawns {
             if jobs.len() >= SPAWNS_MAX {
                 return Err(Refused::TooMany);
             }
-            let n = jobs.len() + 1;
+            // Ids of their own, as pi's are: a daemon restarted on its store has had sessions
+            // before, which a counter from 1 would meet again.
+            let n = harness::random::u64();
             (
-                format!("spawn-{n}"),
-                format!("lvmh-worker-{}-{n}", short_hash(&repo)),
+                format!("spawn-{n:016x}"),
+                format!("lvmh-worker-{}-{:08x}", short_hash(&repo), n >> 32),
             )
         };
         let mut config = PluginConfig::new(&url, token, &session, "/workspace");

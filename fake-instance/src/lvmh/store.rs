@@ -6,7 +6,7 @@
 //! SQLite library is built for it.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use harness::lvmh::Envelope;
@@ -30,10 +30,15 @@ pub struct StoredSession {
     pub last_event_at: Option<u64>,
 }
 
+/// How many sessions are kept; past it a new session is not (any hello makes one).
+pub const SESSIONS_KEPT: usize = 10_000;
+
 /// The daemon's persisted state.
 #[derive(Debug, Default)]
 pub struct Store {
     log: Option<PathBuf>,
+    /// The log, open for appending.
+    file: Option<std::fs::File>,
     sessions: BTreeMap<String, StoredSession>,
     settings: BTreeMap<String, String>,
 }
@@ -47,15 +52,27 @@ impl Store {
         };
         std::fs::create_dir_all(dir)?;
         let path = dir.join(LOG_FILE);
-        if let Ok(file) = std::fs::File::open(&path) {
-            for line in std::io::BufReader::new(file).lines() {
-                // A line cut short by a kill is the last one: what came before stands.
-                let Ok(entry) = serde_json::from_str::<Value>(&line?) else {
-                    continue;
-                };
-                store.apply(&entry);
+        if let Ok(bytes) = std::fs::read(&path) {
+            // A line cut short by a kill (even inside a character) is skipped: what came
+            // before stands, and each entry is one whole write, so the next starts clean.
+            for line in bytes.split(|b| *b == b'\n') {
+                if let Ok(entry) = serde_json::from_slice::<Value>(line) {
+                    store.apply(&entry);
+                }
+            }
+            if bytes.last().is_some_and(|b| *b != b'\n') {
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&path)?
+                    .write_all(b"\n")?;
             }
         }
+        store.file = Some(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?,
+        );
         store.log = Some(path);
         Ok(store)
     }
@@ -78,15 +95,13 @@ impl Store {
         }
     }
 
-    fn append(&self, entry: &Value) {
-        let Some(path) = &self.log else { return };
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .and_then(|mut file| writeln!(file, "{entry}"));
-        if let Err(e) = written {
-            tracing::error!("cannot persist to {}: {e}", path.display());
+    fn append(&mut self, entry: &Value) {
+        let Some(file) = &mut self.file else { return };
+        // One write of the whole line, so a kill leaves at most the last one cut.
+        let line = format!("{entry}\n");
+        if let Err(e) = file.write_all(line.as_bytes()) {
+            let path = self.log.as_deref().map(|p| p.display().to_string());
+            tracing::error!("cannot persist to {}: {e}", path.unwrap_or_default());
         }
     }
 
@@ -94,6 +109,9 @@ impl Store {
         let Some(id) = info.get("id").and_then(Value::as_str).map(str::to_string) else {
             return;
         };
+        if !self.sessions.contains_key(&id) && self.sessions.len() >= SESSIONS_KEPT {
+            return;
+        }
         self.sessions.entry(id).or_default().info = info;
     }
 
@@ -104,6 +122,10 @@ impl Store {
     }
 
     fn insert(&mut self, envelope: &Envelope, frame: Value) -> bool {
+        if !self.sessions.contains_key(&envelope.session_id) && self.sessions.len() >= SESSIONS_KEPT
+        {
+            return false;
+        }
         let session = self
             .sessions
             .entry(envelope.session_id.clone())
@@ -206,5 +228,31 @@ mod tests {
         assert_eq!(store.events("s1", 0, 1).len(), 1);
         assert_eq!(store.setting("gitlab.token"), Some("glpat-x"));
         assert_eq!(store.sessions()["s1"].info["cwd"], "/w");
+    }
+
+    #[test]
+    fn a_last_line_cut_by_a_kill_is_skipped_and_the_next_entry_stays_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(Some(dir.path())).unwrap();
+        let (envelope, frame) = event(1);
+        store.persist(&envelope, &frame);
+        drop(store);
+        // Half an entry, cut inside a two-byte character.
+        let log = dir.path().join(LOG_FILE);
+        let mut file = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        file.write_all(b"{\"event\": {\"note\": \"\xc3").unwrap();
+        drop(file);
+
+        let mut store = Store::open(Some(dir.path())).expect("a cut line does not stop it");
+        assert_eq!(store.last_seq("s1"), 1);
+        let (envelope, frame) = event(2);
+        store.persist(&envelope, &frame);
+        drop(store);
+        let store = Store::open(Some(dir.path())).unwrap();
+        assert_eq!(
+            store.last_seq("s1"),
+            2,
+            "the entry after the cut one is whole"
+        );
     }
 }

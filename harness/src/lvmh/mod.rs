@@ -37,7 +37,8 @@ pub fn framing() -> crate::jsonrpc::Framing {
     crate::jsonrpc::Framing::Typed(crate::jsonrpc::TypedFrames {
         kind_key: "type",
         not_json: rules::JSON_FRAMES,
-        not_typed: rules::ENVELOPE,
+        // Either side's: the envelope's fields are checked by the daemon, on the plugin's frames.
+        not_typed: rules::JSON_FRAMES,
         not_text: rules::JSON_FRAMES,
     })
 }

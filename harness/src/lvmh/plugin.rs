@@ -137,6 +137,10 @@ struct State {
     replayed: u64,
     /// No dial before this (the plugin is unplugged).
     unplugged_until: Option<tokio::time::Instant>,
+    /// The number of the last link a daemon welcomed.
+    last_welcomed: Option<u32>,
+    /// The seqs that went out on a link, at most [`SENT_KEPT`] (a reload compares with them).
+    delivered: std::collections::BTreeSet<u64>,
     /// The link the daemon welcomed, while it is up.
     live: Option<Arc<Peer>>,
     /// The link dialled and not yet welcomed.
@@ -161,6 +165,9 @@ pub struct Plugin {
     pending: std::sync::atomic::AtomicUsize,
     check: Option<FrameCheck>,
 }
+
+/// How long a plugin waits for `welcome` after its hello before it tries another link.
+const WELCOME_WITHIN: Duration = Duration::from_secs(30);
 
 /// WebSocket close 1001: the plugin's process goes away.
 const GOING_AWAY: u16 = 1001;
@@ -190,8 +197,9 @@ impl Behaviour for Follow {
 }
 
 impl Plugin {
-    /// Starts a plugin on `hub`'s links (made with [`Plugin::behaviour`]'s hub, see
-    /// [`Plugin::start`]): the agent at once, the link in the background.
+    /// Starts a plugin: the agent at once, the link in the background, on a hub of its own
+    /// (with `scenario`'s variables and steps, when one runs over it). `check` sees every frame
+    /// of the daemon's.
     pub fn start(
         config: PluginConfig,
         journal: Arc<crate::journal::Journal>,
@@ -293,6 +301,20 @@ impl Plugin {
         }
     }
 
+    /// Whether `peer` is the link the daemon welcomed and it is still up.
+    fn is_live_on(&self, peer: &Arc<Peer>) -> bool {
+        self.state
+            .lock()
+            .is_ok_and(|s| s.live.as_ref().is_some_and(|l| Arc::ptr_eq(l, peer)))
+    }
+
+    /// Whether the daemon welcomed `peer` (it may have ended since).
+    fn welcomed_link(&self, peer: &Arc<Peer>) -> bool {
+        self.state
+            .lock()
+            .is_ok_and(|s| s.last_welcomed == Some(peer.link()))
+    }
+
     /// Whether a daemon welcomed the current link.
     pub fn is_live(&self) -> bool {
         self.state.lock().is_ok_and(|s| s.live.is_some())
@@ -313,6 +335,15 @@ impl Plugin {
     /// Whether the agent has run every prompt it took.
     pub fn is_idle(&self) -> bool {
         self.pending.load(Ordering::SeqCst) == 0
+    }
+
+    /// The seqs of the events that went out on a link (live or in a replay), at most the last
+    /// 200,000: what a daemon can have.
+    pub fn delivered(&self) -> std::collections::BTreeSet<u64> {
+        self.state
+            .lock()
+            .map(|s| s.delivered.clone())
+            .unwrap_or_default()
     }
 
     /// Every event given out so far, `(seq, type)`, oldest first.
@@ -358,8 +389,12 @@ impl Plugin {
         };
         self.emit(kinds::BYE, fields(json!({ "reason": reason })));
         self.stop.send_replace(true);
-        let live = self.state.lock().ok().and_then(|mut s| s.live.take());
-        if let Some(peer) = live {
+        let links = self
+            .state
+            .lock()
+            .map(|mut s| [s.live.take(), s.waiting.take()])
+            .unwrap_or_default();
+        for peer in links.into_iter().flatten() {
             peer.close(crate::transport::CLOSE_NORMAL, "bye");
         }
     }
@@ -415,8 +450,9 @@ impl Plugin {
         }
         state.sent.push_back((seq, kind.to_string()));
         state.buffer.push_back(frame.clone());
-        if let Some(peer) = &state.live {
+        if let Some(peer) = state.live.clone() {
             peer.send_value(frame);
+            deliver(&mut state, seq);
         }
     }
 
@@ -459,6 +495,7 @@ impl Plugin {
                 return;
             }
             state.waiting = None;
+            state.last_welcomed = Some(peer.link());
             state.welcomes.push(last);
             let misbehave = &self.config.misbehave;
             let from = match misbehave.breaks(rules::REPLAY_AFTER_LAST_SEQ) {
@@ -469,8 +506,16 @@ impl Plugin {
             state
                 .buffer
                 .retain(|f| f.get("seq").and_then(Value::as_u64).unwrap_or(0) >= from);
-            for frame in &state.buffer {
-                peer.send_value(frame.clone());
+            let resent: Vec<u64> = state
+                .buffer
+                .iter()
+                .map(|frame| {
+                    peer.send_value(frame.clone());
+                    frame.get("seq").and_then(Value::as_u64).unwrap_or(0)
+                })
+                .collect();
+            for seq in resent {
+                deliver(&mut state, seq);
             }
             state.replayed = state.buffer.len() as u64;
             state.live = Some(peer.clone());
@@ -531,7 +576,6 @@ impl Plugin {
             };
             match ws_client::connect(request, self.config.limits).await {
                 Ok(connection) => {
-                    attempt = 0;
                     let peer = self.hub.attach(connection);
                     if let Ok(mut state) = self.state.lock() {
                         state.waiting = Some(peer.clone());
@@ -545,9 +589,23 @@ impl Plugin {
                         ));
                     }
                     peer.send_value(self.hello());
+                    // A daemon that never welcomes the link is left for another try.
+                    let unwelcomed = async {
+                        tokio::time::sleep(WELCOME_WITHIN).await;
+                        if !self.is_live_on(&peer) {
+                            peer.close(GOING_AWAY, "no welcome");
+                        }
+                        std::future::pending::<()>().await;
+                    };
                     tokio::select! {
                         _ = peer.closed() => {}
                         () = self.until_stopped() => {}
+                        () = unwelcomed => {}
+                    }
+                    // Only a link the daemon welcomed starts the backoff over: one that is
+                    // refused by a close right after the upgrade backs off as any refusal.
+                    if self.welcomed_link(&peer) {
+                        attempt = 0;
                     }
                     if self.config.misbehave.breaks(rules::RECONNECT) {
                         // Gives up: the agent goes on, the daemon never hears of it again.
@@ -659,6 +717,14 @@ impl Plugin {
             }
         }
         said
+    }
+}
+
+/// Notes that event `seq` went out on a link.
+fn deliver(state: &mut State, seq: u64) {
+    state.delivered.insert(seq);
+    while state.delivered.len() > SENT_KEPT {
+        state.delivered.pop_first();
     }
 }
 
