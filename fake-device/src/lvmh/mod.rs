@@ -93,9 +93,35 @@ impl PluginSettings {
 }
 
 /// The checks a plugin makes of every daemon frame, whatever the scenario.
-fn daemon_checks(plugin_last_seq: Arc<dyn Fn() -> u64 + Send + Sync>) -> FrameCheck {
+fn daemon_checks(
+    session: String,
+    plugin_last_seq: Arc<dyn Fn() -> u64 + Send + Sync>,
+) -> FrameCheck {
     Arc::new(move |kind, frame| {
         let mut found = Vec::new();
+        // The envelope binds both directions: the daemon's frames to the plugin carry it too.
+        if matches!(kind, kinds::WELCOME | kinds::PROMPT | kinds::ABORT) {
+            match harness::lvmh::Envelope::read(frame) {
+                Err(why) => found.push(Finding::new(
+                    rules::DAEMON_ENVELOPE,
+                    format!("a `{kind}` frame without its envelope: {why}"),
+                )),
+                Ok(envelope) if envelope.version != harness::lvmh::VERSION => {
+                    found.push(Finding::new(
+                        rules::DAEMON_ENVELOPE,
+                        format!("a `{kind}` frame says `v` {}", envelope.version),
+                    ));
+                }
+                Ok(envelope) if envelope.session_id != session => found.push(Finding::new(
+                    rules::DAEMON_ENVELOPE,
+                    format!(
+                        "a `{kind}` frame for session `{}` on the link of `{session}`",
+                        envelope.session_id
+                    ),
+                )),
+                Ok(_) => {}
+            }
+        }
         match kind {
             kinds::WELCOME => match frame.get("lastSeq").and_then(Value::as_u64) {
                 None => found.push(Finding::new(
@@ -222,11 +248,14 @@ pub(crate) async fn run_started(
     vars.set("session", json!(session));
     let last_seq: Arc<std::sync::OnceLock<std::sync::Weak<Plugin>>> = Arc::default();
     let seen = last_seq.clone();
-    let check = daemon_checks(Arc::new(move || {
-        seen.get()
-            .and_then(std::sync::Weak::upgrade)
-            .map_or(u64::MAX, |p| p.last_seq())
-    }));
+    let check = daemon_checks(
+        session.clone(),
+        Arc::new(move || {
+            seen.get()
+                .and_then(std::sync::Weak::upgrade)
+                .map_or(u64::MAX, |p| p.last_seq())
+        }),
+    );
     let plugin = Plugin::start(
         config,
         journal.clone(),

@@ -307,12 +307,14 @@ impl Daemon {
             true => last - 1,
             false => last,
         };
-        peer.send_value(Envelope::frame(
-            kinds::WELCOME,
-            &id,
-            0,
-            fields(json!({ "lastSeq": said })),
-        ));
+        let mut welcome =
+            Envelope::frame(kinds::WELCOME, &id, 0, fields(json!({ "lastSeq": said })));
+        if self.misbehave.breaks(rules::DAEMON_ENVELOPE)
+            && let Some(fields) = welcome.as_object_mut()
+        {
+            fields.remove("ts");
+        }
+        peer.send_value(welcome);
         self.list_changed();
     }
 

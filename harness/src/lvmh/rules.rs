@@ -49,6 +49,9 @@ pub const ABORT: &str = "lvmh.plugin.abort";
 pub const SPAWN: &str = "lvmh.daemon.spawn";
 /// A browser gets the whole session list again whenever it changes.
 pub const SESSION_LIST: &str = "lvmh.daemon.session_list";
+/// The daemon's frames to the plugin carry the envelope too: `v` 1, the link's session, `seq`
+/// and `ts`.
+pub const DAEMON_ENVELOPE: &str = "lvmh.daemon.envelope";
 /// `GET …/events` honours `after` and `limit`.
 pub const EVENTS_PAGED: &str = "lvmh.daemon.events.paged";
 /// `GET /api/sessions` says `online` while, and only while, the session's plugin is linked.
