@@ -141,13 +141,6 @@ impl Daemon {
             .unwrap_or_default()
     }
 
-    /// Whether a session was ever seen.
-    pub fn knows(&self, id: &str) -> bool {
-        self.store
-            .lock()
-            .is_ok_and(|s| s.sessions().contains_key(id))
-    }
-
     /// The store, for settings.
     pub fn with_store<T>(&self, f: impl FnOnce(&mut Store) -> T) -> Option<T> {
         self.store.lock().ok().map(|mut s| f(&mut s))
@@ -185,15 +178,6 @@ impl Daemon {
             return true;
         }
         peer.send_value(Envelope::frame(kinds::ABORT, id, 0, Map::new()));
-        true
-    }
-
-    /// Closes the session's plugin link (its container stopped); false when none is linked.
-    pub fn disconnect(&self, id: &str) -> bool {
-        let Some(peer) = self.online.lock().ok().and_then(|o| o.get(id).cloned()) else {
-            return false;
-        };
-        peer.close(harness::transport::CLOSE_NORMAL, "container stopped");
         true
     }
 
