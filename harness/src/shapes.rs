@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
+use crate::family::Family;
 use crate::finding::Finding;
 use crate::jsonrpc::{MessageWatch, Part};
 use crate::pattern::Pattern;
@@ -55,21 +56,28 @@ fn same_part(of: ShapeOf, part: Part) -> bool {
 /// The compiled shape checks of the shipped catalogue for one side and spec, made once a
 /// process: every link and every device of a fleet checks with the same ones, and compiling
 /// them (regexes among them) for each cost a device more than its link did.
-fn embedded_checks(judged: Binds, spec: &str) -> Arc<Vec<Check>> {
-    type Compiled = HashMap<(Binds, String), Arc<Vec<Check>>>;
+fn embedded_checks(family: Family, judged: Binds, spec: &str) -> Arc<Vec<Check>> {
+    type Compiled = HashMap<(Family, Binds, String), Arc<Vec<Check>>>;
     static COMPILED: Mutex<Option<Compiled>> = Mutex::new(None);
     let mut compiled = COMPILED
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     compiled
         .get_or_insert_with(HashMap::new)
-        .entry((judged, spec.to_string()))
-        .or_insert_with(|| Arc::new(compile_checks(crate::rules::catalogue(), judged, spec)))
+        .entry((family, judged, spec.to_string()))
+        .or_insert_with(|| {
+            Arc::new(compile_checks(
+                crate::rules::catalogue(),
+                family,
+                judged,
+                spec,
+            ))
+        })
         .clone()
 }
 
-/// The shape checks of the rules in `catalogue` binding `judged` at harness spec `spec`.
-fn compile_checks(catalogue: &Catalogue, judged: Binds, spec: &str) -> Vec<Check> {
+/// The shape checks of `family`'s rules in `catalogue` binding `judged` at harness spec `spec`.
+fn compile_checks(catalogue: &Catalogue, family: Family, judged: Binds, spec: &str) -> Vec<Check> {
     let mut checks = Vec::new();
     for rule in catalogue.iter() {
         let Some(shape) = &rule.shape else { continue };
@@ -77,7 +85,7 @@ fn compile_checks(catalogue: &Catalogue, judged: Binds, spec: &str) -> Vec<Check
             .applies
             .as_ref()
             .is_none_or(|a| a.spec.is_empty() || a.spec.iter().any(|s| s == spec));
-        if rule.binds != judged || !in_spec {
+        if rule.family != family || rule.binds != judged || !in_spec {
             continue;
         }
         match Pattern::compile(&shape.pattern) {
@@ -96,22 +104,34 @@ fn compile_checks(catalogue: &Catalogue, judged: Binds, spec: &str) -> Vec<Check
 }
 
 impl ShapeWatch {
-    /// The watch of a double that checks `judged` (the other side) and plays `own`, breaking
-    /// the rules in `misbehaving`, at harness spec `spec`.
+    /// The watch of a LLeMbas double that checks `judged` (the other side), breaking the rules
+    /// in `misbehaving`, at harness spec `spec`.
     pub fn new(
         catalogue: &Catalogue,
         judged: Binds,
         misbehaving: &Misbehaviours,
         spec: &str,
     ) -> ShapeWatch {
+        ShapeWatch::of_family(Family::Lembas, catalogue, judged, misbehaving, spec)
+    }
+
+    /// The same for a double of protocol family `family`: only that family's shapes are
+    /// checked and bent.
+    pub fn of_family(
+        family: Family,
+        catalogue: &Catalogue,
+        judged: Binds,
+        misbehaving: &Misbehaviours,
+        spec: &str,
+    ) -> ShapeWatch {
         let checks = if std::ptr::eq(catalogue, crate::rules::catalogue()) {
-            embedded_checks(judged, spec)
+            embedded_checks(family, judged, spec)
         } else {
-            Arc::new(compile_checks(catalogue, judged, spec))
+            Arc::new(compile_checks(catalogue, family, judged, spec))
         };
         let bends = catalogue
             .iter()
-            .filter(|rule| misbehaving.breaks(&rule.id))
+            .filter(|rule| rule.family == family && misbehaving.breaks(&rule.id))
             .filter_map(|rule| {
                 rule.shape.as_ref().map(|shape| Bend {
                     of: shape.of,
@@ -130,11 +150,15 @@ impl ShapeWatch {
         misbehaving: &Misbehaviours,
         spec: &str,
     ) -> Option<Arc<dyn MessageWatch>> {
-        let watch = ShapeWatch::new(catalogue, judged, misbehaving, spec);
-        if watch.checks.is_empty() && watch.bends.is_empty() {
+        ShapeWatch::new(catalogue, judged, misbehaving, spec).into_shared()
+    }
+
+    /// This watch as a link's (none when there is nothing to check or bend).
+    pub fn into_shared(self) -> Option<Arc<dyn MessageWatch>> {
+        if self.checks.is_empty() && self.bends.is_empty() {
             None
         } else {
-            Some(Arc::new(watch))
+            Some(Arc::new(self))
         }
     }
 }

@@ -101,6 +101,8 @@ pub struct PluginActor {
     pub token: String,
     /// The HTTP client.
     pub http: reqwest::Client,
+    /// The shapes of the daemon's answers.
+    pub shapes: harness::shapes::ShapeWatch,
 }
 
 impl Actor for PluginActor {
@@ -259,7 +261,7 @@ impl PluginActor {
             .map_err(|_| ActError::Failed(format!("`{method}` is not an HTTP method")))?;
         let mut request = self
             .http
-            .request(method, format!("{}{path}", self.base))
+            .request(method.clone(), format!("{}{path}", self.base))
             .timeout(deadline.saturating_duration_since(Instant::now()));
         if let Some(token) = token {
             request = request.bearer_auth(token);
@@ -276,9 +278,45 @@ impl PluginActor {
             .bytes()
             .await
             .map_err(|e| ActError::Failed(format!("the daemon's answer broke off: {e}")))?;
-        let body = serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        let json = serde_json::from_slice(&bytes);
+        let is_json = json.is_ok();
+        let body =
+            json.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        self.judge_answer(&method, path, status, &body, is_json);
         Ok((status, body))
+    }
+
+    /// Every answer the fake browser gets is judged: a success by its route's shape, an error
+    /// by the spec's error body (spec, "Transport 2": `{"error": "message"}`).
+    fn judge_answer(
+        &self,
+        method: &reqwest::Method,
+        path: &str,
+        status: u16,
+        body: &Value,
+        is_json: bool,
+    ) {
+        let route = harness::lvmh::api_route(method.as_str(), path);
+        let findings = self.plugin.hub().findings();
+        if (200..300).contains(&status) {
+            for finding in self.shapes.check_response(&route, body) {
+                findings.push(finding);
+            }
+            return;
+        }
+        let worded = is_json && body.get("error").is_some_and(Value::is_string);
+        if !worded {
+            let came = harness::size::cut_clone(body).to_string();
+            findings.push(
+                harness::finding::Finding::new(
+                    harness::lvmh::rules::ERRORS,
+                    format!(
+                        "`{route}` answered {status} without the error body `{{\"error\": \"…\"}}`"
+                    ),
+                )
+                .with_detail(format!("received: {came}")),
+            );
+        }
     }
 
     /// A page reload: every persisted event, paged, until it holds all the plugin sent before

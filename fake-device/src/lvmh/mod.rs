@@ -273,6 +273,9 @@ pub(crate) async fn run_started(
         base,
         token: options.token.clone(),
         http: harness::transport::http_client(),
+        // The daemon's rules bind the serving side: every answer the fake browser gets is
+        // checked against their shapes.
+        shapes: harness::lvmh::shape_watch(harness::rules::Binds::Instance, &Default::default()),
     });
     let process = options.process.clone();
     let outcome = match &scenario {

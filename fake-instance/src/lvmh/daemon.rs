@@ -76,6 +76,9 @@ pub struct Daemon {
     /// Sessions whose first event after a welcome skipped seqs, with what that lost, until a
     /// `buffer_overflow` notice excuses it (on that link or the session's next one).
     gaps: Arc<Mutex<HashMap<String, String>>>,
+    /// The plugin rules' shapes every frame is checked against, and the daemon's own shape
+    /// misbehaviours (on its frames and its REST answers).
+    shapes: Arc<harness::shapes::ShapeWatch>,
 }
 
 impl Daemon {
@@ -86,13 +89,23 @@ impl Daemon {
             agents: Mutex::new(HashMap::new()),
             online: Mutex::new(HashMap::new()),
             browsers: Mutex::new(HashMap::new()),
-            misbehave,
             patience,
             prompts: std::sync::atomic::AtomicU64::new(0),
             gaps: Arc::default(),
             refuse_until: Mutex::new(None),
             seen: Mutex::new(HashMap::new()),
+            // Plugins' rules bind the dialing side.
+            shapes: Arc::new(harness::lvmh::shape_watch(
+                harness::rules::Binds::Device,
+                &misbehave,
+            )),
+            misbehave,
         }
+    }
+
+    /// The shape checks and bends of this daemon's links and answers.
+    pub fn shapes(&self) -> &harness::shapes::ShapeWatch {
+        &self.shapes
     }
 
     /// The rules this daemon breaks.
@@ -165,7 +178,7 @@ impl Daemon {
         {
             fields.remove("promptId");
         }
-        peer.send_value(frame);
+        peer.send_frame(frame);
         Some(prompt_id)
     }
 
@@ -177,7 +190,7 @@ impl Daemon {
         if self.misbehave.breaks(rules::ABORT_ROUTED) {
             return true;
         }
-        peer.send_value(Envelope::frame(kinds::ABORT, id, 0, Map::new()));
+        peer.send_frame(Envelope::frame(kinds::ABORT, id, 0, Map::new()));
         true
     }
 
@@ -216,15 +229,18 @@ impl Daemon {
         }
         let frame = json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()});
         for peer in self.browser_peers(None) {
-            peer.send_value(frame.clone());
+            peer.send_frame(frame.clone());
         }
     }
 
     /// Tells every browser the spawn jobs.
     pub fn spawn_status_changed(&self, jobs: Vec<Value>) {
+        if self.misbehave.breaks(rules::SPAWN_STATUS_PUSHED) {
+            return;
+        }
         let frame = json!({"type": kinds::SPAWN_STATUS, "jobs": jobs});
         for peer in self.browser_peers(None) {
-            peer.send_value(frame.clone());
+            peer.send_frame(frame.clone());
         }
     }
 
@@ -298,7 +314,7 @@ impl Daemon {
         {
             fields.remove("ts");
         }
-        peer.send_value(welcome);
+        peer.send_frame(welcome);
         self.list_changed();
     }
 
@@ -404,7 +420,7 @@ impl Daemon {
         let withheld = !is_persisted(kind) && self.misbehave.breaks(rules::UPDATES_LIVE);
         for browser in self.browser_peers(Some(&envelope.session_id)) {
             if !withheld {
-                browser.send_value(batch.clone());
+                browser.send_frame(batch.clone());
             }
         }
     }
@@ -525,6 +541,8 @@ impl Daemon {
         {
             match kind {
                 kinds::SUBSCRIBE => browser.subscribed = session,
+                // A daemon told to break the rule keeps streaming.
+                kinds::UNSUBSCRIBE if self.misbehave.breaks(rules::UNSUBSCRIBE) => {}
                 kinds::UNSUBSCRIBE if browser.subscribed == session => browser.subscribed = None,
                 _ => {}
             }
@@ -559,7 +577,7 @@ impl Behaviour for Daemon {
                     },
                 );
             }
-            peer.send_value(json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()}));
+            peer.send_frame(json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()}));
         } else if let Ok(mut agents) = self.agents.lock() {
             agents.insert(
                 peer.link(),
@@ -587,5 +605,9 @@ impl Behaviour for Daemon {
 
     fn framing(&self) -> harness::jsonrpc::Framing {
         harness::lvmh::framing()
+    }
+
+    fn watch(&self) -> Option<Arc<dyn harness::jsonrpc::MessageWatch>> {
+        Some(self.shapes.clone())
     }
 }

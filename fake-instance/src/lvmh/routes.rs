@@ -40,6 +40,11 @@ pub fn router(state: DaemonState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             bearer_only,
+        ))
+        // Outermost, so the answers of the token check are bent too.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            misbehaving_answers,
         ));
     Router::new()
         .route(AGENT_PATH, get(agent_link))
@@ -70,6 +75,40 @@ async fn bearer_only(
         return error(StatusCode::UNAUTHORIZED, "missing or wrong token");
     }
     next.run(request).await
+}
+
+/// The largest answer a misbehaving daemon rewrites (its own answers are far smaller).
+const BENT_ANSWER_MAX: usize = 64 << 20;
+
+/// A daemon told to break a shape rule of the API bends those answers, and one told to break
+/// `lvmh.daemon.errors` words its errors in plain text; a daemon keeping every rule answers
+/// untouched (nothing is buffered).
+async fn misbehaving_answers(
+    State(state): State<DaemonState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = harness::lvmh::api_route(request.method().as_str(), request.uri().path());
+    let plain_errors = state.daemon.misbehave().breaks(rules::ERRORS);
+    let bends = state.daemon.shapes().bends_response(&route);
+    let response = next.run(request).await;
+    let status = response.status();
+    if plain_errors && !status.is_success() {
+        return (status, format!("error: {}", status.as_u16())).into_response();
+    }
+    if !bends || !status.is_success() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, BENT_ANSWER_MAX).await else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "the answer was too big");
+    };
+    let Ok(mut value) = serde_json::from_slice::<Value>(&bytes) else {
+        return (parts, bytes).into_response();
+    };
+    state.daemon.shapes().bend_response(&route, &mut value);
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    (parts, Json(value)).into_response()
 }
 
 async fn agent_link(

@@ -278,6 +278,19 @@ impl Peer {
         });
     }
 
+    /// Sends a frame of a typed family as the protocol's own message: the watch may bend it
+    /// first (a shape misbehaviour), as it does a JSON-RPC double's notifications. A frame
+    /// that names no kind goes as it is.
+    pub fn send_frame(self: &Arc<Self>, mut frame: Value) {
+        if let super::framing::Framing::Typed(typed) = &self.framing
+            && let Some(kind) = frame.get(typed.kind_key).and_then(Value::as_str)
+        {
+            let kind = kind.to_string();
+            self.bend(Part::Params, &kind, &mut frame);
+        }
+        self.send_value(frame);
+    }
+
     /// Sends a raw text message; `parsed`, when the caller has it, is what the journal and the
     /// dispatch see of it (else the text is parsed, or kept as a string when it is not JSON).
     pub fn send_text(self: &Arc<Self>, text: String, parsed: Option<&Value>) {

@@ -42,3 +42,52 @@ pub fn framing() -> crate::jsonrpc::Framing {
         not_text: rules::JSON_FRAMES,
     })
 }
+
+/// The always-on shape checks of a double judging the lvmh side `judged` (the catalogue's lvmh
+/// rules with a `shape`), and the shape misbehaviours in `misbehave` it acts out on what it
+/// sends and answers.
+pub fn shape_watch(
+    judged: crate::rules::Binds,
+    misbehave: &crate::rules::Misbehaviours,
+) -> crate::shapes::ShapeWatch {
+    // lvmh has one version and its rules apply to every cell: the spec given is lvmh's cell.
+    let spec = crate::cli::lvmh_cell().spec.to_string();
+    crate::shapes::ShapeWatch::of_family(
+        crate::family::Family::Lvmh,
+        crate::rules::catalogue(),
+        judged,
+        misbehave,
+        &spec,
+    )
+}
+
+/// A REST call's route as the catalogue's shapes name it: `VERB /path`, the query left out
+/// and a session's id written `:id`, as the spec writes it (`GET /api/sessions/:id/events`).
+pub fn api_route(verb: &str, path: &str) -> String {
+    let path = path.split(['?', '#']).next().unwrap_or_default();
+    let mut segments: Vec<&str> = path.split('/').collect();
+    // ["", "api", "sessions", id, …]
+    if segments.len() >= 4 && segments[1] == "api" && segments[2] == "sessions" {
+        segments[3] = ":id";
+    }
+    crate::shapes::route(verb, &segments.join("/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_route_names_its_id_as_the_spec_does() {
+        assert_eq!(
+            api_route("get", "/api/sessions/s-1/events?after=3&limit=2"),
+            "GET /api/sessions/:id/events"
+        );
+        assert_eq!(api_route("GET", "/api/sessions"), "GET /api/sessions");
+        assert_eq!(
+            api_route("post", "/api/sessions/abc/prompt"),
+            "POST /api/sessions/:id/prompt"
+        );
+        assert_eq!(api_route("GET", "/api/spawn/status"), "GET /api/spawn/status");
+    }
+}

@@ -194,6 +194,13 @@ impl Behaviour for Follow {
     fn framing(&self) -> crate::jsonrpc::Framing {
         super::framing()
     }
+
+    fn watch(&self) -> Option<Arc<dyn crate::jsonrpc::MessageWatch>> {
+        // The daemon's rules bind the serving side; the plugin's own shape misbehaviours bend
+        // what it sends.
+        let plugin = self.0.upgrade()?;
+        super::shape_watch(crate::rules::Binds::Instance, &plugin.config.misbehave).into_shared()
+    }
 }
 
 impl Plugin {
@@ -451,7 +458,7 @@ impl Plugin {
         state.sent.push_back((seq, kind.to_string()));
         state.buffer.push_back(frame.clone());
         if let Some(peer) = state.live.clone() {
-            peer.send_value(frame);
+            peer.send_frame(frame);
             deliver(&mut state, seq);
         }
     }
@@ -510,7 +517,7 @@ impl Plugin {
                 .buffer
                 .iter()
                 .map(|frame| {
-                    peer.send_value(frame.clone());
+                    peer.send_frame(frame.clone());
                     frame.get("seq").and_then(Value::as_u64).unwrap_or(0)
                 })
                 .collect();
@@ -581,14 +588,14 @@ impl Plugin {
                         state.waiting = Some(peer.clone());
                     }
                     if self.config.misbehave.breaks(rules::HELLO_FIRST) {
-                        peer.send_value(Envelope::frame(
+                        peer.send_frame(Envelope::frame(
                             kinds::AGENT_SETTLED,
                             &self.session_id(),
                             0,
                             Map::new(),
                         ));
                     }
-                    peer.send_value(self.hello());
+                    peer.send_frame(self.hello());
                     // A daemon that never welcomes the link is left for another try.
                     let unwelcomed = async {
                         tokio::time::sleep(WELCOME_WITHIN).await;
@@ -678,8 +685,18 @@ impl Plugin {
         }
     }
 
+    /// The assistant asks for a tool (a message whose `toolCalls` name it), the tool runs, and
+    /// its result comes back as a `toolResult` message answering the call, as pi streams them.
     fn tool_call(&self, message: u64, tool: &str, output: &str) {
         let call = format!("call{message}");
+        let asking = format!("a{message}t");
+        self.emit(
+            kinds::MESSAGE_START,
+            fields(json!({"message": {"role": "assistant", "id": asking}})),
+        );
+        let mut asked = whole_message("assistant", &asking, "", None);
+        asked["toolCalls"] = json!([{"id": call, "name": tool, "argsJson": r#"{"command":"ls"}"#}]);
+        self.emit(kinds::MESSAGE_END, fields(json!({ "message": asked })));
         self.emit(
             kinds::TOOL_START,
             fields(json!({"toolCallId": call, "toolName": tool, "args": {"command": "ls"}})),
@@ -696,6 +713,13 @@ impl Plugin {
             kinds::TOOL_END,
             fields(json!({"toolCallId": call, "toolName": tool, "isError": false, "resultPreview": preview})),
         );
+        let result = format!("r{message}");
+        self.emit(
+            kinds::MESSAGE_START,
+            fields(json!({"message": {"role": "toolResult", "id": result}})),
+        );
+        let answer = whole_message("toolResult", &result, &cut(output, RESULT_PREVIEW_MAX), Some(&call));
+        self.emit(kinds::MESSAGE_END, fields(json!({ "message": answer })));
     }
 
     /// Streams `reply` in deltas; gives what was said (less, when the run was aborted).

@@ -58,3 +58,9 @@ pub const EVENTS_PAGED: &str = "lvmh.daemon.events.paged";
 pub const ONLINE: &str = "lvmh.daemon.sessions.online";
 /// An abort from the web reaches the session's plugin as `abort`.
 pub const ABORT_ROUTED: &str = "lvmh.daemon.abort.routed";
+/// The REST API's errors are `{"error": "message"}` with a fitting status.
+pub const ERRORS: &str = "lvmh.daemon.errors";
+/// A browser that unsubscribes gets no more of the session's events.
+pub const UNSUBSCRIBE: &str = "lvmh.daemon.unsubscribe";
+/// A browser gets `spawn_status` when a spawn job changes.
+pub const SPAWN_STATUS_PUSHED: &str = "lvmh.daemon.spawn_status";
