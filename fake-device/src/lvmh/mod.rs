@@ -6,6 +6,7 @@
 //! The plugin is [`harness::lvmh::plugin`], which the fake daemon also runs for its spawns.
 
 mod actions;
+mod web_ui;
 
 use std::sync::Arc;
 
@@ -43,6 +44,11 @@ pub struct PluginSettings {
     /// output_bytes}`).
     #[serde(default)]
     pub tool: Option<ToolSetting>,
+    /// A web UI instead of a plugin: no plugin links, and a fake web UI opens the first
+    /// online session the daemon lists (the peer of a fake daemon's scenario that judges a web
+    /// UI: a reconnect subscribes again and fetches what it missed).
+    #[serde(default)]
+    pub web_ui: bool,
 }
 
 /// A tool call of the scripted agent.
@@ -243,6 +249,16 @@ pub(crate) async fn run_started(
     if let Some(tool) = &settings.tool {
         config.agent.tool = Some((tool.name.clone(), tool.output()));
     }
+    config.dial = !settings.web_ui;
+    // Open for the whole run, closed when it ends.
+    let _web_ui = settings.web_ui.then(|| {
+        web_ui::WebUi::start(web_ui::WebUiConfig {
+            base: base.clone(),
+            token: options.token.clone(),
+            limits: options.limits,
+            misbehave: options.misbehave.clone(),
+        })
+    });
     let mut vars = options.cell.builtin_vars(&base, &options.token, tmp.path());
     vars.set("link_url", json!(url));
     vars.set("session", json!(session));

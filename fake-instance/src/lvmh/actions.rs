@@ -1,6 +1,7 @@
 //! What a person in the web UI makes the fake daemon do, as `act` steps of an lvmh scenario
 //! run by fake-instance: send a prompt or an abort to a session's plugin, reload a session's
-//! page (its persisted events), read the session list.
+//! page (its persisted events), read the session list; and, for a scenario judging a web UI,
+//! start a pi session here, drop the browsers' links and see what the web UI fetched after.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +47,20 @@ pub enum DaemonAction {
         #[serde(rename = "for")]
         span: harness::scenario::Dur,
     },
+    /// A pi session starts in a terminal and its plugin (run here) links to the daemon: a
+    /// session for a web UI under test to show. Gives `{session}`.
+    StartSession {},
+    /// Every browser's link closes at once (its network blinked). Gives `{browsers,
+    /// subscribed}`: how many were open, and the sessions they were subscribed to.
+    DropBrowsers {},
+    /// Waits (up to the step's timeout) for the web UI's first fetch of the session's events
+    /// since the browsers were dropped. Gives `{after, seen, seenPersisted, fetches}`: the
+    /// fetch's `after` (null when none came), the highest seq the web had been shown of the
+    /// session at the drop (of any event; of a persisted one), and every fetch's `after`.
+    Refetched {
+        /// The session.
+        session: String,
+    },
 }
 
 /// WebSocket close 1001: the daemon goes away.
@@ -55,18 +70,27 @@ const GOING_AWAY: u16 = 1001;
 pub struct DaemonActor {
     /// The daemon.
     pub daemon: Arc<Daemon>,
+    /// Where sessions of its own start.
+    pub spawns: Arc<super::spawn::Spawns>,
+    /// `LVMH_TOKEN`, which those sessions' plugins dial with.
+    pub token: String,
+    /// Each link's frame limits.
+    pub limits: harness::transport::FrameLimits,
 }
 
 impl Actor for DaemonActor {
     fn act<'a>(
         &'a self,
         action: Value,
-        _timeout: Duration,
+        timeout: Duration,
     ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
         Box::pin(async move {
             let action: DaemonAction = serde_json::from_value(action)
                 .map_err(|e| ActError::Unknown(format!("not an action of the fake daemon: {e}")))?;
-            self.act_now(action)
+            match action {
+                DaemonAction::Refetched { session } => Ok(self.refetched(&session, timeout).await),
+                action => self.act_now(action),
+            }
         })
     }
 }
@@ -100,6 +124,39 @@ impl DaemonActor {
                 let dropped = self.daemon.drop_plugins(GOING_AWAY);
                 Ok(json!({ "dropped": dropped }))
             }
+            DaemonAction::StartSession {} => match self.spawns.local(&self.token, self.limits) {
+                Ok(session) => Ok(json!({ "session": session })),
+                Err(why) => Err(ActError::Failed(format!(
+                    "no session could start here: {why:?}"
+                ))),
+            },
+            DaemonAction::DropBrowsers {} => {
+                let (browsers, subscribed) = self.daemon.drop_browsers(GOING_AWAY);
+                Ok(json!({ "browsers": browsers, "subscribed": subscribed }))
+            }
+            DaemonAction::Refetched { session } => Ok(self.fetched_since_drop(&session)),
         }
+    }
+
+    /// Waits for a fetch of `session` since the drop, until `timeout`.
+    async fn refetched(&self, session: &str, timeout: Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let found = self.fetched_since_drop(session);
+            if !found["after"].is_null() || tokio::time::Instant::now() >= deadline {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn fetched_since_drop(&self, session: &str) -> Value {
+        let (afters, shown) = self.daemon.web().since_drop(session);
+        json!({
+            "after": afters.first(),
+            "seen": shown.any,
+            "seenPersisted": shown.persisted,
+            "fetches": afters,
+        })
     }
 }

@@ -79,6 +79,8 @@ pub struct Daemon {
     /// The plugin rules' shapes every frame is checked against, and the daemon's own shape
     /// misbehaviours (on its frames and its REST answers).
     shapes: Arc<harness::shapes::ShapeWatch>,
+    /// What the web was shown of each session, and what it fetched.
+    web: super::web_seen::WebSeen,
 }
 
 impl Daemon {
@@ -94,6 +96,7 @@ impl Daemon {
             gaps: Arc::default(),
             refuse_until: Mutex::new(None),
             seen: Mutex::new(HashMap::new()),
+            web: Default::default(),
             // Plugins' rules bind the dialing side.
             shapes: Arc::new(harness::lvmh::shape_watch(
                 harness::rules::Binds::Device,
@@ -220,6 +223,31 @@ impl Daemon {
             peer.close(code, "the daemon dropped the link");
         }
         peers.len()
+    }
+
+    /// What the web was shown and fetched.
+    pub fn web(&self) -> &super::web_seen::WebSeen {
+        &self.web
+    }
+
+    /// Closes every browser's link at once (its network blinked). Gives how many there were
+    /// and the sessions they were subscribed to.
+    pub fn drop_browsers(&self, code: u16) -> (usize, Vec<String>) {
+        let links: Vec<(Arc<Peer>, Option<String>)> = self
+            .browsers
+            .lock()
+            .map(|b| {
+                b.values()
+                    .map(|l| (l.peer.clone(), l.subscribed.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.web.dropped();
+        for (peer, _) in &links {
+            peer.close(code, "the browser's network went away");
+        }
+        let subscribed = links.iter().filter_map(|(_, s)| s.clone()).collect();
+        (links.len(), subscribed)
     }
 
     /// Tells every browser the session list (it changed).
@@ -421,6 +449,8 @@ impl Daemon {
         for browser in self.browser_peers(Some(&envelope.session_id)) {
             if !withheld {
                 browser.send_frame(batch.clone());
+                self.web
+                    .shown(&envelope.session_id, envelope.seq, is_persisted(kind));
             }
         }
     }

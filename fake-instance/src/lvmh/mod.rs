@@ -14,6 +14,7 @@ mod routes;
 mod spawn;
 mod state;
 mod store;
+mod web_seen;
 
 use std::sync::Arc;
 
@@ -187,6 +188,9 @@ pub(crate) async fn run_started(
     let arranged = under_test.arranged(options.arranged.clone(), &[]);
     let actor = Arc::new(DaemonActor {
         daemon: daemon.clone(),
+        spawns: spawns.clone(),
+        token: token.clone(),
+        limits: options.limits,
     });
     let outcome = match &scenario {
         Some(scenario) => {

@@ -184,7 +184,9 @@ async fn events(
             .min(EVENTS_LIMIT_MAX),
         Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "`limit` is not a whole number"),
     };
-    Json(Value::Array(state.daemon.events(&id, after, limit))).into_response()
+    let events = state.daemon.events(&id, after, limit);
+    state.daemon.web().fetched(&id, after, &events);
+    Json(Value::Array(events)).into_response()
 }
 
 async fn prompt(

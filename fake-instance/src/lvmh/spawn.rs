@@ -24,6 +24,8 @@ struct Job {
 #[derive(Default)]
 pub struct Spawns {
     jobs: Mutex<Vec<Job>>,
+    /// Sessions a scenario started here (pi in a terminal, not in a container).
+    locals: Mutex<Vec<Arc<Plugin>>>,
     /// The agent link's URL (`ws://addr/agent/ws`), known once the daemon listens.
     pub agent_url: Mutex<String>,
 }
@@ -61,11 +63,14 @@ impl Spawns {
 
     /// Stops every spawned plugin (the run ends).
     pub fn stop_all(&self) {
-        let plugins: Vec<Arc<Plugin>> = self
+        let mut plugins: Vec<Arc<Plugin>> = self
             .jobs
             .lock()
             .map(|mut jobs| jobs.iter_mut().filter_map(|j| j.plugin.take()).collect())
             .unwrap_or_default();
+        if let Ok(mut locals) = self.locals.lock() {
+            plugins.append(&mut locals);
+        }
         for plugin in plugins {
             plugin.kill();
         }
@@ -138,5 +143,36 @@ impl Spawns {
             });
         }
         Ok((session, container))
+    }
+
+    /// Starts a pi session of its own here, as in a terminal (`agent: false`, no repo): its
+    /// plugin dials the daemon with `token`. Gives the session's id.
+    pub fn local(
+        &self,
+        token: &str,
+        limits: harness::transport::FrameLimits,
+    ) -> Result<String, Refused> {
+        let url = self.agent_url.lock().map(|u| u.clone()).unwrap_or_default();
+        let mut locals = self
+            .locals
+            .lock()
+            .map_err(|_| Refused::Failed("sessions unavailable".into()))?;
+        if locals.len() >= SPAWNS_MAX {
+            return Err(Refused::TooMany);
+        }
+        let session = format!("pi-{:016x}", harness::random::u64());
+        let mut config = PluginConfig::new(&url, token, &session, "/home/pi/project");
+        config.limits = limits;
+        let plugin = Plugin::start(
+            config,
+            Arc::new(harness::journal::Journal::in_memory()),
+            Arc::default(),
+            Default::default(),
+            None,
+            None,
+        )
+        .map_err(Refused::Failed)?;
+        locals.push(plugin);
+        Ok(session)
     }
 }

@@ -88,6 +88,9 @@ mod tests {
             api_route("post", "/api/sessions/abc/prompt"),
             "POST /api/sessions/:id/prompt"
         );
-        assert_eq!(api_route("GET", "/api/spawn/status"), "GET /api/spawn/status");
+        assert_eq!(
+            api_route("GET", "/api/spawn/status"),
+            "GET /api/spawn/status"
+        );
     }
 }

@@ -66,6 +66,9 @@ pub struct PluginConfig {
     pub misbehave: Misbehaviours,
     /// Each link's frame limits.
     pub limits: FrameLimits,
+    /// Whether it dials at all: a plugin that does not is a pi session whose daemon is never
+    /// reached (the session runs, its events kept).
+    pub dial: bool,
 }
 
 impl PluginConfig {
@@ -90,6 +93,7 @@ impl PluginConfig {
             agent: AgentScript::default(),
             misbehave: Misbehaviours::default(),
             limits: FrameLimits::default(),
+            dial: true,
         }
     }
 
@@ -566,6 +570,9 @@ impl Plugin {
     /// Dials until stopped: a link, hello, then waits for it to end; between dials, the
     /// backoff. A daemon that is down changes nothing for the agent.
     async fn dial_forever(self: Arc<Self>) {
+        if !self.config.dial {
+            return;
+        }
         let mut attempt: u32 = 0;
         while !self.stopped() {
             let unplugged = self.state.lock().ok().and_then(|s| s.unplugged_until);
@@ -718,7 +725,12 @@ impl Plugin {
             kinds::MESSAGE_START,
             fields(json!({"message": {"role": "toolResult", "id": result}})),
         );
-        let answer = whole_message("toolResult", &result, &cut(output, RESULT_PREVIEW_MAX), Some(&call));
+        let answer = whole_message(
+            "toolResult",
+            &result,
+            &cut(output, RESULT_PREVIEW_MAX),
+            Some(&call),
+        );
         self.emit(kinds::MESSAGE_END, fields(json!({ "message": answer })));
     }
 

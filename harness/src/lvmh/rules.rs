@@ -62,5 +62,8 @@ pub const ABORT_ROUTED: &str = "lvmh.daemon.abort.routed";
 pub const ERRORS: &str = "lvmh.daemon.errors";
 /// A browser that unsubscribes gets no more of the session's events.
 pub const UNSUBSCRIBE: &str = "lvmh.daemon.unsubscribe";
+/// A web UI whose browser link reopens subscribes again and fetches the events after the last
+/// seq it saw.
+pub const WEB_RESUBSCRIBE: &str = "lvmh.web.resubscribe";
 /// A browser gets `spawn_status` when a spawn job changes.
 pub const SPAWN_STATUS_PUSHED: &str = "lvmh.daemon.spawn_status";
