@@ -309,7 +309,7 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
                 .unwrap_or_else(|| "lembas-test-token".into());
             let (sut, instance) = match spec {
                 Some(spec) => {
-                    let (sut, url) = fake_device::start_instance(spec, setup.instance.as_deref(), &token, &planned.cell, &root).await?;
+                    let (sut, url) = fake_device::start_instance(spec, setup.instance.as_deref(), &token, &planned.cell, &root, scenario.family).await?;
                     (Some(sut), url)
                 }
                 None => match &setup.instance {

@@ -442,6 +442,10 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
                     &cli.token,
                     &cell,
                     &root,
+                    match lvmh {
+                        true => harness::family::Family::Lvmh,
+                        false => harness::family::Family::Lembas,
+                    },
                 ))
                 .map_err(|e| CliError::Usage(format!("--exec: {e}")))?;
             Some(started)

@@ -208,13 +208,16 @@ fn instance_placeholders(options: &Options, tmp: &std::path::Path) -> Placeholde
 
 /// Starts the instance under test (`--exec`) for a device whose root is `root`: `{port}` is a
 /// free port for it to listen on, and `{url}` the instance's address, `instance` when given,
-/// else `http://127.0.0.1:{port}`; `{tmp}` is a directory of its own. Gives it and its URL.
+/// else `http://127.0.0.1:{port}`; `{tmp}` is a directory of its own. An lvmh daemon is also
+/// told `{gitlab_url}`, the fake GitLab its GitLab routes are to ask
+/// ([`harness::lvmh::gitlab`]). Gives it and its URL.
 pub async fn start_instance(
     spec: SutSpec,
     instance: Option<&str>,
     token: &str,
     cell: &Cell,
     root: &std::path::Path,
+    family: harness::family::Family,
 ) -> Result<(Arc<Sut>, String), String> {
     let port = std::net::TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.local_addr())
@@ -225,7 +228,7 @@ pub async fn start_instance(
         .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));
     let scratch = harness::random::temp_dir()
         .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-    let placeholders = harness::under_test::placeholders(
+    let mut placeholders = harness::under_test::placeholders(
         &url,
         Some(port),
         token,
@@ -233,6 +236,9 @@ pub async fn start_instance(
         &root.display().to_string(),
         cell,
     );
+    if family == harness::family::Family::Lvmh {
+        placeholders.set("gitlab_url", harness::lvmh::gitlab::url()?);
+    }
     let sut = Sut::start(spec, placeholders, Some(scratch)).await?;
     if instance.is_none() {
         // The run starts once the server listens on the port it was given: a scenario's first

@@ -281,3 +281,25 @@ async fn every_api_route_wants_the_token() {
     }
     daemon.verdict().await.assert_passed();
 }
+
+#[tokio::test]
+async fn every_error_is_the_specs_error_body_even_those_axum_makes() {
+    let daemon = daemon().await;
+    let url = daemon.url();
+    // A wrong method, an unknown route, a refused token, a bad query: each `{"error": …}`.
+    for (method, path, token) in [
+        (reqwest::Method::PUT, "/api/sessions", Some(TOKEN)),
+        (reqwest::Method::GET, "/api/nothing-here", Some(TOKEN)),
+        (reqwest::Method::GET, "/api/sessions", None),
+        (
+            reqwest::Method::GET,
+            "/api/sessions/s/events?after=-1",
+            Some(TOKEN),
+        ),
+    ] {
+        let (status, body) = call(&url, method.clone(), path, None, token).await;
+        assert!(status.is_client_error(), "{method} {path}: {status}");
+        assert!(body["error"].is_string(), "{method} {path}: {body}");
+    }
+    daemon.dismiss();
+}

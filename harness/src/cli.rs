@@ -88,8 +88,9 @@ pub struct CommonArgs {
     pub strict: bool,
     /// Start the system under test with this command (run by `sh -c`) once the double is up, and
     /// end it, with every process it started, when the run ends. Placeholders, shell-quoted:
-    /// {url}, {ws_url}, {token}, {tmp}, {root}, {port}, {protocol}, {spec}; each is also in its
-    /// environment as `LEMBAS_TEST_<NAME>`. Overrides a scenario's `sut:`.
+    /// {url}, {ws_url}, {token}, {tmp}, {root}, {port}, {protocol}, {spec} (and, for an lvmh
+    /// daemon, {gitlab_url}: the fake GitLab to ask); each is also in its environment as
+    /// `LEMBAS_TEST_<NAME>`. Overrides a scenario's `sut:`.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
     /// Print one line for a run that passed or did not apply (the whole report only for a

@@ -190,7 +190,7 @@ impl PluginActor {
                 let own = token.as_deref() == Some(self.token.as_str());
                 let mut url = format!("{}{BROWSER_PATH}", self.base.replacen("http", "ws", 1));
                 if let Some(token) = token {
-                    url.push_str(&format!("?token={token}"));
+                    url.push_str(&format!("?token={}", super::web_ui::query_value(&token)));
                 }
                 self.open(url, None, deadline, own).await
             }
@@ -298,6 +298,11 @@ impl PluginActor {
     ) {
         let route = harness::lvmh::api_route(method.as_str(), path);
         let findings = self.plugin.hub().findings();
+        if let Some(finding) =
+            harness::lvmh::gitlab::token_shown(body, &format!("the answer to `{route}`"))
+        {
+            findings.push(finding.with_detail(harness::size::cut_clone(body).to_string()));
+        }
         if (200..300).contains(&status) {
             for finding in self.shapes.check_response(&route, body) {
                 findings.push(finding);

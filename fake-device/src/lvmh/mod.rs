@@ -128,6 +128,11 @@ fn daemon_checks(
                 Ok(_) => {}
             }
         }
+        if let Some(finding) =
+            harness::lvmh::gitlab::token_shown(frame, &format!("a `{kind}` frame"))
+        {
+            found.push(finding);
+        }
         match kind {
             kinds::WELCOME => match frame.get("lastSeq").and_then(Value::as_u64) {
                 None => found.push(Finding::new(
@@ -262,6 +267,18 @@ pub(crate) async fn run_started(
     let mut vars = options.cell.builtin_vars(&base, &options.token, tmp.path());
     vars.set("link_url", json!(url));
     vars.set("session", json!(session));
+    // The GitLab a daemon under test is pointed at (served when a scenario wants it), and what
+    // it accepts.
+    let wants_gitlab = scenario
+        .as_ref()
+        .and_then(|s| s.peer.as_ref())
+        .is_some_and(|p| p.value.setup.contains_key("gitlab"));
+    if wants_gitlab {
+        let url = harness::lvmh::gitlab::url().map_err(PluginError::Setup)?;
+        vars.set("gitlab_url", json!(url));
+    }
+    vars.set("gitlab_token", json!(harness::lvmh::gitlab::TOKEN));
+    vars.set("gitlab_user", json!(harness::lvmh::gitlab::USERNAME));
     let last_seq: Arc<std::sync::OnceLock<std::sync::Weak<Plugin>>> = Arc::default();
     let seen = last_seq.clone();
     let check = daemon_checks(

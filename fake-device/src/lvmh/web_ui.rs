@@ -18,7 +18,7 @@ use tokio::sync::watch;
 const DIAL_WITHIN: Duration = Duration::from_secs(5);
 
 /// The pause before dialing again, at first; it doubles up to [`REDIAL_MAX`].
-const REDIAL_FIRST: Duration = Duration::from_millis(100);
+const REDIAL_FIRST: Duration = Duration::from_millis(20);
 
 /// The longest pause between two dials.
 const REDIAL_MAX: Duration = Duration::from_secs(2);
@@ -75,7 +75,7 @@ async fn run(config: Arc<WebUiConfig>, mut stopped: watch::Receiver<bool>) {
     let url = format!(
         "{}{BROWSER_PATH}?token={}",
         config.base.replacen("http", "ws", 1),
-        config.token
+        query_value(&config.token)
     );
     while !*stopped.borrow() {
         let request = ws_client::ClientRequest {
@@ -96,7 +96,6 @@ async fn run(config: Arc<WebUiConfig>, mut stopped: watch::Receiver<bool>) {
                 continue;
             }
         };
-        pause = REDIAL_FIRST;
         // Back on a session it showed: subscribe again and fetch what it missed.
         if let Some(session) = page.session.clone() {
             send(
@@ -120,6 +119,8 @@ async fn run(config: Arc<WebUiConfig>, mut stopped: watch::Receiver<bool>) {
             };
             match incoming {
                 Some(Incoming::Text(text)) => {
+                    // A link that says something is a link: the next drop redials at once.
+                    pause = REDIAL_FIRST;
                     let Ok(frame) = serde_json::from_str::<Value>(&text) else {
                         continue;
                     };
@@ -129,7 +130,18 @@ async fn run(config: Arc<WebUiConfig>, mut stopped: watch::Receiver<bool>) {
                 Some(_) => {}
             }
         }
+        // A daemon that opens and closes at once is not dialled in a tight loop.
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            _ = stopped.changed() => return,
+        }
+        pause = (pause * 2).min(REDIAL_MAX);
     }
+}
+
+/// `text` as a URL query's value.
+pub fn query_value(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 /// What the page does with one of the daemon's frames.

@@ -53,10 +53,12 @@ pub enum DaemonAction {
     /// Every browser's link closes at once (its network blinked). Gives `{browsers,
     /// subscribed}`: how many were open, and the sessions they were subscribed to.
     DropBrowsers {},
-    /// Waits (up to the step's timeout) for the web UI's first fetch of the session's events
-    /// since the browsers were dropped. Gives `{after, seen, seenPersisted, fetches}`: the
-    /// fetch's `after` (null when none came), the highest seq the web had been shown of the
-    /// session at the drop (of any event; of a persisted one), and every fetch's `after`.
+    /// Waits (up to the step's timeout) for a fetch of the session's events since the browsers
+    /// were dropped that starts from the last seq the web had been shown: `after` between the
+    /// highest persisted seq and the highest seq it was shown (only deltas, never served
+    /// again, lie between). Gives `{fromLastSeen, after, seen, seenPersisted, fetches}`:
+    /// whether one came, its `after` (else the first fetch's, or null), the two marks, and
+    /// every fetch's `after` since the drop.
     Refetched {
         /// The session.
         session: String,
@@ -138,12 +140,12 @@ impl DaemonActor {
         }
     }
 
-    /// Waits for a fetch of `session` since the drop, until `timeout`.
+    /// Waits for a fetch of `session` from its last seen seq since the drop, until `timeout`.
     async fn refetched(&self, session: &str, timeout: Duration) -> Value {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let found = self.fetched_since_drop(session);
-            if !found["after"].is_null() || tokio::time::Instant::now() >= deadline {
+            if found["fromLastSeen"] == true || tokio::time::Instant::now() >= deadline {
                 return found;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -152,8 +154,12 @@ impl DaemonActor {
 
     fn fetched_since_drop(&self, session: &str) -> Value {
         let (afters, shown) = self.daemon.web().since_drop(session);
+        let fitting = afters
+            .iter()
+            .find(|after| (shown.persisted..=shown.any).contains(after));
         json!({
-            "after": afters.first(),
+            "fromLastSeen": fitting.is_some(),
+            "after": fitting.or(afters.first()),
             "seen": shown.any,
             "seenPersisted": shown.persisted,
             "fetches": afters,

@@ -7,6 +7,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use harness::lvmh::rules;
+
 use super::gitlab::TOKEN_KEY;
 use super::spawn::Refused;
 use super::state::{DaemonState, error};
@@ -29,7 +31,7 @@ pub async fn spawn(State(state): State<DaemonState>, body: Option<Json<Value>>) 
         Ok((session, container)) => {
             state.daemon.spawn_status_changed(state.spawns.jobs());
             let mut body = json!({"sessionId": session, "containerId": container});
-            if state.daemon.misbehave().breaks(harness::lvmh::rules::SPAWN)
+            if state.daemon.misbehave().breaks(rules::SPAWN)
                 && let Some(fields) = body.as_object_mut()
             {
                 fields.remove("containerId");
@@ -60,6 +62,9 @@ pub async fn gitlab_status(State(state): State<DaemonState>) -> Response {
     let mut body = json!({"connected": connected(&state), "baseUrl": state.gitlab.base_url});
     if connected(&state) {
         body["username"] = json!(state.gitlab.username);
+        if state.daemon.misbehave().breaks(rules::GITLAB_TOKEN_HIDDEN) {
+            body["token"] = json!(state.gitlab.token);
+        }
     }
     Json(body).into_response()
 }
@@ -73,7 +78,8 @@ pub async fn connect(State(state): State<DaemonState>, body: Option<Json<Value>>
     else {
         return error(StatusCode::BAD_REQUEST, "the body needs a `token` string");
     };
-    if token != state.gitlab.token {
+    // A daemon told to break the rule keeps whatever it is given.
+    if token != state.gitlab.token && !state.daemon.misbehave().breaks(rules::GITLAB_CONNECT) {
         return error(StatusCode::BAD_REQUEST, "GitLab refused the token");
     }
     state
@@ -93,5 +99,10 @@ pub async fn repos(State(state): State<DaemonState>) -> Response {
     if !connected(&state) {
         return error(StatusCode::CONFLICT, "GitLab is not connected");
     }
-    Json(Value::Array(state.gitlab.listed())).into_response()
+    let mut repos = state.gitlab.listed();
+    if state.daemon.misbehave().breaks(rules::GITLAB_REPOS) {
+        // Oldest activity first.
+        repos.reverse();
+    }
+    Json(Value::Array(repos)).into_response()
 }

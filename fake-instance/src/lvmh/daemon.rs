@@ -233,14 +233,11 @@ impl Daemon {
     /// Closes every browser's link at once (its network blinked). Gives how many there were
     /// and the sessions they were subscribed to.
     pub fn drop_browsers(&self, code: u16) -> (usize, Vec<String>) {
+        // Out of the fan-out first, so what the web was shown stops growing before it is noted.
         let links: Vec<(Arc<Peer>, Option<String>)> = self
             .browsers
             .lock()
-            .map(|b| {
-                b.values()
-                    .map(|l| (l.peer.clone(), l.subscribed.clone()))
-                    .collect()
-            })
+            .map(|mut b| b.drain().map(|(_, l)| (l.peer, l.subscribed)).collect())
             .unwrap_or_default();
         self.web.dropped();
         for (peer, _) in &links {

@@ -34,7 +34,8 @@ impl Default for GitLab {
             base_url: Self::default_base(),
             token: Self::default_token(),
             username: Self::default_user(),
-            repos: vec![json!({"path": "group/project", "lastActivityAt": "2026-11-30T12:00:00Z"})],
+            // The same GitLab a daemon under test is pointed at (its member projects).
+            repos: harness::lvmh::gitlab::member_repos(&Self::default_base()),
         }
     }
 }
@@ -45,11 +46,11 @@ impl GitLab {
     }
 
     fn default_token() -> String {
-        "glpat-lvmh-test".into()
+        harness::lvmh::gitlab::TOKEN.into()
     }
 
     fn default_user() -> String {
-        "alice".into()
+        harness::lvmh::gitlab::USERNAME.into()
     }
 
     /// The repos as the API lists them: every field there, most recent activity first.

@@ -42,10 +42,7 @@ pub fn router(state: DaemonState) -> Router {
             bearer_only,
         ))
         // Outermost, so the answers of the token check are bent too.
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            misbehaving_answers,
-        ));
+        .layer(axum::middleware::from_fn_with_state(state.clone(), answers));
     Router::new()
         .route(AGENT_PATH, get(agent_link))
         .route(BROWSER_PATH, get(browser_link))
@@ -80,10 +77,14 @@ async fn bearer_only(
 /// The largest answer a misbehaving daemon rewrites (its own answers are far smaller).
 const BENT_ANSWER_MAX: usize = 64 << 20;
 
-/// A daemon told to break a shape rule of the API bends those answers, and one told to break
-/// `lvmh.daemon.errors` words its errors in plain text; a daemon keeping every rule answers
-/// untouched (nothing is buffered).
-async fn misbehaving_answers(
+/// The largest error body read to be worded as the spec's.
+const ERROR_BODY_MAX: usize = 64 << 10;
+
+/// Every error is the spec's `{"error": …}`, those axum makes too (a wrong method, a body that
+/// is not JSON); a daemon told to break `lvmh.daemon.errors` words them in plain text, and
+/// one told to break a shape rule of the API bends those answers. Successes of a daemon
+/// keeping every rule go untouched (nothing is buffered).
+async fn answers(
     State(state): State<DaemonState>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -96,7 +97,10 @@ async fn misbehaving_answers(
     if plain_errors && !status.is_success() {
         return (status, format!("error: {}", status.as_u16())).into_response();
     }
-    if !bends || !status.is_success() {
+    if !status.is_success() {
+        return worded(response).await;
+    }
+    if !bends {
         return response;
     }
     let (mut parts, body) = response.into_parts();
@@ -109,6 +113,30 @@ async fn misbehaving_answers(
     state.daemon.shapes().bend_response(&route, &mut value);
     parts.headers.remove(axum::http::header::CONTENT_LENGTH);
     (parts, Json(value)).into_response()
+}
+
+/// An error answer as the spec words it: a body that is not `{"error": …}` already (axum's
+/// own rejections are plain text) becomes one.
+async fn worded(response: Response) -> Response {
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, ERROR_BODY_MAX).await else {
+        return error(parts.status, "the error could not be read");
+    };
+    let spec_shaped = serde_json::from_slice::<Value>(&bytes)
+        .is_ok_and(|v| v.get("error").is_some_and(Value::is_string));
+    if spec_shaped {
+        return (parts, bytes).into_response();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let message = match text.trim() {
+        "" => parts
+            .status
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_string(),
+        text => text.to_string(),
+    };
+    error(parts.status, &message)
 }
 
 async fn agent_link(
@@ -219,6 +247,10 @@ async fn abort(State(state): State<DaemonState>, Path(id): Path<String>) -> Resp
 }
 
 async fn stop_container(State(state): State<DaemonState>, Path(id): Path<String>) -> Response {
+    if state.daemon.misbehave().breaks(rules::CONTAINER_STOP) {
+        // Says it stopped what it leaves running.
+        return Json(json!({"ok": true})).into_response();
+    }
     match state.spawns.stop(&id) {
         true => Json(json!({"ok": true})).into_response(),
         false => error(

@@ -7,6 +7,7 @@
 //! starts inside the fake daemon): it lives here because both doubles run it.
 
 pub mod envelope;
+pub mod gitlab;
 pub mod plugin;
 pub mod rules;
 

@@ -65,5 +65,14 @@ pub const UNSUBSCRIBE: &str = "lvmh.daemon.unsubscribe";
 /// A web UI whose browser link reopens subscribes again and fetches the events after the last
 /// seq it saw.
 pub const WEB_RESUBSCRIBE: &str = "lvmh.web.resubscribe";
+/// The GitLab token the daemon keeps is in no answer and no frame.
+pub const GITLAB_TOKEN_HIDDEN: &str = "lvmh.daemon.gitlab.token_hidden";
+/// A token is validated against the GitLab: kept and answered with its user when accepted,
+/// refused when not, forgotten on `DELETE`.
+pub const GITLAB_CONNECT: &str = "lvmh.daemon.gitlab.connect";
+/// The repos are the user's member projects, most recent activity first.
+pub const GITLAB_REPOS: &str = "lvmh.daemon.gitlab.repos";
+/// Stopping a spawned session's container answers ok and takes the session offline.
+pub const CONTAINER_STOP: &str = "lvmh.daemon.container.stop";
 /// A browser gets `spawn_status` when a spawn job changes.
 pub const SPAWN_STATUS_PUSHED: &str = "lvmh.daemon.spawn_status";
