@@ -344,6 +344,7 @@ async fn run_plugin(
             .or_else(|| options.sut.map(|s| s as Arc<dyn PeerProcess>)),
         end_at_finding: options.end_at_finding,
         arranged: options.arranged,
+        state_dir: options.state_dir,
     };
     let ended = crate::lvmh::run_started(
         plan,

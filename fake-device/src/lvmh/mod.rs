@@ -6,6 +6,7 @@
 //! The plugin is [`harness::lvmh::plugin`], which the fake daemon also runs for its spawns.
 
 mod actions;
+mod resume;
 mod web_ui;
 
 use std::sync::Arc;
@@ -44,6 +45,11 @@ pub struct PluginSettings {
     /// output_bytes}`).
     #[serde(default)]
     pub tool: Option<ToolSetting>,
+    /// The set-up that a restart of the plugin's process resumes its session (`pi
+    /// --continue`); fake-device resumes whenever it has a state directory, so it only says
+    /// what a scenario needs of a real plugin.
+    #[serde(default)]
+    pub resumes: bool,
     /// A web UI instead of a plugin: no plugin links, and a fake web UI opens the first
     /// online session the daemon lists (the peer of a fake daemon's scenario that judges a web
     /// UI: a reconnect subscribes again and fetches what it missed).
@@ -190,6 +196,8 @@ pub(crate) struct PluginPlan {
     pub end_at_finding: Option<String>,
     /// Which of a scenario's `peer:` set-up something arranges for the daemon under test.
     pub arranged: harness::engine::Arranged,
+    /// Where the pi session is kept across restarts (none: a new session each run).
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// Why a plugin's run could not start.
@@ -224,11 +232,25 @@ pub(crate) async fn run_started(
     let base = options.instance.trim_end_matches('/').to_string();
     let url = format!("{}{AGENT_PATH}", base.replacen("http", "ws", 1));
     // A session of its own each run, as pi's are (a daemon under test keeps the sessions of
-    // the runs before, and several runs may share it).
-    let session = settings.session.clone().unwrap_or_else(|| {
-        let [a, b] = [harness::random::u64(), harness::random::u64()];
-        format!("pi-{a:016x}{b:016x}")
-    });
+    // the runs before, and several runs may share it), unless one left in the state directory
+    // is resumed.
+    let resumed = options
+        .state_dir
+        .as_deref()
+        .and_then(resume::load)
+        .filter(|saved| {
+            settings
+                .session
+                .as_deref()
+                .is_none_or(|id| saved.session["id"] == id)
+        });
+    let session = match &resumed {
+        Some(saved) => saved.session["id"].as_str().unwrap_or_default().to_string(),
+        None => settings.session.clone().unwrap_or_else(|| {
+            let [a, b] = [harness::random::u64(), harness::random::u64()];
+            format!("pi-{a:016x}{b:016x}")
+        }),
+    };
     let tmp = harness::random::temp_dir()
         .map_err(|e| PluginError::Setup(format!("cannot make a temporary directory: {e}")))?;
     let mut config = PluginConfig::new(
@@ -239,6 +261,13 @@ pub(crate) async fn run_started(
     );
     config.misbehave = options.misbehave.clone();
     config.limits = options.limits;
+    if let Some(saved) = &resumed {
+        config.session = saved.session.clone();
+        // A plugin told to break the rule numbers the resumed session from 1 again.
+        if !options.misbehave.breaks(rules::SEQ_SESSION_LIFETIME) {
+            config.first_seq = saved.last_seq;
+        }
+    }
     if let Some(backoff) = settings.backoff {
         config.backoff = backoff.0;
     }
@@ -361,6 +390,15 @@ pub(crate) async fn run_started(
         }
     };
     plugin.kill();
+    if let Some(dir) = &options.state_dir {
+        let saved = resume::Saved {
+            session: plugin.snapshot(),
+            last_seq: plugin.last_seq(),
+        };
+        if let Err(e) = resume::save(dir, &saved) {
+            tracing::warn!("the pi session could not be kept in {}: {e}", dir.display());
+        }
+    }
     Ok(harness::embed::Ended {
         outcome,
         findings: findings.all(),

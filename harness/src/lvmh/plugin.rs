@@ -69,6 +69,9 @@ pub struct PluginConfig {
     /// Whether it dials at all: a plugin that does not is a pi session whose daemon is never
     /// reached (the session runs, its events kept).
     pub dial: bool,
+    /// The last seq the session gave out before this process (a resumed session numbers on
+    /// after it: the seq is kept for the session's lifetime); 0 for a new session.
+    pub first_seq: u64,
 }
 
 impl PluginConfig {
@@ -94,6 +97,7 @@ impl PluginConfig {
             misbehave: Misbehaviours::default(),
             limits: FrameLimits::default(),
             dial: true,
+            first_seq: 0,
         }
     }
 
@@ -241,6 +245,7 @@ impl Plugin {
             });
             let state = State {
                 session: config.session.clone(),
+                seq: config.first_seq,
                 ..State::default()
             };
             Plugin {
@@ -277,6 +282,14 @@ impl Plugin {
     /// The session's id.
     pub fn session_id(&self) -> String {
         self.config.session_id()
+    }
+
+    /// The session snapshot now (a rename changes it).
+    pub fn snapshot(&self) -> Value {
+        self.state
+            .lock()
+            .map(|s| s.session.clone())
+            .unwrap_or_else(|_| self.config.session.clone())
     }
 
     /// The last seq given out.

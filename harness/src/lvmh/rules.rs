@@ -8,6 +8,8 @@ pub const JSON_FRAMES: &str = "lvmh.frames.json";
 pub const ENVELOPE: &str = "lvmh.envelope";
 /// The plugin's first frame is `hello` with the session snapshot.
 pub const HELLO_FIRST: &str = "lvmh.plugin.hello.first";
+/// A session's seq lasts as long as the session: a resumed session numbers on after the last.
+pub const SEQ_SESSION_LIFETIME: &str = "lvmh.plugin.seq.session_lifetime";
 /// Per session the plugin numbers its events from 1, each above the one before.
 pub const SEQ_MONOTONIC: &str = "lvmh.plugin.seq.monotonic";
 /// After `welcome`, the plugin resends what the daemon lacks: from `lastSeq + 1`, nothing
