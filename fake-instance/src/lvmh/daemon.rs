@@ -309,7 +309,8 @@ impl Daemon {
         if let Ok(mut agents) = self.agents.lock() {
             let link = agents.entry(peer.link()).or_default();
             link.session = Some(id.clone());
-            link.replay_from = Some(last + 1);
+            // A hostile plugin's seq may be the largest there is.
+            link.replay_from = Some(last.saturating_add(1));
             link.last_seq = None;
             link.seen_at_welcome = self
                 .seen
@@ -514,7 +515,7 @@ impl Daemon {
         let link = agents.get_mut(&peer.link())?;
         let from = link.replay_from?;
         // Seqs the daemon saw live but did not keep (deltas) need not come again.
-        let allowed = link.seen_at_welcome.max(from - 1) + 1;
+        let allowed = link.seen_at_welcome.max(from - 1).saturating_add(1);
         let order = match link.last_seq {
             None if envelope.seq < from => Order::Broken(
                 rules::REPLAY_AFTER_LAST_SEQ,

@@ -525,7 +525,8 @@ impl Plugin {
             let from = match misbehave.breaks(rules::REPLAY_AFTER_LAST_SEQ) {
                 // Resends the last one the daemon has too.
                 true => last,
-                false => last + 1,
+                // A daemon's lastSeq may be the largest there is.
+                false => last.saturating_add(1),
             };
             state
                 .buffer
