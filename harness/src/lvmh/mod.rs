@@ -51,14 +51,15 @@ pub fn shape_watch(
     judged: crate::rules::Binds,
     misbehave: &crate::rules::Misbehaviours,
 ) -> crate::shapes::ShapeWatch {
-    // lvmh has one version and its rules apply to every cell: the spec given is lvmh's cell.
-    let spec = crate::cli::lvmh_cell().spec.to_string();
+    // lvmh has one version and its rules apply to every cell: the spec given is the one of
+    // lvmh's cell (`harness::cli::lvmh_cell`).
+    let spec = crate::lembas::Spec::V1_1_0.as_str();
     crate::shapes::ShapeWatch::of_family(
         crate::family::Family::Lvmh,
         crate::rules::catalogue(),
         judged,
         misbehave,
-        &spec,
+        spec,
     )
 }
 
