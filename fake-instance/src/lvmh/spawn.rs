@@ -124,15 +124,7 @@ impl Spawns {
         config.session["agent"] = json!(true);
         config.session["repo"] = json!(repo);
         config.limits = limits;
-        let plugin = Plugin::start(
-            config,
-            Arc::new(harness::journal::Journal::in_memory()),
-            Arc::default(),
-            Default::default(),
-            None,
-            None,
-        )
-        .map_err(Refused::Failed)?;
+        let plugin = start_plugin(config)?;
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.push(Job {
                 repo,
@@ -163,16 +155,21 @@ impl Spawns {
         let session = format!("pi-{:016x}", harness::random::u64());
         let mut config = PluginConfig::new(&url, token, &session, "/home/pi/project");
         config.limits = limits;
-        let plugin = Plugin::start(
-            config,
-            Arc::new(harness::journal::Journal::in_memory()),
-            Arc::default(),
-            Default::default(),
-            None,
-            None,
-        )
-        .map_err(Refused::Failed)?;
-        locals.push(plugin);
+        locals.push(start_plugin(config)?);
         Ok(session)
     }
+}
+
+/// Starts a plugin of the daemon's own: no scenario runs over it, and its journal is kept in
+/// memory (what it sends is judged on the daemon's side of its link).
+fn start_plugin(config: PluginConfig) -> Result<Arc<Plugin>, Refused> {
+    Plugin::start(
+        config,
+        Arc::new(harness::journal::Journal::in_memory()),
+        Arc::default(),
+        Default::default(),
+        None,
+        None,
+    )
+    .map_err(Refused::Failed)
 }

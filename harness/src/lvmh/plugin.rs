@@ -412,15 +412,7 @@ impl Plugin {
             false => "shutdown",
         };
         self.emit(kinds::BYE, fields(json!({ "reason": reason })));
-        self.stop.send_replace(true);
-        let links = self
-            .state
-            .lock()
-            .map(|mut s| [s.live.take(), s.waiting.take()])
-            .unwrap_or_default();
-        for peer in links.into_iter().flatten() {
-            peer.close(crate::transport::CLOSE_NORMAL, "bye");
-        }
+        self.stop_with(crate::transport::CLOSE_NORMAL, "bye");
     }
 
     fn stopped(&self) -> bool {
@@ -435,6 +427,11 @@ impl Plugin {
 
     /// Stops at once, without a word (the process is killed).
     pub fn kill(&self) {
+        self.stop_with(GOING_AWAY, "killed");
+    }
+
+    /// Stops dialing and closes its links, the one welcomed and the one waiting for it.
+    fn stop_with(&self, code: u16, reason: &str) {
         self.stop.send_replace(true);
         let links = self
             .state
@@ -442,7 +439,7 @@ impl Plugin {
             .map(|mut s| [s.live.take(), s.waiting.take()])
             .unwrap_or_default();
         for peer in links.into_iter().flatten() {
-            peer.close(GOING_AWAY, "killed");
+            peer.close(code, reason);
         }
     }
 
