@@ -41,6 +41,9 @@ pub struct Case {
     pub reduced: bool,
 }
 
+/// How long the reduced device takes to answer initialize.
+const REDUCED_INITIALIZE_AFTER: std::time::Duration = std::time::Duration::from_millis(30);
+
 /// The capabilities the reduced device lists: those of an independent device written from the
 /// 1.1.0 spec by others (one root, a model of its own, no person at its terminal).
 pub const REDUCED_DEVICE: &[&str] = &[
@@ -334,10 +337,13 @@ async fn peer_device(
     // capabilities.
     let (device, root) = if case.reduced {
         let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
+        // It also answers initialize a little later, as a CLI on the official ACP SDK may:
+        // an instance that sends anything before that answer is refused and caught.
         let device = device
             .root(root.path())
             .agent(fake_device::AgentKind::Echo)
-            .capabilities(REDUCED_DEVICE.iter().copied());
+            .capabilities(REDUCED_DEVICE.iter().copied())
+            .options(|o| o.initialize_after = Some(REDUCED_INITIALIZE_AFTER));
         (device, Some(root))
     } else {
         let device = device

@@ -46,12 +46,19 @@ pub struct AgentConfig {
     /// Speaking plain ACP to an editor on stdin/stdout (`serve --stdio`): no hello, `limits:
     /// null`, and `_lembas/*` methods refused (they are only on the link).
     pub stdio: bool,
+    /// How long initialize's answer takes (a scenario's `device.initialize_after`).
+    pub initialize_after: Duration,
 }
 
 #[derive(Debug, Clone)]
 struct LinkState {
     protocol: u8,
     initialized: bool,
+    /// The id of the client's initialize, once it came.
+    initialize_id: Option<Value>,
+    /// Whether initialize has been answered with a result: until then every other request is
+    /// refused, as the official ACP SDKs refuse it.
+    answered_initialize: bool,
     /// Whether the client said `_meta.lembas`, once initialize came.
     lembas: bool,
     /// The link's session work, taken in arrival order.
@@ -71,6 +78,8 @@ impl Default for LinkState {
         Self {
             protocol: 1,
             initialized: false,
+            initialize_id: None,
+            answered_initialize: false,
             lembas: false,
             work: None,
             route: None,
@@ -194,11 +203,13 @@ pub struct AgentModel {
     shapes: Option<Arc<dyn harness::jsonrpc::MessageWatch>>,
     /// What the device gave its client and what the client asked, across links.
     client_watch: Mutex<ClientWatch>,
+    /// Itself, for an answer given later from a task.
+    me: std::sync::Weak<AgentModel>,
 }
 
 impl AgentModel {
     /// A device with this configuration, over its sessions.
-    pub fn new(config: AgentConfig, sessions: Arc<Sessions>) -> Self {
+    pub fn new(config: AgentConfig, sessions: Arc<Sessions>) -> Arc<Self> {
         let mut terminals = crate::terminals::Terminals::new(
             config.terminal,
             std::env::temp_dir().join(format!("fake-device-{}", std::process::id())),
@@ -213,7 +224,7 @@ impl AgentModel {
             &config.misbehave,
             config.spec.as_str(),
         );
-        Self {
+        Arc::new_cyclic(|me| Self {
             shapes,
             announced: std::sync::atomic::AtomicBool::new(false),
             config,
@@ -223,7 +234,8 @@ impl AgentModel {
             next_protocol: Mutex::new(1),
             routes: Mutex::new(Vec::new()),
             client_watch: Mutex::new(ClientWatch::default()),
-        }
+            me: me.clone(),
+        })
     }
 
     /// Judges what the client sent against what the device gave it (sessions, turns,
@@ -527,6 +539,52 @@ fn other_spec(spec: Spec) -> Spec {
     }
 }
 
+impl AgentModel {
+    /// Answers initialize (request `id`), then sends what follows it on a new link: the
+    /// shared sessions' announcements and the deletes kept while no link was up.
+    fn answer_initialize(&self, peer: &Arc<Peer>, id: &Value) {
+        let protocol = match self.links.lock() {
+            Ok(mut links) => {
+                let state = links.entry(peer.link()).or_default();
+                // Before the answer goes out: the client may speak the moment it has it.
+                state.answered_initialize = true;
+                state.protocol
+            }
+            Err(_) => 1,
+        };
+        peer.respond(id, Ok(self.initialize_result(protocol)));
+        // Deletes made while no link was up follow initialize, to a LLeMbas client
+        // (spec, `_lembas/session/deleted`), and are then forgotten.
+        let lembas = self.is_lembas(peer);
+        // A session a terminal shares is announced again whenever the link comes up.
+        let announced_before = self
+            .announced
+            .swap(true, std::sync::atomic::Ordering::Relaxed);
+        if lembas && !(announced_before && self.breaks(ids::DEVICE_ANNOUNCE_RELINK)) {
+            self.announce(peer);
+        }
+        match (
+            lembas && self.sessions.registry().has("delete"),
+            self.breaks(ids::DEVICE_DELETED_PENDING),
+            protocol,
+        ) {
+            (true, false, _) => self.sessions.registry().send_pending_deletes(peer, true),
+            // Misbehaving: at protocol 1 it never sends them; at 2 it never forgets them.
+            (true, true, 2) => self.sessions.registry().send_pending_deletes(peer, false),
+            _ => {}
+        }
+    }
+
+    /// Whether this link's initialize has been answered with a result (an editor on stdio
+    /// too: ACP's order holds there as well).
+    fn initialize_answered(&self, peer: &Arc<Peer>) -> bool {
+        self.links
+            .lock()
+            .map(|l| l.get(&peer.link()).is_some_and(|s| s.answered_initialize))
+            .unwrap_or(true)
+    }
+}
+
 impl Behaviour for AgentModel {
     fn watch(&self) -> Option<Arc<dyn harness::jsonrpc::MessageWatch>> {
         self.shapes.clone()
@@ -605,6 +663,7 @@ impl Behaviour for AgentModel {
                 let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
                 let state = links.entry(peer.link()).or_default();
                 state.initialized = true;
+                state.initialize_id = Some(request.id.clone());
                 state.lembas = lembas;
                 state.protocol
             };
@@ -628,6 +687,24 @@ impl Behaviour for AgentModel {
             LinkEvent::Notification { method, params, .. } => Some((method, params)),
             _ => None,
         };
+        if let Some((method, _)) = from_instance.filter(|(m, _)| *m != methods::INITIALIZE)
+            && !self.config.stdio
+            && !self.initialize_answered(peer)
+        {
+            let what = match event {
+                LinkEvent::Request(_) => "request",
+                _ => "notification",
+            };
+            hub.findings().push(
+                Finding::new(
+                    ids::INSTANCE_INITIALIZE_FIRST,
+                    format!(
+                        "the {what} `{method}` came before the device had answered initialize; a device on the official ACP SDK refuses such a request with -32600"
+                    ),
+                )
+                .on_link(peer.link()),
+            );
+        }
         if let Some((method, params)) = from_instance.filter(|_| !self.config.stdio) {
             for finding in monitor::check_capabilities(method, params, &self.capabilities()) {
                 hub.findings().push(finding.on_link(peer.link()));
@@ -696,6 +773,13 @@ impl Behaviour for AgentModel {
     fn observe_sent(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, message: &Value) {
         let opened = match self.links.lock() {
             Ok(mut links) => links.get_mut(&peer.link()).and_then(|state| {
+                // A scenario's handler may answer initialize instead of the default.
+                if message.get("result").is_some()
+                    && state.initialize_id.is_some()
+                    && message.get("id") == state.initialize_id.as_ref()
+                {
+                    state.answered_initialize = true;
+                }
                 state.terminals.sent(message);
                 state.watch.sent(message)
             }),
@@ -716,34 +800,32 @@ impl Behaviour for AgentModel {
     }
 
     fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
+        if request.method != methods::INITIALIZE && !self.initialize_answered(peer) {
+            // ACP: the connection is initialized first; the official SDKs refuse this way.
+            peer.respond(
+                &request.id,
+                Err(RpcError::new(
+                    harness::jsonrpc::INVALID_REQUEST,
+                    format!(
+                        "ACP connection must be initialized before '{}'",
+                        request.method
+                    ),
+                )),
+            );
+            return true;
+        }
         match request.method.as_str() {
             methods::INITIALIZE => {
-                let protocol = self
-                    .links
-                    .lock()
-                    .ok()
-                    .and_then(|l| l.get(&peer.link()).map(|s| s.protocol))
-                    .unwrap_or(1);
-                peer.respond(&request.id, Ok(self.initialize_result(protocol)));
-                // Deletes made while no link was up follow initialize, to a LLeMbas client
-                // (spec, `_lembas/session/deleted`), and are then forgotten.
-                let lembas = self.is_lembas(peer);
-                // A session a terminal shares is announced again whenever the link comes up.
-                let announced_before = self
-                    .announced
-                    .swap(true, std::sync::atomic::Ordering::Relaxed);
-                if lembas && !(announced_before && self.breaks(ids::DEVICE_ANNOUNCE_RELINK)) {
-                    self.announce(peer);
-                }
-                match (
-                    lembas && self.sessions.registry().has("delete"),
-                    self.breaks(ids::DEVICE_DELETED_PENDING),
-                    protocol,
-                ) {
-                    (true, false, _) => self.sessions.registry().send_pending_deletes(peer, true),
-                    // Misbehaving: at protocol 1 it never sends them; at 2 it never forgets them.
-                    (true, true, 2) => self.sessions.registry().send_pending_deletes(peer, false),
-                    _ => {}
+                let after = self.config.initialize_after;
+                match (after.is_zero(), self.me.upgrade()) {
+                    (false, Some(me)) => {
+                        let (peer, id) = (peer.clone(), request.id.clone());
+                        tokio::spawn(async move {
+                            tokio::time::sleep(after).await;
+                            me.answer_initialize(&peer, &id);
+                        });
+                    }
+                    _ => self.answer_initialize(peer, &request.id),
                 }
                 true
             }

@@ -390,7 +390,8 @@ impl<'r> Cards<'r> {
                 );
                 Ok(None)
             }
-            Err(RequestError::Closed { .. }) => Ok(None),
+            // A device's own cards go after initialize: its gate holds nothing.
+            Err(RequestError::Closed { .. } | RequestError::Held { .. }) => Ok(None),
         }
     }
 

@@ -558,6 +558,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         state_dir: cli.common.state_dir.clone(),
         agent: cli.agent.into(),
         change_limits_after: None,
+        initialize_after: None,
         terminal: Default::default(),
         approval_timeout: cli.approval_timeout.map(|d| d.0),
         max_mode: cli.max_mode.clone(),

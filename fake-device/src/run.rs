@@ -90,6 +90,10 @@ pub struct Options {
     pub agent: AgentKind,
     /// Add a remote root this long after the start (as a person editing `remote:` would).
     pub change_limits_after: Option<Duration>,
+    /// How long the device takes to answer initialize (a scenario's `device.initialize_after`
+    /// overrides it): a CLI on the official ACP SDK answers from a handler that may wait, and
+    /// an instance must not send anything before the answer comes.
+    pub initialize_after: Option<Duration>,
     /// What a person at the device's terminal does, and when.
     pub terminal: TerminalPlay,
     /// How long a card waits for an answer, unless a scenario says (default 30s).
@@ -169,6 +173,7 @@ impl Options {
             state_dir: None,
             agent: AgentKind::Echo,
             change_limits_after: None,
+            initialize_after: None,
             terminal: TerminalPlay::default(),
             approval_timeout: None,
             max_mode: None,
@@ -450,6 +455,11 @@ pub(crate) async fn run_started(
         terminal_home: options.terminal_home.clone(),
         terminal_integration: options.terminal_integration,
         stdio: false,
+        initialize_after: settings
+            .initialize_after
+            .map(|d| d.0)
+            .or(options.initialize_after)
+            .unwrap_or_default(),
     };
     let http = harness::transport::http_client();
     let sessions = Sessions::new(
@@ -458,7 +468,7 @@ pub(crate) async fn run_started(
         sessions_config(&options, &settings, &agent, &http),
     );
     let sessions_for_limits = sessions.clone();
-    let model = Arc::new(AgentModel::new(agent, sessions));
+    let model = AgentModel::new(agent, sessions);
     let vars = options
         .cell
         .builtin_vars(&options.instance, &options.token, tmp.path());
@@ -798,6 +808,7 @@ pub async fn serve_stdio(
         terminal_home: None,
         terminal_integration: true,
         stdio: true,
+        initialize_after: Duration::ZERO,
     };
     let http = harness::transport::http_client();
     let sessions = Sessions::new(
@@ -805,7 +816,7 @@ pub async fn serve_stdio(
         Limits::local(),
         sessions_config(&options, &settings, &agent, &http),
     );
-    let model = Arc::new(AgentModel::new(agent, sessions));
+    let model = AgentModel::new(agent, sessions);
     model.set_next_protocol(2);
     let vars = options
         .cell

@@ -36,6 +36,11 @@ pub struct DeviceSettings {
     /// and `shell`). Default: off, as on a fresh CLI.
     #[serde(default)]
     pub terminal: bool,
+    /// How long the device takes to answer initialize (default: at once), as a CLI that loads
+    /// its configuration first does: an instance that sends anything before the answer is
+    /// caught doing so (`instance.initialize.first`).
+    #[serde(default)]
+    pub initialize_after: Option<Dur>,
     /// Redial backoff after a dropped link: first wait.
     #[serde(default)]
     pub redial_initial: Option<Dur>,

@@ -239,11 +239,18 @@ fn capabilities_lists_only_those_and_refuses_ones_the_spec_lacks() {
     let (url, stop, handle) = instance(None, &[]);
     let dir = tempfile::tempdir().expect("tmp");
     let journal = dir.path().join("j.jsonl");
+    // A scenario that stays until initialize is answered (negotiate's device answers late).
+    let scenario = dir.path().join("listed.yaml");
+    std::fs::write(
+        &scenario,
+        "name: listed\nabout: initialize answered\nsteps:\n  - expect: { method: initialize }\n  - wait: 300ms\n",
+    )
+    .expect("scenario written");
     let (code, out, err) = run(&[
         "--instance",
         &url,
         "--scenario",
-        "negotiate",
+        &scenario.to_string_lossy(),
         "--capabilities",
         "turns,status",
         "--journal",

@@ -443,10 +443,11 @@ async fn an_editor_sending_garbage_on_stdio_gets_findings_and_is_served_on() {
         line.push(b'\n');
         to_device.write_all(&line).await.expect("written");
     }
-    // Served on: a method it lacks is refused, initialize is answered.
+    // Served on: initialize is answered, then a method it lacks is refused (before
+    // initialize's answer any request is refused with -32600, as the ACP SDKs refuse it).
     let asks = [
-        json!({"jsonrpc": "2.0", "id": 9, "method": "_lembas/no_such_method"}),
         json!({"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "_lembas/no_such_method"}),
     ];
     for ask in &asks {
         to_device
@@ -496,4 +497,50 @@ async fn an_editor_sending_garbage_on_stdio_gets_findings_and_is_served_on() {
     ] {
         assert!(broken.iter().any(|r| r == rule), "{rule} in {broken:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_before_initialize_is_answered_is_refused_as_the_acp_sdks_refuse_it() {
+    let mut instance = HostileInstance::start().await;
+    let root = tempfile::tempdir().expect("a root");
+    let device = FakeDevice::builder(instance.url.clone())
+        .root(root.path())
+        .start()
+        .await
+        .expect("the device starts");
+    let mut socket = timeout(DEADLINE, instance.links.recv())
+        .await
+        .expect("the device dials in time")
+        .expect("a link");
+    let hello = next_message(&mut socket).await;
+    assert_eq!(hello["method"], "_lembas/hello", "{hello}");
+    let cwd = root.path().to_string_lossy().into_owned();
+    let early = json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+        "params": {"cwd": cwd, "mcpServers": []}});
+    send(&mut socket, early.clone()).await;
+    let refused = answer_to(&mut socket, &json!(1)).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "initialize",
+            "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+    )
+    .await;
+    assert!(
+        answer_to(&mut socket, &json!(2))
+            .await
+            .get("result")
+            .is_some()
+    );
+    // Once initialized, the same request is served.
+    let mut again = early;
+    again["id"] = json!(3);
+    send(&mut socket, again).await;
+    let opened = answer_to(&mut socket, &json!(3)).await;
+    assert!(opened["result"]["sessionId"].is_string(), "{opened}");
+    drop(socket);
+    device
+        .verdict()
+        .await
+        .assert_failed_on("instance.initialize.first");
 }

@@ -870,7 +870,7 @@ impl Chats {
                     tracing::info!("turn {turn_id} failed: {}", e.message);
                     Vec::new()
                 }
-                Err(RequestError::Timeout { .. }) | Err(RequestError::Closed { .. }) => Vec::new(),
+                Err(_) => Vec::new(),
             };
             if chats.breaks(ids::INSTANCE_STEER_UNSENT) {
                 return;

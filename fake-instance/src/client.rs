@@ -270,16 +270,29 @@ impl ClientModel {
         {
             return;
         }
-        let params = self.initialize_params(said.min(allowed));
+        let init = self.initialize_params(said.min(allowed));
         // On the wire now, before any step sees the hello: LLeMbas sends nothing before
-        // initialize, and a device judges every later request by what initialize said.
-        let answer = peer.begin_request(methods::INITIALIZE, params, self.config.patience);
+        // initialize, and a device judges every later request by what initialize said. What
+        // the steps send next waits at the link's gate for initialize's answer (`opener` below).
+        let answer = peer.begin_request(methods::INITIALIZE, init, self.config.patience);
         let link = peer.link();
         tokio::spawn(async move {
             if let Err(e) = answer.await {
                 tracing::info!(link, "initialize: {e}");
             }
         });
+        if self.config.misbehave.breaks(ids::INSTANCE_INITIALIZE_FIRST) {
+            // Misbehaving (with no gate): a chat opened right behind initialize.
+            let cwd = first_root(params);
+            let early = peer.begin_request(
+                methods::SESSION_NEW,
+                json!({ "cwd": cwd, "mcpServers": [] }),
+                self.config.patience,
+            );
+            tokio::spawn(async move {
+                let _ = early.await;
+            });
+        }
     }
 }
 
@@ -329,9 +342,27 @@ impl ClientModel {
     }
 }
 
+/// The first root a hello names, or `/` when it names none.
+fn first_root(hello: &Value) -> String {
+    hello
+        .pointer("/limits/roots/0")
+        .and_then(Value::as_str)
+        .unwrap_or("/")
+        .to_string()
+}
+
 impl Behaviour for ClientModel {
     fn watch(&self) -> Option<Arc<dyn harness::jsonrpc::MessageWatch>> {
         self.shapes.clone()
+    }
+
+    /// ACP's order: the connection is initialized before anything else is sent on it (the
+    /// official SDKs refuse any request before `initialize` is answered).
+    fn opener(&self) -> Option<&'static str> {
+        match self.config.misbehave.breaks(ids::INSTANCE_INITIALIZE_FIRST) {
+            true => None,
+            false => Some(methods::INITIALIZE),
+        }
     }
 
     fn on_open(&self, hub: &Arc<Hub>, peer: &Arc<Peer>) {

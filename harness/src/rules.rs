@@ -403,6 +403,7 @@ pub mod ids {
     INSTANCE_LINK_TOKEN = "instance.link.token",
     INSTANCE_LINK_CLOSE_4400 = "instance.link.close_4400",
     INSTANCE_INITIALIZE_AFTER_HELLO = "instance.initialize.after_hello",
+    INSTANCE_INITIALIZE_FIRST = "instance.initialize.first",
     INSTANCE_INITIALIZE_PROTOCOL = "instance.initialize.protocol",
     INSTANCE_INITIALIZE_SHAPE = "instance.initialize.shape",
     INSTANCE_CAPABILITIES_RESPECT = "instance.capabilities.respect",

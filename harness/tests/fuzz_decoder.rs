@@ -338,6 +338,7 @@ fn feed_peer(texts: Vec<String>) -> Result<(), String> {
                 link: 1,
                 watch: None,
                 framing: Default::default(),
+                opener: None,
             },
             Arc::new(Journal::in_memory()),
             Arc::clone(&findings),

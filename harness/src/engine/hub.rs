@@ -54,6 +54,13 @@ pub trait Behaviour: Send + Sync + 'static {
     fn framing(&self) -> crate::jsonrpc::Framing {
         crate::jsonrpc::Framing::JsonRpc
     }
+
+    /// The request that opens each link, when this side's protocol says nothing else may be
+    /// sent before it is answered: every other request and notification then waits for that
+    /// answer (see [`PeerConfig::opener`]). None by default.
+    fn opener(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// One link of the run.
@@ -233,6 +240,7 @@ impl Hub {
                 link,
                 watch: self.behaviour.watch(),
                 framing: self.behaviour.framing(),
+                opener: self.behaviour.opener(),
             },
             self.journal.clone(),
             self.findings.clone(),

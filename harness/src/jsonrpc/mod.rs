@@ -4,6 +4,7 @@
 //! Nothing here knows LLeMbas or ACP; the protocol models plug in through [`peer::Dispatch`].
 
 pub mod framing;
+mod gate;
 pub mod message;
 pub mod peer;
 pub mod watch;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::gate::{Gate, Passage};
 use super::message::{Malformed, Message, RpcError, classify};
 use super::watch::{MessageWatch, Part};
 use crate::finding::{Finding, Findings};
@@ -99,6 +100,19 @@ pub enum RequestError {
         /// The method asked.
         method: String,
     },
+    /// The request was never sent: the link's opening request had not been answered with a
+    /// result when its deadline passed.
+    #[error(
+        "`{method}` was never sent: `{opener}` was not answered with a result within {after:?}"
+    )]
+    Held {
+        /// The method asked.
+        method: String,
+        /// The request that opens the link.
+        opener: String,
+        /// How long it waited.
+        after: Duration,
+    },
 }
 
 /// Settings of one peer.
@@ -110,6 +124,9 @@ pub struct PeerConfig {
     pub watch: Option<Arc<dyn MessageWatch>>,
     /// How the link's frames are read (JSON-RPC unless the family says otherwise).
     pub framing: super::framing::Framing,
+    /// The request that opens the link: until it is answered with a result, every other
+    /// request and notification this side sends is held (see [`super::gate`]).
+    pub opener: Option<&'static str>,
 }
 
 impl std::fmt::Debug for PeerConfig {
@@ -118,6 +135,7 @@ impl std::fmt::Debug for PeerConfig {
             .field("link", &self.link)
             .field("watch", &self.watch.is_some())
             .field("framing", &self.framing)
+            .field("opener", &self.opener)
             .finish()
     }
 }
@@ -153,6 +171,7 @@ pub struct Peer {
     unanswered: Mutex<HashMap<String, String>>,
     watch: Option<Arc<dyn MessageWatch>>,
     framing: super::framing::Framing,
+    gate: Option<Gate>,
     journal: Arc<Journal>,
     findings: Arc<Findings>,
     dispatch: Arc<dyn Dispatch>,
@@ -211,6 +230,7 @@ impl Peer {
             unanswered: Mutex::new(HashMap::new()),
             watch: config.watch,
             framing: config.framing,
+            gate: config.opener.map(Gate::new),
             journal,
             findings,
             dispatch,
@@ -305,8 +325,19 @@ impl Peer {
     }
 
     /// Journals `value` (the message as a value: parsing its text back would cost a second
-    /// parse), sends `text`, and lets the dispatch see what went.
+    /// parse), sends `text`, and lets the dispatch see what went; or holds it at a closed gate,
+    /// to be journaled and sent when the gate opens.
     fn send_out(self: &Arc<Self>, text: String, value: &Value) {
+        let text = match &self.gate {
+            Some(gate) => {
+                let id = value.get("method").and(value.get("id")).map(id_key);
+                match gate.pass(text, value, id) {
+                    Passage::Go(text) => text,
+                    Passage::Held => return,
+                }
+            }
+            None => text,
+        };
         self.journal.record_ref(self.link, Direction::Out, value);
         if self.out.send(Outgoing::Text(text)).is_err() {
             tracing::debug!(link = self.link, "send on a closed link dropped");
@@ -371,6 +402,7 @@ impl Peer {
                 Ok(Ok(outcome)) => Ok(outcome),
                 Ok(Err(_)) => Err(RequestError::Closed { method }),
                 Err(_) => {
+                    let never_sent = peer.gate.as_ref().is_some_and(|g| g.withdraw(&id_key(&id)));
                     if let Ok(mut pending) = peer.pending.lock() {
                         pending.waiting.remove(&id_key(&id));
                         pending.expired.push_back(id_key(&id));
@@ -378,10 +410,17 @@ impl Peer {
                             pending.expired.pop_front();
                         }
                     }
-                    Err(RequestError::Timeout {
-                        method,
-                        after: timeout,
-                    })
+                    match (never_sent, &peer.gate) {
+                        (true, Some(gate)) => Err(RequestError::Held {
+                            method,
+                            opener: gate.opener().into(),
+                            after: timeout,
+                        }),
+                        _ => Err(RequestError::Timeout {
+                            method,
+                            after: timeout,
+                        }),
+                    }
                 }
             }
         }
@@ -501,6 +540,24 @@ impl Peer {
         }
         self.closed_tx.send_replace(Some(close.clone()));
         self.dispatch.on_event(&self, LinkEvent::Closed(close));
+    }
+
+    /// Sends what the gate held, in order: the link's opening request has its answer.
+    fn open_gate(self: &Arc<Self>) {
+        let Some(gate) = &self.gate else {
+            return;
+        };
+        let mut went = Vec::new();
+        gate.open(|held| {
+            self.journal
+                .record_ref(self.link, Direction::Out, &held.value);
+            if self.out.send(Outgoing::Text(held.text)).is_ok() {
+                went.push(held.value);
+            }
+        });
+        for value in &went {
+            self.dispatch.on_sent(self, value);
+        }
     }
 
     /// Lets the watch change what this side is about to send (a misbehaviour).
@@ -691,6 +748,8 @@ impl Peer {
                 if let Ok(result) = &outcome {
                     self.watch_incoming(Part::Result, &method, Some(result));
                 }
+                let opens =
+                    outcome.is_ok() && self.gate.as_ref().is_some_and(|g| g.opener() == method);
                 self.dispatch.on_event(
                     self,
                     LinkEvent::Response {
@@ -700,6 +759,9 @@ impl Peer {
                         raw,
                     },
                 );
+                if opens {
+                    self.open_gate();
+                }
                 let _ = reply.send(outcome);
                 return;
             }
