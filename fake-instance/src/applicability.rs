@@ -3,8 +3,8 @@
 //! hello and listed in `initialize`. A device that never claimed what a step needs is not
 //! judged on it: the run ends not applicable, naming the capability.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use harness::engine::{Applies, Hub, Intent};
 use harness::lembas::capabilities::{self, Need};
@@ -59,13 +59,68 @@ impl Standing {
     }
 }
 
+/// What the device's requests to the instance's model showed of it.
+#[derive(Debug, Default)]
+pub struct ModelUse {
+    /// Whether the device ever asked the instance's model (an `http/chat` came).
+    asked: AtomicBool,
+    /// The first tool the model (a scenario's script) called that the request did not offer
+    /// it, with what the request offered: the device does not have that tool.
+    unoffered: Mutex<Option<(String, Option<Vec<String>>)>>,
+}
+
+impl ModelUse {
+    /// Learns from one `http/chat` (its params, as steps see them).
+    pub fn saw_chat(&self, params: &Value) {
+        self.asked.store(true, Ordering::Relaxed);
+        let offered: Option<Vec<String>> = params.get("tools").and_then(Value::as_array).map(|t| {
+            t.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        });
+        let called = params.get("called").and_then(Value::as_array);
+        let missing = called
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .find(|name| {
+                !offered
+                    .as_ref()
+                    .is_some_and(|o| o.iter().any(|t| t == name))
+            });
+        if let (Some(name), Ok(mut unoffered)) = (missing, self.unoffered.lock())
+            && unoffered.is_none()
+        {
+            *unoffered = Some((name.to_string(), offered));
+        }
+    }
+
+    fn asked(&self) -> bool {
+        self.asked.load(Ordering::Relaxed)
+    }
+
+    /// Why a step waited in vain for what a tool the device lacks would have made it do.
+    fn lacks_a_tool(&self) -> Option<String> {
+        let unoffered = self.unoffered.lock().ok()?;
+        let (name, offered) = unoffered.as_ref()?;
+        let offered = match offered.as_deref() {
+            None | Some([]) => "no tools".to_string(),
+            Some(list) => format!("only {}", list.join(", ")),
+        };
+        Some(format!(
+            "the model asked for the tool `{name}`, which the device does not have (its request to the model offered {offered}), and the rest of this scenario relies on that tool: run it against a device that offers it"
+        ))
+    }
+}
+
 /// Judges intents against the device the instance knows.
 #[derive(Debug)]
 pub struct Applicability {
     standing: Standing,
     chats: Arc<Chats>,
-    /// Whether the device ever asked the instance's model (an `http/chat` came).
-    model_asked: Arc<AtomicBool>,
+    /// What the device's model requests showed.
+    model: Arc<ModelUse>,
     /// Whether the device answered a prompt: with no `http/chat`, it ran that turn on a model
     /// of its own.
     turn_answered: AtomicBool,
@@ -73,11 +128,11 @@ pub struct Applicability {
 
 impl Applicability {
     /// A judge for a run relying on `standing`.
-    pub fn new(standing: Standing, chats: Arc<Chats>, model_asked: Arc<AtomicBool>) -> Self {
+    pub fn new(standing: Standing, chats: Arc<Chats>, model: Arc<ModelUse>) -> Self {
         Self {
             standing,
             chats,
-            model_asked,
+            model,
             turn_answered: AtomicBool::new(false),
         }
     }
@@ -149,8 +204,15 @@ impl Applicability {
     /// has shown it runs its turns on a model of its own (it answered a prompt with no model
     /// request), anything a scenario that scripts the instance's model meant that model to make
     /// it do. A device that never got so far as a turn is judged as usual.
+    ///
+    /// Likewise, once the model called a tool the device does not offer it (a scripted answer
+    /// naming a tool the request did not list), what the scenario meant that tool to make the
+    /// device do.
     fn missed(&self, pattern: &Value) -> Applies {
-        if self.model_asked.load(Ordering::Relaxed) {
+        if let Some(why) = self.model.lacks_a_tool() {
+            return Applies::No(why);
+        }
+        if self.model.asked() {
             return Applies::Yes;
         }
         let method = pattern.get("method").and_then(Value::as_str);
@@ -182,5 +244,38 @@ fn listed(facts: Option<&LinkFacts>, needs: &[Need]) -> Applies {
             need.capability, need.what
         )),
         None => Applies::Yes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_tool_the_model_called_that_the_request_did_not_offer_is_one_the_device_lacks() {
+        let offered = ModelUse::default();
+        offered.saw_chat(&json!({ "tools": ["bash", "plan_write"], "called": ["bash"] }));
+        assert!(offered.asked());
+        assert_eq!(offered.lacks_a_tool(), None);
+
+        let none = ModelUse::default();
+        none.saw_chat(&json!({ "tools": null, "called": [] }));
+        assert_eq!(none.lacks_a_tool(), None, "no call, nothing lacking");
+        none.saw_chat(&json!({ "tools": null, "called": ["bash"] }));
+        let why = none.lacks_a_tool().expect("bash was never offered");
+        assert!(
+            why.contains("`bash`") && why.contains("offered no tools"),
+            "{why}"
+        );
+
+        let other = ModelUse::default();
+        other.saw_chat(&json!({ "tools": ["read"], "called": ["plan_write"] }));
+        other.saw_chat(&json!({ "tools": ["read"], "called": ["bash"] }));
+        let why = other.lacks_a_tool().expect("plan_write was not offered");
+        assert!(
+            why.contains("`plan_write`") && why.contains("only read"),
+            "the first is kept: {why}"
+        );
     }
 }

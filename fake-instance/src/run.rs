@@ -329,11 +329,11 @@ pub(crate) async fn run_started(
     };
     // Whether the device ever asks the instance's model: a step waiting for a model request from
     // a device that talks to a model of its own does not apply to it.
-    let model_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let model_use = Arc::new(applicability::ModelUse::default());
     let applicability = applicability::Applicability::new(
         applicability::Standing::of(scenario.as_ref(), &settings, &device_setup),
         chats.clone(),
-        model_asked.clone(),
+        model_use.clone(),
     );
     let model = ClientModel::new(
         ClientConfig {
@@ -385,7 +385,7 @@ pub(crate) async fn run_started(
         // In the journal too, on link 0: reports draw the HTTP side as a lane of its own.
         http_journal.record_ref(HTTP_LINK, harness::journal::Direction::In, &message);
         if method == HTTP_CHAT {
-            model_asked.store(true, std::sync::atomic::Ordering::Relaxed);
+            model_use.saw_chat(&params);
         }
         // Counted all the same by an inbox that keeps nothing.
         let kept = inbox_hub.inbox.keeps().then_some(message);

@@ -740,6 +740,37 @@ async fn when_steps_of_another_cell_are_skipped() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_when_on_a_field_the_peer_left_out_takes_it_as_absent_and_an_unset_variable_is_an_error()
+{
+    let s = setup(
+        r#"vars:
+  init: { _meta: { lembas: {} } }
+steps:
+  - when:
+      that: ${init._meta.lembas.connection}
+      matches: $string
+      steps:
+        - wait: 1s
+  - when:
+      that: ${init._meta.lembas.connection}
+      matches: $null
+      steps:
+        - wait: 10ms
+  - when:
+      that: ${never_set.connection}
+      matches: $null
+      steps:
+        - wait: 10ms
+"#,
+    );
+    let (outcome, _) = run(&s).await;
+    assert_eq!(
+        statuses(&outcome),
+        [StepStatus::Skipped, StepStatus::Passed, StepStatus::Error]
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn malformed_input_becomes_findings_and_the_run_goes_on() {
     let mut s = setup("steps:\n  - expect: { method: after }\n");
     s.remote.text("this is not json");

@@ -154,6 +154,9 @@ pub async fn complete<S: ChatSource>(State(state): State<S>, body: Bytes) -> Res
         stream: request.stream,
         turn_hint: request.turn_hint(),
         script,
+        tools: request.tools.clone(),
+        // A refused request was answered by no script: its reply is the default, with none.
+        called: reply.tool_calls.iter().map(|c| c.name.clone()).collect(),
         status: response.status().as_u16(),
     });
     if let (Some(_), Some(Fault::SlowFirstByte { ms })) = (script, &reply.fault) {

@@ -591,12 +591,36 @@ impl Runner {
             .fetch_max(link, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Whether a `when`'s value matches its pattern now.
+    /// Whether a `when`'s value matches its pattern now. A `that` naming a field the peer left
+    /// out of a value it did send (`${init._meta.lembas.connection}`, `init` captured) is
+    /// absent, which `$none` matches: a `when` branches on what the peer said, and leaving an
+    /// optional field out is saying something. A variable never set is still the scenario's
+    /// mistake.
     fn holds(&self, that: &Value, matches: &Value) -> Result<bool, String> {
-        let that = self.render(that)?;
+        let that = match self.render(that) {
+            Ok(value) => value,
+            Err(_) if self.names_an_absent_field(that) => Value::Null,
+            Err(e) => return Err(e),
+        };
         let wanted = self.render(matches)?;
         let pattern = Pattern::compile(&wanted).map_err(|e| format!("bad pattern: {e}"))?;
         Ok(pattern.matches(&that).is_match())
+    }
+
+    /// Whether `that` is exactly `${var.path}` with `var` set and the path leading nowhere.
+    fn names_an_absent_field(&self, that: &Value) -> bool {
+        let Some(path) = that
+            .as_str()
+            .and_then(|s| s.strip_prefix("${"))
+            .and_then(|s| s.strip_suffix('}'))
+        else {
+            return false;
+        };
+        let root = &path[..path.find(['.', '[']).unwrap_or(path.len())];
+        root != path && {
+            let vars = self.vars();
+            vars.lookup(root).is_some() && vars.lookup(path).is_none()
+        }
     }
 
     fn timeout(&self, own: Option<Dur>) -> Duration {

@@ -24,6 +24,10 @@ pub struct LoggedRequest {
     pub turn_hint: usize,
     /// The index of the script that answered; `None`: the echo (or a refusal).
     pub script: Option<usize>,
+    /// The function tools the request offered the model (`None`: it had no `tools`).
+    pub tools: Option<Vec<String>>,
+    /// The tools the answer called (a script's tool calls).
+    pub called: Vec<String>,
     /// The answer's status code.
     pub status: u16,
 }
@@ -37,7 +41,13 @@ impl LoggedRequest {
     /// About the bytes it holds: its texts.
     fn bytes(&self) -> usize {
         let text = |t: &Option<String>| t.as_ref().map_or(0, String::len);
-        64 + self.model.len() + text(&self.last_user) + text(&self.system) + text(&self.tool_result)
+        let names = |n: &[String]| n.iter().map(String::len).sum::<usize>();
+        64 + self.model.len()
+            + text(&self.last_user)
+            + text(&self.system)
+            + text(&self.tool_result)
+            + self.tools.as_deref().map_or(0, names)
+            + names(&self.called)
     }
 }
 
@@ -114,6 +124,8 @@ mod tests {
             stream: false,
             turn_hint: 1,
             script: None,
+            tools: None,
+            called: Vec::new(),
             status: 200,
         }
     }

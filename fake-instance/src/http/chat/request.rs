@@ -3,6 +3,10 @@
 
 use serde_json::Value;
 
+/// How many offered tools a request's reading keeps, and how much of each name: peer input.
+const MAX_TOOLS_KEPT: usize = 256;
+const MAX_TOOL_NAME: usize = 128;
+
 /// One message: its role and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Message {
@@ -18,6 +22,9 @@ pub(super) struct ChatRequest {
     pub stream: bool,
     /// `stream_options.include_usage`: a usage chunk before `[DONE]`.
     pub include_usage: bool,
+    /// The names of the function tools the request offers the model (`tools`; `None`: the
+    /// request has no `tools`).
+    pub tools: Option<Vec<String>>,
 }
 
 impl ChatRequest {
@@ -42,11 +49,21 @@ impl ChatRequest {
                 .and_then(|o| o.get("include_usage")),
         )
         .ok_or("`stream_options.include_usage` must be a boolean")?;
+        // Leniently: a tool whose shape is not OpenAI's is one whose name the model cannot use.
+        let tools = body.get("tools").and_then(Value::as_array).map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+                .map(|name| name.chars().take(MAX_TOOL_NAME).collect())
+                .take(MAX_TOOLS_KEPT)
+                .collect()
+        });
         Ok(ChatRequest {
             model,
             messages,
             stream,
             include_usage,
+            tools,
         })
     }
 
@@ -128,6 +145,29 @@ fn message(value: &Value) -> Option<Message> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_tools_offered_are_read_by_name_and_their_absence_kept() {
+        let offered = ChatRequest::read(&json!({
+            "model": "m", "messages": [],
+            "tools": [
+                {"type": "function", "function": {"name": "bash", "parameters": {}}},
+                {"type": "function", "function": {"name": "x".repeat(1000)}},
+                {"type": "retrieval"},
+            ],
+        }))
+        .expect("read");
+        let tools = offered.tools.expect("offered");
+        assert_eq!(tools[0], "bash");
+        assert_eq!(tools[1].len(), MAX_TOOL_NAME, "a long name is cut");
+        assert_eq!(
+            tools.len(),
+            2,
+            "a tool with no function name is none the model can call"
+        );
+        let none = ChatRequest::read(&json!({"model": "m", "messages": []})).expect("read");
+        assert_eq!(none.tools, None);
+    }
 
     #[test]
     fn content_may_be_text_parts_or_null() {
