@@ -381,7 +381,12 @@ impl DeviceActor {
                         .await
                     {
                         Ok(text) => json!({ "text": text }),
-                        Err(why) => json!({ "error": why }),
+                        // An instance with no library at all (its `/mcp` is 404) is told from a
+                        // call it refused: the scenario judges a library only where there is one.
+                        Err(why) => match library.served().await {
+                            false => json!({ "absent": true, "error": why }),
+                            true => json!({ "error": why }),
+                        },
                     },
                 )
             }

@@ -23,6 +23,10 @@ use crate::monitor;
 use crate::sessions::Sessions;
 use crate::terminal_watch::TerminalWatch;
 
+/// The signal the device raises when it has answered a link's `initialize`: the instance shows
+/// it linked from then on, so a web UI's own steps (its hooks) start there.
+pub const INITIALIZED: &str = "device-initialized";
+
 /// What the device is and allows.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -542,7 +546,7 @@ fn other_spec(spec: Spec) -> Spec {
 impl AgentModel {
     /// Answers initialize (request `id`), then sends what follows it on a new link: the
     /// shared sessions' announcements and the deletes kept while no link was up.
-    fn answer_initialize(&self, peer: &Arc<Peer>, id: &Value) {
+    fn answer_initialize(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, id: &Value) {
         let protocol = match self.links.lock() {
             Ok(mut links) => {
                 let state = links.entry(peer.link()).or_default();
@@ -553,6 +557,7 @@ impl AgentModel {
             Err(_) => 1,
         };
         peer.respond(id, Ok(self.initialize_result(protocol)));
+        let _ = hub.progress().signal(INITIALIZED);
         // Deletes made while no link was up follow initialize, to a LLeMbas client
         // (spec, `_lembas/session/deleted`), and are then forgotten.
         let lembas = self.is_lembas(peer);
@@ -799,7 +804,7 @@ impl Behaviour for AgentModel {
         }
     }
 
-    fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
+    fn answer(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
         if request.method != methods::INITIALIZE && !self.initialize_answered(peer) {
             // ACP: the connection is initialized first; the official SDKs refuse this way.
             peer.respond(
@@ -819,13 +824,13 @@ impl Behaviour for AgentModel {
                 let after = self.config.initialize_after;
                 match (after.is_zero(), self.me.upgrade()) {
                     (false, Some(me)) => {
-                        let (peer, id) = (peer.clone(), request.id.clone());
+                        let (hub, peer, id) = (hub.clone(), peer.clone(), request.id.clone());
                         tokio::spawn(async move {
                             tokio::time::sleep(after).await;
-                            me.answer_initialize(&peer, &id);
+                            me.answer_initialize(&hub, &peer, &id);
                         });
                     }
-                    _ => self.answer_initialize(peer, &request.id),
+                    _ => self.answer_initialize(hub, peer, &request.id),
                 }
                 true
             }

@@ -26,6 +26,21 @@ pub struct Library {
 }
 
 impl Library {
+    /// Whether the instance serves a library at all: anything but a 404 on `/mcp` (an MCP
+    /// server answers a bare POST with an error of its own) says it does.
+    pub async fn served(&self) -> bool {
+        let url = format!("{}/mcp", self.base.trim_end_matches('/'));
+        let probe = harness::transport::http_client()
+            .post(&url)
+            .bearer_auth(&self.token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&json!({}))
+            .timeout(CALL_TIMEOUT)
+            .send()
+            .await;
+        !matches!(probe, Ok(answer) if answer.status() == reqwest::StatusCode::NOT_FOUND)
+    }
+
     /// Calls one of the library's tools; `scope` is the session the call is made for, when the
     /// client opened it. The answer's text, or why there is none (which the model is told).
     pub async fn call(

@@ -552,20 +552,39 @@ pub(crate) async fn run_started(
         let dialer = dialer.clone();
         Box::pin(async move { dialer.keep_linked(initial, cap, patience).await })
     };
-    let (outcome, stopped) = match &scenario {
-        Some(scenario) => {
+    let mut unarranged = scenario.as_ref().and_then(|scenario| {
+        harness::engine::applicability::unarranged(
+            &scenario.set_up_needs(instance_setup.needs()),
+            &under_test.arranged(options.arranged.clone(), &[]),
+        )
+    });
+    // The instance's project makes its set-up before the device dials, unless the run cannot
+    // apply; one that broke leaves nothing to judge, one it does not implement does not apply.
+    let mut set_up_broke = None;
+    if let (Some(_), None) = (&scenario, &unarranged) {
+        match under_test.set_up(&instance_setup.at_start()).await {
+            Ok(()) => {}
+            Err(harness::engine::ActError::NotApplicable(why)) => unarranged = Some(why),
+            Err(_) => set_up_broke = under_test.set_up_failed(),
+        }
+    }
+    let (outcome, stopped) = match (&scenario, set_up_broke) {
+        (Some(scenario), Some(why)) => (
+            Some(harness::engine::RunOutcome::broken(
+                scenario.name.clone(),
+                options.cell.clone(),
+                why,
+            )),
+            None,
+        ),
+        (Some(scenario), None) => {
             let keeper = (settings.dial == Mode::Auto).then(|| tokio::spawn(linking));
-            let unarranged = harness::engine::applicability::unarranged(
-                &scenario.set_up_needs(instance_setup.needs()),
-                &under_test.arranged(options.arranged.clone(), &[]),
-            );
             // The instance's project plays its part by hooks, unless the run cannot apply; its
             // web UI acts on a linked device, so from the first link on.
             if unarranged.is_none() {
-                let timeline = harness::hooks::steps_of(&instance_setup.timeline())
-                    .map_err(StartError::Scenario)?;
-                under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
+                // A person sees the device linked once the instance has initialized it.
                 let steps = harness::hooks::from_first_link(scenario.peer_steps())
+                    .and_then(|s| harness::hooks::after_signal(s, crate::agent::INITIALIZED))
                     .map_err(StartError::Scenario)?;
                 under_test.drive(&hub, &options.cell, "the web UI's own steps", steps);
             }
@@ -589,7 +608,7 @@ pub(crate) async fn run_started(
             }
             (outcome, None)
         }
-        None => {
+        (None, _) => {
             let console = options.console.then(|| {
                 tokio::spawn(harness::engine::console::read_actions(
                     actor.clone(),

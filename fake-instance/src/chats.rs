@@ -642,7 +642,11 @@ impl Chats {
                 _ => model.to_string(),
             });
         }
-        if let Some(context) = chat.context(facts) {
+        // Misbehaving: the chat's Context is left off session/new (the prompts carry it).
+        if let Some(context) = chat
+            .context(facts)
+            .filter(|_| !self.breaks(ids::INSTANCE_CONTEXT_SENT))
+        {
             params["_meta"]["lembas"] = context;
         }
         let answer = peer
@@ -834,7 +838,6 @@ impl Chats {
         let mut lembas = self
             .chat(chat)
             .and_then(|c| c.context(facts))
-            .filter(|_| !self.breaks(ids::INSTANCE_CONTEXT_SENT))
             .unwrap_or_else(|| json!({}));
         if facts.capabilities.iter().any(|c| c == "turns") {
             lembas["turnId"] = json!(turn_id);

@@ -501,8 +501,14 @@ pub(crate) async fn run_started(
     }
     // A device it starts gets its root laid out by fake-instance itself.
     let arranged = under_test.arranged(options.arranged.clone(), &["lay_out_root"]);
-    let outcome = match &scenario {
-        Some(scenario) => {
+    let set_up_broke = under_test.set_up_failed();
+    let outcome = match (&scenario, set_up_broke) {
+        (Some(scenario), Some(why)) => Some(RunOutcome::broken(
+            scenario.name.clone(),
+            options.cell.clone(),
+            why,
+        )),
+        (Some(scenario), None) => {
             let mut needs = scenario.set_up_needs(device_setup.needs());
             // The device's link command is not its `serve --stdio`: a stdio scenario runs only
             // where the test says its device command speaks on its pipes (`--arranged
@@ -515,6 +521,7 @@ pub(crate) async fn run_started(
                 &arranged,
                 &["lay_out_root"],
             )
+            .or_else(|| under_test.set_up_not_applicable())
             .or_else(|| {
                 no_stdio.then(|| {
                     "needs the device's `serve --stdio` command, started here with --exec or a \
@@ -547,7 +554,7 @@ pub(crate) async fn run_started(
                 () = shutdown => None,
             }
         }
-        None => {
+        (None, _) => {
             let console = options.console.then(|| {
                 tokio::spawn(harness::engine::console::read_actions(
                     actor.clone(),

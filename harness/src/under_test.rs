@@ -15,7 +15,8 @@ use crate::scenario::{Spanned, Step};
 
 /// What a peer under test is told of its run, as placeholders for its command and its hooks:
 /// `{url}` (and `{ws_url}`, the link on it), `{port}` when there is one to listen on or dial,
-/// `{token}`, `{tmp}`, `{root}`, and the cell (`{protocol}`, `{spec}`).
+/// `{token}`, `{tmp}`, `{root}`, and the cell (`{protocol}`, `{protocols}` the link protocols an
+/// instance of the cell speaks, `{spec}`).
 pub fn placeholders(
     url: &str,
     port: Option<u16>,
@@ -40,11 +41,22 @@ pub fn placeholders(
         .set("tmp", tmp.display().to_string())
         .set("root", root)
         .set("protocol", cell.protocol.to_string())
+        .set("protocols", protocols_of(cell.protocol))
         .set("spec", cell.spec.to_string());
     if let Some(port) = port {
         placeholders.set("port", port.to_string());
     }
     placeholders
+}
+
+/// The link protocols an instance of a cell speaks, as its discovery would list them: the
+/// protocol-1 cell is an instance that speaks only 1 (which closes a hello saying 2 with 4400),
+/// the protocol-2 cell one that speaks both.
+fn protocols_of(protocol: u8) -> String {
+    (1..=protocol.max(1))
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The peer under test, started (or not) for one run.
@@ -53,6 +65,8 @@ pub struct UnderTest {
     sut: Option<Arc<Sut>>,
     hooks: Option<Arc<HookContext>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Why the run does not apply: a set-up action the project does not implement.
+    not_applicable: Option<String>,
 }
 
 impl UnderTest {
@@ -68,26 +82,65 @@ impl UnderTest {
         scratch: Option<tempfile::TempDir>,
     ) -> Result<UnderTest, String> {
         let hooks = hooks.map(|h| Arc::new(HookContext::new(h, placeholders.clone())));
-        if let Some(context) = &hooks {
-            for (action, value) in before {
-                if context.has(action) {
-                    // A failure is kept in the record; the verdict says it.
-                    let _ = context.run(action, value).await;
-                }
+        let mut under_test = UnderTest {
+            sut: None,
+            hooks,
+            tasks: Vec::new(),
+            not_applicable: None,
+        };
+        // A set-up that broke leaves nothing to judge, and one the project does not implement
+        // does not apply: the peer is not started on either.
+        match under_test.set_up(before).await {
+            Ok(()) => {}
+            Err(crate::engine::ActError::NotApplicable(why)) => {
+                under_test.not_applicable = Some(why);
+                return Ok(under_test);
             }
+            Err(_) => return Ok(under_test),
         }
-        let sut = match spec {
+        under_test.sut = match spec {
             Some(spec) => Some(Sut::start(spec, placeholders, scratch).await?),
             None => None,
         };
-        if let (Some(context), Some(sut)) = (&hooks, &sut) {
+        if let (Some(context), Some(sut)) = (&under_test.hooks, &under_test.sut) {
             context.set_sut(sut.clone());
         }
-        Ok(UnderTest {
-            sut,
-            hooks,
-            tasks: Vec::new(),
-        })
+        Ok(under_test)
+    }
+
+    /// Does each of `actions` that has a hook, one after the other, before anything else of the
+    /// run (actions with none are left: the run does not apply to what they set up). Stops at
+    /// the first hook that fails (whose record the verdict shows), or that says the project
+    /// does not implement its action (`ActError::NotApplicable`).
+    pub async fn set_up(&self, actions: &[(String, Value)]) -> Result<(), crate::engine::ActError> {
+        let Some(context) = &self.hooks else {
+            return Ok(());
+        };
+        for (action, value) in actions {
+            if context.has(action) {
+                context.run(action, value).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Why the run does not apply, when a set-up action made before the peer started is one the
+    /// project does not implement.
+    pub fn set_up_not_applicable(&self) -> Option<String> {
+        self.not_applicable.clone()
+    }
+
+    /// Why the set-up broke, when a hook of it failed: the run has no verdict of its own then.
+    pub fn set_up_failed(&self) -> Option<String> {
+        let runs = self.hooks.as_ref()?.runs();
+        runs.iter()
+            .find(|r| !r.ok && r.not_applicable.is_none())
+            .map(|r| {
+                format!(
+                    "the set-up broke, so the peer was not judged: {r}: {}",
+                    r.output
+                )
+            })
     }
 
     /// A peer whose process was started before the run (`sut`, when one was: fake-device starts
@@ -110,6 +163,7 @@ impl UnderTest {
             sut,
             hooks,
             tasks: Vec::new(),
+            not_applicable: None,
         }
     }
 

@@ -106,6 +106,9 @@ pub struct Hub {
     next_link: std::sync::atomic::AtomicU32,
     /// How the run is getting on, for watchers (`--events`, the control API).
     progress: Arc<Progress>,
+    /// Why a set-up action the peer's project was to do is not done at all (its hook said it
+    /// does not implement it): what the steps waited for from then on does not apply.
+    undone: Mutex<Option<String>>,
     me: Weak<Hub>,
 }
 
@@ -162,6 +165,7 @@ impl Hub {
             answers_changed: Notify::new(),
             answers_kept: std::sync::atomic::AtomicBool::new(true),
             next_link: std::sync::atomic::AtomicU32::new(0),
+            undone: Mutex::new(None),
             me: me.clone(),
         })
     }
@@ -195,6 +199,19 @@ impl Hub {
             Some(me) => self.behaviour.applies(&me, intent),
             None => Applies::Yes,
         }
+    }
+
+    /// Notes that a set-up action is not done because the peer's project does not implement it
+    /// (the first reason is kept).
+    pub fn set_up_not_done(&self, why: String) {
+        if let Ok(mut undone) = self.undone.lock() {
+            undone.get_or_insert(why);
+        }
+    }
+
+    /// Why a set-up action was not done, if one was not.
+    pub fn set_up_undone(&self) -> Option<String> {
+        self.undone.lock().ok().and_then(|u| u.clone())
     }
 
     /// How the run is getting on: the step running now, events, signals.

@@ -226,7 +226,11 @@ impl RunOutcome {
     /// Whether the scenario itself went wrong (exit code 2 rather than 1): a step could not be
     /// run, or a hook failed.
     pub fn scenario_error(&self) -> bool {
-        self.steps.iter().any(|s| s.status == StepStatus::Error) || self.hooks.iter().any(|h| !h.ok)
+        self.steps.iter().any(|s| s.status == StepStatus::Error)
+            || self
+                .hooks
+                .iter()
+                .any(|h| !h.ok && h.not_applicable.is_none())
     }
 
     /// Every rule the peer was caught breaking, from steps and monitors.
@@ -575,6 +579,10 @@ impl Runner {
     /// Whether a message that did not come was one the peer never claimed to send, or whether
     /// the peer never did what would make it: then the run does not apply, and says why.
     fn missed_applies(&self, pattern: &Value) -> Option<String> {
+        // The other side's project does not do what its set-up was to make the peer do.
+        if let Some(why) = self.hub.set_up_undone() {
+            return Some(why);
+        }
         for intent in [Intent::Await { pattern }, Intent::Missed { pattern }] {
             if let Applies::No(why) = self.hub.applies(intent) {
                 return Some(why);

@@ -77,6 +77,10 @@ pub struct HookRun {
     pub detail: String,
     /// Whether it did what it should (exit 0, a 2xx answer, the text written).
     pub ok: bool,
+    /// Why the project does not do this action at all (an HTTP hook's 501): the run does not
+    /// apply from there on, which is no broken set-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applicable: Option<String>,
     /// Its exit code, or the HTTP status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<i32>,
@@ -101,7 +105,11 @@ impl std::fmt::Display for HookRun {
             self.action,
             self.kind,
             self.detail.trim_end(),
-            if self.ok { "done" } else { "FAILED" },
+            match (self.ok, &self.not_applicable) {
+                (true, _) => "done",
+                (false, Some(_)) => "not implemented by the project",
+                (false, None) => "FAILED",
+            },
             if status.is_empty() {
                 String::new()
             } else {

@@ -71,6 +71,31 @@ pub fn from_first_link(steps: &[Spanned<Step>]) -> Result<Vec<Spanned<Step>>, St
     Ok(all)
 }
 
+/// `steps` (as [`from_first_link`] makes them) once the double has also raised `signal`: a
+/// double whose link is usable only later than it opens (a device once it has answered
+/// `initialize`, which is when a web UI shows it linked) says so by a signal of its own. None:
+/// none.
+pub fn after_signal(
+    mut steps: Vec<Spanned<Step>>,
+    signal: &str,
+) -> Result<Vec<Spanned<Step>>, String> {
+    if steps.is_empty() {
+        return Ok(steps);
+    }
+    let yaml = format!(
+        "name: ready\nabout: the link usable\nsteps:\n  - wait_for_signal: {{ name: {}, within: {} }}\n",
+        serde_json::to_string(signal).map_err(|e| e.to_string())?,
+        Dur(LINK_WAIT)
+    );
+    let wait = crate::scenario::load_str(&yaml, "the peer's own steps", None)
+        .map(|s| s.steps)
+        .map_err(|e| e.to_string())?;
+    // After the first step, the wait for the first link.
+    let at = steps.len().min(1);
+    steps.splice(at..at, wait);
+    Ok(steps)
+}
+
 /// Runs `steps` in the background over `hub`, each action through its hook; a step that could
 /// not be done is in the hooks' record (and so in the verdict). The task ends with the steps,
 /// or when aborted.
@@ -85,10 +110,13 @@ pub fn drive(
         return None;
     }
     let runner =
-        Runner::new(hub, cell, None, None).with_actor(Arc::new(HookActor(context.clone())));
+        Runner::new(hub.clone(), cell, None, None).with_actor(Arc::new(HookActor(context.clone())));
     let steps = Scenario::of_steps(name, steps);
     Some(tokio::spawn(async move {
         let outcome = runner.run(&steps).await;
+        if let Some(why) = &outcome.not_applicable {
+            hub.set_up_not_done(why.clone());
+        }
         // A hook that failed is in the record already; a step that erred otherwise (a capture
         // its result lacked) is put there, so the run says its set-up broke.
         let erred = outcome

@@ -30,7 +30,11 @@ pub struct Hook {
     /// when it is JSON, is the action's result (for `capture`).
     #[serde(default)]
     pub run: Option<String>,
-    /// An HTTP request; it must answer 2xx. A JSON body is the action's result.
+    /// An HTTP request. A 2xx answer's JSON body is the action's result; a 4xx answer is the
+    /// action refused by the project (a message to a chat deleted meanwhile), whose result is
+    /// `{refused: STATUS, body}`; a 501 says the project does not implement the action as asked,
+    /// which makes the run not applicable; anything else (5xx, no answer, a timeout) is a broken
+    /// set-up.
     #[serde(default)]
     pub http: Option<HttpHook>,
     /// A text written to the system under test's standard input (`{action}` is the action as

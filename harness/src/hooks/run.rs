@@ -13,6 +13,9 @@ use crate::engine::ActError;
 use crate::engine::verdict::HookRun;
 use crate::process::{Placeholders, Quoting, Sut};
 
+/// An HTTP hook's answer saying the project does not implement the action as asked.
+const NOT_IMPLEMENTED: i32 = 501;
+
 /// The most of a hook's output (each stream, or a response body) that is kept.
 const KEPT_OUTPUT: usize = 16 * 1024;
 
@@ -93,11 +96,18 @@ impl HookContext {
             }
             Err(e) => ("run", String::new(), Done::failed(None, e)),
         };
+        let not_applicable = (!done.ok && done.status == Some(NOT_IMPLEMENTED)).then(|| {
+            format!(
+                "the project does not implement `{action}` as asked (its hook answered 501: {})",
+                done.output.trim()
+            )
+        });
         let record = HookRun {
             action: action.to_string(),
             kind,
             detail,
             ok: done.ok,
+            not_applicable: not_applicable.clone(),
             status: done.status,
             output: done.output.clone(),
             at_ms,
@@ -111,6 +121,10 @@ impl HookContext {
         }
         if done.ok {
             Ok(done.result)
+        } else if let Some(why) = not_applicable {
+            // The project does not do this at all (a message with files, say): the run does not
+            // apply to it, as with no hook.
+            Err(ActError::NotApplicable(why))
         } else {
             Err(ActError::Failed(format!("{record}: {}", done.output)))
         }
@@ -150,10 +164,17 @@ impl HookContext {
         };
         match self.send(http, placeholders, fields, timeout).await {
             Ok((status, body)) => {
-                let result = serde_json::from_str(&body)
-                    .unwrap_or_else(|_| json!({ "status": status, "body": body }));
+                let parsed = serde_json::from_str(&body);
+                let result = match (status, parsed) {
+                    // The project said no (a message to a chat deleted meanwhile): that is the
+                    // action's outcome, for the scenario to judge, not a broken set-up.
+                    (400..500, Ok(json)) => json!({ "refused": status, "body": json }),
+                    (400..500, Err(_)) => json!({ "refused": status, "body": body }),
+                    (_, Ok(json)) => json,
+                    (_, Err(_)) => json!({ "status": status, "body": body }),
+                };
                 Done {
-                    ok: (200..300).contains(&status),
+                    ok: (200..500).contains(&status),
                     status: Some(i32::from(status)),
                     output: body,
                     result,
@@ -271,6 +292,7 @@ impl HookContext {
             kind: "steps",
             detail: String::new(),
             ok: false,
+            not_applicable: None,
             status: None,
             output: why,
             at_ms: self.started.elapsed().as_secs_f64() * 1000.0,
@@ -471,20 +493,29 @@ mod tests {
 
     #[tokio::test]
     async fn an_http_hook_sends_its_json_and_takes_the_answer_as_the_result() {
-        use axum::{Json, Router, routing::post};
-        let app = Router::new().route(
-            "/test/chats",
-            post(|Json(body): Json<Value>| async move {
-                Json(json!({ "sessionId": "ses_1", "asked": body }))
-            }),
-        );
+        use axum::{Json, Router, http::StatusCode, routing::post};
+        let app = Router::new()
+            .route(
+                "/test/chats",
+                post(|Json(body): Json<Value>| async move {
+                    Json(json!({ "sessionId": "ses_1", "asked": body }))
+                }),
+            )
+            .route(
+                "/broken",
+                post(|| async { (StatusCode::INTERNAL_SERVER_ERROR, "it broke") }),
+            )
+            .route(
+                "/unsupported",
+                post(|| async { (StatusCode::NOT_IMPLEMENTED, "no files here") }),
+            );
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         tokio::spawn(async move { axum::serve(listener, app).await });
         let hooks = context(&format!(
-            "open_chat: {{ http: {{ url: \"http://{addr}/test/chats\", json: {{ root: \"{{root}}\", prompt: \"{{system_prompt}}\" }} }} }}\nmissing: {{ http: {{ url: \"http://{addr}/nowhere\" }} }}\n"
+            "open_chat: {{ http: {{ url: \"http://{addr}/test/chats\", json: {{ root: \"{{root}}\", prompt: \"{{system_prompt}}\" }} }} }}\nmissing: {{ http: {{ url: \"http://{addr}/nowhere\" }} }}\nbroken: {{ http: {{ url: \"http://{addr}/broken\" }} }}\nunsupported: {{ http: {{ url: \"http://{addr}/unsupported\" }} }}\n"
         ));
         let result = hooks
             .run("open_chat", &json!({ "system_prompt": "Be brief." }))
@@ -494,10 +525,20 @@ mod tests {
             result,
             json!({ "sessionId": "ses_1", "asked": { "root": "/tmp/a root", "prompt": "Be brief." } })
         );
-        let Err(ActError::Failed(why)) = hooks.run("missing", &json!({})).await else {
-            panic!("a 404 fails");
+        // A 4xx is the project refusing the action: its outcome, for the scenario to judge.
+        let refused = hooks.run("missing", &json!({})).await.expect("a refusal");
+        assert_eq!(refused["refused"], 404, "{refused}");
+        // A 5xx is a broken set-up; a 501, an action the project does not implement.
+        let Err(ActError::Failed(why)) = hooks.run("broken", &json!({})).await else {
+            panic!("a 500 fails");
         };
-        assert!(why.contains("HTTP 404"), "{why}");
+        assert!(why.contains("HTTP 500"), "{why}");
+        let Err(ActError::NotApplicable(why)) = hooks.run("unsupported", &json!({})).await else {
+            panic!("a 501 does not apply");
+        };
+        assert!(why.contains("501") && why.contains("no files here"), "{why}");
+        let record = hooks.runs();
+        assert!(!record[3].ok && record[3].not_applicable.is_some(), "{record:?}");
     }
 
     #[tokio::test]

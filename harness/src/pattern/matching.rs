@@ -256,10 +256,12 @@ fn match_node(node: &Node, actual: Option<&Value>, at: &str, acc: &mut Acc) {
                 None => acc.fail(1, at, format!("one of: {text}"), actual),
             }
         }
-        Node::Not(inner, text) => match actual {
-            // Captures under `$not` are dropped: they come from the failing side.
-            Some(v) if !Acc::trial(inner, Some(v), at).mismatches.is_empty() => acc.pass(1),
-            _ => acc.fail(1, at, format!("not {text}"), actual),
+        // Whatever does not match the inner pattern, an absent key included (it matches nothing
+        // but `$absent` and `$none`): `turnId: {$not: T}` is met by a message with no turn id,
+        // which is not turn T. Captures under `$not` are dropped: they come from the failing side.
+        Node::Not(inner, text) => match Acc::trial(inner, actual, at).mismatches.is_empty() {
+            false => acc.pass(1),
+            true => acc.fail(1, at, format!("not {text}"), actual),
         },
         Node::Capture(name, inner) => match (actual, inner) {
             (Some(v), None) => {
@@ -748,9 +750,11 @@ mod tests {
             bad(json!({"$not": "$string"}), json!("x")),
             ["$: expected not \"$string\", got \"x\""]
         );
+        // An absent key is not 1: `$not` takes it (a prompt without a turn id is not turn T).
+        ok(json!({"k": {"$not": 1}}), json!({}));
         assert_eq!(
-            bad(json!({"k": {"$not": 1}}), json!({})),
-            ["k: expected not 1, got nothing"]
+            bad(json!({"k": {"$not": 1}}), json!({"k": 1})),
+            ["k: expected not 1, got 1"]
         );
         let out = ok(json!({"$not": {"$capture": "z", "$match": 1}}), json!(2));
         assert!(out.captures.is_empty());

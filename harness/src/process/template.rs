@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+/// The placeholders whose values are JSON texts, written as a JSON body's whole string.
+const JSON_PLACEHOLDERS: [&str; 2] = ["{json}", "{action}"];
+
 /// The values placeholders stand for, by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Placeholders(BTreeMap<String, String>);
@@ -122,8 +125,18 @@ impl Placeholders {
     }
 
     /// `value` with every string in it expanded as [`Quoting::Plain`] (a JSON request body).
+    ///
+    /// `{json}` and `{action}` hold JSON: a string that is exactly one of them becomes that JSON
+    /// value itself (`json: "{json}"` sends the action's value, an object stays an object).
     pub fn expand_json(&self, value: &Value) -> Result<Value, String> {
         Ok(match value {
+            Value::String(s) if JSON_PLACEHOLDERS.contains(&s.as_str()) => {
+                let name = &s[1..s.len() - 1];
+                match self.get(name).map(serde_json::from_str::<Value>) {
+                    Some(Ok(json)) => json,
+                    _ => Value::String(self.expand(s, Quoting::Plain)?),
+                }
+            }
             Value::String(s) => Value::String(self.expand(s, Quoting::Plain)?),
             Value::Array(items) => Value::Array(
                 items
@@ -345,6 +358,28 @@ mod tests {
         assert_eq!(
             body,
             json!({ "session": "ses_1", "at": ["http://127.0.0.1:9"], "n": 1 })
+        );
+    }
+
+    #[test]
+    fn json_and_action_alone_in_a_json_body_are_the_value_itself() {
+        let value = json!({ "permission": "allow_once", "timeout": "300ms" });
+        let mut fields = Placeholders::of_fields(&value);
+        fields.set("action", json!({ "answer_cards": value }).to_string());
+        let p = values().with(&fields);
+        let body = p
+            .expand_json(&json!({ "cards": "{json}", "as": "{action}", "text": "is {json}" }))
+            .expect("expands");
+        assert_eq!(body["cards"], value);
+        assert_eq!(body["as"]["answer_cards"], value);
+        assert!(
+            body["text"].is_string(),
+            "inside a longer string it stays text"
+        );
+        // A string field is never read as JSON: `{permission}` stays a string.
+        assert_eq!(
+            p.expand_json(&json!("{permission}")).expect("expands"),
+            json!("allow_once")
         );
     }
 }

@@ -68,17 +68,25 @@ impl InstanceSetup {
 }
 
 impl InstanceSetup {
-    /// The set-up an instance under test is given as it runs, as hook actions on a timeline:
-    /// how its person answers cards (`answer_cards`, with fake-instance's card policy as its
-    /// fields), at once.
-    pub fn timeline(&self) -> Vec<crate::hooks::Timed> {
-        self.cards
-            .iter()
-            .map(|cards| crate::hooks::Timed {
-                at: std::time::Duration::ZERO,
-                action: "answer_cards".into(),
-                value: cards.clone(),
-            })
-            .collect()
+    /// The set-up an instance under test is given before the scenario's steps begin, as hook
+    /// actions with their fields: how its person answers cards (`answer_cards`, with
+    /// fake-instance's card policy), an account whose personalization is not available
+    /// (`personalization_unavailable`, `{available: false}`), the account's library
+    /// (`library_fixtures`, its knowledge bases).
+    pub fn at_start(&self) -> Vec<(String, Value)> {
+        let mut actions = Vec::new();
+        if let Some(cards) = &self.cards {
+            actions.push(("answer_cards".to_string(), cards.clone()));
+        }
+        if let Some(personalization) = self.personalization.as_ref().filter(|p| !p.available) {
+            actions.push((
+                "personalization_unavailable".to_string(),
+                serde_json::json!({ "available": personalization.available }),
+            ));
+        }
+        if let Some(library) = &self.library {
+            actions.push(("library_fixtures".to_string(), library.clone()));
+        }
+        actions
     }
 }
