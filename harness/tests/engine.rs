@@ -951,6 +951,43 @@ async fn started_requests_go_out_in_step_order_and_each_await_gets_its_own_answe
 }
 
 #[tokio::test(start_paused = true)]
+async fn an_expect_after_a_start_takes_only_what_came_after_its_request() {
+    let mut s = setup(
+        r#"steps:
+  - wait: 10ms
+  - start: { method: prompt, as: second }
+  - expect: { method: event, params: { state: start }, after: second, capture: { seen: params } }
+  - await: { request: second }
+  - check: { that: "${seen.turn}", matches: 2 }
+  - expect: { method: event, after: nobody }
+"#,
+    );
+    // The first turn's start is still in the inbox when the second turn starts.
+    s.remote
+        .send(notification("event", json!({"state": "start", "turn": 1})));
+    let run = spawn_run(&s);
+    let prompt = s.remote.next().await;
+    s.remote
+        .send(notification("event", json!({"state": "start", "turn": 2})));
+    s.remote
+        .send(json!({"jsonrpc": "2.0", "id": prompt["id"], "result": {}}));
+    let (outcome, _) = run.await.unwrap();
+    assert_eq!(
+        statuses(&outcome),
+        [
+            StepStatus::Passed,
+            StepStatus::Passed,
+            StepStatus::Passed,
+            StepStatus::Passed,
+            StepStatus::Passed,
+            StepStatus::Error
+        ],
+        "{:?}",
+        outcome.steps
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_await_gives_up_at_its_deadline() {
     let s = setup(
         "steps:\n  - start: { method: never, as: n, timeout: 2s }\n  - await: { request: n }\n",

@@ -289,6 +289,9 @@ pub struct Runner {
     origins: std::sync::Mutex<std::collections::HashMap<String, u32>>,
     /// Requests sent by `start`, by name: their method, deadline and answer to come.
     started: std::sync::Mutex<std::collections::HashMap<String, Started>>,
+    /// The inbox's newest arrival when each `start` sent its request, by name: an `expect`
+    /// with `after` looks only past it.
+    start_marks: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     /// The rule whose first finding ends the run (see [`Runner::ending_at_finding`]).
     end_at: Option<String>,
 }
@@ -340,6 +343,7 @@ impl Runner {
             reports_progress: false,
             origins: Default::default(),
             started: Default::default(),
+            start_marks: Default::default(),
             end_at: None,
         }
     }
@@ -940,6 +944,9 @@ impl Runner {
         };
         let (method, timeout) = (st.method.clone(), self.timeout(st.timeout));
         self.focus_on(peer.link());
+        if let Ok(mut marks) = self.start_marks.lock() {
+            marks.insert(st.name.clone(), self.hub.inbox.last_seq());
+        }
         // Sent now, in step order; only the wait for the answer runs on its own.
         let answer = tokio::spawn(peer.begin_request(&method, params, timeout));
         match self.started.lock() {
@@ -1107,6 +1114,21 @@ impl Runner {
         }
     }
 
+    /// The inbox's newest arrival when the `start` named `after` sent its request (0: every
+    /// message counts).
+    fn after_start(&self, after: &Option<String>) -> Result<u64, String> {
+        let Some(name) = after else {
+            return Ok(0);
+        };
+        self.start_marks
+            .lock()
+            .ok()
+            .and_then(|marks| marks.get(name).copied())
+            .ok_or_else(|| {
+                format!("`after: {name}`: no request started `as: {name}` before this step")
+            })
+    }
+
     /// Where the run stands now, so a timed-out wait can say what came during it.
     fn mark(&self) -> Mark {
         Mark {
@@ -1235,9 +1257,13 @@ impl Runner {
         if let Applies::No(why) = self.hub.applies(Intent::Await { pattern: &wanted }) {
             return Outcome::NotApplicable(why);
         }
+        let after = match self.after_start(&e.after) {
+            Ok(after) => after,
+            Err(why) => return Outcome::Error(why),
+        };
         let since = self.mark();
         let deadline = Instant::now() + timeout;
-        match self.hub.inbox.wait_take(&pattern, 0, deadline).await {
+        match self.hub.inbox.wait_take(&pattern, after, deadline).await {
             Some((entry, outcome)) => {
                 self.focus_on(entry.link);
                 let message = match self
@@ -1439,9 +1465,13 @@ impl Runner {
             Ok(p) => p,
             Err(err) => return Outcome::Error(err),
         };
+        let after = match self.after_start(&e.after) {
+            Ok(after) => after,
+            Err(why) => return Outcome::Error(why),
+        };
         // Whatever earlier steps did not consume counts too: a message that came during the
         // previous step (a repeated event while a request was answered) is just as unwanted.
-        match self.hub.inbox.watch(&pattern, 0, e.duration.0).await {
+        match self.hub.inbox.watch(&pattern, after, e.duration.0).await {
             None => Outcome::Passed,
             Some(entry) => Outcome::failed(Failure {
                 rule: e.rule.clone(),

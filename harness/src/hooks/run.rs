@@ -536,9 +536,15 @@ mod tests {
         let Err(ActError::NotApplicable(why)) = hooks.run("unsupported", &json!({})).await else {
             panic!("a 501 does not apply");
         };
-        assert!(why.contains("501") && why.contains("no files here"), "{why}");
+        assert!(
+            why.contains("501") && why.contains("no files here"),
+            "{why}"
+        );
         let record = hooks.runs();
-        assert!(!record[3].ok && record[3].not_applicable.is_some(), "{record:?}");
+        assert!(
+            !record[3].ok && record[3].not_applicable.is_some(),
+            "{record:?}"
+        );
     }
 
     #[tokio::test]

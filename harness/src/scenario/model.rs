@@ -519,6 +519,10 @@ pub struct ExpectStep {
     /// This step's deadline.
     #[serde(default)]
     pub timeout: Option<Dur>,
+    /// Only a message that arrived after the request of the `start` step with this `as` name
+    /// went out: an earlier turn's message still in the inbox is not this one.
+    #[serde(default)]
+    pub after: Option<String>,
 }
 
 /// Expect nothing matching for a while.
@@ -540,6 +544,9 @@ pub struct ExpectNoneStep {
     /// The catalogue rule the peer breaks when it comes.
     #[serde(default)]
     pub rule: Option<String>,
+    /// Only what arrives after the request of the `start` step with this `as` name went out.
+    #[serde(default)]
+    pub after: Option<String>,
 }
 
 /// Check a captured value.
