@@ -1,6 +1,6 @@
 //! The `harness run` command: its arguments, its progress line, its table and its reports.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -196,10 +196,21 @@ pub fn command(args: RunArgs) -> Exit {
     let started = Instant::now();
     let args_jobs = args.jobs;
     let progress_on = harness::cli::colours_on(&std::io::stderr()) && !args.quiet;
+    // Read by a program or kept in a file (a CI log): each run's line as it ends, not the whole
+    // table after the last (a matrix takes minutes). On a terminal the table comes sorted at
+    // the end, with a progress line meanwhile.
+    let streaming = !std::io::stdout().is_terminal();
+    let quiet = args.quiet;
     let ran = runtime.block_on(async move {
         // The signal handlers are in place before the first system under test starts.
         let interrupted = harness::cli::shutdown_signal();
         let all = crate::run::run_all(planned, setup, args_jobs, move |n, total, ran| {
+            let failed = matches!(ran.verdict(), Verdict::Failed | Verdict::ScenarioError);
+            if streaming && (failed || !quiet) {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", run_line(ran, &ran.summary()));
+                let _ = out.flush();
+            }
             if progress_on {
                 let mut err = std::io::stderr().lock();
                 let _ = write!(
@@ -244,7 +255,7 @@ pub fn command(args: RunArgs) -> Exit {
             ))
     });
     let summary = Summary::of(&ran, &expected);
-    print_table(&ran, &summary, &args);
+    print_table(&ran, &summary, &args, streaming);
     let not_applicable = summary.count(|j| *j == Judged::NotApplicable);
     let mut out = std::io::stdout().lock();
     for stale in &summary.stale {
@@ -320,12 +331,26 @@ pub fn command(args: RunArgs) -> Exit {
 }
 
 /// A line a run, then the whole report of each failure (of each run with --verbose).
-fn print_table(ran: &[Ran], summary: &Summary, args: &RunArgs) {
+/// One run's line of the table: scenario, cell, time and `verdict` (painted or not).
+fn run_line(r: &Ran, verdict: &str) -> String {
+    format!(
+        "{:<26} {:<24} {:>7.0}ms  {verdict}",
+        r.planned.scenario.name,
+        r.planned.cell.to_string(),
+        r.elapsed.as_secs_f64() * 1000.0,
+    )
+}
+
+/// The table of runs (unless each line was streamed as its run ended: then only the failures
+/// the baseline expects, which a streamed line could not say), and each unexpected failure's
+/// report.
+fn print_table(ran: &[Ran], summary: &Summary, args: &RunArgs, streamed: bool) {
     let paint = Paint(harness::cli::colours_on(&std::io::stdout()));
     let mut out = std::io::stdout().lock();
     for (r, judged) in ran.iter().zip(&summary.judged) {
         let failed = matches!(judged, Judged::UnexpectedFailure);
-        if args.quiet && !failed {
+        let expected = matches!(judged, Judged::ExpectedFailure(_));
+        if (args.quiet && !failed) || (streamed && !expected) {
             continue;
         }
         let mut line = r.summary();
@@ -334,11 +359,8 @@ fn print_table(ran: &[Ran], summary: &Summary, args: &RunArgs) {
         }
         let _ = writeln!(
             out,
-            "{:<26} {:<24} {:>7.0}ms  {}",
-            r.planned.scenario.name,
-            r.planned.cell.to_string(),
-            r.elapsed.as_secs_f64() * 1000.0,
-            paint.verdict(&line, &r.verdict(), judged)
+            "{}",
+            run_line(r, &paint.verdict(&line, &r.verdict(), judged))
         );
     }
     if args.quiet {

@@ -189,6 +189,15 @@ pub fn select(
             ));
         }
     }
+    // A scenario named twice (`device` and `device/cancel.yaml`) runs once.
+    let mut seen = std::collections::HashSet::new();
+    found.retain(|(side, _, scenario)| {
+        seen.insert((
+            side.folder(),
+            scenario.family.folder(),
+            scenario.name.clone(),
+        ))
+    });
     if let Some(first) = found.first().map(|f| f.0)
         && found.iter().any(|f| f.0 != first)
     {
@@ -488,8 +497,41 @@ pub fn write_junit(dir: &Path, ran: &[Ran]) -> std::io::Result<Vec<PathBuf>> {
     Ok(written)
 }
 
-/// The matrix as JSON: each run with its verdict and what the baseline made of it, the stale
-/// entries, and whether it passed.
+/// What went wrong in a run, for tools: each failing or broken step (its place, line, rule,
+/// sentence, what it awaited and expected, the nearest message and the diff) and each
+/// monitor's finding (its rule, sentence and link).
+fn failures(r: &Ran) -> Vec<serde_json::Value> {
+    let Ok((outcome, _)) = &r.outcome else {
+        return Vec::new();
+    };
+    let steps = outcome.steps.iter().filter_map(|step| {
+        let failure = step.failure.as_ref()?;
+        Some(serde_json::json!({
+            "step": step.index,
+            "line": step.line,
+            "title": step.title,
+            "status": step.status,
+            "rule": failure.rule,
+            "message": failure.summary,
+            "awaited": failure.awaited,
+            "expected": failure.expected,
+            "nearest": failure.nearest,
+            "diff": failure.diff,
+        }))
+    });
+    let findings = outcome.findings.iter().map(|finding| {
+        serde_json::json!({
+            "rule": finding.rule,
+            "message": finding.summary,
+            "detail": finding.detail,
+            "link": finding.link,
+        })
+    });
+    steps.chain(findings).collect()
+}
+
+/// The matrix as JSON: each run with its verdict, what went wrong in it and what the baseline
+/// made of it, the stale entries, and whether it passed.
 pub fn json_summary(ran: &[Ran], summary: &Summary, elapsed: Duration) -> serde_json::Value {
     let runs: Vec<serde_json::Value> = ran
         .iter()
@@ -515,6 +557,7 @@ pub fn json_summary(ran: &[Ran], summary: &Summary, elapsed: Duration) -> serde_
                 "verdict": verdict,
                 "why": why,
                 "broken_rules": r.broken(),
+                "failures": failures(r),
                 "baseline": match judged {
                     Judged::ExpectedFailure(entry) => serde_json::json!({ "expected": entry }),
                     Judged::UnexpectedFailure => serde_json::json!("unexpected failure"),

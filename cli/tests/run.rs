@@ -185,6 +185,45 @@ fn the_baseline_holds_expected_failures_and_fails_unexpected_ones_and_stale_entr
 
 #[cfg(unix)]
 #[test]
+fn a_failed_run_says_in_json_which_step_and_rule_and_a_scenario_named_twice_runs_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pids = dir.path().join("pids");
+    let json = dir.path().join("run.json");
+    let (code, out) = harness(&[
+        "run",
+        "--exec",
+        &stand_in(&pids, Some("device.hello.protocol")),
+        "--protocols",
+        "1",
+        "--specs",
+        "1.1.0",
+        "--report",
+        &format!("json:{}", json.display()),
+        "instance/negotiate.yaml",
+        "scenarios/instance/negotiate.yaml",
+    ]);
+    assert_eq!(code, 1, "{out}");
+    // Redirected, each run's line comes as it ends: here, one line for the one run.
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("negotiate ")).count(),
+        1,
+        "{out}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
+    let runs = summary["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1, "{summary}");
+    let failures = runs[0]["failures"].as_array().expect("failures");
+    assert!(
+        failures.iter().any(|f| f["rule"] == "device.hello.protocol"
+            && f["message"].as_str().is_some_and(|m| !m.is_empty())),
+        "{summary}"
+    );
+    assert_none_outlived(&pids);
+}
+
+#[cfg(unix)]
+#[test]
 fn the_device_catalogue_runs_against_a_spawned_stand_in_server_with_its_web_ui_by_hooks() {
     let dir = tempfile::tempdir().expect("dir");
     let json = dir.path().join("run.json");

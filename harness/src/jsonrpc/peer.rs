@@ -125,7 +125,7 @@ pub struct PeerConfig {
     /// How the link's frames are read (JSON-RPC unless the family says otherwise).
     pub framing: super::framing::Framing,
     /// The request that opens the link: until it is answered with a result, every other
-    /// request and notification this side sends is held (see [`super::gate`]).
+    /// request and notification this side sends is held, in order, and sent once it is.
     pub opener: Option<&'static str>,
 }
 
