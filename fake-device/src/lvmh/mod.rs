@@ -200,6 +200,9 @@ pub(crate) struct PluginPlan {
     pub state_dir: Option<std::path::PathBuf>,
 }
 
+/// How long a plugin asked to stop waits for its `bye` to go out.
+const BYE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Why a plugin's run could not start.
 #[derive(Debug)]
 pub(crate) enum PluginError {
@@ -216,6 +219,12 @@ pub(crate) async fn run_started(
     started: impl FnOnce(Arc<harness::engine::Progress>),
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<harness::embed::Ended, PluginError> {
+    // A stop asked for (SIGTERM, SIGINT, the handle let go) is pi shutting down: it says `bye`.
+    let asked_to_stop = std::sync::atomic::AtomicBool::new(false);
+    let shutdown = async {
+        shutdown.await;
+        asked_to_stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    };
     if let Some(scenario) = &scenario {
         check_actions::<PluginAction>(&scenario.steps, "steps", &scenario.source)
             .map_err(|e| PluginError::Setup(e.to_string()))?;
@@ -389,7 +398,10 @@ pub(crate) async fn run_started(
             None
         }
     };
-    plugin.kill();
+    match asked_to_stop.load(std::sync::atomic::Ordering::Relaxed) {
+        true => plugin.quit_and_wait(BYE_WITHIN).await,
+        false => plugin.kill(),
+    }
     if let Some(dir) = &options.state_dir {
         let saved = resume::Saved {
             session: plugin.snapshot(),

@@ -425,6 +425,17 @@ impl Plugin {
         let _ = stop.wait_for(|stopped| *stopped).await;
     }
 
+    /// Says `bye` and stops, as [`Plugin::quit`], then waits (at most `within`) until the link
+    /// that carried it has closed: a process that ends right after (pi on SIGTERM or SIGINT)
+    /// gets its `bye` out first.
+    pub async fn quit_and_wait(&self, within: std::time::Duration) {
+        let live = self.state.lock().ok().and_then(|s| s.live.clone());
+        self.quit();
+        if let Some(peer) = live {
+            let _ = tokio::time::timeout(within, peer.closed()).await;
+        }
+    }
+
     /// Stops at once, without a word (the process is killed).
     pub fn kill(&self) {
         self.stop_with(GOING_AWAY, "killed");
