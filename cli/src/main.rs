@@ -138,8 +138,11 @@ fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
     });
     let mut bad = 0;
     if files.is_empty() {
-        for side in [Side::Instance, Side::Device] {
-            for embedded in harness::scenario::catalogue::embedded(side) {
+        let every = harness::family::Family::ALL
+            .into_iter()
+            .flat_map(|family| [(family, Side::Instance), (family, Side::Device)]);
+        for (family, side) in every {
+            for embedded in harness::scenario::catalogue::embedded_of(side, family) {
                 match load_checked(|| embedded.load(), Some(side)) {
                     Ok(s) => {
                         let _ =

@@ -12,6 +12,9 @@ use crate::settings;
 /// settings, its `peer:` set-up and its steps' actions. An error names the file, the line and
 /// the key at fault.
 pub fn check_scenario(scenario: &Scenario) -> Result<(), LoadError> {
+    if scenario.family == harness::family::Family::Lvmh {
+        return crate::lvmh::check_scenario(scenario);
+    }
     settings::of(scenario)?;
     InstanceSetup::of(scenario)?;
     check_actions::<DeviceAction>(&scenario.steps, "steps", &scenario.source)
@@ -20,5 +23,8 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), LoadError> {
 /// Checks what fake-device reads of an instance-side scenario when it plays the device for it:
 /// what its person does by itself (`peer.steps`).
 pub fn check_as_peer_of(scenario: &Scenario) -> Result<(), LoadError> {
+    if scenario.family == harness::family::Family::Lvmh {
+        return crate::lvmh::check_as_peer_of(scenario);
+    }
     check_actions::<DeviceAction>(scenario.peer_steps(), "peer.steps", &scenario.source)
 }

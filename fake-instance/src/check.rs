@@ -13,6 +13,9 @@ use crate::settings::{self, CardPolicy};
 /// `instance:` settings, its `peer:` set-up and its steps' actions. An error names the file,
 /// the line and the key at fault.
 pub fn check_scenario(scenario: &Scenario) -> Result<(), LoadError> {
+    if scenario.family == harness::family::Family::Lvmh {
+        return crate::lvmh::check_scenario(scenario);
+    }
     settings::of(scenario)?;
     DeviceSetup::of(scenario)?;
     check_actions::<WebAction>(&scenario.steps, "steps", &scenario.source)
@@ -22,6 +25,10 @@ pub fn check_scenario(scenario: &Scenario) -> Result<(), LoadError> {
 /// how its web UI answers cards (`peer.cards`), the account's library (`peer.library`) and what
 /// it does by itself (`peer.steps`).
 pub fn check_as_peer_of(scenario: &Scenario) -> Result<(), LoadError> {
+    // The lvmh daemon plays a daemon scenario's peer as it is: it reads nothing of it.
+    if scenario.family == harness::family::Family::Lvmh {
+        return Ok(());
+    }
     peer_cards(scenario)?;
     peer_library(scenario)?;
     check_actions::<WebAction>(scenario.peer_steps(), "peer.steps", &scenario.source)

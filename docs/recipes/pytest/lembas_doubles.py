@@ -79,7 +79,12 @@ class _HookServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 try:
-                    fields = json.loads(body.get("fields") or "null")
+                    # `"{action}"` alone is `{name: fields}` itself (an older double sent it as
+                    # a JSON string, decoded here).
+                    action = body.get("action")
+                    if isinstance(action, str):
+                        action = json.loads(action)
+                    fields = (action or {}).get(name)
                     result = server.hooks[name](fields)
                     status, answer = 200, result if result is not None else {}
                 except Exception as e:  # the report shows it, and the run is a set-up error
@@ -101,12 +106,12 @@ class _HookServer:
         self.thread.start()
 
     def write_hooks(self, path: Path) -> None:
-        # JSON is YAML. `{json}` is the action's fields as JSON, a string the handler reads.
+        # JSON is YAML. `"{action}"` alone is `{name: fields}`, as JSON, in the request's body.
         hooks = {
             name: {
                 "http": {
                     "url": f"http://127.0.0.1:{self.port}/hooks/{name}",
-                    "json": {"fields": "{json}"},
+                    "json": {"action": "{action}"},
                 }
             }
             for name in self.hooks

@@ -82,6 +82,9 @@ def test_a_well_behaved_server_passes_negotiate(fake_device, stand_in):
 def test_the_web_ui_s_actions_are_python_callables(fake_device, stand_in):
     server = stand_in()
     hooks = {
+        # Its person answers cards with the web UI's defaults already, which is what
+        # cards.yaml asks for (`peer.cards: {}`): nothing to set up.
+        "answer_cards": lambda fields: {},
         "open_chat": lambda fields: server.act({"open_chat": fields or {}}),
         "send": lambda fields: server.act({"send": fields}),
     }
@@ -93,7 +96,7 @@ def test_a_missing_hook_is_not_applicable_not_a_failure(fake_device, stand_in):
     server = stand_in()
     verdict = fake_device.run("device/cards.yaml", instance=server.url)
     assert verdict.verdict == "not_applicable", verdict.report
-    assert "needs hook `open_chat`" in verdict.why
+    assert "needs hook" in verdict.why and "`open_chat`" in verdict.why, verdict.why
 
 
 def test_a_server_that_breaks_a_rule_fails_naming_it(fake_device, stand_in):

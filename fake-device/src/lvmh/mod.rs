@@ -200,6 +200,33 @@ pub(crate) struct PluginPlan {
     pub state_dir: Option<std::path::PathBuf>,
 }
 
+/// Checks what the plugin reads of a daemon-side lvmh scenario beyond the format: its `device:`
+/// settings and its steps' actions.
+pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
+    PluginSettings::of(scenario.device.as_ref(), &scenario.source)
+        .map_err(|message| unlocated(scenario, message))?;
+    check_actions::<PluginAction>(&scenario.steps, "steps", &scenario.source)
+}
+
+/// Checks what the plugin reads of a plugin-side lvmh scenario when it plays the plugin for it:
+/// its `peer:` settings and its own steps.
+pub(crate) fn check_as_peer_of(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
+    PluginSettings::of_peer(scenario).map_err(|message| unlocated(scenario, message))?;
+    check_actions::<PluginAction>(scenario.peer_steps(), "peer.steps", &scenario.source)
+}
+
+/// An error of a scenario the reading of a section could not place at a line.
+fn unlocated(scenario: &Scenario, message: String) -> harness::scenario::LoadError {
+    harness::scenario::LoadError {
+        file: scenario.source.clone(),
+        line: None,
+        column: None,
+        key_path: None,
+        message,
+        snippet: None,
+    }
+}
+
 /// How long a plugin asked to stop waits for its `bye` to go out.
 const BYE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 

@@ -709,7 +709,10 @@ impl Plugin {
                 kinds::AGENT_END,
                 fields(json!({"usage": {"inputTokens": prompt.len(), "outputTokens": said.len()}})),
             );
-            self.emit(kinds::AGENT_SETTLED, Map::new());
+            // Misbehaving: the run never settles.
+            if !self.config.misbehave.breaks(rules::RUN_FRAMED) {
+                self.emit(kinds::AGENT_SETTLED, Map::new());
+            }
             self.pending.fetch_sub(1, Ordering::SeqCst);
         }
     }

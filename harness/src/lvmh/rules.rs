@@ -46,6 +46,9 @@ pub const BYE: &str = "lvmh.plugin.bye";
 pub const SESSION_INFO: &str = "lvmh.plugin.session_info";
 /// An `abort` ends the current run: the reply stops where it was, the run ends and settles.
 pub const ABORT: &str = "lvmh.plugin.abort";
+/// A prompt starts a run framed by `agent_start` and `agent_end`, its reply streamed, and the run
+/// settles (`agent_settled`).
+pub const RUN_FRAMED: &str = "lvmh.plugin.run.framed";
 /// A spawn answers at once with the session's and the container's ids, lists its job, and its
 /// session comes with `agent: true` and the repo.
 pub const SPAWN: &str = "lvmh.daemon.spawn";

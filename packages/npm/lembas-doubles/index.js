@@ -100,8 +100,11 @@ class HookServer {
     try {
       let body = "";
       for await (const chunk of request) body += chunk;
-      // `{json}` arrives as a JSON string (the action's fields as JSON): decode it once more.
-      const fields = JSON.parse(JSON.parse(body || "{}").fields || "null");
+      // `"{action}"` alone is `{name: fields}` itself; an older double sent it as a JSON
+      // string, decoded once more here.
+      let action = JSON.parse(body || "{}").action ?? {};
+      if (typeof action === "string") action = JSON.parse(action);
+      const fields = action[name] ?? null;
       answer = (await this.hooks[name](fields)) ?? {};
     } catch (e) {
       this.errors.push(`${name}: ${e && e.stack ? e.stack : e}`);
@@ -128,7 +131,7 @@ async function writeHooks(hooks, file) {
   for (const [name, hook] of Object.entries(hooks)) {
     entries[name] =
       typeof hook === "function"
-        ? { http: { url: `http://127.0.0.1:${port}/hooks/${encodeURIComponent(name)}`, json: { fields: "{json}" } } }
+        ? { http: { url: `http://127.0.0.1:${port}/hooks/${encodeURIComponent(name)}`, json: { action: "{action}" } } }
         : hook;
   }
   // JSON is YAML: the double reads this as a hooks file.

@@ -42,9 +42,12 @@ class HookServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
-                    # `{json}` is substituted as a JSON *string* (the action's fields as JSON),
-                    # so it arrives quoted and is decoded once more here.
-                    fields = json.loads(body.get("fields") or "null")
+                    # `"{action}"` alone is `{name: fields}` itself (an older double sent it as
+                    # a JSON string, decoded once more here).
+                    action = body.get("action")
+                    if isinstance(action, str):
+                        action = json.loads(action)
+                    fields = (action or {}).get(name)
                     result = server.hooks[name](fields)
                     status, answer = 200, result if result is not None else {}
                 except Exception as e:  # noqa: BLE001 (the double's report shows it; the run is a set-up error)
@@ -76,7 +79,7 @@ class HookServer:
                 entries[name] = {
                     "http": {
                         "url": f"http://127.0.0.1:{self.port}/hooks/{name}",
-                        "json": {"fields": "{json}"},
+                        "json": {"action": "{action}"},
                     }
                 }
             else:

@@ -47,6 +47,9 @@ def lembas_hooks(stand_in: Double) -> dict:
     # The web UI's actions a scenario's `peer:` asks for, done on the stand-in; a real suite
     # would call its server's test API here.
     return {
+        # Its person answers cards with the web UI's defaults already: what `peer.cards: {}`
+        # asks for, so there is nothing to set up.
+        "answer_cards": lambda fields: {},
         "open_chat": lambda fields: stand_in.act({"open_chat": fields or {}}),
         "send": lambda fields: stand_in.act({"send": fields}),
     }
