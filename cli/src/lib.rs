@@ -50,6 +50,7 @@ pub fn scenario_schema() -> String {
             Merge::of::<harness::lembas::setup::DeviceSetup>("PeerSetup"),
             Merge::of::<harness::lembas::setup::InstanceSetup>("PeerSetup"),
             Merge::of::<fake_device::lvmh::PluginSettings>("PeerSetup"),
+            Merge::of::<fake_device::lvmh::DaemonSetup>("PeerSetup"),
         ],
     )
 }

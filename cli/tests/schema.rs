@@ -10,3 +10,56 @@ fn the_schema_in_docs_is_current() {
         "docs/scenario.schema.json is stale: run `cargo run -q -p harness-cli -- schema --write docs/scenario.schema.json`"
     );
 }
+
+/// Every shipped scenario, of both families, is valid against the schema: an editor that reads
+/// it flags nothing in a file the doubles run.
+#[test]
+fn every_shipped_scenario_is_valid_against_the_schema() {
+    use harness::family::Family;
+    use harness::scenario::Side;
+    let schema: serde_json::Value =
+        serde_json::from_str(&harness_cli::scenario_schema()).expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let mut invalid = Vec::new();
+    for family in Family::ALL {
+        for side in [Side::Instance, Side::Device] {
+            for embedded in harness::scenario::catalogue::embedded_of(side, family) {
+                let value: serde_json::Value =
+                    serde_saphyr::from_str(embedded.text).expect("shipped YAML parses");
+                for error in validator.iter_errors(&value) {
+                    invalid.push(format!(
+                        "{}: {} at {}",
+                        embedded.label(),
+                        error,
+                        error.instance_path()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(invalid.is_empty(), "{}", invalid.join("\n"));
+}
+
+/// What the loader takes, the schema takes: a `sut:` as a bare command or as a map without
+/// `env`.
+#[test]
+fn the_schema_takes_a_sut_as_the_loader_does() {
+    let schema: serde_json::Value =
+        serde_json::from_str(&harness_cli::scenario_schema()).expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    for sut in [
+        serde_json::json!("lembas serve --url {url}"),
+        serde_json::json!({ "exec": "lembas serve", "grace": "2s" }),
+    ] {
+        let scenario = serde_json::json!({
+            "name": "s", "about": "a", "sut": sut, "steps": [{ "wait": "1ms" }]
+        });
+        let errors: Vec<String> = validator
+            .iter_errors(&scenario)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{sut}: {errors:?}");
+        let yaml = format!("name: s\nabout: a\nsut: {sut}\nsteps:\n  - wait: 1ms\n");
+        harness::scenario::load_str(&yaml, "s.yaml", None).expect("the loader takes it too");
+    }
+}

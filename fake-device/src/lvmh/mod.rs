@@ -22,6 +22,19 @@ use serde_json::{Value, json};
 
 pub use actions::{PluginAction, PluginActor};
 
+/// What a daemon-side lvmh scenario's `peer:` section asks the daemon under test to be set up
+/// for: each is set-up its own test arranges (`--arranged`), else the run does not apply.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonSetup {
+    /// The daemon is pointed at fake-device's fake GitLab (`{gitlab_url}`).
+    #[serde(default)]
+    pub gitlab: bool,
+    /// The daemon can spawn sessions in containers.
+    #[serde(default)]
+    pub spawns: bool,
+}
+
 /// What an lvmh scenario's `device:` section says of the fake plugin.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -205,6 +218,10 @@ pub(crate) struct PluginPlan {
 pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
     PluginSettings::of(scenario.device.as_ref(), &scenario.source)
         .map_err(|message| unlocated(scenario, message))?;
+    if let Some(peer) = &scenario.peer {
+        let setup = serde_json::Value::Object(peer.value.setup.clone());
+        harness::scenario::read_section::<DaemonSetup, _>(setup, "peer", &scenario.source, peer)?;
+    }
     check_actions::<PluginAction>(&scenario.steps, "steps", &scenario.source)
 }
 

@@ -12,7 +12,7 @@ use crate::duration::Dur;
 pub const DEFAULT_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The system under test's command and how to run it.
-#[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SutSpec {
     /// The command, run by `sh -c`, with placeholders (`{url}`, `{ws_url}`, `{token}`, `{tmp}`,
     /// `{root}`, `{port}`, `{protocol}`, `{spec}`) shell-quoted into it.
@@ -27,7 +27,6 @@ pub struct SutSpec {
     /// Its standard input and output are the link (`serve --stdio`: one message a line), not
     /// output to log: set by the double for a scenario that speaks to the peer that way, never
     /// read from a file.
-    #[schemars(skip)]
     pub link_on_stdio: bool,
 }
 
@@ -44,25 +43,39 @@ impl SutSpec {
     }
 }
 
+// The loader and the schema read this one shape, so they cannot disagree about a `sut:`.
+/// The system under test: a command, or the command with its environment, directory and grace
+/// period.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum Said {
+    /// Just the command.
+    Command(String),
+    /// The command with its environment, directory and grace period.
+    Full(SutMap),
+}
+
+/// A `sut:` written as a map.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SutMap {
+    /// The command, run by `sh -c`, with placeholders (`{url}`, `{ws_url}`, `{token}`, `{tmp}`,
+    /// `{root}`, `{port}`, `{protocol}`, `{protocols}`, `{spec}`) shell-quoted into it.
+    exec: String,
+    /// More environment variables (placeholders expanded); every placeholder is also set as
+    /// `LEMBAS_TEST_<NAME>`.
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    /// Where it runs (placeholders expanded; default: the double's own directory).
+    #[serde(default)]
+    cwd: Option<String>,
+    /// How long a stop waits after SIGTERM before SIGKILL (default 5s).
+    #[serde(default)]
+    grace: Option<Dur>,
+}
+
 impl<'de> Deserialize<'de> for SutSpec {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Full {
-            exec: String,
-            #[serde(default)]
-            env: BTreeMap<String, String>,
-            #[serde(default)]
-            cwd: Option<String>,
-            #[serde(default)]
-            grace: Option<Dur>,
-        }
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Said {
-            Command(String),
-            Full(Full),
-        }
         match Said::deserialize(deserializer)? {
             Said::Command(exec) => Ok(SutSpec::command(exec)),
             Said::Full(full) => Ok(SutSpec {
@@ -73,5 +86,15 @@ impl<'de> Deserialize<'de> for SutSpec {
                 link_on_stdio: false,
             }),
         }
+    }
+}
+
+impl JsonSchema for SutSpec {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SutSpec".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Said::json_schema(generator)
     }
 }
