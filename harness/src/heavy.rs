@@ -50,8 +50,11 @@ mod tests {
         assert!(heard, "the other task ran while the heavy work went on");
     }
 
-    #[tokio::test]
-    async fn a_single_threaded_runtime_runs_it_in_place() {
-        assert_eq!(run(HEAVY_BYTES, || 7), 7);
+    /// `block_in_place` panics on a current-thread runtime: heavy work there must run in place
+    /// (this test panics, and fails, if `run` hands it off anyway).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_single_threaded_runtime_runs_it_in_place_without_a_hand_off() {
+        let caller = std::thread::current().id();
+        assert_eq!(run(HEAVY_BYTES, || std::thread::current().id()), caller);
     }
 }
