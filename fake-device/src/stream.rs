@@ -219,7 +219,11 @@ mod tests {
         let completion = assembler.finish();
         // The second call's continuation lands in the first: both calls' arguments are broken
         // JSON, read as no arguments at all, and neither command runs as the model wrote it.
-        let ids: Vec<&str> = completion.tool_calls.iter().map(|c| c.id.as_str()).collect();
+        let ids: Vec<&str> = completion
+            .tool_calls
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
         assert_eq!(ids, ["a", "b"]);
         for call in &completion.tool_calls {
             assert_eq!(call.arguments, json!({}), "{call:?}");

@@ -216,7 +216,10 @@ async fn linked() -> Linked {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_messages_are_findings_and_the_device_serves_on() {
     let Linked {
-        device, mut socket, ..
+        device,
+        mut socket,
+        _root: root,
+        ..
     } = linked().await;
     let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     for text in [
@@ -240,33 +243,33 @@ async fn malformed_messages_are_findings_and_the_device_serves_on() {
         .send(Message::Binary(vec![0xff, 0x00, 0x7b].into()))
         .await
         .expect("sent");
-    // Pairs of requests with one id, each pair in one write: when the second is read before
-    // the first is answered it is refused (-32600), the first still answered; when the first
-    // was answered already, the id is free again and both get -32601. The device answers at
-    // once, so a pair can go either way; over twenty, some are caught.
-    let mut refused = 0;
-    for id in 100..120 {
-        let twice = json!({"jsonrpc": "2.0", "id": id, "method": "_lembas/unknown"}).to_string();
-        for _ in 0..2 {
-            socket
-                .feed(Message::Text(twice.clone().into()))
-                .await
-                .expect("fed");
-        }
-        socket.flush().await.expect("sent");
-        let mut codes = Vec::new();
-        for _ in 0..2 {
-            let answer = answer_to(&mut socket, &json!(id)).await;
-            codes.push(answer["error"]["code"].as_i64().unwrap_or_default());
-        }
-        codes.sort_unstable();
-        assert!(
-            codes == [-32601, -32600] || codes == [-32601, -32601],
-            "each is answered: {codes:?}"
-        );
-        refused += usize::from(codes == [-32601, -32600]);
+    // A request whose id is that of one still waiting for its answer: a prompt runs a turn (the
+    // echo agent's three pieces, 50 ms apart), and the same id again, in the same write, comes
+    // while it runs. The second is refused (-32600); the first is still answered.
+    let cwd = root.path().to_string_lossy().into_owned();
+    send(
+        &mut socket,
+        json!({"jsonrpc": "2.0", "id": 90, "method": "session/new",
+            "params": {"cwd": cwd, "mcpServers": []}}),
+    )
+    .await;
+    let opened = answer_to(&mut socket, &json!(90)).await;
+    let session = opened["result"]["sessionId"].clone();
+    assert!(session.is_string(), "{opened}");
+    let prompt = json!({"jsonrpc": "2.0", "id": 91, "method": "session/prompt",
+        "params": {"sessionId": session, "prompt": [{"type": "text", "text": "a turn"}]}})
+    .to_string();
+    for _ in 0..2 {
+        socket
+            .feed(Message::Text(prompt.clone().into()))
+            .await
+            .expect("fed");
     }
-    assert!(refused > 0, "no reused id was refused in twenty pairs");
+    socket.flush().await.expect("sent");
+    let refused = answer_to(&mut socket, &json!(91)).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    let answered = answer_to(&mut socket, &json!(91)).await;
+    assert!(answered["result"]["stopReason"].is_string(), "{answered}");
     assert!(still_serves(&mut socket, 1000).await);
     drop(socket);
     let report = device.verdict().await;
