@@ -126,7 +126,7 @@ def test_a_failing_verdict_fails_the_test_with_the_report(pytester: pytest.Pytes
             "*FAILED: the peer broke instance.initialize.protocol*",
         ]
     )
-    result.stdout.fnmatch_lines(["*not applicable: *needs hook `open_chat`*"])
+    result.stdout.fnmatch_lines(["*not applicable: *needs hook *`open_chat`*"])
 
     # The doubles' JUnit lands in pytest's: properties on each test case, and the double's own
     # suite (its steps as test cases) beside pytest's.
