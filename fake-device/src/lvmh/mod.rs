@@ -217,7 +217,7 @@ pub(crate) struct PluginPlan {
 /// settings and its steps' actions.
 pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
     PluginSettings::of(scenario.device.as_ref(), &scenario.source)
-        .map_err(|message| unlocated(scenario, message))?;
+        .map_err(|message| harness::scenario::LoadError::unlocated(&scenario.source, message))?;
     if let Some(peer) = &scenario.peer {
         let setup = serde_json::Value::Object(peer.value.setup.clone());
         harness::scenario::read_section::<DaemonSetup, _>(setup, "peer", &scenario.source, peer)?;
@@ -228,20 +228,9 @@ pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenari
 /// Checks what the plugin reads of a plugin-side lvmh scenario when it plays the plugin for it:
 /// its `peer:` settings and its own steps.
 pub(crate) fn check_as_peer_of(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
-    PluginSettings::of_peer(scenario).map_err(|message| unlocated(scenario, message))?;
+    PluginSettings::of_peer(scenario)
+        .map_err(|message| harness::scenario::LoadError::unlocated(&scenario.source, message))?;
     check_actions::<PluginAction>(scenario.peer_steps(), "peer.steps", &scenario.source)
-}
-
-/// An error of a scenario the reading of a section could not place at a line.
-fn unlocated(scenario: &Scenario, message: String) -> harness::scenario::LoadError {
-    harness::scenario::LoadError {
-        file: scenario.source.clone(),
-        line: None,
-        column: None,
-        key_path: None,
-        message,
-        snippet: None,
-    }
 }
 
 /// How long a plugin asked to stop waits for its `bye` to go out.

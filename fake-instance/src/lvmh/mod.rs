@@ -99,20 +99,9 @@ pub(crate) enum DaemonError {
 /// Checks what the daemon reads of a plugin-side lvmh scenario beyond the format: its settings
 /// and its steps' actions.
 pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
-    DaemonSettings::of(scenario).map_err(|message| unlocated(scenario, message))?;
+    DaemonSettings::of(scenario)
+        .map_err(|message| harness::scenario::LoadError::unlocated(&scenario.source, message))?;
     check_actions::<DaemonAction>(&scenario.steps, "steps", &scenario.source)
-}
-
-/// An error of a scenario the reading of a section could not place at a line.
-fn unlocated(scenario: &Scenario, message: String) -> harness::scenario::LoadError {
-    harness::scenario::LoadError {
-        file: scenario.source.clone(),
-        line: None,
-        column: None,
-        key_path: None,
-        message,
-        snippet: None,
-    }
 }
 
 /// Runs fake-instance as the lvmh daemon; `started` gets its address once it listens.

@@ -65,6 +65,18 @@ pub struct LoadError {
 }
 
 impl LoadError {
+    /// An error of `file` that no line can be given for (a section read after loading).
+    pub fn unlocated(file: impl Into<String>, message: impl Into<String>) -> LoadError {
+        LoadError {
+            file: file.into(),
+            line: None,
+            column: None,
+            key_path: None,
+            message: message.into(),
+            snippet: None,
+        }
+    }
+
     fn render(&self) -> String {
         let mut out = self.file.clone();
         if let Some(line) = self.line {
