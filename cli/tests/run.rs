@@ -10,7 +10,7 @@ use std::time::Duration;
 
 mod common;
 
-use common::{HARNESS, fake_device, root};
+use common::{HARNESS, fake_device, harness, root};
 
 /// The stand-in CLI's command: fake-device with the capabilities of a CLI that implements part
 /// of the spec, following the instance's model, reading its terminal person from stdin; its pid
@@ -24,21 +24,6 @@ fn stand_in(pids: &Path, misbehave: Option<&str>) -> String {
             .map(|m| format!(" --misbehave {m}"))
             .unwrap_or_default()
     )
-}
-
-fn harness(args: &[&str]) -> (i32, String) {
-    let out = Command::new(HARNESS)
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("harness runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code().unwrap_or(-1), text)
 }
 
 /// Whether `pid` runs (a zombie, killed and not yet reaped, does not).

@@ -14,7 +14,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{HARNESS, root};
+use common::{harness, root};
 
 /// Builds the stand-ins; false (said on stderr) when the tools they need are missing.
 fn set_up() -> bool {
@@ -62,18 +62,8 @@ fn judge(catalogue: &str, exec: &str, hooks: Option<&str>) -> Vec<serde_json::Va
         args.extend(["--hooks".to_string(), hooks.to_string()]);
     }
     args.push(catalogue.into());
-    let out = Command::new(HARNESS)
-        .args(&args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("harness runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    let (code, text) = harness(&args);
+    assert_eq!(code, 0, "{text}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
     let runs = summary["runs"].as_array().expect("runs").clone();

@@ -31,3 +31,21 @@ pub fn binary(name: &str) -> PathBuf {
     }
     path
 }
+
+/// Runs `harness` with `args` from the workspace's root, without colours; its exit code and
+/// everything it printed (stdout, then stderr).
+#[allow(dead_code)] // each test file uses what it needs of this module
+pub fn harness<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (i32, String) {
+    let out = Command::new(HARNESS)
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("harness runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
