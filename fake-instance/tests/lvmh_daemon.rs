@@ -169,6 +169,44 @@ async fn a_spawn_starts_an_agent_session_for_its_repo_and_its_container_stops() 
     daemon.verdict().await.assert_passed();
 }
 
+/// A browser whose open crosses a spawn (it opens after the spawn was answered) still hears of
+/// the job: the daemon tells a browser the jobs when it opens, as it tells the session list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_opened_after_a_spawn_is_told_its_job() {
+    use futures_util::StreamExt;
+    let daemon = daemon().await;
+    let url = daemon.url();
+    let (status, body) = call(
+        &url,
+        reqwest::Method::POST,
+        "/api/spawn",
+        Some(json!({"repo": "group/project"})),
+        Some(TOKEN),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let ws = format!("{}/ws?token={TOKEN}", url.replacen("http", "ws", 1));
+    let (mut browser, _) = tokio_tungstenite::connect_async(ws)
+        .await
+        .expect("the browser link opens");
+    let mut seen = Vec::new();
+    let told = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(Ok(message)) = browser.next().await {
+            let Ok(frame) = serde_json::from_str::<Value>(message.to_text().unwrap_or("")) else {
+                continue;
+            };
+            seen.push(frame["type"].clone());
+            if frame["type"] == "spawn_status" {
+                return frame;
+            }
+        }
+        Value::Null
+    })
+    .await
+    .unwrap_or(Value::Null);
+    assert_eq!(told["jobs"][0]["repo"], "group/project", "frames: {seen:?}");
+}
+
 #[tokio::test]
 async fn gitlab_takes_only_its_token_and_never_gives_it_back() {
     let daemon = daemon().await;

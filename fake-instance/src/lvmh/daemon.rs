@@ -65,6 +65,9 @@ pub struct Daemon {
     /// The plugin link of each online session.
     online: Mutex<HashMap<String, Arc<Peer>>>,
     browsers: Mutex<HashMap<u32, BrowserLink>>,
+    /// The spawn jobs last told, so a browser that opens while a job runs hears of it too
+    /// (its open and a spawn can cross).
+    spawn_jobs: Mutex<Vec<Value>>,
     misbehave: Misbehaviours,
     /// How long a lost event may wait for its `buffer_overflow` notice.
     patience: Duration,
@@ -91,6 +94,7 @@ impl Daemon {
             agents: Mutex::new(HashMap::new()),
             online: Mutex::new(HashMap::new()),
             browsers: Mutex::new(HashMap::new()),
+            spawn_jobs: Mutex::new(Vec::new()),
             patience,
             prompts: std::sync::atomic::AtomicU64::new(0),
             gaps: Arc::default(),
@@ -263,10 +267,19 @@ impl Daemon {
         if self.misbehave.breaks(rules::SPAWN_STATUS_PUSHED) {
             return;
         }
+        if let Ok(mut told) = self.spawn_jobs.lock() {
+            told.clone_from(&jobs);
+        }
         let frame = json!({"type": kinds::SPAWN_STATUS, "jobs": jobs});
         for peer in self.browser_peers(None) {
             peer.send_frame(frame.clone());
         }
+    }
+
+    /// The `spawn_status` frame a browser opening now is sent: none while no job was told.
+    fn spawn_status_now(&self) -> Option<Value> {
+        let jobs = self.spawn_jobs.lock().ok()?.clone();
+        (!jobs.is_empty()).then(|| json!({"type": kinds::SPAWN_STATUS, "jobs": jobs}))
     }
 
     /// The browsers' links, all or those subscribed to `session`.
@@ -606,6 +619,9 @@ impl Behaviour for Daemon {
                 );
             }
             peer.send_frame(json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()}));
+            if let Some(frame) = self.spawn_status_now() {
+                peer.send_frame(frame);
+            }
         } else if let Ok(mut agents) = self.agents.lock() {
             agents.insert(
                 peer.link(),

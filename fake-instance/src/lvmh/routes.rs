@@ -252,7 +252,10 @@ async fn stop_container(State(state): State<DaemonState>, Path(id): Path<String>
         return Json(json!({"ok": true})).into_response();
     }
     match state.spawns.stop(&id) {
-        true => Json(json!({"ok": true})).into_response(),
+        true => {
+            state.daemon.spawn_status_changed(state.spawns.jobs());
+            Json(json!({"ok": true})).into_response()
+        }
         false => error(
             StatusCode::NOT_FOUND,
             "no spawned container runs that session",
