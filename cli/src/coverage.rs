@@ -57,6 +57,13 @@ pub struct RuleCoverage {
     /// The other double's misbehaviour that breaks it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub misbehaviour: Option<String>,
+    /// Every misbehaviour that breaks it, by the id `--misbehave` takes (`RULE`, `RULE/WAY`),
+    /// with what it does.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub misbehaviours: Vec<(String, String)>,
+    /// Why it can be broken in one way only, where the catalogue says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub one_way: Option<String>,
     /// Tests that prove a monitor-only check.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub proven_by: Vec<String>,
@@ -82,10 +89,22 @@ pub struct Totals {
     pub unobservable: usize,
     /// Observable, unproven, with no reason.
     pub missing: usize,
+    /// The misbehaviours of the covered rules, every way counted.
+    pub misbehaviours: usize,
+    /// Covered rules broken in one way only that do not say why only one (each wants a second
+    /// way that breaks it differently).
+    pub one_way: usize,
 }
 
 impl Totals {
-    fn add(&mut self, status: Status) {
+    fn add(&mut self, rule: &RuleCoverage) {
+        let status = rule.status;
+        if status == Status::Covered {
+            self.misbehaviours += rule.misbehaviours.len();
+            if rule.lacks_a_second_way() {
+                self.one_way += 1;
+            }
+        }
         self.rules += 1;
         match status {
             Status::Covered => self.covered += 1,
@@ -104,6 +123,16 @@ impl Totals {
             .checked_div(self.observable)
             .and_then(|p| u32::try_from(p).ok())
             .unwrap_or(100)
+    }
+}
+
+impl RuleCoverage {
+    /// Covered by a single misbehaviour, though nothing says it can be broken only one way.
+    pub fn lacks_a_second_way(&self) -> bool {
+        self.status == Status::Covered
+            && self.side != Binds::Both
+            && self.misbehaviours.len() < 2
+            && self.one_way.is_none()
     }
 }
 
@@ -271,6 +300,12 @@ pub fn coverage(catalogue: &Catalogue) -> Result<Coverage, String> {
             applies: rule.applies.clone(),
             scenarios,
             misbehaviour: rule.misbehaviour.clone(),
+            misbehaviours: rule
+                .misbehaviour_ids()
+                .into_iter()
+                .map(|(id, _, does)| (id, does.to_string()))
+                .collect(),
+            one_way: rule.one_way.clone(),
             proven_by: rule.proven_by.clone(),
             status,
             reason: rule.not_yet.clone().or_else(|| rule.unobservable.clone()),
@@ -290,8 +325,8 @@ pub fn coverage(catalogue: &Catalogue) -> Result<Coverage, String> {
         sides
             .entry(side_name(r.family, r.side).into())
             .or_default()
-            .add(r.status);
-        sides.entry("all".into()).or_default().add(r.status);
+            .add(r);
+        sides.entry("all".into()).or_default().add(r);
         sections
             .entry((
                 r.family,
@@ -300,7 +335,7 @@ pub fn coverage(catalogue: &Catalogue) -> Result<Coverage, String> {
             ))
             .or_insert_with(|| (r.side, Totals::default()))
             .1
-            .add(r.status);
+            .add(r);
     }
     let sections = sections
         .into_iter()
@@ -348,19 +383,22 @@ impl Coverage {
     /// The totals per side, as a markdown table (the README shows it).
     pub fn totals_markdown(&self) -> String {
         let mut out = String::from(
-            "| side | rules | observable | covered | not yet | unobservable |\n\
-             |---|---:|---:|---:|---:|---:|\n",
+            "| side | rules | observable | covered | not yet | unobservable | misbehaviours | \
+             broken one way only |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|\n",
         );
         for side in SIDES {
             if let Some(t) = self.sides.get(side) {
                 out.push_str(&format!(
-                    "| {side} | {} | {} | {} ({}%) | {} | {} |\n",
+                    "| {side} | {} | {} | {} ({}%) | {} | {} | {} | {} |\n",
                     t.rules,
                     t.observable,
                     t.covered,
                     t.percent(),
                     t.not_yet + t.missing,
-                    t.unobservable
+                    t.unobservable,
+                    t.misbehaviours,
+                    t.one_way
                 ));
             }
         }
@@ -372,7 +410,10 @@ impl Coverage {
         let mut out = String::from("# Rule coverage\n\n");
         out.push_str(
             "A rule is *covered* when a scenario checks it and the other double's misbehaviour \
-             proves the check fails (`harness selftest` runs both).\n\n## By side\n\n",
+             proves the check fails (`harness selftest` runs both). A rule a peer can break in \
+             more than one way wants a misbehaviour for each (absent, wrong value, wrong type, \
+             late, on the wrong session or link, one too many): *broken one way only* counts \
+             the covered rules with one, which do not say why one is enough.\n\n## By side\n\n",
         );
         out.push_str(&self.totals_markdown());
         out.push_str(
@@ -403,9 +444,12 @@ impl Coverage {
                 r.scenarios.join(", ")
             };
             let why = match (&r.misbehaviour, r.proven_by.is_empty(), &r.reason) {
-                (Some(m), _, _) if r.status == Status::Covered => {
-                    format!("`--misbehave {}`: {m}", r.id)
-                }
+                (Some(_), _, _) if r.status == Status::Covered => r
+                    .misbehaviours
+                    .iter()
+                    .map(|(id, does)| format!("`--misbehave {id}`: {does}"))
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 (_, false, _) if r.status == Status::Covered => r.proven_by.join(", "),
                 (_, _, Some(reason)) => reason.clone(),
                 _ => "—".into(),
@@ -434,6 +478,48 @@ mod tests {
 
     fn catalogue(text: &str) -> Catalogue {
         Catalogue::parse(text).expect("test catalogue parses")
+    }
+
+    #[test]
+    fn every_way_of_breaking_a_rule_is_counted_and_a_rule_with_one_is_told() {
+        let report = coverage(harness::rules::catalogue()).expect("coverage builds");
+        let rule = |id: &str| {
+            report
+                .rules
+                .iter()
+                .find(|r| r.id == id)
+                .unwrap_or_else(|| panic!("{id} is in the report"))
+        };
+        let two = rule("device.initialize.constants");
+        assert_eq!(two.misbehaviours.len(), 2, "{:?}", two.misbehaviours);
+        assert!(
+            two.misbehaviours[1]
+                .0
+                .starts_with("device.initialize.constants/")
+        );
+        assert!(!two.lacks_a_second_way());
+        assert!(
+            !rule("instance.title.limit").lacks_a_second_way(),
+            "it says why one"
+        );
+        let counted: usize = report
+            .rules
+            .iter()
+            .filter(|r| r.status == Status::Covered)
+            .map(|r| r.misbehaviours.len())
+            .sum();
+        assert_eq!(report.sides["all"].misbehaviours, counted);
+        let lacking = report
+            .rules
+            .iter()
+            .filter(|r| r.lacks_a_second_way())
+            .count();
+        assert_eq!(report.sides["all"].one_way, lacking);
+        assert!(
+            report
+                .markdown()
+                .contains("`--misbehave device.initialize.constants/")
+        );
     }
 
     #[test]

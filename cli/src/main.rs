@@ -206,8 +206,8 @@ fn print_rules() {
             .map(|s| s.join(", "))
             .unwrap_or_else(|| "none (monitors only)".into());
         let _ = writeln!(out, "    checked by: {scenarios}");
-        if let Some(misbehaviour) = &rule.misbehaviour {
-            let _ = writeln!(out, "    --misbehave {}: {misbehaviour}", rule.id);
+        for (id, _, does) in rule.misbehaviour_ids() {
+            let _ = writeln!(out, "    --misbehave {id}: {does}");
         }
     }
 }

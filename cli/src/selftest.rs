@@ -34,11 +34,20 @@ pub struct Case {
     pub scenario: Arc<Scenario>,
     /// The cell.
     pub cell: Cell,
-    /// The rule the other double breaks, or none.
+    /// The misbehaviour the other double acts out (`RULE` or `RULE/WAY`), or none.
     pub misbehave: Option<String>,
     /// The other double plays a reduced peer (see [`REDUCED_DEVICE`]) and nothing arranges its
     /// set-up.
     pub reduced: bool,
+}
+
+impl Case {
+    /// The rule the other double breaks, whichever way.
+    pub fn broken_rule(&self) -> Option<String> {
+        self.misbehave
+            .as_deref()
+            .map(|m| harness::rules::rule_of(m).to_string())
+    }
 }
 
 /// How long the reduced device takes to answer initialize.
@@ -117,20 +126,18 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
                             reduced,
                         });
                     }
-                    for rule in misbehaviours() {
-                        let shows_here = rule
-                            .cells
-                            .as_ref()
-                            .is_none_or(|c| c.contains(*protocol, spec.as_str()));
-                        if scenario.rules.contains(&rule.id) && shows_here {
-                            cases.push(Case {
-                                side,
-                                file: file.file,
-                                scenario: scenario.clone(),
-                                cell: cell.clone(),
-                                misbehave: Some(rule.id.clone()),
-                                reduced: false,
-                            });
+                    for rule in misbehaviours().filter(|r| scenario.rules.contains(&r.id)) {
+                        for (id, cells, _) in rule.misbehaviour_ids() {
+                            if cells.is_none_or(|c| c.contains(*protocol, spec.as_str())) {
+                                cases.push(Case {
+                                    side,
+                                    file: file.file,
+                                    scenario: scenario.clone(),
+                                    cell: cell.clone(),
+                                    misbehave: Some(id),
+                                    reduced: false,
+                                });
+                            }
                         }
                     }
                 }
@@ -175,7 +182,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     o.arranged = arranged(case.reduced);
                     o.process = Some(process);
                     // A misbehaviour case is decided by its rule's first finding.
-                    o.end_at_finding = case.misbehave.clone();
+                    o.end_at_finding = case.broken_rule();
                     o.stdio_link = instance_end;
                 })
                 .start()
@@ -221,7 +228,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                     o.arranged = arranged(case.reduced);
                     o.process = Some(process);
                     // A misbehaviour case is decided by its rule's first finding.
-                    o.end_at_finding = case.misbehave.clone();
+                    o.end_at_finding = case.broken_rule();
                 })
                 .start()
                 .await
@@ -250,7 +257,7 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .options(|o| {
                     o.arranged = harness::engine::Arranged::Everything;
                     o.process = Some(process);
-                    o.end_at_finding = case.misbehave.clone();
+                    o.end_at_finding = case.broken_rule();
                 })
                 .start()
                 .await
@@ -298,7 +305,7 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .options(|o| {
                     o.arranged = harness::engine::Arranged::Everything;
                     o.process = Some(process);
-                    o.end_at_finding = case.misbehave.clone();
+                    o.end_at_finding = case.broken_rule();
                 })
                 .start()
                 .await
@@ -429,9 +436,10 @@ fn judge(
             ),
             Some(harness::report::human::render(double, &outcome, &recent)),
         ),
-        (Some(rule), Ok((outcome, recent))) => {
+        (Some(_), Ok((outcome, recent))) => {
+            let rule = case.broken_rule().unwrap_or_default();
             let broken = outcome.broken_rules();
-            if !outcome.passed() && broken.contains(rule) && !outcome.scenario_error() {
+            if !outcome.passed() && broken.contains(&rule) && !outcome.scenario_error() {
                 (true, format!("caught: {}", broken.join(", ")), None)
             } else if outcome.passed() {
                 (

@@ -78,8 +78,9 @@ pub struct CommonArgs {
     /// Write a report: junit:PATH or json:PATH (repeatable).
     #[arg(long = "report", value_name = "KIND:PATH")]
     pub reports: Vec<ReportTarget>,
-    /// Break the rule with this id on purpose, to prove a check fails (repeatable).
-    #[arg(long = "misbehave", value_name = "RULE")]
+    /// Break the rule with this id on purpose, to prove a check fails: `RULE` in its first way,
+    /// `RULE/WAY` in another of its ways (`harness rules` lists them; repeatable).
+    #[arg(long = "misbehave", value_name = "RULE[/WAY]")]
     pub misbehave: Vec<String>,
     /// A run that does not apply to the peer (a capability it did not list, set-up nothing
     /// arranged) fails (exit 1) instead of passing as not applicable (exit 0): for a peer that

@@ -65,6 +65,14 @@ pub struct Rule {
     /// Where that misbehaviour shows; absent: every cell.
     #[serde(default)]
     pub cells: Option<Cells>,
+    /// More ways the other double breaks the rule, each different from `misbehaviour` (absent
+    /// where that broke it, a wrong value, a wrong type, late, on the wrong session or link,
+    /// one too many): each asked for as `RULE/NAME`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ways: Vec<Way>,
+    /// Why the rule can be broken in one way only (so it needs no `ways`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way: Option<String>,
     /// Where the rule holds at all; absent: everywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub applies: Option<Applies>,
@@ -134,10 +142,54 @@ pub struct Mutation {
     pub set: BTreeMap<String, serde_json::Value>,
 }
 
+/// One more way to break a rule (see [`Rule::ways`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Way {
+    /// Its name, after the rule's id and a `/` (`wrong_type`).
+    pub name: String,
+    /// What the other double does.
+    pub misbehaviour: String,
+    /// For a shape rule: the mutation this way makes instead of the shape's `break` (a way of
+    /// a shape rule without one is acted out in the double's code).
+    #[serde(rename = "break", default, skip_serializing_if = "Option::is_none")]
+    pub breaks: Option<Mutation>,
+    /// Where it shows; absent: where the rule's misbehaviour does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cells: Option<Cells>,
+}
+
+/// The separator of a rule id and a way's name in a misbehaviour's id (`RULE/NAME`).
+pub const WAY_SEPARATOR: char = '/';
+
+/// The rule a misbehaviour id (`RULE` or `RULE/NAME`) breaks.
+pub fn rule_of(misbehaviour: &str) -> &str {
+    misbehaviour
+        .split_once(WAY_SEPARATOR)
+        .map_or(misbehaviour, |(rule, _)| rule)
+}
+
 impl Rule {
     /// Whether a check from outside the peer could see the rule kept or broken.
     pub fn observable(&self) -> bool {
         self.unobservable.is_none()
+    }
+
+    /// Every misbehaviour of the rule by id: `RULE` for its first, `RULE/NAME` for each way,
+    /// with the cells each shows in and what it does. None when the rule has no misbehaviour.
+    pub fn misbehaviour_ids(&self) -> Vec<(String, Option<&Cells>, &str)> {
+        let Some(first) = &self.misbehaviour else {
+            return Vec::new();
+        };
+        let mut ids = vec![(self.id.clone(), self.cells.as_ref(), first.as_str())];
+        for way in &self.ways {
+            ids.push((
+                format!("{}{WAY_SEPARATOR}{}", self.id, way.name),
+                way.cells.as_ref().or(self.cells.as_ref()),
+                way.misbehaviour.as_str(),
+            ));
+        }
+        ids
     }
 }
 
@@ -250,6 +302,7 @@ impl Catalogue {
                     ));
                 }
             }
+            check_ways(&rule)?;
             if let Some(old) = rules.insert(rule.id.clone(), rule) {
                 return Err(format!("rule `{}` is in the catalogue twice", old.id));
             }
@@ -274,6 +327,53 @@ impl Catalogue {
             .values()
             .filter(move |r| r.binds == side && r.misbehaviour.is_some())
     }
+}
+
+/// A rule's `ways`: each needs the rule's own misbehaviour first, a name of its own made of
+/// lowercase letters, digits and `_`, and a `break` only where the rule has a shape.
+fn check_ways(rule: &Rule) -> Result<(), String> {
+    if rule.ways.is_empty() {
+        return Ok(());
+    }
+    if rule.misbehaviour.is_none() {
+        return Err(format!(
+            "rule `{}` has `ways` but no `misbehaviour`: write the first way there",
+            rule.id
+        ));
+    }
+    if rule.one_way.is_some() {
+        return Err(format!(
+            "rule `{}` says it breaks `one_way` yet lists `ways`",
+            rule.id
+        ));
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for way in &rule.ways {
+        let well_named = !way.name.is_empty()
+            && way
+                .name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !well_named {
+            return Err(format!(
+                "rule `{}`: the way `{}` needs a name of lowercase letters, digits and `_`",
+                rule.id, way.name
+            ));
+        }
+        if !names.insert(way.name.as_str()) {
+            return Err(format!(
+                "rule `{}` lists the way `{}` twice",
+                rule.id, way.name
+            ));
+        }
+        if way.breaks.is_some() && rule.shape.is_none() {
+            return Err(format!(
+                "rule `{}`: the way `{}` has a `break`, which only a shape rule's way can have",
+                rule.id, way.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Declares rule-id constants and the list of them all.
@@ -539,39 +639,56 @@ pub mod ids {
     }
 }
 
-/// The rules a double was told to break (`--misbehave RULE`).
+/// The misbehaviours a double was told to act out (`--misbehave RULE` for a rule's first way
+/// of breaking, `--misbehave RULE/NAME` for one of its `ways`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Misbehaviours {
     rules: std::collections::BTreeSet<String>,
 }
 
 impl Misbehaviours {
-    /// Checks each id: it must be a catalogue rule that binds `side` and has a misbehaviour.
+    /// Checks each id: it must be a misbehaviour of a catalogue rule that binds `side`.
     pub fn parse(ids: &[String], side: Binds) -> Result<Misbehaviours, String> {
         let mut rules = std::collections::BTreeSet::new();
         for id in ids {
-            let known: Vec<&str> = catalogue()
-                .misbehaviours_of(side)
-                .map(|r| r.id.as_str())
-                .collect();
-            match catalogue().get(id) {
-                Some(rule) if rule.binds == side && rule.misbehaviour.is_some() => {
-                    rules.insert(id.clone());
-                }
-                _ => {
-                    return Err(format!(
-                        "`{id}` is not a misbehaviour of this double; it knows: {}",
-                        known.join(", ")
-                    ));
-                }
+            let known = catalogue().misbehaviours_of(side).any(|rule| {
+                rule.misbehaviour_ids()
+                    .iter()
+                    .any(|(known, _, _)| known == id)
+            });
+            if !known {
+                let listed: Vec<String> = catalogue()
+                    .misbehaviours_of(side)
+                    .flat_map(|r| r.misbehaviour_ids().into_iter().map(|(id, _, _)| id))
+                    .collect();
+                return Err(format!(
+                    "`{id}` is not a misbehaviour of this double; it knows: {}",
+                    listed.join(", ")
+                ));
             }
+            rules.insert(id.clone());
         }
         Ok(Misbehaviours { rules })
     }
 
-    /// Whether to break this rule.
+    /// The misbehaviours `ids`, taken as they are (for a catalogue of a test's own).
+    #[cfg(test)]
+    pub(crate) fn unchecked(ids: &[&str]) -> Misbehaviours {
+        Misbehaviours {
+            rules: ids.iter().map(|id| id.to_string()).collect(),
+        }
+    }
+
+    /// Whether to break this rule in its first way (its `misbehaviour`).
     pub fn breaks(&self, id: &str) -> bool {
         self.rules.contains(id)
+    }
+
+    /// Whether to break rule `id` in its way `name` (one of its `ways`).
+    pub fn breaks_way(&self, id: &str, name: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|m| m.split_once(WAY_SEPARATOR) == Some((id, name)))
     }
 
     /// The rules to break.
@@ -619,6 +736,48 @@ mod tests {
         ) {
             assert!(c.get(id).is_some(), "{id} is not in conformance/rules.yaml");
         }
+    }
+
+    #[test]
+    fn a_way_is_asked_for_by_rule_and_name_and_is_not_the_first_way() {
+        let rule = catalogue()
+            .iter()
+            .find(|r| !r.ways.is_empty())
+            .expect("a rule with ways");
+        let way = format!("{}/{}", rule.id, rule.ways[0].name);
+        let m = Misbehaviours::parse(std::slice::from_ref(&way), rule.binds).expect("a way parses");
+        assert!(m.breaks_way(&rule.id, &rule.ways[0].name));
+        assert!(
+            !m.breaks(&rule.id),
+            "a way is not the rule's first misbehaviour"
+        );
+        assert_eq!(rule_of(&way), rule.id);
+        let unknown = format!("{}/no_such_way", rule.id);
+        assert!(Misbehaviours::parse(&[unknown], rule.binds).is_err());
+    }
+
+    #[test]
+    fn ways_are_checked_when_the_catalogue_is_read() {
+        let no_first = "- {id: a, section: s, binds: device, says: x, ways: [{name: late, misbehaviour: m}]}\n";
+        assert!(
+            Catalogue::parse(no_first)
+                .unwrap_err()
+                .contains("no `misbehaviour`")
+        );
+        let twice = "- {id: a, section: s, binds: device, says: x, misbehaviour: m, ways: [{name: late, misbehaviour: m}, {name: late, misbehaviour: n}]}\n";
+        assert!(Catalogue::parse(twice).unwrap_err().contains("twice"));
+        let bad_name = "- {id: a, section: s, binds: device, says: x, misbehaviour: m, ways: [{name: Late, misbehaviour: m}]}\n";
+        assert!(
+            Catalogue::parse(bad_name)
+                .unwrap_err()
+                .contains("lowercase")
+        );
+        let stray_break = "- {id: a, section: s, binds: device, says: x, misbehaviour: m, ways: [{name: late, misbehaviour: m, break: {drop: [x]}}]}\n";
+        assert!(
+            Catalogue::parse(stray_break)
+                .unwrap_err()
+                .contains("shape rule")
+        );
     }
 
     #[test]

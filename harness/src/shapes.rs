@@ -131,12 +131,22 @@ impl ShapeWatch {
         };
         let bends = catalogue
             .iter()
-            .filter(|rule| rule.family == family && misbehaving.breaks(&rule.id))
+            .filter(|rule| rule.family == family)
             .filter_map(|rule| {
-                rule.shape.as_ref().map(|shape| Bend {
+                let shape = rule.shape.as_ref()?;
+                // The shape's own `break`, or the `break` of the way asked for.
+                let mutation = match misbehaving.breaks(&rule.id) {
+                    true => Some(&shape.breaks),
+                    false => rule
+                        .ways
+                        .iter()
+                        .find(|w| misbehaving.breaks_way(&rule.id, &w.name))
+                        .and_then(|w| w.breaks.as_ref()),
+                }?;
+                Some(Bend {
                     of: shape.of,
                     method: shape.method.clone(),
-                    mutation: shape.breaks.clone(),
+                    mutation: mutation.clone(),
                 })
             })
             .collect();
@@ -328,6 +338,8 @@ mod tests {
     method: x/get
     pattern: { a: $string, b: { $one_of: [$absent, $null, $integer] } }
     break: { drop: [a] }
+  ways:
+    - { name: b_text, misbehaviour: sets `b` to text, break: { set: { b: "two" } } }
 - id: instance.y.shape
   section: s
   binds: instance
@@ -373,6 +385,27 @@ mod tests {
             watch
                 .incoming(Part::Params, "y/tell", &json!({"list": [1]}))
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn each_way_bends_with_its_own_break_and_only_when_asked_for() {
+        let bent = |asked: &[&str]| {
+            let watch = ShapeWatch::new(
+                &catalogue(),
+                Binds::Instance,
+                &Misbehaviours::unchecked(asked),
+                "1.1.0",
+            );
+            let mut v = json!({"a": "ok", "b": 2});
+            watch.outgoing(Part::Result, "x/get", &mut v);
+            v
+        };
+        assert_eq!(bent(&[]), json!({"a": "ok", "b": 2}));
+        assert_eq!(bent(&["device.x.shape"]), json!({"b": 2}));
+        assert_eq!(
+            bent(&["device.x.shape/b_text"]),
+            json!({"a": "ok", "b": "two"})
         );
     }
 
