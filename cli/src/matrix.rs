@@ -274,6 +274,7 @@ pub fn command(args: RunArgs) -> Exit {
         summary.stale.len(),
         elapsed.as_secs_f64()
     );
+    let _ = writeln!(out, "{}", crate::run::RulesJudged::of(&ran).line());
     drop(out);
     if let Some(dir) = &reports.junit {
         match crate::run::write_junit(dir, &ran) {

@@ -79,26 +79,12 @@ impl Ran {
         match &self.outcome {
             Ok((outcome, _)) => std::borrow::Cow::Borrowed(outcome),
             Err(why) => std::borrow::Cow::Owned(RunOutcome {
-                scenario: self.planned.scenario.name.clone(),
-                cell: self.planned.cell.clone(),
-                steps: vec![harness::engine::StepVerdict {
-                    index: "0".into(),
-                    line: 0,
-                    title: "start the run".into(),
-                    status: harness::engine::StepStatus::Error,
-                    elapsed_ms: self.elapsed.as_secs_f64() * 1000.0,
-                    started_ms: 0.0,
-                    failure: Some(harness::engine::Failure {
-                        summary: why.clone(),
-                        ..Default::default()
-                    }),
-                    not_applicable: None,
-                }],
-                findings: Vec::new(),
-                not_applicable: None,
                 elapsed_ms: self.elapsed.as_secs_f64() * 1000.0,
-                process: None,
-                hooks: Vec::new(),
+                ..RunOutcome::broken(
+                    self.planned.scenario.name.clone(),
+                    self.planned.cell.clone(),
+                    why.clone(),
+                )
             }),
         }
     }
@@ -457,6 +443,59 @@ impl Summary {
     }
 }
 
+/// Which rules a whole matrix judged for its peer: a rule counts as judged when one run kept or
+/// broke it; one never judged keeps the first reason a run gave.
+#[derive(Debug, Default)]
+pub struct RulesJudged {
+    /// Every rule the runs' scenarios check, with what came of it.
+    pub rules: std::collections::BTreeMap<String, harness::engine::RuleJudgement>,
+}
+
+impl RulesJudged {
+    /// The tally over `ran`.
+    pub fn of(ran: &[Ran]) -> RulesJudged {
+        use harness::engine::Judged as RuleJudged;
+        let mut rules: std::collections::BTreeMap<String, harness::engine::RuleJudgement> =
+            std::collections::BTreeMap::new();
+        for r in ran {
+            for j in r.outcome().judgements() {
+                let better = |held: &harness::engine::RuleJudgement| match (held.judged, j.judged) {
+                    (_, RuleJudged::Broken) => held.judged != RuleJudged::Broken,
+                    (RuleJudged::NotJudged, RuleJudged::Kept) => true,
+                    _ => false,
+                };
+                match rules.get(&j.rule) {
+                    Some(held) if !better(held) => {}
+                    _ => {
+                        rules.insert(j.rule.clone(), j);
+                    }
+                }
+            }
+        }
+        RulesJudged { rules }
+    }
+
+    /// How many rules were judged (kept or broken somewhere).
+    pub fn judged(&self) -> usize {
+        self.rules.values().filter(|j| j.was_judged()).count()
+    }
+
+    /// The line `harness run` ends with: `judged N of M rules for this peer`.
+    pub fn line(&self) -> String {
+        let broken = self
+            .rules
+            .values()
+            .filter(|j| j.judged == harness::engine::Judged::Broken)
+            .count();
+        format!(
+            "judged {} of {} rules for this peer ({broken} broken, {} not judged: --report json says why)",
+            self.judged(),
+            self.rules.len(),
+            self.rules.len() - self.judged()
+        )
+    }
+}
+
 /// The double that runs a side's scenarios.
 pub fn double(side: Side) -> &'static str {
     side.double()
@@ -557,6 +596,7 @@ pub fn json_summary(ran: &[Ran], summary: &Summary, elapsed: Duration) -> serde_
                 "verdict": verdict,
                 "why": why,
                 "broken_rules": r.broken(),
+                "rules": r.outcome().judgements(),
                 "failures": failures(r),
                 "baseline": match judged {
                     Judged::ExpectedFailure(entry) => serde_json::json!({ "expected": entry }),
@@ -567,8 +607,11 @@ pub fn json_summary(ran: &[Ran], summary: &Summary, elapsed: Duration) -> serde_
             })
         })
         .collect();
+    let tally = RulesJudged::of(ran);
     serde_json::json!({
         "passed": summary.passed(),
+        "judged": tally.line(),
+        "rules": tally.rules.values().collect::<Vec<_>>(),
         "runs": runs,
         "stale_baseline_entries": summary.stale,
         "elapsed_ms": elapsed.as_secs_f64() * 1000.0,

@@ -119,6 +119,22 @@ fn the_instance_catalogue_runs_against_a_spawned_stand_in_cli_in_every_cell() {
         "{cell}"
     );
     assert!(cell.contains("restart [protocol 2 · spec 1.1.0]"), "{cell}");
+    assert!(
+        cell.contains(r#"<property name="judged" value="judged "#),
+        "{cell}"
+    );
+    // The matrix ends saying how much of the peer it judged, and the JSON says which rules.
+    let judged = out
+        .lines()
+        .find(|l| l.starts_with("judged ") && l.contains(" rules for this peer"))
+        .unwrap_or_else(|| panic!("no judged line:\n{out}"));
+    let rules = summary["rules"].as_array().expect("rules");
+    let kept = rules.iter().filter(|r| r["judged"] == "kept").count();
+    assert!(kept > 50, "{judged}");
+    assert!(
+        judged.starts_with(&format!("judged {kept} of {} rules", rules.len())),
+        "{judged}"
+    );
     assert_none_outlived(&pids);
 }
 
@@ -202,6 +218,19 @@ fn a_failed_run_says_in_json_which_step_and_rule_and_a_scenario_named_twice_runs
     assert!(
         failures.iter().any(|f| f["rule"] == "device.hello.protocol"
             && f["message"].as_str().is_some_and(|m| !m.is_empty())),
+        "{summary}"
+    );
+    let rules = summary["rules"].as_array().expect("rules");
+    assert!(
+        rules
+            .iter()
+            .any(|r| r["rule"] == "device.hello.protocol" && r["judged"] == "broken"),
+        "{summary}"
+    );
+    assert!(
+        summary["judged"]
+            .as_str()
+            .is_some_and(|j| j.contains("(1 broken")),
         "{summary}"
     );
     assert_none_outlived(&pids);

@@ -8,39 +8,8 @@ use harness::scenario::{Side, Spanned, Step};
 /// The steps that can fail the peer and name no rule, as `file:line key`.
 fn unruled(steps: &[Spanned<Step>], file: &str, found: &mut Vec<String>) {
     for step in steps {
-        let rule = match &step.value {
-            Step::Request(s) => Some(&s.rule),
-            Step::Await(s) => Some(&s.rule),
-            Step::Expect(s) => Some(&s.rule),
-            Step::ExpectNone(s) => Some(&s.rule),
-            Step::Check(s) => Some(&s.rule),
-            Step::ExpectClose(s) => Some(&s.rule),
-            Step::ExpectLink(s) => Some(&s.rule),
-            Step::ExpectReconnect(s) => Some(&s.rule),
-            Step::ExpectNoReconnect(s) => Some(&s.rule),
-            Step::Dial(s) => Some(&s.rule),
-            Step::ExpectExit(s) => Some(&s.rule),
-            Step::ExpectOutput(s) => Some(&s.rule),
-            Step::AnyOrder(inner) => {
-                unruled(inner, file, found);
-                None
-            }
-            Step::When(w) => {
-                unruled(&w.steps, file, found);
-                None
-            }
-            // Acting, sending and waiting judge nothing of the peer.
-            Step::Notify(_)
-            | Step::Start(_)
-            | Step::Reply(_)
-            | Step::Send(_)
-            | Step::Wait(_)
-            | Step::Close(_)
-            | Step::Act(_)
-            | Step::RestartPeer(_)
-            | Step::WaitForSignal(_) => None,
-        };
-        if rule.is_some_and(|r| r.is_none()) {
+        unruled(step.value.inner(), file, found);
+        if step.value.judges() == Some(None) {
             found.push(format!(
                 "{file}:{} {}",
                 step.referenced.line(),

@@ -13,6 +13,7 @@ pub mod console;
 pub mod handlers;
 pub mod hub;
 pub mod inbox;
+pub mod judged;
 pub mod process;
 pub mod progress;
 pub mod runner;
@@ -20,6 +21,7 @@ pub mod verdict;
 
 pub use applicability::{ActError, Applies, Arranged, Intent};
 pub use hub::{Behaviour, Hub, LinkRecord};
+pub use judged::{Judged, RuleJudgement};
 pub use process::PeerProcess;
 pub use progress::{Progress, RunEvent};
 pub use runner::{Actor, Cell, RunOutcome, Runner, Verdict};

@@ -292,6 +292,7 @@ mod tests {
             started_ms: 0.0,
             failure: None,
             not_applicable: None,
+            rule: None,
         });
         assert_eq!(progress.current(), None);
         assert_eq!(progress.steps_ended(), 1);

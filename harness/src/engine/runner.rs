@@ -111,6 +111,10 @@ pub struct RunOutcome {
     /// project did for the run. One that failed makes the run a scenario error: its set-up broke.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<super::verdict::HookRun>,
+    /// The rules the scenario says it checks (its `rules:`), to judge each (see
+    /// [`RunOutcome::judgements`]).
+    #[serde(skip)]
+    pub listed_rules: Vec<String>,
 }
 
 /// What a run came to, for the exit code and the reports.
@@ -144,6 +148,7 @@ impl RunOutcome {
             elapsed_ms: elapsed.as_secs_f64() * 1000.0,
             process: None,
             hooks: Vec::new(),
+            listed_rules: Vec::new(),
         }
     }
 
@@ -162,6 +167,7 @@ impl RunOutcome {
                 ..Failure::default()
             }),
             not_applicable: None,
+            rule: None,
         };
         Self {
             steps: vec![step],
@@ -193,12 +199,14 @@ impl RunOutcome {
                     diff: None,
                 }),
                 not_applicable: None,
+                rule: None,
             }],
             findings,
             not_applicable: None,
             elapsed_ms: 0.0,
             process: None,
             hooks: Vec::new(),
+            listed_rules: Vec::new(),
         }
     }
 
@@ -231,6 +239,19 @@ impl RunOutcome {
                 .hooks
                 .iter()
                 .any(|h| !h.ok && h.not_applicable.is_none())
+    }
+
+    /// Each rule the scenario checks (and any other a step named or a monitor reported): kept,
+    /// broken, or not judged in this run and why.
+    pub fn judgements(&self) -> Vec<super::judged::RuleJudgement> {
+        super::judged::judge(
+            &self.listed_rules,
+            &self.steps,
+            &self.findings,
+            self.not_applicable
+                .as_deref()
+                .filter(|_| !self.steps.iter().any(|s| s.not_applicable.is_some())),
+        )
     }
 
     /// Every rule the peer was caught breaking, from steps and monitors.
@@ -302,6 +323,11 @@ type Started = (
     Duration,
     tokio::task::JoinHandle<Result<Result<Value, RpcError>, crate::jsonrpc::RequestError>>,
 );
+
+/// The rule a step checks, for its verdict.
+fn rule_of(step: &Step) -> Option<String> {
+    step.judges().flatten().map(str::to_string)
+}
 
 /// How a step ended, before it becomes a verdict.
 enum Outcome {
@@ -401,6 +427,7 @@ impl Runner {
             elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
             process: None,
             hooks: Vec::new(),
+            listed_rules: scenario.rules.clone(),
         }
     }
 
@@ -446,6 +473,7 @@ impl Runner {
                                     ..Failure::default()
                                 }),
                                 not_applicable: None,
+                                rule: None,
                             });
                         }
                     }
@@ -468,6 +496,7 @@ impl Runner {
                         started_ms: self.hub.journal().elapsed_ms(),
                         failure: None,
                         not_applicable: None,
+                        rule: rule_of(&step.value),
                     });
                     continue;
                 }
@@ -519,6 +548,7 @@ impl Runner {
                     started_ms,
                     failure,
                     not_applicable,
+                    rule: rule_of(&step.value),
                 };
                 if self.reports_progress {
                     self.hub.progress().step_ended(&verdict);
@@ -545,6 +575,7 @@ impl Runner {
                 started_ms: self.hub.journal().elapsed_ms(),
                 failure: None,
                 not_applicable: None,
+                rule: rule_of(&step.value),
             });
         }
     }

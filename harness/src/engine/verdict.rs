@@ -64,6 +64,9 @@ pub struct StepVerdict {
     /// Why it did not apply to the peer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_applicable: Option<String>,
+    /// The rule it checks, when it judges the peer and names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// What one hook did, for the report.

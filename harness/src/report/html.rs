@@ -195,6 +195,7 @@ fn section(out: &mut String, i: usize, run: &RunPage<'_>, messages: &mut Vec<Val
         }
         let _ = writeln!(out, "</pre></details>");
     }
+    rules(out, outcome);
     if !outcome.hooks.is_empty() {
         let _ = writeln!(out, "<details><summary>hooks</summary><pre>");
         for hook in &outcome.hooks {
@@ -203,6 +204,35 @@ fn section(out: &mut String, i: usize, run: &RunPage<'_>, messages: &mut Vec<Val
         let _ = writeln!(out, "</pre></details>");
     }
     let _ = writeln!(out, "</section>");
+}
+
+/// Which rules the run judged: the count, then each rule with what came of it, and why a rule
+/// was not judged.
+fn rules(out: &mut String, outcome: &RunOutcome) {
+    let judgements = outcome.judgements();
+    if judgements.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<details class=\"rules\"><summary>{}</summary><table class=\"steps\">\
+         <tr><th>rule</th><th>verdict</th><th>why</th></tr>",
+        esc(&crate::engine::judged::summary(&judgements))
+    );
+    for j in &judgements {
+        let (class, word) = match j.judged {
+            crate::engine::Judged::Kept => ("passed", "kept"),
+            crate::engine::Judged::Broken => ("failed", "BROKEN"),
+            crate::engine::Judged::NotJudged => ("na", "not judged"),
+        };
+        let _ = writeln!(
+            out,
+            "<tr class=\"step {class}\"><td>{}</td><td>{word}</td><td>{}</td></tr>",
+            esc(&j.rule),
+            esc(j.why.as_deref().unwrap_or(""))
+        );
+    }
+    let _ = writeln!(out, "</table></details>");
 }
 
 fn steps(out: &mut String, outcome: &RunOutcome) {
@@ -562,6 +592,7 @@ mod tests {
             started_ms: 10.0,
             failure,
             not_applicable: None,
+            rule: None,
         };
         let outcome = RunOutcome {
             scenario: "negotiate".into(),
@@ -586,6 +617,7 @@ mod tests {
             elapsed_ms: 20.0,
             process: None,
             hooks: Vec::new(),
+            listed_rules: Vec::new(),
         };
         let entries = vec![
             entry(1.0, 1, Direction::Event, json!({ "event": "open" })),

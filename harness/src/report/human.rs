@@ -80,6 +80,7 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
             matches!(verdict, Verdict::Failed | Verdict::ScenarioError),
         );
     }
+    judged_text(&mut out, outcome);
     let verdict = match verdict {
         Verdict::Passed => "PASSED".to_string(),
         Verdict::NotApplicable(why) => format!("NOT APPLICABLE: {why}"),
@@ -104,6 +105,34 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
     };
     let _ = writeln!(out, "  {verdict} in {:.0} ms", outcome.elapsed_ms);
     out
+}
+
+/// How many rules not judged a report lists one by one.
+const NOT_JUDGED_SHOWN: usize = 20;
+
+/// Which of its rules the run judged, and each it did not, with why.
+fn judged_text(out: &mut String, outcome: &RunOutcome) {
+    let judgements = outcome.judgements();
+    if judgements.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "  {}", crate::engine::judged::summary(&judgements));
+    let not_judged: Vec<_> = judgements.iter().filter(|j| !j.was_judged()).collect();
+    for j in not_judged.iter().take(NOT_JUDGED_SHOWN) {
+        let _ = writeln!(
+            out,
+            "    not judged: {} ({})",
+            j.rule,
+            j.why.as_deref().unwrap_or("nothing checked it")
+        );
+    }
+    if not_judged.len() > NOT_JUDGED_SHOWN {
+        let _ = writeln!(
+            out,
+            "    … and {} more not judged",
+            not_judged.len() - NOT_JUDGED_SHOWN
+        );
+    }
 }
 
 /// How many of the process's last lines a failed run shows.

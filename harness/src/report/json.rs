@@ -6,7 +6,8 @@ use crate::engine::{RunOutcome, Verdict};
 use crate::journal::Entry;
 use crate::rules::catalogue;
 
-/// The outcome, every broken rule with its catalogue entry, and the last messages.
+/// The outcome, each rule the run judged or not (and why not), every broken rule with its
+/// catalogue entry, and the last messages.
 pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
     let rules: Vec<_> = outcome
         .broken_rules()
@@ -19,10 +20,13 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
         Verdict::Failed => "failed",
         Verdict::ScenarioError => "scenario_error",
     };
+    let judgements = outcome.judgements();
     let value = json!({
         "double": double,
         "verdict": verdict,
         "passed": outcome.passed(),
+        "judged": crate::engine::judged::summary(&judgements),
+        "rules": judgements,
         "outcome": outcome,
         "broken_rules": rules,
         "last_messages": recent,

@@ -104,6 +104,21 @@ fn suite(double: &str, outcome: &RunOutcome) -> TestSuite {
         suite.add_test_case(case);
     }
     suite.set_time(Duration::from_secs_f64(outcome.elapsed_ms / 1000.0));
+    // Which rules the run judged, as the suite's properties: CI shows them beside the cases.
+    let judgements = outcome.judgements();
+    suite.add_property((
+        "judged",
+        crate::engine::judged::summary(&judgements).as_str(),
+    ));
+    for j in &judgements {
+        let value = match (&j.judged, &j.why) {
+            (crate::engine::Judged::NotJudged, Some(why)) => format!("not judged: {why}"),
+            (crate::engine::Judged::NotJudged, None) => "not judged".into(),
+            (crate::engine::Judged::Kept, _) => "kept".into(),
+            (crate::engine::Judged::Broken, _) => "broken".into(),
+        };
+        suite.add_property((format!("rule {}", j.rule).as_str(), value.as_str()));
+    }
     let mut out = String::new();
     for hook in &outcome.hooks {
         out.push_str(&format!("{hook}\n"));

@@ -81,6 +81,7 @@ mod tests {
             started_ms: 0.0,
             failure: None,
             not_applicable: not_applicable.map(String::from),
+            rule: Some(format!("device.rule.{index}")),
         };
         RunOutcome {
             scenario: "files-search".into(),
@@ -102,6 +103,7 @@ mod tests {
             elapsed_ms: 3.0,
             process: None,
             hooks: Vec::new(),
+            listed_rules: vec!["device.rule.1".into(), "device.rule.3".into()],
         }
     }
 
@@ -130,5 +132,36 @@ mod tests {
             "the device did not list `files`"
         );
         assert_eq!(json["outcome"]["steps"][1]["status"], "not_applicable");
+    }
+
+    /// A run whose later part did not apply still says, in each report, what it judged before.
+    #[test]
+    fn a_run_that_stopped_not_applicable_says_which_rules_it_judged_in_every_report() {
+        let outcome = not_applicable();
+        let human = super::human::render("fake-instance", &outcome, &[]);
+        assert!(
+            human.contains("judged 1 of 3 rules (kept 1, broken 0)"),
+            "{human}"
+        );
+        assert!(
+            human.contains("not judged: device.rule.3 (step 3 (line 3) did not run: step 2"),
+            "{human}"
+        );
+        let junit = super::junit::render("fake-instance", &outcome);
+        assert!(
+            junit.contains(r#"<property name="rule device.rule.1" value="kept"/>"#),
+            "{junit}"
+        );
+        assert!(junit.contains(r#"name="rule device.rule.2" value="not judged: step 2 (line 3) did not apply: the device did not list `files`""#), "{junit}");
+        let json: serde_json::Value =
+            serde_json::from_str(&super::json::render("fake-instance", &outcome, &[]))
+                .expect("JSON");
+        assert_eq!(json["judged"], "judged 1 of 3 rules (kept 1, broken 0)");
+        assert_eq!(json["rules"][0]["rule"], "device.rule.1");
+        assert_eq!(json["rules"][0]["judged"], "kept");
+        assert_eq!(json["rules"][1]["judged"], "not_judged");
+        let html = super::html::render("fake-instance", &outcome, &[]);
+        assert!(html.contains("judged 1 of 3 rules"), "the HTML says it too");
+        assert!(html.contains("not judged"), "and which were not");
     }
 }

@@ -340,6 +340,49 @@ pub enum Step {
     WaitForSignal(WaitForSignalStep),
 }
 
+impl Step {
+    /// What the step judges of the peer: `Some(rule)` for a step that can fail it (with the
+    /// rule it names, or `None` where it names none), `None` for one that acts, sends, waits or
+    /// groups (a group's steps judge for themselves).
+    pub fn judges(&self) -> Option<Option<&str>> {
+        let rule = match self {
+            Step::Request(s) => &s.rule,
+            Step::Await(s) => &s.rule,
+            Step::Expect(s) => &s.rule,
+            Step::ExpectNone(s) => &s.rule,
+            Step::Check(s) => &s.rule,
+            Step::ExpectClose(s) => &s.rule,
+            Step::ExpectLink(s) => &s.rule,
+            Step::ExpectReconnect(s) => &s.rule,
+            Step::ExpectNoReconnect(s) => &s.rule,
+            Step::Dial(s) => &s.rule,
+            Step::ExpectExit(s) => &s.rule,
+            Step::ExpectOutput(s) => &s.rule,
+            Step::AnyOrder(_)
+            | Step::When(_)
+            | Step::Notify(_)
+            | Step::Start(_)
+            | Step::Reply(_)
+            | Step::Send(_)
+            | Step::Wait(_)
+            | Step::Close(_)
+            | Step::Act(_)
+            | Step::RestartPeer(_)
+            | Step::WaitForSignal(_) => return None,
+        };
+        Some(rule.as_deref())
+    }
+
+    /// The steps inside a group (`any_order`, `when`); none for any other step.
+    pub fn inner(&self) -> &[Spanned<Step>] {
+        match self {
+            Step::AnyOrder(inner) => inner,
+            Step::When(when) => &when.steps,
+            _ => &[],
+        }
+    }
+}
+
 /// Wait for a named signal from the control API.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
