@@ -122,6 +122,15 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<B
                 id,
                 client,
             } => match Box::pin(sessions.handle(&method, &params, &client)).await {
+                // Misbehaving: a method it does not have goes unanswered.
+                None if sessions.registry().breaks(ids::DEVICE_METHOD_UNKNOWN) => {}
+                // Misbehaving: a method it does not have is answered as if done.
+                None if sessions
+                    .registry()
+                    .breaks_way(ids::DEVICE_METHOD_UNKNOWN, "pretends") =>
+                {
+                    client.peer().respond(&id, Ok(serde_json::json!({})));
+                }
                 None => {
                     client.peer().respond(
                         &id,

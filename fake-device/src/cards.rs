@@ -79,6 +79,10 @@ struct Reading {
     first_only: bool,
     /// Reads an outcome the spec does not define as an empty answer.
     unknown_is_answer: bool,
+    /// Gives a skipped question's first option as if the person chose it.
+    skipped_is_first: bool,
+    /// Gives the answers in the reverse of the questions' order.
+    reversed: bool,
 }
 
 /// The whole label of the option a card showed cut: the model's own option of question
@@ -112,7 +116,7 @@ fn read_answers(answer: &Value, asked: &Value, reading: Reading) -> String {
         .cloned()
         .unwrap_or_default();
     let kept = if reading.first_only { 1 } else { answers.len() };
-    let said: Vec<String> = answers
+    let mut said: Vec<String> = answers
         .iter()
         .take(kept)
         .enumerate()
@@ -140,10 +144,17 @@ fn read_answers(answer: &Value, asked: &Value, reading: Reading) -> String {
             Some("back") => {
                 format!("asked back {}", a.get("text").cloned().unwrap_or(json!("")))
             }
+            Some("skipped") if reading.skipped_is_first => {
+                let first = asked.pointer(&format!("/questions/{i}/options/0/label"));
+                format!("chose {}", json!([first]))
+            }
             Some("skipped") => "left it blank (no answer)".into(),
             _ => "gave something unreadable (no answer)".into(),
         })
         .collect();
+    if reading.reversed {
+        said.reverse();
+    }
     format!("The person answered: {}", said.join("; "))
 }
 
@@ -451,6 +462,12 @@ impl<'r> Cards<'r> {
                         keeps_cut_labels: self.registry.breaks(ids::DEVICE_QUESTION_CUT_LABEL),
                         first_only: self.registry.breaks(ids::DEVICE_QUESTION_ANSWERS),
                         unknown_is_answer: self.registry.breaks(ids::DEVICE_QUESTION_MALFORMED),
+                        skipped_is_first: self
+                            .registry
+                            .breaks_way(ids::DEVICE_QUESTION_ANSWERS, "skipped_chosen"),
+                        reversed: self
+                            .registry
+                            .breaks_way(ids::DEVICE_QUESTION_ANSWERS, "reversed"),
                     },
                 ),
                 // Anything but an answer reads as a dismissal.

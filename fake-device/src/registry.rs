@@ -167,6 +167,11 @@ impl Registry {
         self.config.misbehave.breaks(rule)
     }
 
+    /// Whether to break `rule` in its way `name` (one of the catalogue's `ways` for it).
+    pub(crate) fn breaks_way(&self, rule: &str, name: &str) -> bool {
+        self.config.misbehave.breaks_way(rule, name)
+    }
+
     /// Whether sessions send their command list (`available_commands_update`): with capability
     /// `commands` only, unless misbehaving on purpose.
     pub(crate) fn sends_commands(&self) -> bool {

@@ -292,11 +292,19 @@ impl Sessions {
             .filter(|_| !self.registry.breaks(ids::DEVICE_SESSION_NEW_LEMBAS_MODEL))
             .map(|name| {
                 // Misbehaving: at protocol 1 a served id with a `/` is taken for a ref as it is.
+                let provided = client.protocol() >= 2 && name.contains('/');
+                let model = name.split_once('/').map_or(name, |(_, model)| model);
                 if self.registry.breaks(ids::DEVICE_MODEL_REF_BARE)
                     && client.protocol() == 1
                     && name.contains('/')
                 {
                     name.to_string()
+                } else if provided && self.registry.breaks(ids::DEVICE_MODEL_REF_FORM) {
+                    // Misbehaving: the protocol-1 form, the provider left out.
+                    format!("{connection}/{model}")
+                } else if provided && self.registry.breaks_way(ids::DEVICE_MODEL_REF_FORM, "bare") {
+                    // Misbehaving: the model's name alone.
+                    model.to_string()
                 } else {
                     model_ref::of_served(connection, name)
                 }

@@ -535,6 +535,8 @@ pub mod ids {
     DEVICE_SESSION_NEW_OWN_MODEL = "device.session_new.own_model",
     DEVICE_MODEL_OLD_FORMS = "device.model.old_forms",
     DEVICE_MODEL_REF_BARE = "device.model.ref_bare",
+    DEVICE_MODEL_REF_FORM = "device.model.ref_form",
+    DEVICE_METHOD_UNKNOWN = "device.method.unknown",
     DEVICE_MODELS_CHAT_ONLY = "device.models.chat_only",
     DEVICE_FILES_HASH_ESCAPE = "device.files.hash_escape",
     DEVICE_FILES_DIR_LISTING = "device.files.dir_listing",

@@ -37,9 +37,10 @@ pub enum PluginAction {
     },
     /// The fake browser reloads the session's page: it pages through `GET
     /// /api/sessions/:id/events` until it has every persisted event the plugin sent before
-    /// this step (or the step's timeout passes), and compares. Gives `{seqs, missing,
+    /// this step (or the step's timeout passes), and compares. Gives `{seqs, missing, altered,
     /// duplicates, out_of_order, over_limit, updates, lastSeq}`: `missing`, the seqs of
-    /// persisted kinds the daemon does not serve; `over_limit`, whether a page held more than
+    /// persisted kinds the daemon does not serve; `altered`, those it serves other than the
+    /// plugin sent them (a field gone or changed); `over_limit`, whether a page held more than
     /// `page`; `updates`, how many `message_update` it served.
     Reload {
         /// Ask for at most this many events a page (the API's `limit`).
@@ -383,6 +384,7 @@ impl PluginActor {
                 return Ok(json!({
                     "seqs": seqs,
                     "missing": missing,
+                    "altered": self.plugin.altered(&events),
                     "duplicates": duplicates,
                     "out_of_order": seqs.windows(2).any(|w| w[0] >= w[1]),
                     "over_limit": over_limit,

@@ -39,6 +39,10 @@ pub struct McpContext {
     pub ignores_chat_bases: bool,
     /// Misbehaving: a call without a scope searches the whole library, not the default group.
     pub ignores_default_group: bool,
+    /// Misbehaving: a chat's scope finds nothing, though the chat's bases hold what it asks.
+    pub empties_chat_bases: bool,
+    /// Misbehaving: a call without a scope finds nothing, though the default group holds it.
+    pub empties_default_group: bool,
 }
 
 /// The search tool's name.
@@ -75,16 +79,23 @@ impl LibraryServer {
         Self { context }
     }
 
-    /// Where a misbehaving instance looks for a call with this reach: the whole library where
-    /// it should look within a chat's bases or the default group.
+    /// Where a misbehaving instance looks for a call with this reach: the whole library, or
+    /// nowhere, where it should look within a chat's bases or the default group.
     fn misread(&self, reach: &Reach) -> Reach {
         let whole = Reach::Chat {
             session_id: String::new(),
             bases: Vec::new(),
         };
+        // A base no library has: a search within it finds nothing.
+        let nowhere = Reach::Chat {
+            session_id: String::new(),
+            bases: vec!["no-such-base".into()],
+        };
         match reach {
             Reach::Chat { .. } if self.context.ignores_chat_bases => whole,
             Reach::DefaultGroup if self.context.ignores_default_group => whole,
+            Reach::Chat { .. } if self.context.empties_chat_bases => nowhere,
+            Reach::DefaultGroup if self.context.empties_default_group => nowhere,
             _ => reach.clone(),
         }
     }

@@ -186,6 +186,12 @@ impl HttpState {
             ignores_default_group: self
                 .misbehave
                 .breaks(harness::rules::ids::INSTANCE_LIBRARY_UNSCOPED),
+            empties_chat_bases: self
+                .misbehave
+                .breaks_way(harness::rules::ids::INSTANCE_LIBRARY_SCOPED, "nothing"),
+            empties_default_group: self
+                .misbehave
+                .breaks_way(harness::rules::ids::INSTANCE_LIBRARY_UNSCOPED, "nothing"),
         }
     }
 

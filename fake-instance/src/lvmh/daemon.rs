@@ -56,6 +56,9 @@ struct SessionSeen {
 struct BrowserLink {
     peer: Arc<Peer>,
     subscribed: Option<String>,
+    /// The session it last unsubscribed from, whose deltas a daemon told to break the rule
+    /// that way still streams to it.
+    left: Option<String>,
 }
 
 /// The daemon.
@@ -282,6 +285,19 @@ impl Daemon {
         (!jobs.is_empty()).then(|| json!({"type": kinds::SPAWN_STATUS, "jobs": jobs}))
     }
 
+    /// The browsers' links that unsubscribed from `session` last.
+    fn left_browsers(&self, session: &str) -> Vec<Arc<Peer>> {
+        self.browsers
+            .lock()
+            .map(|b| {
+                b.values()
+                    .filter(|l| l.left.as_deref() == Some(session))
+                    .map(|l| l.peer.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The browsers' links, all or those subscribed to `session`.
     fn browser_peers(&self, session: Option<&str>) -> Vec<Arc<Peer>> {
         self.browsers
@@ -448,7 +464,17 @@ impl Daemon {
             && !dropped
             && let Ok(mut store) = self.store.lock()
         {
-            store.persist(&envelope, frame);
+            if kind == kinds::MESSAGE_END
+                && self.misbehave.breaks_way(rules::PERSISTS_EVENTS, "altered")
+            {
+                let mut cut = frame.clone();
+                if let Some(text) = cut.pointer_mut("/message/text") {
+                    *text = json!("");
+                }
+                store.persist(&envelope, &cut);
+            } else {
+                store.persist(&envelope, frame);
+            }
         }
         let batch = json!({
             "type": kinds::EVENTS,
@@ -457,7 +483,12 @@ impl Daemon {
             "events": [frame],
         });
         let withheld = !is_persisted(kind) && self.misbehave.breaks(rules::UPDATES_LIVE);
-        for browser in self.browser_peers(Some(&envelope.session_id)) {
+        let mut to = self.browser_peers(Some(&envelope.session_id));
+        if kind == kinds::MESSAGE_UPDATE && self.misbehave.breaks_way(rules::UNSUBSCRIBE, "deltas")
+        {
+            to.extend(self.left_browsers(&envelope.session_id));
+        }
+        for browser in to {
             if !withheld {
                 browser.send_frame(batch.clone());
                 self.web
@@ -584,7 +615,10 @@ impl Daemon {
                 kinds::SUBSCRIBE => browser.subscribed = session,
                 // A daemon told to break the rule keeps streaming.
                 kinds::UNSUBSCRIBE if self.misbehave.breaks(rules::UNSUBSCRIBE) => {}
-                kinds::UNSUBSCRIBE if browser.subscribed == session => browser.subscribed = None,
+                kinds::UNSUBSCRIBE if browser.subscribed == session => {
+                    browser.subscribed = None;
+                    browser.left = session;
+                }
                 _ => {}
             }
         }
@@ -615,6 +649,7 @@ impl Behaviour for Daemon {
                     BrowserLink {
                         peer: peer.clone(),
                         subscribed: None,
+                        left: None,
                     },
                 );
             }

@@ -310,8 +310,8 @@ pub struct Runner {
     origins: std::sync::Mutex<std::collections::HashMap<String, u32>>,
     /// Requests sent by `start`, by name: their method, deadline and answer to come.
     started: std::sync::Mutex<std::collections::HashMap<String, Started>>,
-    /// The inbox's newest arrival when each `start` sent its request, by name: an `expect`
-    /// with `after` looks only past it.
+    /// The inbox's newest arrival when each `start` sent its request, or each named `send` its
+    /// message, by name: an `expect` with `after` looks only past it.
     start_marks: std::sync::Mutex<std::collections::HashMap<String, u64>>,
     /// The rule whose first finding ends the run (see [`Runner::ending_at_finding`]).
     end_at: Option<String>,
@@ -805,6 +805,11 @@ impl Runner {
             Ok(peer) => peer,
             Err(f) => return Outcome::failed(f),
         };
+        if let Some(name) = &s.name
+            && let Ok(mut marks) = self.start_marks.lock()
+        {
+            marks.insert(name.clone(), self.hub.inbox.last_seq());
+        }
         match (&s.message, &s.text) {
             (Some(message), _) => match self.render(message) {
                 Ok(m) => peer.send_value(m),
@@ -1156,7 +1161,9 @@ impl Runner {
             .ok()
             .and_then(|marks| marks.get(name).copied())
             .ok_or_else(|| {
-                format!("`after: {name}`: no request started `as: {name}` before this step")
+                format!(
+                    "`after: {name}`: no `start` or `send` step named `as: {name}` ran before this step"
+                )
             })
     }
 

@@ -129,11 +129,56 @@ pub type FrameCheck = Arc<dyn Fn(&str, &Value) -> Vec<crate::finding::Finding> +
 /// compared with.
 const SENT_KEPT: usize = 200_000;
 
+/// How many of the last events keep a fingerprint of their fields, to compare with what a
+/// daemon serves back (a field's value is kept as a hash, so a long text costs eight bytes).
+const PRINTS_KEPT: usize = 10_000;
+
+/// An event's top-level fields, each with a hash of its value (objects hashed with their keys
+/// sorted, so a daemon that writes them back in another order serves the same event).
+type Print = Vec<(String, u64)>;
+
+fn hash_value(value: &Value, into: &mut impl std::hash::Hasher) {
+    use std::hash::Hash;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            for key in keys {
+                key.hash(into);
+                hash_value(&map[key], into);
+            }
+        }
+        Value::Array(items) => {
+            items.len().hash(into);
+            for item in items {
+                hash_value(item, into);
+            }
+        }
+        other => other.to_string().hash(into),
+    }
+}
+
+fn print_of(frame: &Value) -> Print {
+    frame
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            hash_value(value, &mut hasher);
+            (key.clone(), std::hash::Hasher::finish(&hasher))
+        })
+        .collect()
+}
+
 /// The plugin's state.
 #[derive(Default)]
 struct State {
     /// Every event given out, `(seq, type)`, oldest first (at most [`SENT_KEPT`]).
     sent: VecDeque<(u64, String)>,
+    /// The fingerprint of each of the last events given out, by seq (at most
+    /// [`PRINTS_KEPT`]).
+    prints: VecDeque<(u64, Print)>,
     /// The last seq given out.
     seq: u64,
     /// Events the daemon may lack, oldest first.
@@ -378,6 +423,31 @@ impl Plugin {
             .unwrap_or_default()
     }
 
+    /// The seqs of the `served` events (a daemon's `GET …/events`) that are not what this
+    /// plugin sent under that seq: a field it sent is missing or has another value (a field
+    /// the daemon adds is its own). Only the last events sent keep what they held.
+    pub fn altered(&self, served: &[Value]) -> Vec<u64> {
+        let Ok(state) = self.state.lock() else {
+            return Vec::new();
+        };
+        let prints: std::collections::HashMap<u64, &Print> = state
+            .prints
+            .iter()
+            .map(|(seq, print)| (*seq, print))
+            .collect();
+        served
+            .iter()
+            .filter_map(|event| {
+                let seq = event.get("seq").and_then(Value::as_u64)?;
+                let sent = prints.get(&seq)?;
+                let came = print_of(event);
+                sent.iter()
+                    .any(|field| !came.contains(field))
+                    .then_some(seq)
+            })
+            .collect()
+    }
+
     /// The session was renamed: `session_info` with the new snapshot.
     pub fn rename(&self, name: &str) {
         let session = {
@@ -481,6 +551,10 @@ impl Plugin {
             state.sent.pop_front();
         }
         state.sent.push_back((seq, kind.to_string()));
+        if state.prints.len() >= PRINTS_KEPT {
+            state.prints.pop_front();
+        }
+        state.prints.push_back((seq, print_of(&frame)));
         state.buffer.push_back(frame.clone());
         if let Some(peer) = state.live.clone() {
             peer.send_frame(frame);
@@ -815,6 +889,27 @@ fn cut(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_served_event_is_the_sent_one_whatever_its_key_order_and_whatever_the_daemon_adds() {
+        let sent = print_of(&serde_json::json!({
+            "v": 1, "seq": 4, "type": "message_end",
+            "message": {"role": "assistant", "text": "hello", "id": "m1"}
+        }));
+        let same = print_of(&serde_json::json!({
+            "type": "message_end", "seq": 4, "v": 1, "storedAt": 17,
+            "message": {"id": "m1", "text": "hello", "role": "assistant"}
+        }));
+        assert!(sent.iter().all(|field| same.contains(field)));
+        let cut = print_of(&serde_json::json!({
+            "v": 1, "seq": 4, "type": "message_end",
+            "message": {"role": "assistant", "text": "", "id": "m1"}
+        }));
+        assert!(!sent.iter().all(|field| cut.contains(field)));
+        let lacking = print_of(&serde_json::json!({"v": 1, "seq": 4, "type": "message_end"}));
+        assert!(!sent.iter().all(|field| lacking.contains(field)));
+    }
+
     use super::*;
 
     #[test]

@@ -562,8 +562,8 @@ pub struct ExpectStep {
     /// This step's deadline.
     #[serde(default)]
     pub timeout: Option<Dur>,
-    /// Only a message that arrived after the request of the `start` step with this `as` name
-    /// went out: an earlier turn's message still in the inbox is not this one.
+    /// Only a message that arrived after the `start` (or `send`) step with this `as` name sent
+    /// its message: an earlier turn's message still in the inbox is not this one.
     #[serde(default)]
     pub after: Option<String>,
 }
@@ -587,7 +587,8 @@ pub struct ExpectNoneStep {
     /// The catalogue rule the peer breaks when it comes.
     #[serde(default)]
     pub rule: Option<String>,
-    /// Only what arrives after the request of the `start` step with this `as` name went out.
+    /// Only what arrives after the `start` (or `send`) step with this `as` name sent its
+    /// message.
     #[serde(default)]
     pub after: Option<String>,
 }
@@ -640,6 +641,10 @@ pub struct SendStep {
     /// Raw text to send, not checked at all (for malformed input).
     #[serde(default)]
     pub text: Option<String>,
+    /// A name for the moment it went out: a later `expect` or `expect_none` with `after:` this
+    /// name looks only at what arrives after it.
+    #[serde(default, rename = "as")]
+    pub name: Option<String>,
 }
 
 /// Close the link.
