@@ -45,8 +45,8 @@ async fn record_a_session(out: &std::path::Path) -> harness_cli::record::Written
         assert!(Instant::now() < deadline, "the turn did not end");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    device.verdict().await.assert_passed();
-    instance.verdict().await.assert_passed();
+    device.verdict().await.strict().assert_passed();
+    instance.verdict().await.strict().assert_passed();
     recording.finish().expect("the drafts are written")
 }
 

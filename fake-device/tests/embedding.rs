@@ -20,8 +20,8 @@ async fn a_fake_device_passes_the_instances_scenario() -> Result<(), Box<dyn std
         .root(root.path())
         .start()
         .await?;
-    instance.verdict().await.assert_passed();
-    device.verdict().await.assert_passed();
+    instance.verdict().await.strict().assert_passed();
+    device.verdict().await.strict().assert_passed();
     Ok(())
 }
 
@@ -65,8 +65,8 @@ async fn simulated_peers_are_driven_from_rust() -> Result<(), Box<dyn std::error
     let shared = device.share_session().await?;
     assert_ne!(shared, chat, "the terminal's session is a new one");
     instance.delete_chat(&chat).await?;
-    instance.verdict().await.assert_passed();
-    device.verdict().await.assert_passed();
+    instance.verdict().await.strict().assert_passed();
+    device.verdict().await.strict().assert_passed();
     Ok(())
 }
 
@@ -151,6 +151,6 @@ async fn a_builder_serves_the_control_api_when_asked() -> Result<(), Box<dyn std
         FakeInstance::start().await?.control().is_none(),
         "only when asked"
     );
-    instance.verdict().await.assert_passed();
+    instance.verdict().await.strict().assert_passed();
     Ok(())
 }

@@ -97,5 +97,5 @@ async fn a_daemon_down_at_the_start_changes_nothing_for_the_agent_and_gets_every
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     plugin.kill();
-    daemon.verdict().await.assert_passed();
+    daemon.verdict().await.strict().assert_passed();
 }

@@ -166,7 +166,7 @@ async fn a_spawn_starts_an_agent_session_for_its_repo_and_its_container_stops() 
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(body["error"].is_string(), "{body}");
-    daemon.verdict().await.assert_passed();
+    daemon.verdict().await.strict().assert_passed();
 }
 
 /// A browser whose open crosses a spawn (it opens after the spawn was answered) still hears of
@@ -285,7 +285,7 @@ async fn gitlab_takes_only_its_token_and_never_gives_it_back() {
     )
     .await;
     assert_eq!(status["connected"], false, "{status}");
-    daemon.verdict().await.assert_passed();
+    daemon.verdict().await.strict().assert_passed();
 }
 
 #[tokio::test]
@@ -317,7 +317,7 @@ async fn every_api_route_wants_the_token() {
             assert!(body["error"].is_string(), "{method} {path}: {body}");
         }
     }
-    daemon.verdict().await.assert_passed();
+    daemon.verdict().await.strict().assert_passed();
 }
 
 #[tokio::test]

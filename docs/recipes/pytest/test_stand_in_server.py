@@ -74,9 +74,7 @@ def stand_in():
 
 def test_a_well_behaved_server_passes_negotiate(fake_device, stand_in):
     server = stand_in()
-    fake_device.run("device/negotiate.yaml", instance=server.url).assert_passed(
-        allow_not_applicable=False
-    )
+    fake_device.run("device/negotiate.yaml", instance=server.url).assert_passed(strict=True)
 
 
 def test_the_web_ui_s_actions_are_python_callables(fake_device, stand_in):
@@ -89,7 +87,7 @@ def test_the_web_ui_s_actions_are_python_callables(fake_device, stand_in):
         "send": lambda fields: server.act({"send": fields}),
     }
     verdict = fake_device.run("device/cards.yaml", instance=server.url, hooks=hooks)
-    verdict.assert_passed(allow_not_applicable=False)
+    verdict.assert_passed(strict=True)
 
 
 def test_a_missing_hook_is_not_applicable_not_a_failure(fake_device, stand_in):

@@ -15,6 +15,7 @@ pub struct RunReport {
     double: &'static str,
     outcome: RunOutcome,
     recent: Vec<Entry>,
+    strict: bool,
 }
 
 impl RunReport {
@@ -24,7 +25,15 @@ impl RunReport {
             double,
             outcome,
             recent,
+            strict: false,
         }
+    }
+
+    /// The same report, strict: a scenario that did not apply to the peer fails
+    /// [`RunReport::assert_passed`] as a failure does (the commands' `--strict`).
+    pub fn strict(mut self) -> Self {
+        self.strict = true;
+        self
     }
 
     /// Passed, failed (with the rules), not applicable (with why), or a broken scenario.
@@ -68,11 +77,18 @@ impl RunReport {
         super::human::render(self.double, &self.outcome, &self.recent)
     }
 
-    /// Panics with the report unless the run passed.
+    /// Panics with the report unless the run passed. A scenario that did not apply to the
+    /// peer (it needs what the peer never claimed) is no failure, as everywhere in the suite
+    /// (the commands exit 0, the pytest plugin skips): it is said on stderr and this returns,
+    /// unless the report is [`RunReport::strict`].
     #[track_caller]
     pub fn assert_passed(&self) {
-        if !self.passed() {
-            panic!("the run did not pass:\n{}", self.render());
+        match self.verdict() {
+            Verdict::Passed => {}
+            Verdict::NotApplicable(why) if !self.strict => {
+                eprintln!("{}: not applicable (not judged): {why}", self.double);
+            }
+            _ => panic!("the run did not pass:\n{}", self.render()),
         }
     }
 
@@ -94,5 +110,32 @@ impl RunReport {
 impl fmt::Display for RunReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.render())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Cell;
+
+    fn not_applicable() -> RunReport {
+        let mut outcome = RunOutcome::of_monitors(
+            "files-search",
+            Cell {
+                protocol: 2,
+                spec: crate::lembas::Spec::V1_1_0,
+            },
+            Vec::new(),
+            std::time::Duration::ZERO,
+        );
+        outcome.not_applicable = Some("the device did not list `files`".into());
+        RunReport::new("fake-instance", outcome, Vec::new())
+    }
+
+    #[test]
+    fn not_applicable_is_no_failure_unless_strict() {
+        not_applicable().assert_passed();
+        let strict = std::panic::catch_unwind(|| not_applicable().strict().assert_passed());
+        assert!(strict.is_err(), "strict makes it a failure");
     }
 }

@@ -104,8 +104,13 @@ export declare class Verdict {
   readonly junit: string | null;
   readonly outcome: Record<string, any>;
   readonly passed: boolean;
-  /** Throws an Error carrying the report unless the peer passed. */
-  assertPassed(options?: { allowNotApplicable?: boolean }): void;
+  /** Whether the run was strict: then "not applicable" fails `assertPassed` as a failure does. */
+  readonly strict?: boolean;
+  /**
+   * Throws an Error carrying the report unless the peer passed; "not applicable" is no failure
+   * unless `strict` (this call's, else the run's).
+   */
+  assertPassed(options?: { strict?: boolean; allowNotApplicable?: boolean }): void;
   /** Throws unless the peer was caught breaking `rule`. */
   assertFailedOn(rule: string): void;
 }

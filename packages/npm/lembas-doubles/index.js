@@ -64,10 +64,18 @@ class Verdict {
     return this.verdict === "passed";
   }
 
-  /** Throws an Error carrying the double's report unless the peer passed. */
-  assertPassed({ allowNotApplicable = false } = {}) {
-    const ok = this.verdict === "passed" || (allowNotApplicable && this.verdict === "not_applicable");
-    if (!ok) throw new Error(`${this.double}: ${this.verdict}\n${this.report}`);
+  /**
+   * Throws an Error carrying the double's report unless the peer passed. "Not applicable" (the
+   * scenario needs what the peer never claimed, so it was not judged) is no failure, as the
+   * commands exit 0 and the pytest plugin skips: it returns, unless `strict` (this call's, else
+   * the run's own `strict` option). `allowNotApplicable: false` is the old spelling of
+   * `strict: true`.
+   */
+  assertPassed({ strict, allowNotApplicable } = {}) {
+    if (strict === undefined && allowNotApplicable !== undefined) strict = !allowNotApplicable;
+    if (strict === undefined) strict = Boolean(this.strict);
+    if (this.verdict === "not_applicable" && !strict) return;
+    if (this.verdict !== "passed") throw new Error(`${this.double}: ${this.verdict}\n${this.report}`);
   }
 
   /** Throws unless the peer was caught breaking `rule`. */
@@ -158,6 +166,7 @@ class Double {
     this.journalPath = path.join(info.workdir, "journal.jsonl");
     this.reportPaths = { json: path.join(info.workdir, "report.json"), junit: path.join(info.workdir, "report.xml") };
     this._controlToken = info.controlToken;
+    this._strict = Boolean(info.strict);
     this._hookServer = info.hookServer;
     this._stdout = [];
     this._stderr = [];
@@ -436,6 +445,7 @@ class Double {
       report,
       junit,
       outcome,
+      strict: this._strict,
     });
   }
 
@@ -491,6 +501,7 @@ async function start(name, options, specific) {
     stdio: ["ignore", "pipe", "pipe"],
   });
   const double = new Double(name, child, {
+    strict: Boolean(options.strict),
     url: specific.url ?? null,
     token: options.token ?? DEFAULT_TOKEN,
     protocol: options.protocol ?? DEFAULT_PROTOCOL,

@@ -50,6 +50,18 @@ test("a CLI that breaks a rule fails, naming it, with the report", async () => {
   expect(() => verdict.assertPassed()).toThrow(/check hello\.protocol/);
 });
 
+test("not applicable is no failure unless strict, the one switch", async () => {
+  // A CLI that lists no `files`: files-search does not apply to it.
+  const exec = `exec '${binaryPath("fake-device")}' --instance {url} --token {token} --root {root} --state-dir {tmp}/state --capabilities turns`;
+  const lenient = await runScenario("files-search.yaml", { protocol: 2, exec });
+  expect(lenient.verdict, lenient.report).toBe("not_applicable");
+  expect(() => lenient.assertPassed()).not.toThrow();
+  expect(() => lenient.assertPassed({ strict: true })).toThrow(/not_applicable/);
+  const strict = await runScenario("files-search.yaml", { protocol: 2, exec, strict: true });
+  expect(strict.exitCode).toBe(1);
+  expect(() => strict.assertPassed()).toThrow(/not_applicable/);
+});
+
 test("a simulated instance's web UI is driven from the test", async () => {
   const instance = await startFakeInstance({ protocol: 2 });
   started.push({ kill: () => instance.stop() });

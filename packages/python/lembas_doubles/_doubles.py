@@ -120,6 +120,9 @@ class Verdict:
     """The double's JUnit XML (a run with a scenario)."""
     findings: list[dict] = field(default_factory=list)
     outcome: dict = field(default_factory=dict)
+    strict: bool = False
+    """Whether the run was strict (``strict=True``, ``--strict``): then a scenario that did not
+    apply fails like a failure, here as in the double's exit code."""
 
     @property
     def passed(self) -> bool:
@@ -129,10 +132,27 @@ class Verdict:
     def not_applicable(self) -> bool:
         return self.verdict == "not_applicable"
 
-    def assert_passed(self, *, allow_not_applicable: bool = False) -> None:
-        """Fails (AssertionError) with the double's report unless the peer passed."""
-        ok = {"passed", "not_applicable"} if allow_not_applicable else {"passed"}
-        assert self.verdict in ok, f"{self.double}: {self.verdict}\n{self.report}"
+    def assert_passed(
+        self, *, strict: bool | None = None, allow_not_applicable: bool | None = None
+    ) -> None:
+        """Fails (AssertionError) with the double's report unless the peer passed.
+
+        "Not applicable" means one thing everywhere: the scenario needs what the peer never
+        claimed, so the peer was not judged, and that is no failure. The commands exit 0, the
+        pytest plugin skips the test, and so does this under pytest (elsewhere it returns).
+        ``strict`` is the one switch that makes it a failure; it defaults to the run's own
+        (``strict=True`` when the double was started). ``allow_not_applicable=False`` is the old
+        spelling of ``strict=True``.
+        """
+        if strict is None and allow_not_applicable is not None:
+            strict = not allow_not_applicable
+        strict = self.strict if strict is None else strict
+        if self.verdict == "not_applicable" and not strict:
+            pytest = sys.modules.get("pytest")
+            if pytest is not None:
+                pytest.skip(f"{self.double}: not applicable: {self.why}")
+            return
+        assert self.verdict == "passed", f"{self.double}: {self.verdict}\n{self.report}"
 
     def assert_failed_on(self, rule: str) -> None:
         """Fails unless the peer was caught breaking ``rule``."""
@@ -537,6 +557,7 @@ class Double:
             junit=junit,
             findings=outcome.get("findings", []),
             outcome=outcome,
+            strict="--strict" in self.command,
         )
 
     def _simulated_verdict(self, findings: list[dict]) -> Verdict:

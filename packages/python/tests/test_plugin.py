@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lembas_doubles import binary
+from lembas_doubles import Verdict, binary
 
 pytest_plugins = ["pytester"]
 
@@ -192,3 +192,24 @@ def test_the_binaries_are_installed_beside_the_package():
         assert done.stdout.split()[0] == name, done.stdout
         # The release, and the spec versions the doubles judge by (issue 14).
         assert "harness spec 1.0.0, 1.1.0" in done.stdout, done.stdout
+
+
+def test_not_applicable_is_no_failure_unless_strict_the_one_switch():
+    def verdict(strict: bool) -> Verdict:
+        return Verdict(
+            double="fake-device",
+            exit_code=1 if strict else 0,
+            verdict="not_applicable",
+            why="needs hook `open_chat`",
+            broken_rules=[],
+            report="",
+            strict=strict,
+        )
+
+    # Under pytest it skips, as the plugin does, saying why.
+    with pytest.raises(pytest.skip.Exception, match="needs hook `open_chat`"):
+        verdict(strict=False).assert_passed()
+    with pytest.raises(AssertionError):
+        verdict(strict=False).assert_passed(strict=True)
+    with pytest.raises(AssertionError):
+        verdict(strict=True).assert_passed()
