@@ -86,6 +86,10 @@ fn load_checked(
     side: Option<Side>,
 ) -> Result<harness::scenario::Scenario, harness::scenario::LoadError> {
     let scenario = load()?;
+    // A failure must be able to name its rule: `check` holds every judging step to one.
+    if let Some(e) = harness::scenario::load::unruled(&scenario, &scenario.source) {
+        return Err(e);
+    }
     match side {
         Some(Side::Instance) => {
             fake_instance::check_scenario(&scenario)?;

@@ -558,6 +558,32 @@ fn unknown_rule_on_a_step() {
 }
 
 #[test]
+fn a_step_that_judges_the_peer_without_a_rule_is_found_for_harness_check() {
+    // Deep in a `when`, and on steps the rule check once skipped (expect_output).
+    let text = "steps:\n  - expect: { method: m, rule: device.hello.first }\n  - when:\n      spec: \"1.1.0\"\n      steps:\n        - expect_output: { pattern: ready }\n";
+    let scenario = load_ok(text, None);
+    let e = harness::scenario::load::unruled(&scenario, FILE).expect("found");
+    assert_eq!(e.line, Some(8), "{e}");
+    assert_eq!(
+        e.key_path.as_deref(),
+        Some("steps[1].when.steps[0].expect_output.rule"),
+        "{e}"
+    );
+    assert!(
+        e.message.contains("names the catalogue rule it checks"),
+        "{e}"
+    );
+    let e = load_err(
+        "steps:\n  - expect_output: { pattern: ready, rule: nope.c }\n",
+        None,
+    );
+    assert!(e.message.contains("`nope.c`"), "{e}");
+    // Acting, sending and waiting judge nothing: no rule needed.
+    let quiet = load_ok("steps:\n  - send: { text: hi }\n  - wait: 10ms\n", None);
+    assert!(harness::scenario::load::unruled(&quiet, FILE).is_none());
+}
+
+#[test]
 fn unknown_rule_nested_in_any_order_and_when() {
     let e = load_err(
         "steps:\n  - any_order:\n      - expect: { method: m, rule: nope.a }\n",

@@ -743,6 +743,13 @@ impl Runner {
                 Outcome::Passed
             }
             Step::Close(c) => self.close(c).await,
+            Step::Stall(pause) => match self.link(Instant::now() + self.default_timeout).await {
+                Ok(peer) => {
+                    peer.stall(pause.0);
+                    Outcome::Passed
+                }
+                Err(f) => Outcome::failed(f),
+            },
             Step::ExpectClose(e) => self.expect_close(e).await,
             Step::ExpectReconnect(e) => self.expect_reconnect(e).await,
             Step::ExpectNoReconnect(e) => self.expect_no_reconnect(e).await,
@@ -1570,6 +1577,10 @@ impl Runner {
 
     async fn close(&self, c: &CloseStep) -> Outcome {
         match self.link(Instant::now() + self.default_timeout).await {
+            Ok(peer) if c.drop => {
+                peer.drop_link();
+                Outcome::Passed
+            }
             Ok(peer) => {
                 peer.close(
                     c.code.unwrap_or(CLOSE_NORMAL),
@@ -2027,7 +2038,9 @@ pub fn title(step: &Step) -> String {
         Step::Reply(r) => format!("reply to {}", r.to),
         Step::Send(_) => "send a raw message".into(),
         Step::Wait(d) => format!("wait {d}"),
+        Step::Close(c) if c.drop => "drop the link (no close frame)".into(),
         Step::Close(c) => format!("close with {}", c.code.unwrap_or(CLOSE_NORMAL)),
+        Step::Stall(d) => format!("stall the link for {d}"),
         Step::ExpectClose(e) => match e.code {
             Some(code) => format!("expect the peer to close with {code}"),
             None => "expect the peer to close".into(),

@@ -64,9 +64,11 @@ pub fn from_first_link(steps: &[Spanned<Step>]) -> Result<Vec<Spanned<Step>>, St
         "name: link\nabout: the first link\nsteps:\n  - expect_link: {{ within: {} }}\n",
         Dur(LINK_WAIT)
     );
-    let mut all = crate::scenario::load_str(&yaml, "the peer's own steps", None)
-        .map(|s| s.steps)
-        .map_err(|e| e.to_string())?;
+    // Read, not loaded as a scenario: a wait of the set-up's own, which judges no rule.
+    let mut all =
+        crate::scenario::load::parse::<crate::scenario::Scenario>(&yaml, "the peer's own steps")
+            .map(|s| s.steps)
+            .map_err(|e| e.to_string())?;
     all.extend(steps.iter().cloned());
     Ok(all)
 }

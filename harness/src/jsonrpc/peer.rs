@@ -476,6 +476,24 @@ impl Peer {
         }));
     }
 
+    /// Ends the link without a close frame, as a crashed process or a lost network does.
+    pub fn drop_link(&self) {
+        self.we_closed.store(true, Ordering::Relaxed);
+        self.journal
+            .record(self.link, Direction::Event, json!({"event": "dropped"}));
+        let _ = self.out.send(Outgoing::Drop);
+    }
+
+    /// Sends the peer nothing for `pause`: what is sent meanwhile waits, then goes in order.
+    pub fn stall(&self, pause: std::time::Duration) {
+        self.journal.record(
+            self.link,
+            Direction::Event,
+            json!({"event": "stalled", "ms": pause.as_millis()}),
+        );
+        let _ = self.out.send(Outgoing::Stall(pause));
+    }
+
     /// Returns once what is queued for the peer is down to a little (at once when it is): a
     /// producer of its own output (a terminal's reader) waits for this before it makes more, so
     /// a peer that stops reading holds it back instead of filling our memory.

@@ -94,7 +94,7 @@ pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
                 .find_map(|s| s.failure.as_ref())
                 .map(|f| f.summary.clone());
             format!(
-                "FAILED: {}",
+                "FAILED: {} (the step names no rule: give it `rule:` to cite and baseline it)",
                 first.unwrap_or_else(|| "a step failed".into())
             )
         }

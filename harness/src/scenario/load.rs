@@ -275,7 +275,10 @@ pub fn check_actions<A: serde::de::DeserializeOwned>(
     Ok(())
 }
 
-fn parse<T: serde::de::DeserializeOwned>(text: &str, file: &str) -> Result<T, LoadError> {
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &str,
+) -> Result<T, LoadError> {
     // YAML 1.1 reads `NO`, `yes`, `on` as booleans inside free-form JSON values; a protocol
     // double must send what the author wrote, so only `true` and `false` are booleans.
     let options = serde_saphyr::options! { strict_booleans: true };
@@ -706,6 +709,7 @@ pub fn step_key(step: &Step) -> &'static str {
         Step::Send(_) => "send",
         Step::Wait(_) => "wait",
         Step::Close(_) => "close",
+        Step::Stall(_) => "stall",
         Step::ExpectClose(_) => "expect_close",
         Step::ExpectLink(_) => "expect_link",
         Step::ExpectReconnect(_) => "expect_reconnect",
@@ -882,6 +886,40 @@ fn check_lvmh(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadErr
     checker.lvmh_steps(scenario.peer_steps(), "peer.steps")
 }
 
+/// The first step of `scenario` (read from `file`) that can fail the peer yet names no rule,
+/// as the error `harness check` gives: a failure there would name no rule, so it could be
+/// neither looked up nor baselined as `scenario:rule`.
+pub fn unruled(scenario: &Scenario, file: &str) -> Option<LoadError> {
+    fn first(steps: &[Spanned<Step>], base: &str) -> Option<(String, u64, u64)> {
+        steps.iter().enumerate().find_map(|(i, step)| {
+            let path = format!("{base}[{i}]");
+            match &step.value {
+                Step::AnyOrder(inner) => first(inner, &format!("{path}.any_order")),
+                Step::When(w) => first(&w.steps, &format!("{path}.when.steps")),
+                other => (other.judges() == Some(None)).then(|| {
+                    (
+                        format!("{path}.{}.rule", step_key(other)),
+                        step.referenced.line(),
+                        step.referenced.column(),
+                    )
+                }),
+            }
+        })
+    }
+    let (path, line, column) = first(&scenario.steps, "steps")?;
+    Some(LoadError {
+        file: file.to_string(),
+        line: u32::try_from(line).ok(),
+        column: u32::try_from(column).ok(),
+        key_path: Some(path),
+        message: "this step can fail the peer, so it names the catalogue rule it checks \
+                  (`rule: ID`, see `harness rules`): a failure then says which rule the peer \
+                  broke, and a baseline can cite it"
+            .into(),
+        snippet: None,
+    })
+}
+
 /// Every rule a scenario names must be in the catalogue: a typo would make a check that
 /// cites nothing, and the self-test could not pair it with its misbehaviour.
 fn check_rules(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadError> {
@@ -905,50 +943,37 @@ fn check_rules(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadEr
             ));
         }
     }
-    fn walk(steps: &[Spanned<Step>], base: &str, found: &mut Vec<(String, String, u64, u64)>) {
+    type Judging = (String, Option<String>, u64, u64);
+    fn walk(steps: &[Spanned<Step>], base: &str, found: &mut Vec<Judging>) {
         for (i, step) in steps.iter().enumerate() {
             let path = format!("{base}[{i}]");
-            let rule = match &step.value {
-                Step::Request(s) => s.rule.as_ref(),
-                Step::Await(s) => s.rule.as_ref(),
-                Step::Expect(s) => s.rule.as_ref(),
-                Step::ExpectNone(s) => s.rule.as_ref(),
-                Step::Check(s) => s.rule.as_ref(),
-                Step::ExpectClose(s) => s.rule.as_ref(),
-                Step::ExpectLink(s) => s.rule.as_ref(),
-                Step::ExpectReconnect(s) => s.rule.as_ref(),
-                Step::ExpectNoReconnect(s) => s.rule.as_ref(),
-                Step::Dial(s) => s.rule.as_ref(),
-                Step::AnyOrder(inner) => {
-                    walk(inner, &format!("{path}.any_order"), found);
-                    None
+            match &step.value {
+                Step::AnyOrder(inner) => walk(inner, &format!("{path}.any_order"), found),
+                Step::When(w) => walk(&w.steps, &format!("{path}.when.steps"), found),
+                other => {
+                    if let Some(rule) = other.judges() {
+                        found.push((
+                            format!("{path}.{}.rule", step_key(other)),
+                            rule.map(str::to_string),
+                            step.referenced.line(),
+                            step.referenced.column(),
+                        ));
+                    }
                 }
-                Step::When(w) => {
-                    walk(&w.steps, &format!("{path}.when.steps"), found);
-                    None
-                }
-                _ => None,
-            };
-            if let Some(id) = rule {
-                found.push((
-                    format!("{path}.{}.rule", step_key(&step.value)),
-                    id.clone(),
-                    step.referenced.line(),
-                    step.referenced.column(),
-                ));
             }
         }
     }
     let mut found = Vec::new();
     walk(&scenario.steps, "steps", &mut found);
     for (path, id, line, column) in found {
-        if catalogue.get(&id).is_none() {
-            return Err(unknown(
-                path,
-                &id,
-                u32::try_from(line).ok(),
-                u32::try_from(column).ok(),
-            ));
+        let (line, column) = (u32::try_from(line).ok(), u32::try_from(column).ok());
+        match id {
+            Some(id) if catalogue.get(&id).is_none() => {
+                return Err(unknown(path, &id, line, column));
+            }
+            // Loaded all the same (a quick scenario of one's own need not cite the catalogue);
+            // `harness check` refuses it, see [`unruled`].
+            Some(_) | None => {}
         }
     }
     Ok(())

@@ -310,8 +310,11 @@ pub enum Step {
     Send(SendStep),
     /// Do nothing for a while; the traffic keeps flowing to handlers and the default behaviour.
     Wait(Dur),
-    /// Close the link with a code.
+    /// Close the link with a code, or drop it without one (`drop: true`).
     Close(CloseStep),
+    /// Send the peer nothing on the link for a while (what is sent meanwhile waits, then goes
+    /// in order), still reading it: a stalled peer, as a busy or suspended process is.
+    Stall(Dur),
     /// Expect the peer to close the link (with a code, if given).
     ExpectClose(ExpectCloseStep),
     /// Expect a link from the peer (an open one, or one within a time).
@@ -365,6 +368,7 @@ impl Step {
             | Step::Reply(_)
             | Step::Send(_)
             | Step::Wait(_)
+            | Step::Stall(_)
             | Step::Close(_)
             | Step::Act(_)
             | Step::RestartPeer(_)
@@ -657,6 +661,10 @@ pub struct CloseStep {
     /// The reason text.
     #[serde(default)]
     pub reason: Option<String>,
+    /// End the link without a close frame (no code, no reason), as a crashed process or a lost
+    /// network does: what a reattach must survive.
+    #[serde(default)]
+    pub drop: bool,
 }
 
 /// Expect the peer to close the link.

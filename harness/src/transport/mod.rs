@@ -90,6 +90,7 @@ impl outbox::Weighed for Outgoing {
         match self {
             Outgoing::Text(text) => text.len(),
             Outgoing::Close(info) => info.reason.len(),
+            Outgoing::Drop | Outgoing::Stall(_) => 0,
         }
     }
 }
@@ -101,6 +102,12 @@ pub enum Outgoing {
     Text(String),
     /// Close the connection with this code and reason (stdio just stops writing).
     Close(CloseInfo),
+    /// End the connection without a close frame, as a crashed process or a lost network does:
+    /// the socket is dropped at once (stdio just stops writing).
+    Drop,
+    /// Send nothing for this long: what comes after waits and then goes, in order (a peer
+    /// that stalls; it still reads).
+    Stall(std::time::Duration),
 }
 
 /// A live connection to the peer, whatever carries it.

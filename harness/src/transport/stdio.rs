@@ -131,7 +131,16 @@ async fn write_lines<W>(mut writer: W, mut outgoing: super::OutboxReceiver, peer
 where
     W: AsyncWrite + Unpin,
 {
-    while let Some(Outgoing::Text(text)) = outgoing.recv().await {
+    loop {
+        let text = match outgoing.recv().await {
+            Some(Outgoing::Text(text)) => text,
+            Some(Outgoing::Stall(pause)) => {
+                tokio::time::sleep(pause).await;
+                continue;
+            }
+            // Close, drop, or the local side let go: on a byte stream all end the writing.
+            Some(Outgoing::Close(_) | Outgoing::Drop) | None => break,
+        };
         let bytes = text.len();
         if text.contains('\n') {
             tracing::error!(peer = %peer, "refusing to send a message containing a newline: it would break line framing");

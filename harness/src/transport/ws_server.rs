@@ -7,6 +7,8 @@
 
 use std::convert::Infallible;
 use std::fmt::Display;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::extract::ws::{self, WebSocketUpgrade};
@@ -148,6 +150,9 @@ where
     let (reader_done_tx, reader_done_rx) = oneshot::channel();
     // One ping owed at a time is all the reader ever asks for.
     let (ping_tx, ping_rx) = mpsc::channel(1);
+    // Set by the writer told to drop the connection: the reader then lets go of the socket at
+    // once instead of waiting for a close handshake.
+    let dropped = Arc::new(AtomicBool::new(false));
 
     tokio::spawn(read_pump(
         stream,
@@ -156,6 +161,7 @@ where
             writer_gone,
             ping: ping_tx,
             silence,
+            dropped: dropped.clone(),
         },
         reader_done_tx,
         peer.clone(),
@@ -165,6 +171,7 @@ where
         Orders {
             outgoing: outgoing_rx,
             ping: ping_rx,
+            dropped,
         },
         reader_done_rx,
         writer_alive,
@@ -192,12 +199,16 @@ struct Watch {
     /// Asks the writer for a ping.
     ping: mpsc::Sender<()>,
     silence: Duration,
+    /// The writer was told to drop the connection.
+    dropped: Arc<AtomicBool>,
 }
 
 /// What the writer takes orders from: the local side's messages, and the reader's pings.
 struct Orders {
     outgoing: super::OutboxReceiver,
     ping: mpsc::Receiver<()>,
+    /// Set when told to drop the connection.
+    dropped: Arc<AtomicBool>,
 }
 
 /// Reads the socket until the stream ends, fails, or the closing deadline passes.
@@ -275,6 +286,10 @@ async fn read_pump<St, M, E>(
                     code: CLOSE_GOING_AWAY,
                     reason: "no answer to a ping".to_owned(),
                 });
+                break;
+            }
+            ReadStep::WriterGone if watch.dropped.load(Ordering::Relaxed) => {
+                tracing::debug!(peer = %peer, "dropping the connection without a close frame");
                 break;
             }
             ReadStep::WriterGone => {
@@ -417,7 +432,11 @@ where
     Si::Error: Display,
     M: WsMessage,
 {
-    let Orders { outgoing, ping } = orders;
+    let Orders {
+        outgoing,
+        ping,
+        dropped,
+    } = orders;
     loop {
         let next = tokio::select! {
             next = outgoing.recv() => next,
@@ -452,6 +471,11 @@ where
                 send_close(sink, info, peer).await;
                 return;
             }
+            Some(Outgoing::Drop) => {
+                dropped.store(true, Ordering::Relaxed);
+                return;
+            }
+            Some(Outgoing::Stall(pause)) => tokio::time::sleep(pause).await,
             None => {
                 let info = CloseInfo {
                     code: CLOSE_NORMAL,

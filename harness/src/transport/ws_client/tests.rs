@@ -197,6 +197,69 @@ async fn server_close_reaches_client_with_code_and_reason() {
     assert!(server_side.outgoing.send(text("too late")).is_err());
 }
 
+/// `drop` ends the link as a crash does: the other side sees it end without a close frame,
+/// at once (no close handshake waited for), and the text sent before it still arrives.
+#[tokio::test]
+async fn a_dropped_link_ends_at_once_without_a_close_frame() {
+    for dropping_side_is_server in [true, false] {
+        let (_server, mut server_side, mut client) =
+            pair(FrameLimits::default(), FrameLimits::default()).await;
+        let (dropping, other) = match dropping_side_is_server {
+            true => (&mut server_side, &mut client),
+            false => (&mut client, &mut server_side),
+        };
+        dropping.outgoing.send(text("last words")).unwrap();
+        dropping.outgoing.send(Outgoing::Drop).unwrap();
+        let started = Instant::now();
+        assert_eq!(next(other).await, Some(Incoming::Text("last words".into())));
+        assert_eq!(next(other).await, Some(Incoming::Closed(None)));
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(next(dropping).await, Some(Incoming::Closed(None)));
+    }
+}
+
+/// `stall` holds what is sent after it for its time, then sends it in order.
+#[tokio::test]
+async fn a_stalled_link_sends_nothing_for_its_time_then_all_in_order() {
+    let (_server, mut server_side, mut client) =
+        pair(FrameLimits::default(), FrameLimits::default()).await;
+    server_side.outgoing.send(text("before")).unwrap();
+    server_side
+        .outgoing
+        .send(Outgoing::Stall(Duration::from_millis(300)))
+        .unwrap();
+    server_side.outgoing.send(text("after")).unwrap();
+    assert_eq!(
+        next(&mut client).await,
+        Some(Incoming::Text("before".into()))
+    );
+    let started = Instant::now();
+    // It still reads while stalled.
+    client.outgoing.send(text("heard")).unwrap();
+    assert_eq!(
+        next(&mut server_side).await,
+        Some(Incoming::Text("heard".into()))
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        next(&mut client).await,
+        Some(Incoming::Text("after".into()))
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[tokio::test]
 async fn dropping_outgoing_closes_normally() {
     let (_server, mut server_side, client) =
