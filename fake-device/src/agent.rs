@@ -368,7 +368,10 @@ impl AgentModel {
         };
         let resolved = std::fs::canonicalize(&asked)
             .map_err(|_| format!("`{}` is not a directory here", asked.display()))?;
-        if !resolved.is_dir() || !limits.inside_roots(&resolved) {
+        // Misbehaving: any directory, inside the roots or not.
+        let outside =
+            !limits.inside_roots(&resolved) && !self.breaks(ids::DEVICE_TERMINAL_CWD_ROOTS);
+        if !resolved.is_dir() || outside {
             return Err(format!(
                 "`{}` is not a directory inside the device's roots",
                 asked.display()
@@ -856,7 +859,19 @@ impl Behaviour for AgentModel {
                             self.capabilities().iter().any(|c| c == "shell"),
                         )
                     })
-                    .map_err(|why| RpcError::new(harness::jsonrpc::INVALID_PARAMS, why));
+                    .map_err(|why| {
+                        // Misbehaving: a cwd outside the roots refused with another code.
+                        let code = match self
+                            .config
+                            .misbehave
+                            .breaks_way(ids::DEVICE_TERMINAL_CWD_ROOTS, "other_code")
+                            && why.contains("inside the device's roots")
+                        {
+                            true => harness::jsonrpc::INTERNAL_ERROR,
+                            false => harness::jsonrpc::INVALID_PARAMS,
+                        };
+                        RpcError::new(code, why)
+                    });
                 peer.respond(&request.id, answer);
                 true
             }

@@ -549,10 +549,20 @@ impl Behaviour for ClientModel {
     }
 
     fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
-        if !cards::CARD_METHODS.contains(&request.method.as_str()) {
-            return false;
+        if cards::CARD_METHODS.contains(&request.method.as_str()) {
+            self.answer_card(peer, request);
+            return true;
         }
-        self.answer_card(peer, request);
-        true
+        // Any other request is one the client does not have: the hub answers -32601, unless
+        // this instance misbehaves (silence, or a result as if it were done).
+        let misbehave = &self.config.misbehave;
+        if misbehave.breaks(ids::INSTANCE_METHOD_UNKNOWN) {
+            return true;
+        }
+        if misbehave.breaks_way(ids::INSTANCE_METHOD_UNKNOWN, "pretends") {
+            peer.respond(&request.id, Ok(serde_json::json!({})));
+            return true;
+        }
+        false
     }
 }

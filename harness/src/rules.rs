@@ -537,6 +537,8 @@ pub mod ids {
     DEVICE_MODEL_REF_BARE = "device.model.ref_bare",
     DEVICE_MODEL_REF_FORM = "device.model.ref_form",
     DEVICE_METHOD_UNKNOWN = "device.method.unknown",
+    INSTANCE_METHOD_UNKNOWN = "instance.method.unknown",
+    DEVICE_TERMINAL_CWD_ROOTS = "device.terminal.cwd_roots",
     DEVICE_MODELS_CHAT_ONLY = "device.models.chat_only",
     DEVICE_FILES_HASH_ESCAPE = "device.files.hash_escape",
     DEVICE_FILES_DIR_LISTING = "device.files.dir_listing",
