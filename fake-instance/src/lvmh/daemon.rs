@@ -382,6 +382,10 @@ impl Daemon {
             }
             Err(why) => return find(hub, peer, rules::ENVELOPE, why, frame),
         };
+        // Reported, and the frame still taken: its time is only wrongly stamped.
+        if let Some(why) = envelope.ts_unit_error() {
+            find(hub, peer, rules::ENVELOPE, why, frame);
+        }
         if kind == kinds::HELLO {
             return self.on_hello(hub, peer, frame);
         }

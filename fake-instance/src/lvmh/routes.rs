@@ -170,10 +170,19 @@ async fn agent_link(
 async fn browser_link(
     State(state): State<DaemonState>,
     ConnectInfo(remote): ConnectInfo<harness::transport::guarded::RemoteAddr>,
+    headers: axum::http::HeaderMap,
     Query(query): Query<HashMap<String, String>>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
-    if query.get("token").map(String::as_str) != Some(state.token.as_str()) {
+    let misbehave = state.daemon.misbehave();
+    // Misbehaving: the token only as a bearer header, which a browser's socket cannot send.
+    let token = match misbehave.breaks_way(rules::AUTH, "header_only") {
+        true => bearer(&headers),
+        false => query.get("token").map(String::as_str),
+    };
+    // Misbehaving: any browser at all.
+    let open = misbehave.breaks_way(rules::AUTH, "browser_open");
+    if token != Some(state.token.as_str()) && !open {
         tracing::info!(%remote, "browser link refused: missing or wrong token");
         return error(StatusCode::UNAUTHORIZED, "missing or wrong token");
     }

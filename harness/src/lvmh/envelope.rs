@@ -105,6 +105,23 @@ impl Envelope {
         })
     }
 
+    /// Why `ts` is no unix time in milliseconds, if it is not: one in seconds is below 10^12
+    /// (which milliseconds passed in 2001), one in micro- or nanoseconds above 10^14 (the year
+    /// 5138 in milliseconds). No clock is read: the sender's may be off.
+    pub fn ts_unit_error(&self) -> Option<String> {
+        const MS_FROM: u64 = 1_000_000_000_000;
+        const MS_UNTIL: u64 = 100_000_000_000_000;
+        match self.ts {
+            ts if ts < MS_FROM => Some(format!(
+                "`ts` is {ts}: not unix milliseconds (seconds, or a clock at 1970?)"
+            )),
+            ts if ts >= MS_UNTIL => Some(format!(
+                "`ts` is {ts}: not unix milliseconds (micro- or nanoseconds?)"
+            )),
+            _ => None,
+        }
+    }
+
     /// A frame of `kind` for `session_id` numbered `seq`, stamped now, with `payload`'s fields.
     pub fn frame(kind: &str, session_id: &str, seq: u64, payload: Map<String, Value>) -> Value {
         let mut frame = json!({
@@ -149,6 +166,19 @@ mod tests {
         broken["seq"] = json!(1);
         broken["sessionId"] = json!(7);
         assert!(Envelope::read(&broken).unwrap_err().contains("`sessionId`"));
+        assert_eq!(read.ts_unit_error(), None, "now, in milliseconds");
+        let mut seconds = frame.clone();
+        seconds["ts"] = json!(1_799_999_999);
+        let seconds = Envelope::read(&seconds).expect("reads");
+        assert!(
+            seconds
+                .ts_unit_error()
+                .is_some_and(|e| e.contains("seconds"))
+        );
+        let mut micros = frame.clone();
+        micros["ts"] = json!(1_799_999_999_000_000u64);
+        let micros = Envelope::read(&micros).expect("reads");
+        assert!(micros.ts_unit_error().is_some_and(|e| e.contains("micro")));
     }
 
     #[test]

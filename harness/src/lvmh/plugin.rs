@@ -541,6 +541,15 @@ impl Plugin {
         {
             fields.remove("ts");
         }
+        // Misbehaving: the time in seconds, not milliseconds.
+        if self
+            .config
+            .misbehave
+            .breaks_way(rules::ENVELOPE, "ts_seconds")
+            && let Some(ts) = frame.get("ts").and_then(Value::as_u64)
+        {
+            frame["ts"] = json!(ts / 1000);
+        }
         if state.buffer.len() >= self.config.buffer_cap.max(1)
             && let Some(oldest) = state.buffer.pop_front()
         {
