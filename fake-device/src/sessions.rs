@@ -362,6 +362,16 @@ impl Sessions {
             "sessionId": state.stored.id,
             "_meta": { "lembas": { "model": model, "mode": mode, "effort": effort } },
         });
+        // Misbehaving: the session's mode left out of `_meta.lembas`.
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_SESSION_NEW_RESULT, "no_mode")
+            && let Some(lembas) = result
+                .pointer_mut("/_meta/lembas")
+                .and_then(Value::as_object_mut)
+        {
+            lembas.remove("mode");
+        }
         if !modes.is_null() {
             result["modes"] = modes;
         }
@@ -464,7 +474,11 @@ impl Sessions {
             "sessionId": stored.id,
             "exists": true,
             "held": held,
-            "busy": running.is_some() && !self.registry.breaks(ids::DEVICE_STATUS_BUSY),
+            // Misbehaving: not busy while a turn runs, or busy ever after one ran.
+            "busy": (running.is_some() && !self.registry.breaks(ids::DEVICE_STATUS_BUSY))
+                || (running.is_none()
+                    && self.registry.breaks_way(ids::DEVICE_STATUS_BUSY, "still_busy")
+                    && stored.messages.iter().any(|m| m.role == "user")),
             "title": stored.title,
             "queued": [],
         });
@@ -570,7 +584,12 @@ impl Sessions {
             .remove(id, &live)
             .await
             .map_err(|e| RpcError::new(harness::jsonrpc::INTERNAL_ERROR, e.to_string()))?;
-        Ok(json!({ "deleted": removed }))
+        // Misbehaving: a session that was there is said not to have been.
+        let said = removed
+            && !self
+                .registry
+                .breaks_way(ids::DEVICE_DELETE_RESULT, "false_for_present");
+        Ok(json!({ "deleted": said }))
     }
 
     /// `_lembas/commands`: the command set of a session, or of a folder a session could start

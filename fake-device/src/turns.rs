@@ -611,7 +611,15 @@ impl<'r> Turns<'r> {
         } else {
             stop
         };
-        let answer = json!({ "stopReason": said_stop, "_meta": { "lembas": lembas } });
+        let mut answer = json!({ "stopReason": said_stop, "_meta": { "lembas": lembas } });
+        // Misbehaving: no stop reason at all.
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_PROMPT_ANSWER, "no_reason")
+            && let Some(fields) = answer.as_object_mut()
+        {
+            fields.remove("stopReason");
+        }
         // An action leaves nothing in the conversation; a prompt command is kept as typed.
         if !action {
             // Misbehaving: the user's text is kept with what its attachments added.
