@@ -498,6 +498,13 @@ impl AgentModel {
         if self.breaks(ids::DEVICE_HELLO_SHAPE) {
             hello.as_object_mut().map(|o| o.remove("device"));
         }
+        if self
+            .config
+            .misbehave
+            .breaks_way(ids::DEVICE_HELLO_SHAPE, "version_number")
+        {
+            hello["version"] = json!(1);
+        }
         hello
     }
 

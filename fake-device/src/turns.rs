@@ -446,6 +446,13 @@ impl<'r> Turns<'r> {
             }
         };
         say(task("start"));
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_EVENT_TASK_PAIRED, "start_twice")
+        {
+            // Misbehaving: the turn's start is said twice.
+            say(task("start"));
+        }
         let mut extra = serde_json::Map::new();
         if let Some(command) = &job.command {
             // Misbehaving: a prompt command's answer does not name it.
@@ -608,6 +615,12 @@ impl<'r> Turns<'r> {
         }
         let said_stop = if self.registry.breaks(ids::DEVICE_PROMPT_ANSWER) {
             "done" // Misbehaving: a stop reason the spec does not have.
+        } else if stop == "cancelled"
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_CANCEL_TURN, "end_turn")
+        {
+            "end_turn" // Misbehaving: a cancelled turn said to have ended by itself.
         } else {
             stop
         };
