@@ -213,6 +213,11 @@ impl Chats {
         self.breaks(rule)
     }
 
+    /// Whether the instance breaks `rule` in its way `name` (one of the catalogue's `ways`).
+    pub fn misbehaves_way(&self, rule: &str, name: &str) -> bool {
+        self.config.misbehave.breaks_way(rule, name)
+    }
+
     fn breaks(&self, rule: &str) -> bool {
         self.config.misbehave.breaks(rule)
     }

@@ -201,6 +201,13 @@ impl ClientModel {
         if let Some(lembas) = self.lembas_meta(protocol) {
             capabilities["_meta"] = json!({ "lembas": lembas });
         }
+        if self
+            .config
+            .misbehave
+            .breaks_way(ids::INSTANCE_INITIALIZE_SHAPE, "no_capabilities")
+        {
+            return json!({ "protocolVersion": version });
+        }
         json!({ "protocolVersion": version, "clientCapabilities": capabilities })
     }
 

@@ -91,6 +91,13 @@ async fn discovery(State(state): State<ServerState>) -> Response {
     if state.misbehave.breaks(ids::INSTANCE_DISCOVERY_SHAPE) {
         body["protocol"] = json!(2);
     }
+    // Misbehaving: a list without protocol 1, which a protocol-1 device still speaks.
+    if state
+        .misbehave
+        .breaks_way(ids::INSTANCE_DISCOVERY_SHAPE, "without_1")
+    {
+        body["protocols"] = json!([2]);
+    }
     http::discovery::answer(&state.http, body).await
 }
 

@@ -19,6 +19,8 @@ const ROWS: std::ops::RangeInclusive<u64> = 5..=300;
 
 /// The columns a misbehaving web UI asks for: fewer than the spec allows.
 const TOO_NARROW: u64 = 10;
+/// A height no terminal takes (5 to 300 rows), for `--misbehave instance.terminal.open_shape/too_tall`.
+const TOO_TALL: u64 = 400;
 
 /// A window's size, as the browser measures it, brought within the spec's bounds.
 fn fit(cols: u64, rows: u64) -> (u64, u64) {
@@ -52,6 +54,9 @@ pub async fn open(
     }
     if chats.misbehaves(ids::INSTANCE_TERMINAL_OPEN_SHAPE) {
         params["cols"] = json!(TOO_NARROW);
+    }
+    if chats.misbehaves_way(ids::INSTANCE_TERMINAL_OPEN_SHAPE, "too_tall") {
+        params["rows"] = json!(TOO_TALL);
     }
     match peer
         .request(methods::LEMBAS_TERMINAL_OPEN, params, chats.patience())
