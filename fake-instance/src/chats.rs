@@ -644,6 +644,17 @@ impl Chats {
             params["_meta"]["lembas_model"] = json!(match &facts.connection {
                 Some(login) if self.breaks(ids::INSTANCE_MODEL_SERVED_NAME) =>
                     format!("{login}/{model}"),
+                // Misbehaving: the model's own name, its provider left out.
+                _ if self
+                    .config
+                    .misbehave
+                    .breaks_way(ids::INSTANCE_MODEL_SERVED_NAME, "model_part") =>
+                {
+                    model
+                        .split_once('/')
+                        .map_or(model, |(_, part)| part)
+                        .to_string()
+                }
                 _ => model.to_string(),
             });
         }

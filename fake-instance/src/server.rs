@@ -108,7 +108,12 @@ async fn link(
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
     let token_ok = bearer(&headers).is_some_and(|t| state.tokens.iter().any(|known| known == t));
-    if !token_ok && !state.misbehave.breaks(ids::INSTANCE_LINK_TOKEN) {
+    // Misbehaving: a link with no token (or an empty one) let in, a wrong one still refused.
+    let unguarded = bearer(&headers).is_none_or(str::is_empty)
+        && state
+            .misbehave
+            .breaks_way(ids::INSTANCE_LINK_TOKEN, "missing_accepted");
+    if !token_ok && !unguarded && !state.misbehave.breaks(ids::INSTANCE_LINK_TOKEN) {
         // The token itself is never logged: only whether one came.
         tracing::info!(%remote, has_token = bearer(&headers).is_some(), "link refused: unknown device token");
         return (
