@@ -488,6 +488,11 @@ impl AgentModel {
         } else {
             self.config.spec
         };
+        // Misbehaving: a harness spec that does not exist.
+        let unknown_spec = self
+            .config
+            .misbehave
+            .breaks_way(ids::DEVICE_HELLO_SPEC, "unknown");
         let mut hello = json!({
             "protocol": protocol,
             "version": spec.cli_version(),
@@ -504,6 +509,9 @@ impl AgentModel {
             .breaks_way(ids::DEVICE_HELLO_SHAPE, "version_number")
         {
             hello["version"] = json!(1);
+        }
+        if unknown_spec {
+            hello["harness_spec"] = json!("9.9.9");
         }
         hello
     }
@@ -576,6 +584,14 @@ impl AgentModel {
             Err(_) => 1,
         };
         peer.respond(id, Ok(self.initialize_result(protocol)));
+        if self
+            .config
+            .misbehave
+            .breaks_way(ids::DEVICE_HELLO_ONCE, "after_initialize")
+        {
+            // Misbehaving: hello again, once initialize is answered.
+            peer.notify(methods::LEMBAS_HELLO, self.hello(protocol));
+        }
         let _ = hub.progress().signal(INITIALIZED);
         // Deletes made while no link was up follow initialize, to a LLeMbas client
         // (spec, `_lembas/session/deleted`), and are then forgotten.
