@@ -210,6 +210,16 @@ impl Registry {
             // Misbehaving: `continue` is left out of the built-ins.
             set.retain(|c| c.name != "continue");
         }
+        if self
+            .config
+            .misbehave
+            .breaks_way(ids::DEVICE_COMMANDS_BUILTINS, "review_custom")
+        {
+            // Misbehaving: `review` listed, but as a custom command.
+            for command in set.iter_mut().filter(|c| c.name == "review") {
+                command.kind = crate::commands::Kind::Custom;
+            }
+        }
         if self.breaks(ids::DEVICE_COMMANDS_BUILTINS_FIRST) {
             // Misbehaving: custom commands and skills before the built-ins.
             set.sort_by_key(|c| matches!(c.kind, crate::commands::Kind::Builtin));

@@ -533,6 +533,15 @@ impl Sessions {
         if self.registry.breaks(ids::DEVICE_HISTORY_ORDER) {
             turns.reverse();
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_HISTORY_ORDER, "answer_first")
+        {
+            // Misbehaving: each answer before the message it answers.
+            for pair in turns.chunks_exact_mut(2) {
+                pair.swap(0, 1);
+            }
+        }
         Ok(json!({
             "sessionId": state.stored.id,
             "title": state.stored.title,

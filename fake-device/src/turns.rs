@@ -347,6 +347,12 @@ impl<'r> Turns<'r> {
         if self.registry.breaks(ids::DEVICE_COMPACT_RESULT) {
             return Ok(json!({}));
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_COMPACT_RESULT, "summary_object")
+        {
+            return Ok(json!({ "summary": { "text": summary } }));
+        }
         Ok(json!({ "summary": summary }))
     }
 

@@ -114,6 +114,12 @@ impl Sessions {
         if self.registry.breaks(ids::DEVICE_CONFIGURE_RESULT) {
             return Ok(json!({}));
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_CONFIGURE_RESULT, "no_effort")
+        {
+            return Ok(json!({ "model": model }));
+        }
         Ok(json!({ "model": model, "effort": effort }))
     }
 }
