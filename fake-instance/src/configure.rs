@@ -57,7 +57,13 @@ pub async fn configure(
     let chat = chats
         .chat(&change.chat)
         .ok_or_else(|| format!("no chat `{}`", change.chat))?;
-    let params = change.params(chats.misbehaves(ids::INSTANCE_CONFIGURE_SHAPE));
+    let mut params = change.params(chats.misbehaves(ids::INSTANCE_CONFIGURE_SHAPE));
+    // Misbehaving: a configure that names no session.
+    if chats.misbehaves_way(ids::INSTANCE_CONFIGURE_SHAPE, "no_session")
+        && let Some(fields) = params.as_object_mut()
+    {
+        fields.remove("sessionId");
+    }
     let running = !chat.in_flight.is_empty();
     if !running || chats.misbehaves(ids::INSTANCE_CONFIGURE_BETWEEN) {
         return send(peer, params, chats.patience()).await;

@@ -76,7 +76,13 @@ pub fn input(chats: &Chats, peer: &Arc<Peer>, terminal: &str, text: &str) -> Val
     } else {
         base64::engine::general_purpose::STANDARD.encode(text)
     };
-    let params = json!({ "terminalId": terminal, "data": data });
+    let mut params = json!({ "terminalId": terminal, "data": data });
+    // Misbehaving: keystrokes that name no terminal.
+    if chats.misbehaves_way(ids::INSTANCE_TERMINAL_NOTIFY_SHAPE, "no_terminal")
+        && let Some(fields) = params.as_object_mut()
+    {
+        fields.remove("terminalId");
+    }
     peer.notify(methods::LEMBAS_TERMINAL_INPUT, params);
     json!({ "terminalId": terminal })
 }
