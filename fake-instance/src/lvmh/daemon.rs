@@ -360,6 +360,15 @@ impl Daemon {
         let said = match self.misbehave.breaks(rules::WELCOME_LAST_SEQ) && last > 0 {
             // Says it has one event less than it has.
             true => last - 1,
+            // Says it has one event more than it has: the plugin will not resend it.
+            false
+                if self
+                    .misbehave
+                    .breaks_way(rules::WELCOME_LAST_SEQ, "one_more")
+                    && last > 0 =>
+            {
+                last + 1
+            }
             false => last,
         };
         let mut welcome =
@@ -368,6 +377,9 @@ impl Daemon {
             && let Some(fields) = welcome.as_object_mut()
         {
             fields.remove("ts");
+        }
+        if self.misbehave.breaks_way(rules::DAEMON_ENVELOPE, "v2") {
+            welcome["v"] = json!(2);
         }
         peer.send_frame(welcome);
         self.list_changed();

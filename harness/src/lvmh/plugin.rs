@@ -481,7 +481,10 @@ impl Plugin {
             true => "exit",
             false => "shutdown",
         };
-        self.emit(kinds::BYE, fields(json!({ "reason": reason })));
+        // Misbehaving: gone without a word.
+        if !self.config.misbehave.breaks_way(rules::BYE, "silent") {
+            self.emit(kinds::BYE, fields(json!({ "reason": reason })));
+        }
         self.stop_with(crate::transport::CLOSE_NORMAL, "bye");
     }
 
