@@ -70,7 +70,7 @@ async fn next_json(socket: &mut Socket) -> Value {
     .expect("a frame in time")
 }
 
-const HELLO: &str = r#"{"v":1,"type":"hello","sessionId":"s-1","seq":0,"ts":1,"session":{"id":"s-1","name":null,"cwd":"/w","model":"m","provider":"p","agent":false,"repo":null,"startedAt":1}}"#;
+const HELLO: &str = r#"{"v":1,"type":"hello","sessionId":"s-1","seq":0,"ts":1799999999999,"session":{"id":"s-1","name":null,"cwd":"/w","model":"m","provider":"p","agent":false,"repo":null,"startedAt":1}}"#;
 
 #[tokio::test]
 async fn frames_that_are_no_envelope_are_findings_and_the_daemon_serves_on() {
@@ -84,7 +84,7 @@ async fn frames_that_are_no_envelope_are_findings_and_the_daemon_serves_on() {
             r#"{"no": "type"}"#,
             r#"{"type": 7}"#,
             // An event before hello.
-            r#"{"v":1,"type":"agent_settled","sessionId":"s-1","seq":1,"ts":1}"#,
+            r#"{"v":1,"type":"agent_settled","sessionId":"s-1","seq":1,"ts":1799999999999}"#,
         ],
     )
     .await;
@@ -100,16 +100,16 @@ async fn frames_that_are_no_envelope_are_findings_and_the_daemon_serves_on() {
     send_all(
         &mut socket,
         &[
-            r#"{"v":"1","type":"agent_start","sessionId":"s-1","seq":1,"ts":1}"#,
-            r#"{"v":1,"type":"agent_start","sessionId":5,"seq":1,"ts":1}"#,
-            r#"{"v":1,"type":"agent_start","sessionId":"s-1","seq":"1","ts":1}"#,
-            r#"{"v":1,"type":"agent_start","sessionId":"s-1","seq":-1,"ts":1}"#,
-            r#"{"v":1,"type":"agent_start","sessionId":"s-1","seq":1e308,"ts":1}"#,
+            r#"{"v":"1","type":"agent_start","sessionId":"s-1","seq":1,"ts":1799999999999}"#,
+            r#"{"v":1,"type":"agent_start","sessionId":5,"seq":1,"ts":1799999999999}"#,
+            r#"{"v":1,"type":"agent_start","sessionId":"s-1","seq":"1","ts":1799999999999}"#,
+            r#"{"v":1,"type":"agent_start","sessionId":"s-1","seq":-1,"ts":1799999999999}"#,
+            r#"{"v":1,"type":"agent_start","sessionId":"s-1","seq":1e308,"ts":1799999999999}"#,
             r#"{"v":1,"type":"agent_start","sessionId":"s-1","seq":1,"ts":1e999}"#,
             // The largest seq there is, kept: the next hello's welcome says it.
-            r#"{"v":1,"type":"agent_end","sessionId":"s-1","seq":18446744073709551615,"ts":1,"usage":{}}"#,
-            r#"{"v":1,"type":"message_end","sessionId":"s-1","seq":1,"ts":1,"message":null}"#,
-            r#"{"v":1,"type":"tool_execution_end","sessionId":"s-1","seq":2,"ts":1,"resultPreview":{"a":1}}"#,
+            r#"{"v":1,"type":"agent_end","sessionId":"s-1","seq":18446744073709551615,"ts":1799999999999,"usage":{}}"#,
+            r#"{"v":1,"type":"message_end","sessionId":"s-1","seq":1,"ts":1799999999999,"message":null}"#,
+            r#"{"v":1,"type":"tool_execution_end","sessionId":"s-1","seq":2,"ts":1799999999999,"resultPreview":{"a":1}}"#,
         ],
     )
     .await;
