@@ -213,6 +213,9 @@ fn print_rules() {
         for (id, _, does) in rule.misbehaviour_ids() {
             let _ = writeln!(out, "    --misbehave {id}: {does}");
         }
+        if let Some(why) = &rule.one_way {
+            let _ = writeln!(out, "    broken one way only: {why}");
+        }
     }
 }
 

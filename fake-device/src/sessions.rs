@@ -524,6 +524,40 @@ impl Sessions {
             if self.registry.breaks(ids::DEVICE_HISTORY_REASONING) {
                 turn["reasoning"] = json!("");
             }
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_HISTORY_REASONING, "in_text")
+            {
+                // Misbehaving: the reasoning folded into the answer's text.
+                let merged = format!(
+                    "{} {}",
+                    turn["reasoning"].as_str().unwrap_or(""),
+                    turn["text"].as_str().unwrap_or("")
+                );
+                turn["text"] = json!(merged);
+                turn["reasoning"] = json!("");
+            }
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_HISTORY_TOOLS, "no_args")
+            {
+                // Misbehaving: each tool without what it was called with.
+                for tool in turn["tools"].as_array_mut().into_iter().flatten() {
+                    tool.as_object_mut().map(|t| t.remove("args"));
+                }
+            }
+        }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_HISTORY_TURN_ID, "shifted")
+        {
+            // Misbehaving: each user message carries the next one's turn id.
+            let mut users: Vec<&mut Value> =
+                turns.iter_mut().filter(|t| t["role"] == "user").collect();
+            let ids: Vec<Value> = users.iter().map(|t| t["turnId"].clone()).collect();
+            for (i, turn) in users.iter_mut().enumerate() {
+                turn["turnId"] = ids.get(i + 1).cloned().unwrap_or(Value::Null);
+            }
         }
         if self.registry.breaks(ids::DEVICE_HISTORY_TURN_ID) {
             for turn in &mut turns {
