@@ -890,34 +890,56 @@ fn check_lvmh(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadErr
 /// as the error `harness check` gives: a failure there would name no rule, so it could be
 /// neither looked up nor baselined as `scenario:rule`.
 pub fn unruled(scenario: &Scenario, file: &str) -> Option<LoadError> {
-    fn first(steps: &[Spanned<Step>], base: &str) -> Option<(String, u64, u64)> {
-        steps.iter().enumerate().find_map(|(i, step)| {
-            let path = format!("{base}[{i}]");
-            match &step.value {
-                Step::AnyOrder(inner) => first(inner, &format!("{path}.any_order")),
-                Step::When(w) => first(&w.steps, &format!("{path}.when.steps")),
-                other => (other.judges() == Some(None)).then(|| {
-                    (
-                        format!("{path}.{}.rule", step_key(other)),
-                        step.referenced.line(),
-                        step.referenced.column(),
-                    )
-                }),
-            }
-        })
-    }
-    let (path, line, column) = first(&scenario.steps, "steps")?;
+    let step = judging_steps(&scenario.steps)
+        .into_iter()
+        .find(|step| step.rule.is_none())?;
     Some(LoadError {
         file: file.to_string(),
-        line: u32::try_from(line).ok(),
-        column: u32::try_from(column).ok(),
-        key_path: Some(path),
+        line: step.line,
+        column: step.column,
+        key_path: Some(step.path),
         message: "this step can fail the peer, so it names the catalogue rule it checks \
                   (`rule: ID`, see `harness rules`): a failure then says which rule the peer \
                   broke, and a baseline can cite it"
             .into(),
         snippet: None,
     })
+}
+
+/// A step that can fail the peer, as the rule checks find it.
+struct JudgingStep<'a> {
+    /// Its key path (`steps[3].when.steps[0].expect.rule`).
+    path: String,
+    /// The rule it names, if any.
+    rule: Option<&'a str>,
+    line: Option<u32>,
+    column: Option<u32>,
+}
+
+/// Every step of `steps` that can fail the peer, groups unfolded, in order.
+fn judging_steps(steps: &[Spanned<Step>]) -> Vec<JudgingStep<'_>> {
+    fn walk<'a>(steps: &'a [Spanned<Step>], base: &str, found: &mut Vec<JudgingStep<'a>>) {
+        for (i, step) in steps.iter().enumerate() {
+            let path = format!("{base}[{i}]");
+            match &step.value {
+                Step::AnyOrder(inner) => walk(inner, &format!("{path}.any_order"), found),
+                Step::When(w) => walk(&w.steps, &format!("{path}.when.steps"), found),
+                other => {
+                    if let Some(rule) = other.judges() {
+                        found.push(JudgingStep {
+                            path: format!("{path}.{}.rule", step_key(other)),
+                            rule,
+                            line: u32::try_from(step.referenced.line()).ok(),
+                            column: u32::try_from(step.referenced.column()).ok(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(steps, "steps", &mut found);
+    found
 }
 
 /// Every rule a scenario names must be in the catalogue: a typo would make a check that
@@ -943,37 +965,13 @@ fn check_rules(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadEr
             ));
         }
     }
-    type Judging = (String, Option<String>, u64, u64);
-    fn walk(steps: &[Spanned<Step>], base: &str, found: &mut Vec<Judging>) {
-        for (i, step) in steps.iter().enumerate() {
-            let path = format!("{base}[{i}]");
-            match &step.value {
-                Step::AnyOrder(inner) => walk(inner, &format!("{path}.any_order"), found),
-                Step::When(w) => walk(&w.steps, &format!("{path}.when.steps"), found),
-                other => {
-                    if let Some(rule) = other.judges() {
-                        found.push((
-                            format!("{path}.{}.rule", step_key(other)),
-                            rule.map(str::to_string),
-                            step.referenced.line(),
-                            step.referenced.column(),
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    let mut found = Vec::new();
-    walk(&scenario.steps, "steps", &mut found);
-    for (path, id, line, column) in found {
-        let (line, column) = (u32::try_from(line).ok(), u32::try_from(column).ok());
-        match id {
-            Some(id) if catalogue.get(&id).is_none() => {
-                return Err(unknown(path, &id, line, column));
-            }
-            // Loaded all the same (a quick scenario of one's own need not cite the catalogue);
-            // `harness check` refuses it, see [`unruled`].
-            Some(_) | None => {}
+    for step in judging_steps(&scenario.steps) {
+        // A step naming no rule is loaded all the same (a quick scenario of one's own need not
+        // cite the catalogue); `harness check` refuses it, see [`unruled`].
+        if let Some(id) = step.rule
+            && catalogue.get(id).is_none()
+        {
+            return Err(unknown(step.path, id, step.line, step.column));
         }
     }
     Ok(())
