@@ -4,7 +4,6 @@
 use std::sync::{Arc, RwLock};
 
 use axum::Router;
-use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -14,6 +13,7 @@ use harness::lembas::{DISCOVERY_PATH, Discovery, LINK_PATH};
 use harness::rules::Misbehaviours;
 use harness::rules::ids;
 use harness::shapes::ShapeWatch;
+use harness::transport::ws_server::LinkUpgrade;
 use harness::transport::{FrameLimits, ws_server};
 use serde_json::json;
 
@@ -105,7 +105,7 @@ async fn link(
     State(state): State<ServerState>,
     ConnectInfo(remote): ConnectInfo<harness::transport::guarded::RemoteAddr>,
     headers: HeaderMap,
-    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    upgrade: Result<LinkUpgrade, Response>,
 ) -> Response {
     let token_ok = bearer(&headers).is_some_and(|t| state.tokens.iter().any(|known| known == t));
     // Misbehaving: a link with no token (or an empty one) let in, a wrong one still refused.

@@ -64,7 +64,9 @@ impl Remote {
         loop {
             match self.from_hub.recv().await {
                 Some(Outgoing::Text(text)) => return serde_json::from_str(&text).unwrap(),
-                Some(Outgoing::Close(_) | Outgoing::Drop | Outgoing::Stall(_)) => continue,
+                Some(
+                    Outgoing::Close(_) | Outgoing::Drop | Outgoing::Stall(_) | Outgoing::HalfClose,
+                ) => continue,
                 None => panic!("the hub dropped the link"),
             }
         }

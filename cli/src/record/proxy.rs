@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
@@ -17,6 +16,7 @@ use axum::routing::get;
 use harness::journal::{Direction, Journal};
 use harness::lembas::LINK_PATH;
 use harness::transport::ws_client::{ClientRequest, ConnectError, connect};
+use harness::transport::ws_server::LinkUpgrade;
 use harness::transport::{CloseInfo, Connection, FrameLimits, Incoming, Outgoing};
 use serde_json::{Value, json};
 
@@ -152,7 +152,7 @@ async fn link(
     ConnectInfo(remote): ConnectInfo<SocketAddr>,
     uri: Uri,
     headers: HeaderMap,
-    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    upgrade: Result<LinkUpgrade, Response>,
 ) -> Response {
     let Ok(upgrade) = upgrade else {
         return (

@@ -4,13 +4,13 @@
 
 use axum::Json;
 use axum::Router;
-use axum::extract::ws::{WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use harness::lvmh::{AGENT_PATH, BROWSER_PATH, rules};
 use harness::transport::ws_server;
+use harness::transport::ws_server::LinkUpgrade;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
@@ -143,7 +143,7 @@ async fn agent_link(
     State(state): State<DaemonState>,
     ConnectInfo(remote): ConnectInfo<harness::transport::guarded::RemoteAddr>,
     headers: HeaderMap,
-    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    upgrade: Result<LinkUpgrade, Response>,
 ) -> Response {
     if bearer(&headers) != Some(state.token.as_str()) {
         tracing::info!(%remote, "agent link refused: missing or wrong token");
@@ -172,7 +172,7 @@ async fn browser_link(
     ConnectInfo(remote): ConnectInfo<harness::transport::guarded::RemoteAddr>,
     headers: axum::http::HeaderMap,
     Query(query): Query<HashMap<String, String>>,
-    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
+    upgrade: Result<LinkUpgrade, Response>,
 ) -> Response {
     let misbehave = state.daemon.misbehave();
     // Misbehaving: the token only as a bearer header, which a browser's socket cannot send.

@@ -1581,6 +1581,10 @@ impl Runner {
                 peer.drop_link();
                 Outcome::Passed
             }
+            Ok(peer) if c.half => {
+                peer.half_close();
+                Outcome::Passed
+            }
             Ok(peer) => {
                 peer.close(
                     c.code.unwrap_or(CLOSE_NORMAL),
@@ -2039,6 +2043,7 @@ pub fn title(step: &Step) -> String {
         Step::Send(_) => "send a raw message".into(),
         Step::Wait(d) => format!("wait {d}"),
         Step::Close(c) if c.drop => "drop the link (no close frame)".into(),
+        Step::Close(c) if c.half => "half-close the link (end our direction, go on reading)".into(),
         Step::Close(c) => format!("close with {}", c.code.unwrap_or(CLOSE_NORMAL)),
         Step::Stall(d) => format!("stall the link for {d}"),
         Step::ExpectClose(e) => match e.code {

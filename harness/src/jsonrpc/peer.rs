@@ -484,6 +484,15 @@ impl Peer {
         let _ = self.out.send(Outgoing::Drop);
     }
 
+    /// Ends only our sending direction, without a close frame, and goes on reading: the peer
+    /// reads the end of the stream while what it sends still arrives.
+    pub fn half_close(&self) {
+        self.we_closed.store(true, Ordering::Relaxed);
+        self.journal
+            .record(self.link, Direction::Event, json!({"event": "half_closed"}));
+        let _ = self.out.send(Outgoing::HalfClose);
+    }
+
     /// Sends the peer nothing for `pause`: what is sent meanwhile waits, then goes in order.
     pub fn stall(&self, pause: std::time::Duration) {
         self.journal.record(

@@ -337,6 +337,20 @@ fn diagram<'a>(
                         entry.link
                     )));
                 }
+                // The link faults a scenario injects, so the diagram shows why the peer did
+                // what came next.
+                Some("dropped") => rows.push(Row::Close(format!(
+                    "link {} dropped by {} (no close frame)",
+                    entry.link, run.double
+                ))),
+                Some("half_closed") => rows.push(Row::Close(format!(
+                    "link {} half-closed by {}: it sends nothing more, and still reads",
+                    entry.link, run.double
+                ))),
+                Some("stalled") => rows.push(Row::Close(format!(
+                    "link {} stalled by {} for {} ms",
+                    entry.link, run.double, entry.msg["ms"]
+                ))),
                 _ => {}
             },
             Direction::In | Direction::Out => {

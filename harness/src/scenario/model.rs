@@ -310,7 +310,8 @@ pub enum Step {
     Send(SendStep),
     /// Do nothing for a while; the traffic keeps flowing to handlers and the default behaviour.
     Wait(Dur),
-    /// Close the link with a code, or drop it without one (`drop: true`).
+    /// Close the link with a code, drop it without one (`drop: true`), or end only our
+    /// sending direction (`half: true`).
     Close(CloseStep),
     /// Send the peer nothing on the link for a while (what is sent meanwhile waits, then goes
     /// in order), still reading it: a stalled peer, as a busy or suspended process is.
@@ -665,6 +666,11 @@ pub struct CloseStep {
     /// network does: what a reattach must survive.
     #[serde(default)]
     pub drop: bool,
+    /// End only this side's sending direction (TCP's end of stream, no close frame) and go on
+    /// reading what the peer still sends: a link half gone, which a peer that notices a lost
+    /// link only when its own writes fail never sees.
+    #[serde(default)]
+    pub half: bool,
 }
 
 /// Expect the peer to close the link.

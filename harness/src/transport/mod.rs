@@ -6,6 +6,7 @@
 
 mod bearer;
 pub mod guarded;
+pub mod half_close;
 mod http_client;
 pub mod outbox;
 pub mod stdio;
@@ -90,7 +91,7 @@ impl outbox::Weighed for Outgoing {
         match self {
             Outgoing::Text(text) => text.len(),
             Outgoing::Close(info) => info.reason.len(),
-            Outgoing::Drop | Outgoing::Stall(_) => 0,
+            Outgoing::Drop | Outgoing::Stall(_) | Outgoing::HalfClose => 0,
         }
     }
 }
@@ -108,6 +109,9 @@ pub enum Outgoing {
     /// Send nothing for this long: what comes after waits and then goes, in order (a peer
     /// that stalls; it still reads).
     Stall(std::time::Duration),
+    /// End the sending direction only (TCP's end of stream, no close frame) and go on reading
+    /// what the peer sends: a link that is half gone (stdio closes the peer's input).
+    HalfClose,
 }
 
 /// A live connection to the peer, whatever carries it.

@@ -138,8 +138,9 @@ where
                 tokio::time::sleep(pause).await;
                 continue;
             }
-            // Close, drop, or the local side let go: on a byte stream all end the writing.
-            Some(Outgoing::Close(_) | Outgoing::Drop) | None => break,
+            // Close, drop, half-close, or the local side let go: on a byte stream all end the
+            // writing (the peer's input closes; its output is still read).
+            Some(Outgoing::Close(_) | Outgoing::Drop | Outgoing::HalfClose) | None => break,
         };
         let bytes = text.len();
         if text.contains('\n') {

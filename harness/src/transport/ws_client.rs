@@ -7,9 +7,11 @@ use std::sync::Once;
 use std::time::Duration;
 
 use http::header::{AUTHORIZATION, HeaderName, HeaderValue};
+use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{self, client::IntoClientRequest, protocol::WebSocketConfig};
-use tokio_tungstenite::{MaybeTlsStream, connect_async_with_config};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, client_async_tls_with_config};
 
+use super::half_close::{HalfClosable, HalfCloseSwitch};
 use super::ws_server::{WsEvent, WsMessage, spawn_pumps};
 use super::{CloseInfo, Connection, FrameLimits};
 
@@ -117,21 +119,53 @@ pub async fn connect(
         .max_message_size(Some(limits.max_message_bytes))
         .max_frame_size(Some(limits.max_message_bytes))
         .read_buffer_size(super::LINK_READ_BUFFER);
-    let attempt = connect_async_with_config(http_request, Some(config), true);
-    let (socket, _response) = tokio::time::timeout(request.timeout, attempt)
+    let attempt = dial(http_request, config, &request.url);
+    let (socket, half_close) = tokio::time::timeout(request.timeout, attempt)
         .await
-        .map_err(|_| ConnectError::Timeout)?
-        .map_err(|error| classify(error, &request.url))?;
+        .map_err(|_| ConnectError::Timeout)??;
 
     let peer = match socket.get_ref() {
-        MaybeTlsStream::Plain(tcp) => tcp.peer_addr().ok(),
-        MaybeTlsStream::Rustls(tls) => tls.get_ref().0.peer_addr().ok(),
+        MaybeTlsStream::Plain(tcp) => tcp.get_ref().peer_addr().ok(),
+        MaybeTlsStream::Rustls(tls) => tls.get_ref().0.get_ref().peer_addr().ok(),
         _ => None,
     }
     .map_or_else(|| request.url.clone(), |addr| addr.to_string());
     tracing::debug!(peer = %peer, url = %request.url, "WebSocket connected");
-    Ok(spawn_pumps(socket, peer, limits.silence))
+    Ok(spawn_pumps(socket, peer, limits.silence, half_close))
 }
+
+/// The TCP connect (Nagle off: small request/response messages) and the WebSocket handshake
+/// over it, TLS in between for `wss://`. The socket is dialled here, not by tokio-tungstenite, so
+/// it can be wrapped for the half-close fault (see [`super::half_close`]).
+async fn dial(
+    request: tungstenite::handshake::client::Request,
+    config: WebSocketConfig,
+    url: &str,
+) -> Result<(Socket, HalfCloseSwitch), ConnectError> {
+    let uri = request.uri();
+    let secure = uri.scheme_str() == Some("wss");
+    let host = uri
+        .host()
+        .ok_or_else(|| ConnectError::Url(format!("{url}: the URL names no host")))?
+        // An IPv6 literal comes in brackets, which a socket address does not take.
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let port = uri.port_u16().unwrap_or(if secure { 443 } else { 80 });
+    let tcp = TcpStream::connect((host.as_str(), port))
+        .await
+        .map_err(|io| ConnectError::Io(format!("{url}: {io}")))?;
+    // Only a latency hint: a socket that refuses it still works.
+    let _ = tcp.set_nodelay(true);
+    let (stream, half_close) = HalfClosable::new(tcp);
+    let (socket, _response) = client_async_tls_with_config(request, stream, Some(config), None)
+        .await
+        .map_err(|error| classify(error, url))?;
+    Ok((socket, half_close))
+}
+
+/// A dialled link's socket, as tokio-tungstenite wraps it.
+type Socket = WebSocketStream<MaybeTlsStream<HalfClosable<TcpStream>>>;
 
 /// Makes sure rustls has a crypto provider before any `wss://` connect.
 ///

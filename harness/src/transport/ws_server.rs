@@ -1,9 +1,10 @@
 //! The server side of a WebSocket link, on axum.
 //!
-//! [`accept`] turns an axum [`WebSocketUpgrade`] into a [`Connection`]. This file also holds the
-//! pump shared with [`super::ws_client`]: both sides speak the same close handshake, so the loop
-//! that moves frames between the socket and the channels is written once, over the small
-//! `WsMessage` trait that hides the difference between axum's and tungstenite's message types.
+//! [`accept`] turns a [`LinkUpgrade`] (axum's upgrade request, with its socket) into a
+//! [`Connection`]. This file also holds the pump shared with [`super::ws_client`]: both sides
+//! speak the same close handshake, so the loop that moves frames between the socket and the
+//! channels is written once, over the small `WsMessage` trait (both sides now run tungstenite
+//! under it; the trait keeps the pump free of its types).
 
 use std::convert::Infallible;
 use std::fmt::Display;
@@ -11,13 +12,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::extract::ws::{self, WebSocketUpgrade};
-use axum::response::Response;
+use axum::body::Body;
+use axum::extract::FromRequestParts;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use hyper::upgrade::OnUpgrade;
+use hyper_util::rt::TokioIo;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
+use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 
+use super::half_close::{HalfClosable, HalfCloseSwitch};
 use super::outbox::WRITE_STALL;
 use super::{CLOSE_NORMAL, CloseInfo, Connection, FrameLimits, Incoming, Outgoing};
 
@@ -43,31 +54,78 @@ const CLOSE_NOT_UTF8: u16 = 1007;
 /// The longest close reason a close frame can carry: 125 bytes of payload minus the 2-byte code.
 const MAX_CLOSE_REASON_BYTES: usize = 123;
 
+/// A WebSocket upgrade request, taken by a handler like axum's `WebSocketUpgrade` (refused the
+/// same way), but leaving the link its socket, which axum's keeps to itself: the half-close
+/// fault ends the socket's sending direction alone (see [`super::half_close`]).
+pub struct LinkUpgrade {
+    key: HeaderValue,
+    on_upgrade: OnUpgrade,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for LinkUpgrade {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        // Taken before axum's extractor removes it from the request.
+        let on_upgrade = parts.extensions.get::<OnUpgrade>().cloned();
+        // axum's own checks (GET, the Connection, Upgrade and version headers, the key), so a
+        // request that is no upgrade is refused exactly as before.
+        let _checked = WebSocketUpgrade::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let key = parts.headers.get(header::SEC_WEBSOCKET_KEY).cloned();
+        match (key, on_upgrade) {
+            (Some(key), Some(on_upgrade)) => Ok(LinkUpgrade { key, on_upgrade }),
+            // HTTP/2's extended CONNECT carries no key: the links speak HTTP/1.1.
+            _ => Err((
+                StatusCode::BAD_REQUEST,
+                "the link is a WebSocket over HTTP/1.1",
+            )
+                .into_response()),
+        }
+    }
+}
+
 /// Accepts a WebSocket upgrade and hands the resulting [`Connection`] to `on_open`.
 ///
 /// Messages (and single frames) larger than `limits.max_message_bytes` end the connection with
 /// [`Incoming::Closed(None)`](Incoming::Closed) on this side and a 1009 close sent to the peer.
 /// `peer` names the remote end in logs and in [`Connection::peer`]. `on_open` runs once the
-/// upgrade has completed, on the task axum spawns for the upgraded connection; if the upgrade
-/// fails it is never called (the failure is logged).
+/// upgrade has completed, on a task of its own; if the upgrade fails it is never called (the
+/// failure is logged).
 pub fn accept(
-    upgrade: WebSocketUpgrade,
+    upgrade: LinkUpgrade,
     limits: FrameLimits,
     peer: String,
     on_open: impl FnOnce(Connection) + Send + 'static,
 ) -> Response {
-    let failed_peer = peer.clone();
-    upgrade
-        .max_message_size(limits.max_message_bytes)
-        .max_frame_size(limits.max_message_bytes)
-        .read_buffer_size(super::LINK_READ_BUFFER)
-        .on_failed_upgrade(move |error| {
-            tracing::warn!(peer = %failed_peer, %error, "WebSocket upgrade failed");
-        })
-        .on_upgrade(move |socket| async move {
-            tracing::debug!(peer = %peer, "WebSocket connection accepted");
-            on_open(spawn_pumps(socket, peer, limits.silence));
-        })
+    let LinkUpgrade { key, on_upgrade } = upgrade;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limits.max_message_bytes))
+        .max_frame_size(Some(limits.max_message_bytes))
+        .read_buffer_size(super::LINK_READ_BUFFER);
+    tokio::spawn(async move {
+        let upgraded = match on_upgrade.await {
+            Ok(upgraded) => upgraded,
+            Err(error) => {
+                tracing::warn!(peer = %peer, %error, "WebSocket upgrade failed");
+                return;
+            }
+        };
+        let (io, half_close) = HalfClosable::new(TokioIo::new(upgraded));
+        let socket = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+        tracing::debug!(peer = %peer, "WebSocket connection accepted");
+        on_open(spawn_pumps(socket, peer, limits.silence, half_close));
+    });
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = response.headers_mut();
+    headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+    headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    if let Ok(accept) = HeaderValue::from_str(&derive_accept_key(key.as_bytes())) {
+        headers.insert(header::SEC_WEBSOCKET_ACCEPT, accept);
+    }
+    response
 }
 
 /// One frame as the pump sees it, whichever library produced it.
@@ -94,35 +152,6 @@ pub(super) trait WsMessage: Sized {
     fn into_event(self) -> WsEvent;
 }
 
-impl WsMessage for ws::Message {
-    fn text(text: String) -> Self {
-        ws::Message::Text(text.into())
-    }
-
-    fn close(code: u16, reason: String) -> Self {
-        ws::Message::Close(Some(ws::CloseFrame {
-            code,
-            reason: reason.into(),
-        }))
-    }
-
-    fn ping() -> Self {
-        ws::Message::Ping(Vec::new().into())
-    }
-
-    fn into_event(self) -> WsEvent {
-        match self {
-            ws::Message::Text(text) => WsEvent::Text(text.as_str().to_owned()),
-            ws::Message::Binary(bytes) => WsEvent::Binary(bytes.to_vec()),
-            ws::Message::Close(frame) => WsEvent::Close(frame.map(|frame| CloseInfo {
-                code: frame.code,
-                reason: frame.reason.as_str().to_owned(),
-            })),
-            ws::Message::Ping(_) | ws::Message::Pong(_) => WsEvent::Control,
-        }
-    }
-}
-
 /// Splits a WebSocket into a reader task and a writer task and returns the [`Connection`]
 /// that feeds them.
 ///
@@ -136,7 +165,12 @@ impl WsMessage for ws::Message {
 ///
 /// After `silence` with nothing heard the reader has the writer ping the peer, and after as
 /// long again it stops as if the stream had ended (see [`FrameLimits::silence`]).
-pub(super) fn spawn_pumps<S, M, E>(socket: S, peer: String, silence: Duration) -> Connection
+pub(super) fn spawn_pumps<S, M, E>(
+    socket: S,
+    peer: String,
+    silence: Duration,
+    half_close: HalfCloseSwitch,
+) -> Connection
 where
     S: Stream<Item = Result<M, E>> + Sink<M, Error = E> + Send + 'static,
     M: WsMessage + Send + 'static,
@@ -172,6 +206,7 @@ where
             outgoing: outgoing_rx,
             ping: ping_rx,
             dropped,
+            half_close,
         },
         reader_done_rx,
         writer_alive,
@@ -209,6 +244,8 @@ struct Orders {
     ping: mpsc::Receiver<()>,
     /// Set when told to drop the connection.
     dropped: Arc<AtomicBool>,
+    /// Ends the socket's sending direction when told to half-close.
+    half_close: HalfCloseSwitch,
 }
 
 /// Reads the socket until the stream ends, fails, or the closing deadline passes.
@@ -436,6 +473,7 @@ where
         outgoing,
         ping,
         dropped,
+        half_close,
     } = orders;
     loop {
         let next = tokio::select! {
@@ -476,6 +514,12 @@ where
                 return;
             }
             Some(Outgoing::Stall(pause)) => tokio::time::sleep(pause).await,
+            Some(Outgoing::HalfClose) => {
+                // The flush reaches the socket, which shuts its sending side; the writer lives
+                // on (what it sends is lost), so the reader keeps hearing the peer.
+                half_close.throw();
+                let _ = tokio::time::timeout(WRITE_STALL, sink.flush()).await;
+            }
             None => {
                 let info = CloseInfo {
                     code: CLOSE_NORMAL,
@@ -533,17 +577,17 @@ mod tests {
     }
 
     #[test]
-    fn axum_messages_map_to_events() {
+    fn messages_map_to_events() {
         assert!(matches!(
-            ws::Message::Text("hi".into()).into_event(),
+            tungstenite::Message::Text("hi".into()).into_event(),
             WsEvent::Text(text) if text == "hi"
         ));
         assert!(matches!(
-            ws::Message::Close(None).into_event(),
+            tungstenite::Message::Close(None).into_event(),
             WsEvent::Close(None)
         ));
         assert!(matches!(
-            ws::Message::Ping(Vec::new().into()).into_event(),
+            tungstenite::Message::Ping(Vec::new().into()).into_event(),
             WsEvent::Control
         ));
     }

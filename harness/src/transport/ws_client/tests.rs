@@ -3,9 +3,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::transport::ws_server::LinkUpgrade;
 use axum::Router;
 use axum::extract::State;
-use axum::extract::ws::WebSocketUpgrade;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -45,7 +45,7 @@ struct AppState {
 async fn ws_handler(
     State(state): State<AppState>,
     headers: HeaderMap,
-    upgrade: WebSocketUpgrade,
+    upgrade: LinkUpgrade,
 ) -> Response {
     let expected = format!("Bearer {TOKEN}");
     let authorized = headers
@@ -755,4 +755,61 @@ async fn next_within(conn: &mut Connection, within: Duration) -> Option<Incoming
     timeout(within, conn.incoming.recv())
         .await
         .expect("incoming event in time")
+}
+
+/// `half-close` ends only the sending direction: the peer reads what came before and then the
+/// end of the stream, with no close frame, while what it sends after still arrives.
+#[tokio::test]
+async fn a_half_closed_link_sends_no_more_and_still_hears_the_peer() {
+    use futures_util::StreamExt;
+    let mut server = start_server(FrameLimits::default()).await;
+    let mut upgrade = format!("ws://{}/ws", server.addr)
+        .into_client_request()
+        .unwrap();
+    upgrade.headers_mut().insert(
+        http::header::AUTHORIZATION,
+        format!("Bearer {TOKEN}").parse().unwrap(),
+    );
+    let mut raw =
+        tokio_tungstenite::client_async(upgrade, TcpStream::connect(server.addr).await.unwrap())
+            .await
+            .expect("raw client connects")
+            .0;
+    let mut server_side = timeout(STEP, server.connections.recv())
+        .await
+        .expect("server side in time")
+        .expect("server side connection");
+
+    server_side.outgoing.send(text("last words")).unwrap();
+    server_side.outgoing.send(Outgoing::HalfClose).unwrap();
+    server_side.outgoing.send(text("lost")).unwrap();
+    let first = timeout(STEP, raw.next()).await.expect("in time");
+    assert_eq!(first.unwrap().unwrap(), Message::Text("last words".into()));
+    // The raw client still writes on its own direction, which the half-closed side reads.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    raw.send(Message::Text("still heard".into())).await.unwrap();
+    assert_eq!(
+        next(&mut server_side).await,
+        Some(Incoming::Text("still heard".into()))
+    );
+    // And then it reads the end of the stream: no close frame, and nothing sent after the
+    // half-close.
+    match timeout(STEP, raw.next()).await.expect("in time") {
+        None | Some(Err(_)) => {}
+        Some(Ok(other)) => panic!("expected the end of the stream, got {other:?}"),
+    }
+}
+
+/// A dialling side's half-close reaches the accepting side as an end without a close frame.
+#[tokio::test]
+async fn a_client_half_close_ends_the_stream_without_a_close_frame() {
+    let (_server, mut server_side, client) =
+        pair(FrameLimits::default(), FrameLimits::default()).await;
+    client.outgoing.send(text("last words")).unwrap();
+    client.outgoing.send(Outgoing::HalfClose).unwrap();
+    assert_eq!(
+        next(&mut server_side).await,
+        Some(Incoming::Text("last words".into()))
+    );
+    assert_eq!(next(&mut server_side).await, Some(Incoming::Closed(None)));
 }
