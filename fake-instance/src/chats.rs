@@ -144,6 +144,8 @@ struct Inner {
     /// device is still the one it was.
     latest: Option<(u32, LinkFacts)>,
     next_message: u64,
+    /// Terminals a misbehaving web UI gave up on (their open answer had no `shell`).
+    given_up_terminals: HashSet<String>,
 }
 
 /// Every chat of the instance.
@@ -216,6 +218,16 @@ impl Chats {
     /// Whether the instance breaks `rule` in its way `name` (one of the catalogue's `ways`).
     pub fn misbehaves_way(&self, rule: &str, name: &str) -> bool {
         self.config.misbehave.breaks_way(rule, name)
+    }
+
+    /// Marks a terminal the web UI gave up on: it types nothing into it.
+    pub fn give_up_terminal(&self, terminal: &str) {
+        self.lock().given_up_terminals.insert(terminal.to_owned());
+    }
+
+    /// Whether the web UI gave up on this terminal.
+    pub fn gave_up_terminal(&self, terminal: &str) -> bool {
+        self.lock().given_up_terminals.contains(terminal)
     }
 
     fn breaks(&self, rule: &str) -> bool {

@@ -62,14 +62,38 @@ pub async fn open(
         .request(methods::LEMBAS_TERMINAL_OPEN, params, chats.patience())
         .await
     {
-        Ok(Ok(answer)) => Ok(answer),
+        Ok(Ok(answer)) => {
+            give_up_without_shell(chats, peer, &answer);
+            Ok(answer)
+        }
         Ok(Err(e)) => Ok(json!({ "error": e.to_value() })),
         Err(e) => Err(e.to_string()),
     }
 }
 
+/// Misbehaving: an answer without `shell` (a device that lists `terminal` but not `shell`)
+/// taken for a broken terminal, hung up at once, or kept waiting for integration marks.
+fn give_up_without_shell(chats: &Chats, peer: &Arc<Peer>, answer: &Value) {
+    let hangs_up = chats.misbehaves(ids::INSTANCE_TERMINAL_WITHOUT_SHELL);
+    let waits = chats.misbehaves_way(ids::INSTANCE_TERMINAL_WITHOUT_SHELL, "waits_for_marks");
+    let Some(terminal) = answer["terminalId"].as_str() else {
+        return;
+    };
+    if answer.get("shell").is_some() || !(hangs_up || waits) {
+        return;
+    }
+    chats.give_up_terminal(terminal);
+    if hangs_up {
+        close(peer, terminal);
+    }
+}
+
 /// Types `text` into a terminal.
 pub fn input(chats: &Chats, peer: &Arc<Peer>, terminal: &str, text: &str) -> Value {
+    if chats.gave_up_terminal(terminal) {
+        // Misbehaving: nothing typed into a terminal given up on.
+        return json!({ "terminalId": terminal });
+    }
     let data = if chats.misbehaves(ids::INSTANCE_TERMINAL_NOTIFY_SHAPE) {
         // Misbehaving: the keystrokes go as they are, not base64.
         format!("{text}\u{7}")

@@ -625,6 +625,7 @@ pub mod ids {
     // The instance's rules proven by the web UI's actions (issue 15, group inst).
     INSTANCE_TERMINAL_OPEN_SHAPE = "instance.terminal.open_shape",
     INSTANCE_TERMINAL_NOTIFY_SHAPE = "instance.terminal.notify_shape",
+    INSTANCE_TERMINAL_WITHOUT_SHELL = "instance.terminal.without_shell",
     INSTANCE_CANCEL_IS_NOTIFICATION = "instance.cancel.is_notification",
     INSTANCE_REWIND_KNOWN_TURN = "instance.rewind.known_turn",
     INSTANCE_SESSION_KNOWN = "instance.session.known",
