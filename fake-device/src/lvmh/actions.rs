@@ -325,6 +325,24 @@ impl PluginActor {
         }
     }
 
+    /// How many events came that are no event of the session a route named: those of another
+    /// session among `page` (this session's), and any served for a session the daemon does not
+    /// have (for which no events, or a refusal, are both right).
+    async fn foreign_events(
+        &self,
+        session: &str,
+        page: &[Value],
+        deadline: Instant,
+    ) -> Result<usize, ActError> {
+        let mixed_in = page.iter().filter(|e| e["sessionId"] != session).count();
+        let path = format!("/api/sessions/{session}-not-here/events?after=0");
+        let (_, body) = self
+            .call("GET", &path, None, Some(&self.token), deadline)
+            .await?;
+        let unknown = body.as_array().map_or(0, Vec::len);
+        Ok(mixed_in + unknown)
+    }
+
     /// A page reload: every persisted event, paged, until it holds all the plugin sent before
     /// now or the deadline passes; then what it lacks and what it has too much of.
     async fn reload(&self, page: Option<u64>, deadline: Instant) -> Result<Value, ActError> {
@@ -374,6 +392,7 @@ impl PluginActor {
             // What the daemon lacks when the step's time is nearly up is the answer: it had
             // the time to persist it.
             if missing.is_empty() || Instant::now() + RELOAD_LAST_CALL >= deadline {
+                let foreign = self.foreign_events(&session, &events, deadline).await?;
                 let mut seen = std::collections::BTreeSet::new();
                 let duplicates: Vec<u64> =
                     seqs.iter().copied().filter(|s| !seen.insert(*s)).collect();
@@ -390,6 +409,7 @@ impl PluginActor {
                     "over_limit": over_limit,
                     "updates": updates,
                     "lastSeq": seqs.iter().max().copied().unwrap_or(0),
+                    "foreign": foreign,
                 }));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

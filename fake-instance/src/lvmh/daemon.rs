@@ -160,7 +160,23 @@ impl Daemon {
     pub fn events(&self, id: &str, after: u64, limit: usize) -> Vec<Value> {
         self.store
             .lock()
-            .map(|s| s.events(id, after, limit))
+            .map(|s| {
+                let every = self.misbehave.breaks(rules::EVENTS_PER_SESSION);
+                let newest = self
+                    .misbehave
+                    .breaks_way(rules::EVENTS_PER_SESSION, "newest_for_unknown");
+                let ids: Vec<&String> = match s.sessions().contains_key(id) {
+                    // Misbehaving: the route's session ignored, every session's events served.
+                    _ if every => s.sessions().keys().collect(),
+                    // Misbehaving: a session it does not have falls back to the newest one.
+                    false if newest => s.newest_session().into_iter().collect(),
+                    _ => return s.events(id, after, limit),
+                };
+                ids.into_iter()
+                    .flat_map(|id| s.events(id, after, limit))
+                    .take(limit)
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

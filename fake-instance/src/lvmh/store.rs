@@ -170,6 +170,14 @@ impl Store {
         })
     }
 
+    /// The session whose newest event is the latest (for a misbehaving route).
+    pub fn newest_session(&self) -> Option<&String> {
+        self.sessions
+            .iter()
+            .max_by_key(|(_, s)| s.last_event_at)
+            .map(|(id, _)| id)
+    }
+
     /// Every session, by id.
     pub fn sessions(&self) -> &BTreeMap<String, StoredSession> {
         &self.sessions

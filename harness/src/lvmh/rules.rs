@@ -59,6 +59,8 @@ pub const SESSION_LIST: &str = "lvmh.daemon.session_list";
 pub const DAEMON_ENVELOPE: &str = "lvmh.daemon.envelope";
 /// `GET …/events` honours `after` and `limit`.
 pub const EVENTS_PAGED: &str = "lvmh.daemon.events.paged";
+/// `GET /api/sessions/:id/events` gives the events of the session its path names only.
+pub const EVENTS_PER_SESSION: &str = "lvmh.daemon.events.per_session";
 /// `GET /api/sessions` says `online` while, and only while, the session's plugin is linked.
 pub const ONLINE: &str = "lvmh.daemon.sessions.online";
 /// An abort from the web reaches the session's plugin as `abort`.
