@@ -590,6 +590,17 @@ impl Plugin {
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
+                let busy = !self.is_idle();
+                let misbehave = &self.config.misbehave;
+                // Misbehaving: a prompt during a run taken as an interrupt, the reply cut short.
+                if busy && misbehave.breaks(rules::PROMPT_STEER) {
+                    self.aborted.store(true, Ordering::Relaxed);
+                    self.abort.notify_waiters();
+                }
+                // Misbehaving: a prompt during a run dropped, as a TUI that is not listening.
+                if busy && misbehave.breaks_way(rules::PROMPT_STEER, "dropped_while_busy") {
+                    return;
+                }
                 if !self.type_prompt(message) {
                     tracing::warn!("a prompt from the daemon found the agent's queue full");
                 }

@@ -38,6 +38,9 @@ pub const RECONNECT: &str = "lvmh.plugin.reconnect";
 /// A prompt from the daemon comes back as the session's own user message (message_start and
 /// message_end), which mirrors it to the web; nothing else answers it.
 pub const PROMPT_MIRRORED: &str = "lvmh.plugin.prompt.mirrored";
+/// A prompt that comes during a run waits like typed-ahead input (delivered as a steer): the
+/// reply under way is not cut, and the prompt is taken after it.
+pub const PROMPT_STEER: &str = "lvmh.plugin.prompt.steer";
 /// `message_update` deltas stream assistant messages only.
 pub const UPDATES_ASSISTANT: &str = "lvmh.plugin.updates.assistant";
 /// A graceful disconnect says `bye` with reason `shutdown`.

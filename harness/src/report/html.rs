@@ -369,7 +369,11 @@ fn diagram<'a>(
                         Some((at, method)) => (format!("↩ {method}"), Some(*at)),
                         None => (format!("↩ answer {id}"), None),
                     },
-                    (None, None) => ("(not JSON-RPC)".into(), None),
+                    // An lvmh frame is named by its `type`.
+                    (None, None) => match msg.get("type").and_then(Value::as_str) {
+                        Some(kind) => (kind.to_string(), None),
+                        None => ("(not JSON-RPC)".into(), None),
+                    },
                 };
                 rows.push(Row::Message {
                     entry,
