@@ -135,7 +135,7 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
                                     scenario: scenario.clone(),
                                     cell: cell.clone(),
                                     misbehave: Some(id),
-                                    reduced: false,
+                                    reduced: rule.on_reduced_peer,
                                 });
                             }
                         }
@@ -470,7 +470,8 @@ fn judge(
 /// Who the peer of a case was, in a few words.
 fn peer_of(case: &Case) -> String {
     match (&case.misbehave, case.reduced) {
-        (Some(m), _) => format!("breaks {m}"),
+        (Some(m), true) => format!("reduced, breaks {m}"),
+        (Some(m), false) => format!("breaks {m}"),
         (None, true) => "reduced".into(),
         (None, false) => "well-behaved".into(),
     }

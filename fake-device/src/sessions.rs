@@ -22,6 +22,14 @@ use crate::turns::Turns;
 /// A session's model and effort: its default, and `_lembas/configure`.
 mod model;
 
+/// The Context fields of `_meta.lembas`, with the capability that has the device read each.
+const CONTEXT_FIELDS: [(&str, &str); 4] = [
+    ("system_prompt", "context"),
+    ("personalization", "context"),
+    ("library", "library"),
+    ("prototypes", "prototypes"),
+];
+
 /// Every session of the device, as the link's methods reach them.
 #[derive(Debug)]
 pub struct Sessions {
@@ -85,9 +93,34 @@ impl Sessions {
         }
     }
 
+    /// Misbehaving: a Context field of a capability the device did not list refused as an
+    /// unknown field, on session/new (or, the second way, on session/prompt only).
+    fn unlisted_context_refused(&self, method: &str, params: &Value) -> Option<RpcError> {
+        let rule = ids::DEVICE_CONTEXT_UNLISTED_IGNORED;
+        let refuses = match method {
+            methods::SESSION_NEW => self.registry.breaks(rule),
+            methods::SESSION_PROMPT => self.registry.breaks_way(rule, "on_prompt"),
+            _ => false,
+        };
+        if !refuses {
+            return None;
+        }
+        let context = params.pointer("/_meta/lembas")?.as_object()?;
+        let (field, _) = CONTEXT_FIELDS.into_iter().find(|(field, capability)| {
+            context.contains_key(*field) && !self.registry.has(capability)
+        })?;
+        Some(RpcError::new(
+            harness::jsonrpc::INVALID_PARAMS,
+            format!("unknown field `_meta.lembas.{field}`"),
+        ))
+    }
+
     /// Answers a session method; `None` when `method` is none of them (or its capability was not
     /// listed), so the caller answers method-not-found.
     pub async fn handle(&self, method: &str, params: &Value, client: &Client) -> Option<Reply> {
+        if let Some(refusal) = self.unlisted_context_refused(method, params) {
+            return Some(Reply::Now(Err(refusal)));
+        }
         let has = |capability| self.registry.has(capability);
         let turns = Turns::new(&self.registry);
         let answer = match method {

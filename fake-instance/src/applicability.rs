@@ -26,6 +26,9 @@ pub struct Standing {
     /// The scenario scripts the instance's model (`instance.http.scripts`): it drives the
     /// device's turns through that model, so it relies on a device that asks it.
     pub drives_the_model: bool,
+    /// Capabilities whose fields the scenario sends on purpose to a device that may not list
+    /// them (`sends_unlisted`).
+    pub sends_unlisted: Vec<String>,
 }
 
 impl Standing {
@@ -41,6 +44,7 @@ impl Standing {
                 capabilities: Vec::new(),
                 roots: RootsNeed::Any,
                 drives_the_model: false,
+                sends_unlisted: Vec::new(),
             };
         };
         let mut capabilities = scenario.needs.clone();
@@ -55,6 +59,7 @@ impl Standing {
             capabilities,
             roots: setup.roots,
             drives_the_model,
+            sends_unlisted: scenario.sends_unlisted.clone(),
         }
     }
 }
@@ -151,7 +156,15 @@ impl Applicability {
         match intent {
             Intent::Step => self.standing(latest.as_ref()),
             Intent::Send { method, params } => {
-                listed(sending().as_ref(), &capabilities::to_send(method, params))
+                let mut needs = capabilities::to_send(method, params);
+                needs.retain(|n| {
+                    !self
+                        .standing
+                        .sends_unlisted
+                        .iter()
+                        .any(|c| c == n.capability)
+                });
+                listed(sending().as_ref(), &needs)
             }
             Intent::Answer { method, result } => {
                 listed(sending().as_ref(), &capabilities::in_result(method, result))

@@ -70,6 +70,10 @@ pub struct Rule {
     /// one too many): each asked for as `RULE/NAME`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ways: Vec<Way>,
+    /// Whether its misbehaviours are acted by the self-test's reduced peer (a device listing
+    /// few capabilities): a rule about what a device does with what it did not list.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub on_reduced_peer: bool,
     /// Why the rule can be broken in one way only (so it needs no `ways`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_way: Option<String>,
@@ -626,6 +630,7 @@ pub mod ids {
     INSTANCE_TERMINAL_OPEN_SHAPE = "instance.terminal.open_shape",
     INSTANCE_TERMINAL_NOTIFY_SHAPE = "instance.terminal.notify_shape",
     INSTANCE_TERMINAL_WITHOUT_SHELL = "instance.terminal.without_shell",
+    DEVICE_CONTEXT_UNLISTED_IGNORED = "device.context.unlisted_ignored",
     INSTANCE_CANCEL_IS_NOTIFICATION = "instance.cancel.is_notification",
     INSTANCE_REWIND_KNOWN_TURN = "instance.rewind.known_turn",
     INSTANCE_SESSION_KNOWN = "instance.session.known",

@@ -37,6 +37,11 @@ pub struct Scenario {
     /// those). A peer that did not list one makes the run not applicable.
     #[serde(default)]
     pub needs: Vec<String>,
+    /// Capabilities whose fields the scenario sends on purpose whether or not the peer listed
+    /// them (to judge that an unlisted field is ignored): sending one to a peer that did not
+    /// list it keeps the run applicable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sends_unlisted: Vec<String>,
     /// The protocol and spec cells the scenario applies to; `harness selftest` runs each.
     #[serde(default)]
     pub matrix: Matrix,
@@ -122,6 +127,7 @@ impl Scenario {
             family: crate::family::Family::Lembas,
             rules: Vec::new(),
             needs: Vec::new(),
+            sends_unlisted: Vec::new(),
             matrix: Matrix::default(),
             timeout: Some(Dur(std::time::Duration::from_secs(30))),
             vars: BTreeMap::new(),
