@@ -209,6 +209,17 @@ impl DeviceActor {
         if !self.sessions.registry().breaks(ids::DEVICE_LEFT_SHAPE)
             && let Some(peer) = self.lembas_link()
         {
+            if self
+                .sessions
+                .registry()
+                .breaks_way(ids::DEVICE_LEFT_SHAPE, "next_link")
+            {
+                // Misbehaving: `left` kept for the next link though this one is up.
+                if let Ok(mut kept) = self.sessions.registry().lefts_kept.lock() {
+                    kept.push(id.clone());
+                }
+                return Ok(json!({ "sessionId": id }));
+            }
             peer.notify(
                 methods::LEMBAS_SESSION_LEFT,
                 json!({ "sessionId": id, "available": true }),

@@ -603,11 +603,32 @@ impl AgentModel {
         if lembas && !(announced_before && self.breaks(ids::DEVICE_ANNOUNCE_RELINK)) {
             self.announce(peer);
         }
+        // Misbehaving (device.left.shape/next_link): the `left`s kept from the last link.
+        let kept: Vec<String> = self
+            .sessions
+            .registry()
+            .lefts_kept
+            .lock()
+            .map(|mut kept| std::mem::take(&mut *kept))
+            .unwrap_or_default();
+        for id in kept.into_iter().filter(|_| lembas) {
+            peer.notify(
+                methods::LEMBAS_SESSION_LEFT,
+                json!({ "sessionId": id, "available": true }),
+            );
+        }
         match (
             lembas && self.sessions.registry().has("delete"),
             self.breaks(ids::DEVICE_DELETED_PENDING),
             protocol,
         ) {
+            // Misbehaving: the first link after the delete gets none of them; the next does.
+            (true, false, _)
+                if !announced_before
+                    && self
+                        .config
+                        .misbehave
+                        .breaks_way(ids::DEVICE_DELETED_PENDING, "one_link_late") => {}
             (true, false, _) => self.sessions.registry().send_pending_deletes(peer, true),
             // Misbehaving: at protocol 1 it never sends them; at 2 it never forgets them.
             (true, true, 2) => self.sessions.registry().send_pending_deletes(peer, false),

@@ -289,6 +289,16 @@ impl<'r> Turns<'r> {
         let turn_id = param_str(params, "turnId")?;
         let mut state = live.state.lock().await;
         if state.running.is_some() && !self.registry.breaks(ids::DEVICE_REWIND_WORKING) {
+            // Misbehaving: refused as an internal error rather than invalid params.
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_REWIND_WORKING, "other_code")
+            {
+                return Err(RpcError::new(
+                    harness::jsonrpc::INTERNAL_ERROR,
+                    "the session is working",
+                ));
+            }
             return Err(refuse("the session is working: rewind it between turns"));
         }
         let Some(first) = state
@@ -300,12 +310,34 @@ impl<'r> Turns<'r> {
             if self.registry.breaks(ids::DEVICE_REWIND_UNKNOWN) {
                 return Ok(json!({ "reverted": 0 }));
             }
+            // Misbehaving: refused as an internal error rather than invalid params.
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_REWIND_UNKNOWN, "other_code")
+            {
+                return Err(RpcError::new(
+                    harness::jsonrpc::INTERNAL_ERROR,
+                    format!("this session has no turn `{turn_id}`"),
+                ));
+            }
             return Err(refuse(format!("this session has no turn `{turn_id}`")));
         };
         if self.registry.breaks(ids::DEVICE_REWIND_REVERTS) {
             // Misbehaving: says it rewound, and keeps every turn.
             return Ok(json!({ "reverted": 1 }));
         }
+        // Misbehaving: the turn before the one named is reverted too.
+        let first = if self
+            .registry
+            .breaks_way(ids::DEVICE_REWIND_REVERTS, "one_more")
+        {
+            state.stored.messages[..first]
+                .iter()
+                .rposition(|m| m.role == "user" && !m.reverted)
+                .unwrap_or(first)
+        } else {
+            first
+        };
         // That turn and every later one leave the conversation; files are not touched.
         let mut reverted: Vec<String> = Vec::new();
         let cwd = state.stored.cwd.clone();
@@ -644,6 +676,13 @@ impl<'r> Turns<'r> {
             // Misbehaving: the user's text is kept with what its attachments added.
             let typed = if self.registry.breaks(ids::DEVICE_HISTORY_TEXT) {
                 job.text.clone()
+            } else if !job.attachments.is_empty()
+                && self
+                    .registry
+                    .breaks_way(ids::DEVICE_HISTORY_TEXT, "no_typed")
+            {
+                // Misbehaving: what the person typed with attachments is not kept, only them.
+                String::new()
             } else {
                 job.typed.clone()
             };
