@@ -73,6 +73,9 @@ pub struct Registry {
     said_limits: Mutex<Option<Limits>>,
     /// The `left`s kept for the next link (only a device misbehaving on device.left.shape).
     pub(crate) lefts_kept: Mutex<Vec<String>>,
+    /// Sessions left available and still refused as the terminal's (only a device misbehaving
+    /// on device.left.available).
+    pub(crate) left_held: Mutex<std::collections::HashSet<String>>,
 }
 
 /// How a change of a session's mode is told to its client.
@@ -158,6 +161,7 @@ impl Registry {
             commands_sent: Mutex::new(HashMap::new()),
             said_limits: Mutex::new(None),
             lefts_kept: Mutex::new(Vec::new()),
+            left_held: Mutex::new(Default::default()),
         }
     }
 
@@ -320,7 +324,14 @@ impl Registry {
             // Misbehaving: a session not in memory is not looked for in the store.
             return None;
         }
-        let mut stored = self.store.load_session(id).ok().flatten()?;
+        let mut stored = match self.store.load_session(id).ok().flatten() {
+            Some(stored) => stored,
+            // Misbehaving: a deleted session named again comes back with its conversation.
+            None if self.breaks_way(ids::DEVICE_DELETE_GONE_LATER, "conversation_kept") => {
+                self.store.load_aside(id).ok().flatten()?
+            }
+            None => return None,
+        };
         if self.breaks_way(ids::DEVICE_SESSIONS_REOPEN, "empty") {
             // Misbehaving: opened from the store without its conversation.
             stored.messages.clear();
@@ -433,6 +444,11 @@ impl Registry {
         if self.breaks(ids::DEVICE_DELETE_GONE_LATER) {
             // Misbehaving: gone from memory, and still in the store for the next start.
             return Ok(true);
+        }
+        if self.breaks_way(ids::DEVICE_DELETE_GONE_LATER, "conversation_kept")
+            && let Err(e) = self.store.set_aside(id)
+        {
+            tracing::error!("cannot keep session {id} aside: {e}");
         }
         self.store.delete_session(id)
     }

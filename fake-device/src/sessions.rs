@@ -69,6 +69,16 @@ impl Sessions {
 
     /// `session/prompt`, once its session is open: see [`Turns::prompt`].
     async fn prompt(&self, params: &Value, client: &Client) -> Result<Reply, RpcError> {
+        // Misbehaving: a session left available is refused as still the terminal's.
+        if let Some(id) = params.get("sessionId").and_then(Value::as_str)
+            && self
+                .registry
+                .left_held
+                .lock()
+                .is_ok_and(|held| held.contains(id))
+        {
+            return Err(refuse(format!("session `{id}` is in use at the terminal")));
+        }
         let live = self.session(params).await?;
         Turns::new(&self.registry)
             .prompt(&live, params, client)
@@ -764,11 +774,30 @@ impl Sessions {
             let _ = self.registry.store.delete_session(id);
             return Ok(json!({ "deleted": true }));
         }
+        let was_terminal = self.registry.is_terminal_session(id);
         let removed = self
             .registry
             .remove(id, &live)
             .await
             .map_err(|e| RpcError::new(harness::jsonrpc::INTERNAL_ERROR, e.to_string()))?;
+        if was_terminal
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_DELETE_TERMINAL_NEW, "same_id")
+        {
+            // Misbehaving: the terminal's new session is shared under the deleted one's id.
+            let cwd = live.state.lock().await.stored.cwd.clone();
+            let stored = StoredSession {
+                title: "a terminal session".into(),
+                given: true,
+                ..StoredSession::new(id, cwd)
+            };
+            if let Err(e) = self.registry.store.save_session(&stored) {
+                tracing::error!("cannot store the terminal's new session: {e}");
+            }
+            self.spawn_live(stored, TurnLog::default());
+            self.registry.share(id);
+        }
         // Misbehaving: a session that was there is said not to have been.
         let said = removed
             && !self

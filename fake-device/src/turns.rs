@@ -356,6 +356,20 @@ impl<'r> Turns<'r> {
                     let _ = std::fs::remove_file(file);
                 }
             }
+            // Misbehaving: the plan files the reverted turns wrote are moved to a hidden folder.
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_REWIND_FILES_KEPT, "moved_aside")
+            {
+                for tool in message.tools.iter().filter(|t| t["name"] == "plan_submit") {
+                    let path = crate::cards::plan_path(&tool["args"]);
+                    let aside = cwd.join(".reverted").join(&path);
+                    if let Some(parent) = aside.parent() {
+                        let _ = std::fs::create_dir_all(parent);
+                    }
+                    let _ = std::fs::rename(cwd.join(&path), aside);
+                }
+            }
             if !reverted.contains(&message.turn_id) {
                 reverted.push(message.turn_id.clone());
             }
@@ -710,7 +724,17 @@ impl<'r> Turns<'r> {
             .turns
             .set(&job.turn_id, TurnState::Done, Some(answer.clone()));
         self.registry.save(&state);
-        for waiter in state.waiters.remove(&job.turn_id).unwrap_or_default() {
+        let waiters = state.waiters.remove(&job.turn_id).unwrap_or_default();
+        if state.deleted
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_DELETE_STOPS, "unanswered")
+        {
+            // Misbehaving: the deleted session's stopped turn leaves its prompt unanswered.
+            std::mem::forget(waiters);
+            return;
+        }
+        for waiter in waiters {
             let _ = waiter.send(answer.clone());
         }
     }

@@ -965,6 +965,28 @@ impl Chats {
                 }
                 continue;
             }
+            if self.misbehaves_way(ids::INSTANCE_REATTACH_KNOWN, "new_chat") {
+                // Misbehaving: whatever status said, every incomplete turn again, as a new
+                // turn in a chat of its own.
+                for (turn, text) in turns {
+                    if let Some(c) = self.lock().chats.get_mut(&chat) {
+                        c.in_flight.retain(|(t, _)| *t != turn);
+                    }
+                    let opened = self
+                        .open(peer, facts, None, None, None, Default::default())
+                        .await;
+                    if let Some(new) = opened
+                        .ok()
+                        .as_ref()
+                        .and_then(|o| o.get("sessionId"))
+                        .and_then(Value::as_str)
+                    {
+                        let fresh = self.fresh_message_id();
+                        self.prompt(peer, facts, new, &fresh, &text);
+                    }
+                }
+                continue;
+            }
             let running: Vec<String> = status
                 .iter()
                 .flat_map(|s| {
