@@ -202,6 +202,15 @@ impl DeviceActor {
             state.turns = crate::store::TurnLog::default();
             self.sessions.registry().save(&state);
         }
+        if self
+            .sessions
+            .registry()
+            .breaks_way(ids::DEVICE_LEFT_AVAILABLE, "still_held")
+            && let Ok(mut held) = self.sessions.registry().left_held.lock()
+        {
+            // Misbehaving: said available, and refused as still the terminal's.
+            held.insert(id.clone());
+        }
         if self.model.breaks(ids::DEVICE_LEFT_AVAILABLE) {
             // Misbehaving: said available, and gone from the store all the same.
             self.sessions.delete_here(&id).await?;
@@ -209,6 +218,17 @@ impl DeviceActor {
         if !self.sessions.registry().breaks(ids::DEVICE_LEFT_SHAPE)
             && let Some(peer) = self.lembas_link()
         {
+            if self
+                .sessions
+                .registry()
+                .breaks_way(ids::DEVICE_LEFT_SHAPE, "next_link")
+            {
+                // Misbehaving: `left` kept for the next link though this one is up.
+                if let Ok(mut kept) = self.sessions.registry().lefts_kept.lock() {
+                    kept.push(id.clone());
+                }
+                return Ok(json!({ "sessionId": id }));
+            }
             peer.notify(
                 methods::LEMBAS_SESSION_LEFT,
                 json!({ "sessionId": id, "available": true }),
@@ -226,6 +246,20 @@ impl DeviceActor {
             .lembas_link()
             .filter(|_| !self.sessions.registry().breaks(ids::DEVICE_DELETED_LIVE))
         {
+            // Misbehaving: the client hears `left`, not available, where `deleted` is due.
+            Some(peer)
+                if self.sessions.registry().has("delete")
+                    && self
+                        .sessions
+                        .registry()
+                        .breaks_way(ids::DEVICE_DELETED_LIVE, "as_left") =>
+            {
+                peer.notify(
+                    methods::LEMBAS_SESSION_LEFT,
+                    json!({ "sessionId": id, "available": false }),
+                );
+                true
+            }
             Some(peer) if self.sessions.registry().has("delete") => {
                 peer.notify(methods::LEMBAS_SESSION_DELETED, json!({ "sessionId": id }));
                 true

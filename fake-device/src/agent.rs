@@ -600,14 +600,62 @@ impl AgentModel {
         let announced_before = self
             .announced
             .swap(true, std::sync::atomic::Ordering::Relaxed);
-        if lembas && !(announced_before && self.breaks(ids::DEVICE_ANNOUNCE_RELINK)) {
+        let other_id = announced_before
+            && self
+                .config
+                .misbehave
+                .breaks_way(ids::DEVICE_ANNOUNCE_RELINK, "other_id");
+        if lembas
+            && other_id
+            && let Some(cwd) = self.sessions.registry().terminal_session().and_then(|_| {
+                let limits = self.sessions.registry().limits.read().ok()?;
+                limits.roots.first().cloned()
+            })
+        {
+            // Misbehaving: a new link hears of a made-up session in place of the shared one.
+            peer.notify(
+                methods::LEMBAS_SESSION_ANNOUNCE,
+                json!({
+                    "sessionId": crate::answers::fresh_id("ses_"),
+                    "cwd": cwd.display().to_string(),
+                    "title": "a terminal session",
+                    "model": null,
+                    "instance": false,
+                    "mode": "edit",
+                    "effort": "off",
+                    "busy": false,
+                    "origin": "terminal",
+                }),
+            );
+        } else if lembas && !(announced_before && self.breaks(ids::DEVICE_ANNOUNCE_RELINK)) {
             self.announce(peer);
+        }
+        // Misbehaving (device.left.shape/next_link): the `left`s kept from the last link.
+        let kept: Vec<String> = self
+            .sessions
+            .registry()
+            .lefts_kept
+            .lock()
+            .map(|mut kept| std::mem::take(&mut *kept))
+            .unwrap_or_default();
+        for id in kept.into_iter().filter(|_| lembas) {
+            peer.notify(
+                methods::LEMBAS_SESSION_LEFT,
+                json!({ "sessionId": id, "available": true }),
+            );
         }
         match (
             lembas && self.sessions.registry().has("delete"),
             self.breaks(ids::DEVICE_DELETED_PENDING),
             protocol,
         ) {
+            // Misbehaving: the first link after the delete gets none of them; the next does.
+            (true, false, _)
+                if !announced_before
+                    && self
+                        .config
+                        .misbehave
+                        .breaks_way(ids::DEVICE_DELETED_PENDING, "one_link_late") => {}
             (true, false, _) => self.sessions.registry().send_pending_deletes(peer, true),
             // Misbehaving: at protocol 1 it never sends them; at 2 it never forgets them.
             (true, true, 2) => self.sessions.registry().send_pending_deletes(peer, false),

@@ -71,6 +71,11 @@ pub struct Registry {
     commands_sent: Mutex<HashMap<String, Vec<serde_json::Value>>>,
     /// The limits the latest hello said (what a link was told, which may be older than now).
     said_limits: Mutex<Option<Limits>>,
+    /// The `left`s kept for the next link (only a device misbehaving on device.left.shape).
+    pub(crate) lefts_kept: Mutex<Vec<String>>,
+    /// Sessions left available and still refused as the terminal's (only a device misbehaving
+    /// on device.left.available).
+    pub(crate) left_held: Mutex<std::collections::HashSet<String>>,
 }
 
 /// How a change of a session's mode is told to its client.
@@ -155,6 +160,8 @@ impl Registry {
             frecency: crate::files::Frecency::default(),
             commands_sent: Mutex::new(HashMap::new()),
             said_limits: Mutex::new(None),
+            lefts_kept: Mutex::new(Vec::new()),
+            left_held: Mutex::new(Default::default()),
         }
     }
 
@@ -280,6 +287,12 @@ impl Registry {
             return;
         }
         let id = state.stored.id.clone();
+        // Misbehaving: the command list and the plan name another session than the one taken.
+        let id = if self.breaks_way(ids::DEVICE_SESSION_TAKEOVER, "other_session") {
+            format!("{id}_other")
+        } else {
+            id
+        };
         if self.sends_commands() {
             self.send_commands(&id, &state.stored.cwd, client);
         }
@@ -311,7 +324,18 @@ impl Registry {
             // Misbehaving: a session not in memory is not looked for in the store.
             return None;
         }
-        let stored = self.store.load_session(id).ok().flatten()?;
+        let mut stored = match self.store.load_session(id).ok().flatten() {
+            Some(stored) => stored,
+            // Misbehaving: a deleted session named again comes back with its conversation.
+            None if self.breaks_way(ids::DEVICE_DELETE_GONE_LATER, "conversation_kept") => {
+                self.store.load_aside(id).ok().flatten()?
+            }
+            None => return None,
+        };
+        if self.breaks_way(ids::DEVICE_SESSIONS_REOPEN, "empty") {
+            // Misbehaving: opened from the store without its conversation.
+            stored.messages.clear();
+        }
         let mut turns = self.stored_turns(id);
         // A turn left queued or running when the device stopped did not finish: it is unknown
         // now, and a client that sends its prompt again gets it run (spec, reattaching).
@@ -420,6 +444,11 @@ impl Registry {
         if self.breaks(ids::DEVICE_DELETE_GONE_LATER) {
             // Misbehaving: gone from memory, and still in the store for the next start.
             return Ok(true);
+        }
+        if self.breaks_way(ids::DEVICE_DELETE_GONE_LATER, "conversation_kept")
+            && let Err(e) = self.store.set_aside(id)
+        {
+            tracing::error!("cannot keep session {id} aside: {e}");
         }
         self.store.delete_session(id)
     }

@@ -77,6 +77,16 @@ impl Sessions {
 
     /// `session/prompt`, once its session is open: see [`Turns::prompt`].
     async fn prompt(&self, params: &Value, client: &Client) -> Result<Reply, RpcError> {
+        // Misbehaving: a session left available is refused as still the terminal's.
+        if let Some(id) = params.get("sessionId").and_then(Value::as_str)
+            && self
+                .registry
+                .left_held
+                .lock()
+                .is_ok_and(|held| held.contains(id))
+        {
+            return Err(refuse(format!("session `{id}` is in use at the terminal")));
+        }
         let live = self.session(params).await?;
         Turns::new(&self.registry)
             .prompt(&live, params, client)
@@ -288,6 +298,13 @@ impl Sessions {
         if self.registry.breaks(ids::DEVICE_ANNOUNCE_SHAPE) {
             params.as_object_mut().map(|p| p.remove("origin"));
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_ANNOUNCE_SHAPE, "wrong_origin")
+        {
+            // Misbehaving: a terminal's session announced as the service's.
+            params["origin"] = json!("service");
+        }
         params
     }
 
@@ -302,6 +319,14 @@ impl Sessions {
         let cwd = match limits.check_cwd(cwd) {
             Ok(path) => path,
             Err(_) if self.registry.breaks(ids::DEVICE_SESSION_NEW_ROOTS) => cwd.into(),
+            // Misbehaving: refused, as an internal error rather than invalid params.
+            Err(reason)
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_SESSION_NEW_ROOTS, "other_code") =>
+            {
+                return Err(RpcError::new(harness::jsonrpc::INTERNAL_ERROR, reason));
+            }
             Err(reason) => return Err(refuse(reason)),
         };
         let meta = params.get("_meta");
@@ -315,6 +340,13 @@ impl Sessions {
         // Misbehaving: the asked mode as it is, above `max_mode` or not.
         let mode = if self.registry.breaks(ids::DEVICE_SESSION_NEW_MODE) {
             asked.to_string()
+        } else if self
+            .registry
+            .breaks_way(ids::DEVICE_SESSION_NEW_MODE, "raised")
+            && let Some(max) = limits.lower_mode("edit")
+        {
+            // Misbehaving: every session opens at `max_mode`, a lower mode asked or not.
+            max
         } else {
             mode
         };
@@ -350,7 +382,19 @@ impl Sessions {
             Some(reference) => Some(self.own_ref(reference).await),
             None => None,
         };
+        // Misbehaving: the model named is answered, and the session runs on the default.
+        let reported_only = (lembas_model.is_some()
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_SESSION_NEW_LEMBAS_MODEL, "reported_only"))
+            || (lembas_model.is_none()
+                && own_model.is_some()
+                && self
+                    .registry
+                    .breaks_way(ids::DEVICE_SESSION_NEW_OWN_MODEL, "reported_only"));
         let model = lembas_model.or(own_model);
+        let reported = model.clone();
+        let model = if reported_only { None } else { model };
         // No model named: the session starts on the device's default, which it names.
         let model = match model {
             Some(model) => Some(model),
@@ -391,10 +435,21 @@ impl Sessions {
         if self.registry.breaks(ids::DEVICE_SESSION_NEW_RESULT) {
             modes = Value::Null;
         }
+        let model = if reported_only { reported } else { model };
         let mut result = json!({
             "sessionId": state.stored.id,
             "_meta": { "lembas": { "model": model, "mode": mode, "effort": effort } },
         });
+        // Misbehaving: the session's effort left out of `_meta.lembas`.
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_SESSION_NEW_EFFORT, "no_effort")
+            && let Some(lembas) = result
+                .pointer_mut("/_meta/lembas")
+                .and_then(Value::as_object_mut)
+        {
+            lembas.remove("effort");
+        }
         // Misbehaving: the session's mode left out of `_meta.lembas`.
         if self
             .registry
@@ -428,6 +483,16 @@ impl Sessions {
                 && !limits.inside_roots(&state.stored.cwd)
                 && !self.registry.breaks(ids::DEVICE_SESSIONS_REOPEN_RULES)
             {
+                // Misbehaving: refused as an internal error rather than invalid params.
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_SESSIONS_REOPEN_RULES, "other_code")
+                {
+                    return Err(RpcError::new(
+                        harness::jsonrpc::INTERNAL_ERROR,
+                        "this session is outside the device's limits now",
+                    ));
+                }
                 return Err(refuse(if limits.remote {
                     format!(
                         "session `{id}` works in {}, which is outside the device's remote roots",
@@ -472,12 +537,34 @@ impl Sessions {
 
     async fn status(&self, params: &Value) -> Answer {
         let id = param_str(params, "sessionId")?;
+        // Misbehaving: a session it does not have is refused, not said not to exist.
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_SESSION_UNKNOWN, "status_error")
+            && self.registry.live_session(id).is_none()
+            && self
+                .registry
+                .store
+                .load_session(id)
+                .ok()
+                .flatten()
+                .is_none()
+        {
+            return Err(refuse(format!("no session `{id}` on this device")));
+        }
         if let Some(live) = self.registry.live_session(id) {
             let state = live.state.lock().await;
             let running = state.running.as_ref().map(|r| r.turn_id.as_str());
             let shared = self.registry.is_terminal_session(id);
             let held = match (shared, self.registry.breaks(ids::DEVICE_STATUS_HELD)) {
                 (_, true) => "none",
+                // Misbehaving: `here` and `terminal` the wrong way round.
+                (true, false) if self.registry.breaks_way(ids::DEVICE_STATUS_HELD, "swapped") => {
+                    "here"
+                }
+                (false, false) if self.registry.breaks_way(ids::DEVICE_STATUS_HELD, "swapped") => {
+                    "terminal"
+                }
                 (true, false) => "terminal",
                 (false, false) => "here",
             };
@@ -520,6 +607,16 @@ impl Sessions {
             if !self.registry.breaks(ids::DEVICE_STATUS_QUEUED) {
                 result["queued"] = json!(queued);
             }
+            if let Some(turn) = running
+                && self
+                    .registry
+                    .breaks_way(ids::DEVICE_STATUS_QUEUED, "running_listed")
+            {
+                // Misbehaving: the running turn stays listed among the waiting ones.
+                let mut waiting = vec![turn.to_string()];
+                waiting.extend(queued.iter().cloned());
+                result["queued"] = json!(waiting);
+            }
             if let Some(turn) = running {
                 result["turnId"] = json!(turn);
             }
@@ -527,6 +624,17 @@ impl Sessions {
                 && !self.registry.breaks(ids::DEVICE_STATUS_TURNS)
             {
                 result["lastTurnId"] = json!(last.turn_id);
+                // Misbehaving: the oldest finished turn named as the last one.
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_STATUS_TURNS, "first_done")
+                    && let Some(first) = turns
+                        .turns
+                        .iter()
+                        .find(|t| t.state == crate::store::TurnState::Done)
+                {
+                    result["lastTurnId"] = json!(first.turn_id);
+                }
             }
         }
         if self.registry.has("plan_state") {
@@ -609,9 +717,21 @@ impl Sessions {
                 pair.swap(0, 1);
             }
         }
+        // Misbehaving: an untitled session named in history by its first message.
+        let title = match state.stored.messages.first() {
+            Some(first)
+                if state.stored.title.is_empty()
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_HISTORY_FIELDS, "first_message") =>
+            {
+                first.text.clone()
+            }
+            _ => state.stored.title.clone(),
+        };
         Ok(json!({
             "sessionId": state.stored.id,
-            "title": state.stored.title,
+            "title": title,
             // Misbehaving: the root named is the device's config directory, not the session's.
             "root": if self.registry.breaks(ids::DEVICE_HISTORY_FIELDS) {
                 self.registry.store.config_dir().display().to_string()
@@ -635,13 +755,37 @@ impl Sessions {
             let limits = self.registry.limits();
             // Misbehaving: the mark of what the client was given is not looked at.
             let given = state.stored.given && !self.registry.breaks(ids::DEVICE_DELETE_GIVEN);
-            if !given
-                && !limits.inside_roots(&state.stored.cwd)
-                && !self.registry.breaks(ids::DEVICE_DELETE_SCOPE)
+            let outside = !limits.inside_roots(&state.stored.cwd);
+            // Misbehaving: one it gave the client, outside the limits now, said not to be there.
+            if state.stored.given
+                && outside
+                && self
+                    .registry
+                    .breaks_way(ids::DEVICE_DELETE_GIVEN, "says_false")
             {
+                return Ok(json!({ "deleted": false }));
+            }
+            if !given && outside && !self.registry.breaks(ids::DEVICE_DELETE_SCOPE) {
+                // Misbehaving: refused, and deleted all the same.
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_DELETE_SCOPE, "refused_gone")
+                {
+                    drop(state);
+                    let _ = self.registry.remove(id, &live).await;
+                }
                 return Err(refuse(
                     "this session was never the client's and is outside the device's roots",
                 ));
+            }
+            // Misbehaving: an untrusted project's session said not to be there.
+            if limits.require_trust
+                && !limits.is_trusted(&state.stored.cwd)
+                && self
+                    .registry
+                    .breaks_way(ids::DEVICE_DELETE_UNTRUSTED, "says_false")
+            {
+                return Ok(json!({ "deleted": false }));
             }
             // Misbehaving: trust is asked of a delete as of session/new.
             if self.registry.breaks(ids::DEVICE_DELETE_UNTRUSTED)
@@ -655,11 +799,38 @@ impl Sessions {
             // Misbehaving: the delete is answered, and the session stays.
             return Ok(json!({ "deleted": true }));
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_DELETE_GONE, "memory_only")
+        {
+            // Misbehaving: taken out of the store, and still open in memory.
+            let _ = self.registry.store.delete_session(id);
+            return Ok(json!({ "deleted": true }));
+        }
+        let was_terminal = self.registry.is_terminal_session(id);
         let removed = self
             .registry
             .remove(id, &live)
             .await
             .map_err(|e| RpcError::new(harness::jsonrpc::INTERNAL_ERROR, e.to_string()))?;
+        if was_terminal
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_DELETE_TERMINAL_NEW, "same_id")
+        {
+            // Misbehaving: the terminal's new session is shared under the deleted one's id.
+            let cwd = live.state.lock().await.stored.cwd.clone();
+            let stored = StoredSession {
+                title: "a terminal session".into(),
+                given: true,
+                ..StoredSession::new(id, cwd)
+            };
+            if let Err(e) = self.registry.store.save_session(&stored) {
+                tracing::error!("cannot store the terminal's new session: {e}");
+            }
+            self.spawn_live(stored, TurnLog::default());
+            self.registry.share(id);
+        }
         // Misbehaving: a session that was there is said not to have been.
         let said = removed
             && !self
@@ -763,12 +934,31 @@ impl Sessions {
             // Misbehaving: the title is answered, and the session keeps its old one.
             return Ok(json!({ "title": title }));
         }
+        if self.registry.breaks_way(ids::DEVICE_TITLE_APPLIES, "late") {
+            // Misbehaving: the title is answered now and taken a second later.
+            let (live, registry, kept) = (live.clone(), self.registry.clone(), title.clone());
+            drop(state);
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                let mut state = live.state.lock().await;
+                state.stored.title = kept;
+                registry.save(&state);
+            });
+            return Ok(json!({ "title": title }));
+        }
         state.stored.title = title.clone();
         self.registry.save(&state);
         client.event(
             &state.stored.id,
             json!({ "type": "title", "id": state.stored.id, "title": title }),
         );
+        // Misbehaving: the title is cut, and answered whole.
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_TITLE_LIMIT, "answers_whole")
+        {
+            return Ok(json!({ "title": asked }));
+        }
         Ok(json!({ "title": title }))
     }
 }

@@ -239,6 +239,25 @@ impl Store {
         write_atomically(&self.turns_path(id), log)
     }
 
+    /// Keeps a copy of a session's record aside before it is removed (only a device
+    /// misbehaving on device.delete.gone_later); [`Store::load_aside`] gives it back.
+    pub fn set_aside(&self, id: &str) -> io::Result<()> {
+        if let Some(session) = self.load_session(id)? {
+            let aside = self.root.join("aside");
+            std::fs::create_dir_all(&aside)?;
+            write_atomically(&aside.join(format!("{id}.json")), &session)?;
+        }
+        Ok(())
+    }
+
+    /// A session's record kept aside by [`Store::set_aside`].
+    pub fn load_aside(&self, id: &str) -> io::Result<Option<StoredSession>> {
+        if !is_store_id(id) {
+            return Ok(None);
+        }
+        read_json(&self.root.join("aside").join(format!("{id}.json")))
+    }
+
     /// Removes a session, its turn log and its attachments; says whether it was there.
     pub fn delete_session(&self, id: &str) -> io::Result<bool> {
         if !is_store_id(id) {

@@ -289,6 +289,16 @@ impl<'r> Turns<'r> {
         let turn_id = param_str(params, "turnId")?;
         let mut state = live.state.lock().await;
         if state.running.is_some() && !self.registry.breaks(ids::DEVICE_REWIND_WORKING) {
+            // Misbehaving: refused as an internal error rather than invalid params.
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_REWIND_WORKING, "other_code")
+            {
+                return Err(RpcError::new(
+                    harness::jsonrpc::INTERNAL_ERROR,
+                    "the session is working",
+                ));
+            }
             return Err(refuse("the session is working: rewind it between turns"));
         }
         let Some(first) = state
@@ -300,12 +310,34 @@ impl<'r> Turns<'r> {
             if self.registry.breaks(ids::DEVICE_REWIND_UNKNOWN) {
                 return Ok(json!({ "reverted": 0 }));
             }
+            // Misbehaving: refused as an internal error rather than invalid params.
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_REWIND_UNKNOWN, "other_code")
+            {
+                return Err(RpcError::new(
+                    harness::jsonrpc::INTERNAL_ERROR,
+                    format!("this session has no turn `{turn_id}`"),
+                ));
+            }
             return Err(refuse(format!("this session has no turn `{turn_id}`")));
         };
         if self.registry.breaks(ids::DEVICE_REWIND_REVERTS) {
             // Misbehaving: says it rewound, and keeps every turn.
             return Ok(json!({ "reverted": 1 }));
         }
+        // Misbehaving: the turn before the one named is reverted too.
+        let first = if self
+            .registry
+            .breaks_way(ids::DEVICE_REWIND_REVERTS, "one_more")
+        {
+            state.stored.messages[..first]
+                .iter()
+                .rposition(|m| m.role == "user" && !m.reverted)
+                .unwrap_or(first)
+        } else {
+            first
+        };
         // That turn and every later one leave the conversation; files are not touched.
         let mut reverted: Vec<String> = Vec::new();
         let cwd = state.stored.cwd.clone();
@@ -322,6 +354,20 @@ impl<'r> Turns<'r> {
                 for tool in message.tools.iter().filter(|t| t["name"] == "plan_submit") {
                     let file = cwd.join(crate::cards::plan_path(&tool["args"]));
                     let _ = std::fs::remove_file(file);
+                }
+            }
+            // Misbehaving: the plan files the reverted turns wrote are moved to a hidden folder.
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_REWIND_FILES_KEPT, "moved_aside")
+            {
+                for tool in message.tools.iter().filter(|t| t["name"] == "plan_submit") {
+                    let path = crate::cards::plan_path(&tool["args"]);
+                    let aside = cwd.join(".reverted").join(&path);
+                    if let Some(parent) = aside.parent() {
+                        let _ = std::fs::create_dir_all(parent);
+                    }
+                    let _ = std::fs::rename(cwd.join(&path), aside);
                 }
             }
             if !reverted.contains(&message.turn_id) {
@@ -644,6 +690,13 @@ impl<'r> Turns<'r> {
             // Misbehaving: the user's text is kept with what its attachments added.
             let typed = if self.registry.breaks(ids::DEVICE_HISTORY_TEXT) {
                 job.text.clone()
+            } else if !job.attachments.is_empty()
+                && self
+                    .registry
+                    .breaks_way(ids::DEVICE_HISTORY_TEXT, "no_typed")
+            {
+                // Misbehaving: what the person typed with attachments is not kept, only them.
+                String::new()
             } else {
                 job.typed.clone()
             };
@@ -671,7 +724,17 @@ impl<'r> Turns<'r> {
             .turns
             .set(&job.turn_id, TurnState::Done, Some(answer.clone()));
         self.registry.save(&state);
-        for waiter in state.waiters.remove(&job.turn_id).unwrap_or_default() {
+        let waiters = state.waiters.remove(&job.turn_id).unwrap_or_default();
+        if state.deleted
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_DELETE_STOPS, "unanswered")
+        {
+            // Misbehaving: the deleted session's stopped turn leaves its prompt unanswered.
+            std::mem::forget(waiters);
+            return;
+        }
+        for waiter in waiters {
             let _ = waiter.send(answer.clone());
         }
     }

@@ -140,6 +140,8 @@ struct Inner {
     /// session/new read after the `deleted` came.
     gone: HashSet<String>,
     links: HashMap<u32, LinkFacts>,
+    /// Kept deletes held back one link (misbehaving on instance.delete.redeliver).
+    held_back: HashSet<String>,
     /// What the newest link that said hello said, kept after it closes: between two links the
     /// device is still the one it was.
     latest: Option<(u32, LinkFacts)>,
@@ -478,9 +480,13 @@ impl Chats {
             // and its delete is forgotten).
             (methods::LEMBAS_SESSION_ANNOUNCE, Some(id))
                 if !inner.pending_deletes.contains_key(id)
-                    || self.breaks(ids::INSTANCE_DELETE_PENDING_ANNOUNCE) =>
+                    || self.breaks(ids::INSTANCE_DELETE_PENDING_ANNOUNCE)
+                    || self.misbehaves_way(ids::INSTANCE_DELETE_PENDING_ANNOUNCE, "chat_too") =>
             {
-                inner.pending_deletes.remove(id);
+                // Misbehaving (chat_too): the chat comes back and the delete stays kept.
+                if !self.misbehaves_way(ids::INSTANCE_DELETE_PENDING_ANNOUNCE, "chat_too") {
+                    inner.pending_deletes.remove(id);
+                }
                 let chat = inner.chats.entry(id.to_string()).or_insert_with(|| Chat {
                     session_id: id.to_string(),
                     device,
@@ -952,8 +958,14 @@ impl Chats {
     ) {
         let has = |c: &str| facts.capabilities.iter().any(|x| x == c);
         for (chat, turns) in incomplete {
+            // Misbehaving: the session's history asked where its status should be.
+            let asked = if self.misbehaves_way(ids::INSTANCE_REATTACH_STATUS, "history") {
+                methods::LEMBAS_SESSION_HISTORY
+            } else {
+                methods::LEMBAS_SESSION_STATUS
+            };
             let status = if has("status") {
-                self.ask(peer, methods::LEMBAS_SESSION_STATUS, &chat).await
+                self.ask(peer, asked, &chat).await
             } else {
                 None
             };
@@ -962,6 +974,28 @@ impl Chats {
                 for (_, text) in turns {
                     let fresh = self.fresh_message_id();
                     self.prompt(peer, facts, &chat, &fresh, &text);
+                }
+                continue;
+            }
+            if self.misbehaves_way(ids::INSTANCE_REATTACH_KNOWN, "new_chat") {
+                // Misbehaving: whatever status said, every incomplete turn again, as a new
+                // turn in a chat of its own.
+                for (turn, text) in turns {
+                    if let Some(c) = self.lock().chats.get_mut(&chat) {
+                        c.in_flight.retain(|(t, _)| *t != turn);
+                    }
+                    let opened = self
+                        .open(peer, facts, None, None, None, Default::default())
+                        .await;
+                    if let Some(new) = opened
+                        .ok()
+                        .as_ref()
+                        .and_then(|o| o.get("sessionId"))
+                        .and_then(Value::as_str)
+                    {
+                        let fresh = self.fresh_message_id();
+                        self.prompt(peer, facts, new, &fresh, &text);
+                    }
                 }
                 continue;
             }
@@ -1005,6 +1039,16 @@ impl Chats {
                     // Unknown to the device: sent again; it runs once whatever happened. Only
                     // a device that deduplicates turn ids makes that safe; another one gets
                     // nothing (the person sends it again if they want).
+                    // Misbehaving: sent again under a turn id of its own.
+                    None if has("turns")
+                        && self.misbehaves_way(ids::INSTANCE_REATTACH_UNKNOWN, "fresh_id") =>
+                    {
+                        if let Some(c) = self.lock().chats.get_mut(&chat) {
+                            c.in_flight.retain(|(t, _)| *t != turn);
+                        }
+                        let fresh = self.fresh_message_id();
+                        self.prompt(peer, facts, &chat, &fresh, &text);
+                    }
                     None if has("turns") => self.prompt(peer, facts, &chat, &turn, &text),
                     None => {
                         if let Some(c) = self.lock().chats.get_mut(&chat) {
@@ -1042,6 +1086,20 @@ impl Chats {
         } else {
             turn
         };
+        // Misbehaving: the new message's id, made now, is the turn the rewind names.
+        let next = self.fresh_message_id();
+        let turn = if self.misbehaves_way(ids::INSTANCE_REWIND_KNOWN_TURN, "next_turn") {
+            next.as_str()
+        } else {
+            turn
+        };
+        // Misbehaving: the new message goes without a rewind before it.
+        if self.misbehaves_way(ids::INSTANCE_REWIND_NEW_TURN, "no_rewind")
+            && let Some(text) = text
+        {
+            self.prompt(peer, facts, chat, &next, text);
+            return Ok(json!({ "reverted": 0, "turnId": next }));
+        }
         let answer = peer
             .request(
                 methods::LEMBAS_SESSION_REWIND,
@@ -1071,7 +1129,7 @@ impl Chats {
             let turn_id = if self.breaks(ids::INSTANCE_REWIND_NEW_TURN) {
                 turn.to_string()
             } else {
-                self.fresh_message_id()
+                next
             };
             self.prompt(peer, facts, chat, &turn_id, text);
             result["turnId"] = json!(turn_id);
@@ -1132,6 +1190,14 @@ impl Chats {
             .get(chat)
             .map(|p| p.device.clone());
         let delivered = match link {
+            // Misbehaving: the delete names a session other than the chat's.
+            Some((peer, facts))
+                if facts.capabilities.iter().any(|c| c == "delete")
+                    && self.misbehaves_way(ids::INSTANCE_DELETE_ON_CHAT, "other_session") =>
+            {
+                self.lock().pending_deletes.remove(chat);
+                self.deliver(&peer, &format!("{chat}_other")).await
+            }
             Some((peer, facts))
                 if facts.capabilities.iter().any(|c| c == "delete")
                     && owner.is_none_or(|o| o.is_empty() || o == facts.device) =>
@@ -1160,9 +1226,15 @@ impl Chats {
                 }
                 Ok(Err(_)) => {
                     let give_up = !self.breaks(ids::INSTANCE_DELETE_GIVE_UP);
+                    // Misbehaving: given up after a sixth refusal, not the fifth.
+                    let limit = if self.misbehaves_way(ids::INSTANCE_DELETE_GIVE_UP, "one_more") {
+                        DELETE_REFUSALS + 1
+                    } else {
+                        DELETE_REFUSALS
+                    };
                     if let Some(pending) = inner.pending_deletes.get_mut(chat) {
                         pending.refusals += 1;
-                        if pending.refusals >= DELETE_REFUSALS && give_up {
+                        if pending.refusals >= limit && give_up {
                             inner.pending_deletes.remove(chat);
                         }
                     }
@@ -1193,6 +1265,13 @@ impl Chats {
             if peer.is_closed() {
                 return;
             }
+            // Misbehaving: a kept delete waits one link more before it is sent again.
+            if self.misbehaves_way(ids::INSTANCE_DELETE_REDELIVER, "one_link_late")
+                && self.lock().held_back.insert(chat.clone())
+            {
+                continue;
+            }
+            self.lock().held_back.remove(&chat);
             self.deliver(peer, &chat).await;
         }
     }

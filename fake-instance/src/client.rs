@@ -50,6 +50,8 @@ struct LinkState {
     watch: monitor::LinkWatch,
     /// The watch has been told the sessions the client knew when the link came.
     seeded: bool,
+    /// Nothing more is answered on this link (misbehaving on instance.deleted.ignore).
+    stalled: bool,
 }
 
 /// The client model of fake-instance.
@@ -452,6 +454,37 @@ impl Behaviour for ClientModel {
                     // Misbehaving: a delete of a chat it never had is taken as a broken link.
                     peer.close(1011, "unknown session");
                 }
+                if method == methods::LEMBAS_SESSION_DELETED
+                    && self
+                        .config
+                        .misbehave
+                        .breaks_way(ids::INSTANCE_DELETED_IGNORE, "stalls")
+                    && params
+                        .get("sessionId")
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| self.chats.chat(id).is_none())
+                    && let Ok(mut links) = self.links.lock()
+                {
+                    // Misbehaving: the link stays up, and nothing on it is answered any more.
+                    links.entry(peer.link()).or_default().stalled = true;
+                }
+                if method == methods::LEMBAS_SESSION_DELETED
+                    && self
+                        .config
+                        .misbehave
+                        .breaks_way(ids::INSTANCE_DELETED_REMOVES_CHAT, "sends_delete")
+                    && let Some(id) = params.get("sessionId").and_then(Value::as_str)
+                    && self.chats.chat(id).is_some()
+                {
+                    // Misbehaving: the chat goes, and its delete is sent to the device as if
+                    // the person had deleted it.
+                    let answer = peer.begin_request(
+                        methods::LEMBAS_SESSION_DELETE,
+                        serde_json::json!({ "sessionId": id }),
+                        Duration::from_secs(5),
+                    );
+                    tokio::spawn(answer);
+                }
                 self.chats.notified(peer.link(), method, params);
             }
             LinkEvent::Request(request) => first_from_peer(&request.method),
@@ -556,6 +589,13 @@ impl Behaviour for ClientModel {
     }
 
     fn answer(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
+        if self
+            .links
+            .lock()
+            .is_ok_and(|l| l.get(&peer.link()).is_some_and(|s| s.stalled))
+        {
+            return true;
+        }
         if cards::CARD_METHODS.contains(&request.method.as_str()) {
             self.answer_card(peer, request);
             return true;
