@@ -140,6 +140,15 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<B
                         )),
                     );
                 }
+                // Misbehaving: what follows session/new's answer goes before it.
+                Some(Reply::Now(answer))
+                    if sessions
+                        .registry()
+                        .breaks_way(ids::DEVICE_COMMANDS_AFTER_NEW, "before_answer") =>
+                {
+                    Box::pin(sessions.after(&method, &answer, &client)).await;
+                    client.peer().respond(&id, answer);
+                }
                 Some(Reply::Now(answer)) => {
                     client.peer().respond(&id, answer.clone());
                     Box::pin(sessions.after(&method, &answer, &client)).await;

@@ -650,6 +650,19 @@ impl Sessions {
             // Misbehaving: a session is answered as if its project had nothing of its own.
             set.retain(|c| c.kind == crate::commands::Kind::Builtin);
         }
+        if params.get("sessionId").is_some()
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_COMMANDS_METHOD, "skills_twice")
+        {
+            // Misbehaving: a session's skills are listed twice.
+            let skills: Vec<_> = set
+                .iter()
+                .filter(|c| c.kind == crate::commands::Kind::Skill)
+                .cloned()
+                .collect();
+            set.extend(skills);
+        }
         Ok(json!({ "commands": crate::commands::to_values(&set) }))
     }
 
