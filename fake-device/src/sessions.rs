@@ -129,6 +129,12 @@ impl Sessions {
                     any_path: self.registry.breaks(ids::DEVICE_DIRECTORIES_ROOTS),
                     no_subfolders: self.registry.breaks(ids::DEVICE_DIRECTORIES_LISTING),
                     refuses_entries: self.registry.breaks(ids::DEVICE_DIRECTORIES_ACCEPTED),
+                    other_code: self
+                        .registry
+                        .breaks_way(ids::DEVICE_DIRECTORIES_ROOTS, "other_code"),
+                    parent_entries: self
+                        .registry
+                        .breaks_way(ids::DEVICE_DIRECTORIES_LISTING, "siblings"),
                 },
             ),
             methods::LEMBAS_COMMANDS if has("commands") => self.commands(params).await,
@@ -267,6 +273,15 @@ impl Sessions {
             _ => limits,
         };
         let cwd = match limits.check_cwd(cwd) {
+            // Misbehaving: a folder below a root, which the picker marks accepted, is refused.
+            Ok(path)
+                if !limits.roots.contains(&path)
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_DIRECTORIES_ACCEPTED, "refused_by_new") =>
+            {
+                return Err(refuse("only a root itself may be opened"));
+            }
             Ok(path) => path,
             Err(_) if self.registry.breaks(ids::DEVICE_SESSION_NEW_ROOTS) => cwd.into(),
             Err(reason) => return Err(refuse(reason)),
@@ -685,6 +700,14 @@ impl Sessions {
             // Misbehaving: the picker's first, empty query is taken for a mistake.
             return Err(refuse("say what to search for"));
         }
+        if query.trim().is_empty()
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_FILES_EMPTY_QUERY, "null_files")
+        {
+            // Misbehaving: an empty query is answered with no list at all.
+            return Ok(json!({ "root": root.display().to_string(), "files": null }));
+        }
         let limit = match params.get("limit") {
             None | Some(Value::Null) => crate::files::DEFAULT_LIMIT,
             Some(limit) => limit
@@ -714,10 +737,29 @@ impl Sessions {
         })
         .await
         .map_err(|e| refuse(format!("the search failed: {e}")))?;
-        let files: Vec<Value> = found.iter().map(crate::files::Entry::to_value).collect();
+        let mut files: Vec<Value> = found.iter().map(crate::files::Entry::to_value).collect();
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_FILES_SEARCH, "absolute")
+        {
+            // Misbehaving: each path absolute, not relative to `root`.
+            for file in &mut files {
+                if let Some(path) = file["path"].as_str() {
+                    file["path"] = json!(root.join(path).display().to_string());
+                }
+            }
+        }
         // Misbehaving: the first root is named whatever directory the session works in.
         let root = match self.registry.limits().roots.first() {
             Some(first) if self.registry.breaks(ids::DEVICE_FILES_ROOT) => first.clone(),
+            // Misbehaving: the working directory named relative to the first root.
+            Some(first)
+                if root != *first
+                    && self.registry.breaks_way(ids::DEVICE_FILES_ROOT, "relative") =>
+            {
+                root.strip_prefix(first)
+                    .map_or(root.clone(), |r| r.to_path_buf())
+            }
             _ => root,
         };
         Ok(json!({ "root": root.display().to_string(), "files": files }))
