@@ -768,6 +768,20 @@ fn sessions_config(
             invents_presets: options
                 .misbehave
                 .breaks(ids::DEVICE_PERSONALIZATION_UNKNOWN_PRESET),
+            ways: account::Ways {
+                no_enabled: options
+                    .misbehave
+                    .breaks_way(ids::DEVICE_PERSONALIZATION_PARTIAL, "no_enabled"),
+                unused_when_enabled: options
+                    .misbehave
+                    .breaks_way(ids::DEVICE_PERSONALIZATION_USE, "unused_when_enabled"),
+                account_too: options
+                    .misbehave
+                    .breaks_way(ids::DEVICE_PERSONALIZATION_LOCAL_OTHERWISE, "account_too"),
+                unknown_as_custom: options
+                    .misbehave
+                    .breaks_way(ids::DEVICE_PERSONALIZATION_UNKNOWN_PRESET, "as_custom"),
+            },
             // Misbehaving: the local settings are never used.
             local: options.local_personalization.clone().filter(|_| {
                 !options
