@@ -466,6 +466,15 @@ impl AgentModel {
 
     fn limits(&self) -> Value {
         // Misbehaving: the device's own limits to an editor.
+        // Misbehaving: limits said false on stdio, not null.
+        if self.config.stdio
+            && self
+                .config
+                .misbehave
+                .breaks_way(ids::DEVICE_STDIO_LIMITS_NULL, "false")
+        {
+            return Value::Bool(false);
+        }
         if self.config.stdio && !self.breaks(ids::DEVICE_STDIO_LIMITS_NULL) {
             return Value::Null;
         }
@@ -892,12 +901,24 @@ impl Behaviour for AgentModel {
                         )
                     })
                     .map_err(|why| {
-                        // Misbehaving: a cwd outside the roots refused with another code.
-                        let code = match self
+                        // Misbehaving: with no root, refused as an internal error.
+                        let rootless = self
                             .config
                             .misbehave
-                            .breaks_way(ids::DEVICE_TERMINAL_CWD_ROOTS, "other_code")
-                            && why.contains("inside the device's roots")
+                            .breaks_way(ids::DEVICE_TERMINAL_NO_ROOTS, "other_code")
+                            && self
+                                .sessions
+                                .registry()
+                                .limits
+                                .read()
+                                .is_ok_and(|l| l.roots.is_empty());
+                        // Misbehaving: a cwd outside the roots refused with another code.
+                        let code = match rootless
+                            || (self
+                                .config
+                                .misbehave
+                                .breaks_way(ids::DEVICE_TERMINAL_CWD_ROOTS, "other_code")
+                                && why.contains("inside the device's roots"))
                         {
                             true => harness::jsonrpc::INTERNAL_ERROR,
                             false => harness::jsonrpc::INVALID_PARAMS,
@@ -905,6 +926,16 @@ impl Behaviour for AgentModel {
                         RpcError::new(code, why)
                     });
                 peer.respond(&request.id, answer);
+                true
+            }
+            // Misbehaving: the folder picker's request left unanswered on stdio.
+            methods::LEMBAS_DIRECTORIES
+                if self.config.stdio
+                    && self
+                        .config
+                        .misbehave
+                        .breaks_way(ids::DEVICE_STDIO_NO_DIRECTORIES, "unanswered") =>
+            {
                 true
             }
             // Misbehaving: the folder picker served on stdio too.

@@ -158,6 +158,17 @@ impl Sessions {
         else {
             return;
         };
+        if self.registry.config.stdio
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_STDIO_PLAIN_ACP, "announces")
+        {
+            // Misbehaving: an editor is told of the new session as LLeMbas would be.
+            client.peer().notify(
+                methods::LEMBAS_SESSION_ANNOUNCE,
+                json!({ "sessionId": id, "origin": "client" }),
+            );
+        }
         if self.registry.breaks(ids::DEVICE_UPDATE_SESSION) {
             client.update("ses_ghost", json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "boo" } }));
         }
