@@ -128,7 +128,11 @@ pub(crate) async fn search_library(
     // `library: local` stays local; misbehaving, the account's is searched all the same.
     let local = registry.config.library_local
         && !registry.breaks(harness::rules::ids::DEVICE_LIBRARY_LOCAL_KEPT);
-    if local || registry.breaks(harness::rules::ids::DEVICE_LIBRARY_DEFAULT) {
+    // Misbehaving (`chats_only`): the terminal's own session searches an empty library of the
+    // device's.
+    let chats_only = registry.breaks_way(harness::rules::ids::DEVICE_LIBRARY_DEFAULT, "chats_only")
+        && registry.terminal_session().as_deref() == Some(session_id);
+    if local || chats_only || registry.breaks(harness::rules::ids::DEVICE_LIBRARY_DEFAULT) {
         // The device's own library, and empty (misbehaving: also when no `library:` is set).
         return ToolOutcome {
             text: "The local library has no documents.".into(),

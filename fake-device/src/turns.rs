@@ -257,6 +257,22 @@ impl<'r> Turns<'r> {
                     {
                         given_text.push_str(&expand(own));
                     }
+                    // Misbehaving: the `@path`s of the last command's own text are attached to
+                    // the prompt after it.
+                    if self
+                        .registry
+                        .breaks_way(ids::DEVICE_FILES_NOT_FROM_COMMAND, "next_prompt")
+                        && let Some(last) = state
+                            .stored
+                            .messages
+                            .iter()
+                            .rev()
+                            .find(|m| m.role == "user")
+                        && let Some(Slash::Prompt { text: own, .. }) =
+                            crate::commands::parse(&last.text, &self.registry.command_set(&project))
+                    {
+                        given_text.push_str(&expand(&own));
+                    }
                     given_text.push_str(&read.attached_text);
                     if live
                         .jobs
@@ -596,6 +612,17 @@ impl<'r> Turns<'r> {
             Some(Slash::Prompt { name, .. })
                 if name == "plan" && self.registry.breaks(ids::DEVICE_COMMANDS_PLAN_TASK) =>
             {
+                false
+            }
+            // Misbehaving: a command's mode is lowered past `max_mode`, to plan.
+            Some(Slash::Prompt { mode: Some(_), .. })
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_COMMANDS_MODE_LOWERED, "too_low") =>
+            {
+                self.registry
+                    .put_mode(live, "plan", client.as_ref(), ModeReport::Both)
+                    .await;
                 false
             }
             // Misbehaving: a command's mode is put as it is, above `max_mode` or not.
