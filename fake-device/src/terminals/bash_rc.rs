@@ -55,7 +55,15 @@ const RC_FAULTS: [(&str, &str, &str); 7] = [
 
 /// The rules' further ways the rc wrapper is wrong: (rule, way, text of the right wrapper, what
 /// replaces it).
-const RC_WAYS: [(&str, &str, &str, &str); 7] = [
+const RC_WAYS: [(&str, &str, &str, &str); 8] = [
+    // The command number kept from the first command on, so every prompt after one has a `D`,
+    // an empty line's too.
+    (
+        ids::DEVICE_TERMINAL_EMPTY_LINE,
+        "stale",
+        "  __lembas_seen=$n\n",
+        "  [ -n \"$__lembas_seen\" ] && [ \"$n\" != \"$__lembas_seen\" ] && __lembas_ran=1\n  [ -n \"${__lembas_ran:-}\" ] || __lembas_seen=$n\n",
+    ),
     // Prompts marked with OSC 133 only: no OSC 7 says the working directory.
     (
         ids::DEVICE_TERMINAL_INTEGRATION,
