@@ -350,6 +350,15 @@ impl AgentModel {
             .read()
             .map(|l| l.clone())
             .map_err(|_| "the limits are unavailable".to_string())?;
+        // Misbehaving: `cwd: null` is taken for a wrong path, not for no `cwd`.
+        if params.get("cwd").is_some_and(Value::is_null)
+            && self
+                .config
+                .misbehave
+                .breaks_way(ids::DEVICE_TERMINAL_DEFAULT_CWD, "null_refused")
+        {
+            return Err("`cwd` must be a path".into());
+        }
         let unasked = matches!(params.get("cwd"), None | Some(Value::Null));
         // Misbehaving: a terminal without `cwd` starts in the user's home, whatever the roots
         // (none at all, or a first one it should have started in).
