@@ -159,6 +159,13 @@ impl Terminals {
         if let Some(home) = &self.home {
             command = command.env("HOME", home);
         }
+        if self
+            .misbehave
+            .breaks_way(ids::DEVICE_TERMINAL_LOGIN_SHELL, "foreign_home")
+        {
+            // Misbehaving: the shell's home is a service account's, not the user's.
+            command = command.env("HOME", "/nonexistent");
+        }
         // Misbehaving: integrates though `remote.terminal_integration` is false.
         let integration = kind == "bash"
             && (self.integration || self.misbehave.breaks(ids::DEVICE_TERMINAL_INTEGRATION_OFF));
