@@ -37,6 +37,21 @@ pub struct Account {
     /// The device's local settings (`{personality, personality_custom, instructions}`), used
     /// when the instance does not have personalization available for the account.
     pub local: Option<Value>,
+    /// The rules' further ways it misbehaves.
+    pub ways: Ways,
+}
+
+/// How else a misbehaving device gets personalization wrong (all `false`: as the spec says).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ways {
+    /// A change is written back without `enabled: true`.
+    pub no_enabled: bool,
+    /// The account's personalization is not used, even enabled.
+    pub unused_when_enabled: bool,
+    /// Not available, the account's texts are used beside the local ones.
+    pub account_too: bool,
+    /// A personality it does not know is read as `custom`.
+    pub unknown_as_custom: bool,
 }
 
 /// An answer of the account API: its status and body (`null` when it had none that parsed).
@@ -115,7 +130,31 @@ impl Account {
         if answer.status != 200
             || answer.body.get("available").and_then(Value::as_bool) != Some(true)
         {
+            if self.ways.account_too && answer.status == 200 {
+                // Misbehaving: the account's texts as well, though not available.
+                let mut theirs = answer.body.clone();
+                theirs["available"] = json!(true);
+                let theirs = personal_prompt(&theirs, false);
+                return match (local(), theirs) {
+                    (Some(own), Some(theirs)) => Some(format!("{own}\n\n{theirs}")),
+                    (own, theirs) => own.or(theirs),
+                };
+            }
             return local();
+        }
+        if self.ways.unused_when_enabled {
+            // Misbehaving: the account's personalization is never used.
+            return None;
+        }
+        if self.ways.unknown_as_custom
+            && answer
+                .body
+                .get("personality")
+                .and_then(Value::as_str)
+                .is_some_and(|p| !p.is_empty() && p != "custom" && !PRESETS.contains(&p))
+        {
+            // Misbehaving: a preset it does not know is read as the custom personality.
+            answer.body["personality"] = json!("custom");
         }
         if self.invents_presets
             && let Some(unknown) = answer
@@ -145,6 +184,10 @@ impl Account {
             ));
         }
         let mut body = json!({ field: value, "enabled": true });
+        if self.ways.no_enabled {
+            // Misbehaving: the field alone, not said to be enabled.
+            body = json!({ field: value });
+        }
         if self.writes_whole {
             // The session's copy of the others, blanked as a careless client keeps them.
             for other in FIELDS.iter().filter(|f| **f != field) {

@@ -140,6 +140,15 @@ async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<B
                         )),
                     );
                 }
+                // Misbehaving: what follows session/new's answer goes before it.
+                Some(Reply::Now(answer))
+                    if sessions
+                        .registry()
+                        .breaks_way(ids::DEVICE_COMMANDS_AFTER_NEW, "before_answer") =>
+                {
+                    Box::pin(sessions.after(&method, &answer, &client)).await;
+                    client.peer().respond(&id, answer);
+                }
                 Some(Reply::Now(answer)) => {
                     client.peer().respond(&id, answer.clone());
                     Box::pin(sessions.after(&method, &answer, &client)).await;
@@ -341,6 +350,15 @@ impl AgentModel {
             .read()
             .map(|l| l.clone())
             .map_err(|_| "the limits are unavailable".to_string())?;
+        // Misbehaving: `cwd: null` is taken for a wrong path, not for no `cwd`.
+        if params.get("cwd").is_some_and(Value::is_null)
+            && self
+                .config
+                .misbehave
+                .breaks_way(ids::DEVICE_TERMINAL_DEFAULT_CWD, "null_refused")
+        {
+            return Err("`cwd` must be a path".into());
+        }
         let unasked = matches!(params.get("cwd"), None | Some(Value::Null));
         // Misbehaving: a terminal without `cwd` starts in the user's home, whatever the roots
         // (none at all, or a first one it should have started in).
@@ -457,6 +475,15 @@ impl AgentModel {
 
     fn limits(&self) -> Value {
         // Misbehaving: the device's own limits to an editor.
+        // Misbehaving: limits said false on stdio, not null.
+        if self.config.stdio
+            && self
+                .config
+                .misbehave
+                .breaks_way(ids::DEVICE_STDIO_LIMITS_NULL, "false")
+        {
+            return Value::Bool(false);
+        }
         if self.config.stdio && !self.breaks(ids::DEVICE_STDIO_LIMITS_NULL) {
             return Value::Null;
         }
@@ -931,12 +958,24 @@ impl Behaviour for AgentModel {
                         )
                     })
                     .map_err(|why| {
-                        // Misbehaving: a cwd outside the roots refused with another code.
-                        let code = match self
+                        // Misbehaving: with no root, refused as an internal error.
+                        let rootless = self
                             .config
                             .misbehave
-                            .breaks_way(ids::DEVICE_TERMINAL_CWD_ROOTS, "other_code")
-                            && why.contains("inside the device's roots")
+                            .breaks_way(ids::DEVICE_TERMINAL_NO_ROOTS, "other_code")
+                            && self
+                                .sessions
+                                .registry()
+                                .limits
+                                .read()
+                                .is_ok_and(|l| l.roots.is_empty());
+                        // Misbehaving: a cwd outside the roots refused with another code.
+                        let code = match rootless
+                            || (self
+                                .config
+                                .misbehave
+                                .breaks_way(ids::DEVICE_TERMINAL_CWD_ROOTS, "other_code")
+                                && why.contains("inside the device's roots"))
                         {
                             true => harness::jsonrpc::INTERNAL_ERROR,
                             false => harness::jsonrpc::INVALID_PARAMS,
@@ -944,6 +983,16 @@ impl Behaviour for AgentModel {
                         RpcError::new(code, why)
                     });
                 peer.respond(&request.id, answer);
+                true
+            }
+            // Misbehaving: the folder picker's request left unanswered on stdio.
+            methods::LEMBAS_DIRECTORIES
+                if self.config.stdio
+                    && self
+                        .config
+                        .misbehave
+                        .breaks_way(ids::DEVICE_STDIO_NO_DIRECTORIES, "unanswered") =>
+            {
                 true
             }
             // Misbehaving: the folder picker served on stdio too.

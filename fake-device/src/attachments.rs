@@ -30,6 +30,10 @@ pub struct Misreads {
     pub bare_link: bool,
     /// A binary resource's size is its base64 text's length, not its decoded size.
     pub encoded_size: bool,
+    /// A binary resource referred to by its path with no size.
+    pub unsized_binary: bool,
+    /// A text resource handed to the model as it is, not line-numbered.
+    pub unnumbered: bool,
 }
 
 /// One file attached to a prompt.
@@ -78,6 +82,8 @@ struct Pending {
     /// The size the model is told a binary file has: its decoded size, but for a misreading
     /// device.
     told_size: Option<usize>,
+    /// A misreading device's: a binary file named with no size, a text not line-numbered.
+    misread: bool,
 }
 
 impl Pending {
@@ -155,8 +161,16 @@ impl Prepared {
             let shown = path.display();
             let note = match &item.content {
                 Content::Image(_) => format!("[image {} attached at {shown}]", item.name),
+                // Misbehaving: the text as it is, with no line numbers.
+                Content::Text(text) if item.misread => {
+                    format!("{} (attached, at {shown}):\n{text}", item.name)
+                }
                 Content::Text(text) => {
                     format!("{} (attached, at {shown}):\n{}", item.name, numbered(text))
+                }
+                // Misbehaving: the binary file by its path, with no size.
+                Content::Binary(_) if item.misread => {
+                    format!("{} at {shown} (binary file)", item.name)
                 }
                 Content::Binary(bytes) => {
                     format!(
@@ -294,6 +308,7 @@ fn image(i: usize, block: &Value, max_block: usize) -> Result<Pending, String> {
         mime_type: mime_type.to_string(),
         content: Content::Image(bytes),
         told_size: None,
+        misread: false,
     })
 }
 
@@ -326,6 +341,7 @@ fn resource(
                 mime_type: mime_type.unwrap_or("text/plain").to_string(),
                 content: Content::Text(text.clone()),
                 told_size: None,
+                misread: misreads.unnumbered,
             })
         }
         (None, Some(Value::String(blob))) => {
@@ -341,6 +357,7 @@ fn resource(
                 mime_type,
                 content,
                 told_size: misreads.encoded_size.then_some(blob.len()),
+                misread: misreads.unsized_binary,
             })
         }
         _ => Err(format!(

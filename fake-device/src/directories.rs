@@ -37,6 +37,10 @@ pub struct Faults {
     pub no_subfolders: bool,
     /// Marks every subfolder not accepted, whatever session/new would do.
     pub refuses_entries: bool,
+    /// Refuses a path outside the roots with -32603, not -32602.
+    pub other_code: bool,
+    /// Lists the parent's subfolders in place of the folder's own.
+    pub parent_entries: bool,
 }
 
 /// Answers `_lembas/directories` under the limits as they are now.
@@ -74,8 +78,15 @@ pub fn answer(limits: &Limits, params: &Value, faults: Faults) -> Result<Value, 
     if !limits.remote {
         return Err(refuse("remote work is off on this device"));
     }
+    // Misbehaving: a path outside the roots (any, with none) refused as an internal error.
+    let refuse = |reason: String| match faults.other_code {
+        true => RpcError::new(-32603, reason),
+        false => refuse(reason),
+    };
     if limits.roots.is_empty() {
-        return Err(refuse("this device allows no folder yet (no remote roots)"));
+        return Err(refuse(
+            "this device allows no folder yet (no remote roots)".into(),
+        ));
     }
     let asked = Path::new(path);
     if !asked.is_absolute() {
@@ -92,7 +103,12 @@ pub fn answer(limits: &Limits, params: &Value, faults: Faults) -> Result<Value, 
         Some(parent) if limits.inside_roots(parent) => json!(parent.display().to_string()),
         _ => Value::Null,
     };
-    match std::fs::read_dir(&resolved) {
+    // Misbehaving: the parent's subfolders listed as the folder's.
+    let listed = match resolved.parent() {
+        Some(parent) if faults.parent_entries => parent.to_path_buf(),
+        _ => resolved.clone(),
+    };
+    match std::fs::read_dir(&listed) {
         Ok(read) => {
             let mut subdirs: Vec<_> = read
                 .filter_map(Result::ok)

@@ -102,7 +102,9 @@ fn as_object(value: Value) -> JsonObject {
 /// device lists `library` and the client opened the session (a terminal's own session was
 /// not opened by the client, so its calls go without one).
 pub(crate) fn library_scope(registry: &Registry, session_id: &str) -> Option<String> {
-    let opened_by_client = registry.terminal_session().as_deref() != Some(session_id);
+    // Misbehaving: the terminal's own session is scoped too, as if the client opened it.
+    let opened_by_client = registry.terminal_session().as_deref() != Some(session_id)
+        || registry.breaks_way(harness::rules::ids::DEVICE_LIBRARY_SCOPE, "terminal_scoped");
     // An editor's sessions (serve --stdio) are none of the instance's chats.
     (registry.has("library")
         && !registry.config.stdio
@@ -126,7 +128,11 @@ pub(crate) async fn search_library(
     // `library: local` stays local; misbehaving, the account's is searched all the same.
     let local = registry.config.library_local
         && !registry.breaks(harness::rules::ids::DEVICE_LIBRARY_LOCAL_KEPT);
-    if local || registry.breaks(harness::rules::ids::DEVICE_LIBRARY_DEFAULT) {
+    // Misbehaving (`chats_only`): the terminal's own session searches an empty library of the
+    // device's.
+    let chats_only = registry.breaks_way(harness::rules::ids::DEVICE_LIBRARY_DEFAULT, "chats_only")
+        && registry.terminal_session().as_deref() == Some(session_id);
+    if local || chats_only || registry.breaks(harness::rules::ids::DEVICE_LIBRARY_DEFAULT) {
         // The device's own library, and empty (misbehaving: also when no `library:` is set).
         return ToolOutcome {
             text: "The local library has no documents.".into(),

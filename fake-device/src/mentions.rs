@@ -134,6 +134,12 @@ pub struct Reach<'a> {
     pub misreads_hash: bool,
     /// Misbehaving: `@dir/` attaches nothing.
     pub lists_no_dirs: bool,
+    /// Misbehaving: a `#from-to` range is left out, the whole file attached.
+    pub whole_file: bool,
+    /// Misbehaving: an unescaped `#` and digits is read as part of the name.
+    pub hash_in_name: bool,
+    /// Misbehaving: `@dir/` attaches the project's listing, not the folder's.
+    pub lists_project: bool,
 }
 
 impl Reach<'_> {
@@ -188,6 +194,10 @@ pub fn expand(typed: &str, reach: &Reach<'_>) -> Expanded {
         if reach.misreads_hash && mention.path.contains('#') {
             continue;
         }
+        // Misbehaving: `name#2-3` taken for a file of that name, which there is not.
+        if reach.hash_in_name && mention.range.is_some() {
+            continue;
+        }
         let Some(path) = reach.allows(&mention) else {
             continue;
         };
@@ -198,7 +208,13 @@ pub fn expand(typed: &str, reach: &Reach<'_>) -> Expanded {
             Some((from, to)) => format!("@{} (lines {from}-{to})", mention.path),
             None => format!("@{}", mention.path),
         };
-        let Some(body) = attach(&path, mention.range) else {
+        // Misbehaving: the range is dropped; a folder's listing is the project's.
+        let range = mention.range.filter(|_| !reach.whole_file);
+        let path = match path.is_dir() && reach.lists_project {
+            true => reach.project.to_path_buf(),
+            false => path,
+        };
+        let Some(body) = attach(&path, range) else {
             continue;
         };
         expanded.text.push_str(&format!("\n\n{shown}:\n{body}"));
@@ -326,6 +342,9 @@ mod tests {
             judges_unresolved: false,
             misreads_hash: false,
             lists_no_dirs: false,
+            whole_file: false,
+            hash_in_name: false,
+            lists_project: false,
         };
         let expanded = expand(
             r"look @src/main.rs#2-3 @my\ notes.md @src/ @.env @../outside/secret.txt @link.txt",
@@ -358,6 +377,9 @@ mod tests {
                     judges_unresolved: false,
                     misreads_hash: false,
                     lists_no_dirs: false,
+                    whole_file: false,
+                    hash_in_name: false,
+                    lists_project: false,
                 };
                 let _ = done_tx.send(expand("@pipe-link @../outside/pipe", &reach));
             });

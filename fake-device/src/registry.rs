@@ -231,6 +231,14 @@ impl Registry {
             // Misbehaving: custom commands and skills before the built-ins.
             set.sort_by_key(|c| matches!(c.kind, crate::commands::Kind::Builtin));
         }
+        if self.breaks_way(ids::DEVICE_COMMANDS_BUILTINS_FIRST, "skills_before_custom") {
+            // Misbehaving: the skills between the built-ins and the custom commands.
+            set.sort_by_key(|c| match c.kind {
+                crate::commands::Kind::Builtin => 0,
+                crate::commands::Kind::Skill => 1,
+                crate::commands::Kind::Custom => 2,
+            });
+        }
         set
     }
 
@@ -538,6 +546,35 @@ impl Registry {
             if let Some(value) = lembas.get(field)
                 && self.has(capability)
             {
+                // Misbehaving: a null personalization leaves the chat's earlier one in place.
+                if field == "personalization"
+                    && value.is_null()
+                    && self.breaks_way(ids::DEVICE_CONTEXT_PERSONALIZATION, "null_kept")
+                {
+                    continue;
+                }
+                // Misbehaving: an empty list of bases leaves the earlier bases named.
+                if field == "library"
+                    && value
+                        .pointer("/bases")
+                        .and_then(Value::as_array)
+                        .is_some_and(Vec::is_empty)
+                    && self.breaks_way(ids::DEVICE_CONTEXT_LIBRARY, "kept_when_empty")
+                {
+                    continue;
+                }
+                // Misbehaving: a newer authored prompt is added to the older, not put in its place.
+                if field == "system_prompt"
+                    && self.breaks_way(ids::DEVICE_CONTEXT_READ, "appended")
+                    && let (Some(old), Some(new)) =
+                        (context.get(field).and_then(Value::as_str), value.as_str())
+                    && !old.is_empty()
+                    && !new.is_empty()
+                {
+                    let both = format!("{old}\n\n{new}");
+                    context.insert(field.into(), Value::String(both));
+                    continue;
+                }
                 context.insert(field.into(), value.clone());
             }
         }

@@ -768,6 +768,20 @@ fn sessions_config(
             invents_presets: options
                 .misbehave
                 .breaks(ids::DEVICE_PERSONALIZATION_UNKNOWN_PRESET),
+            ways: account::Ways {
+                no_enabled: options
+                    .misbehave
+                    .breaks_way(ids::DEVICE_PERSONALIZATION_PARTIAL, "no_enabled"),
+                unused_when_enabled: options
+                    .misbehave
+                    .breaks_way(ids::DEVICE_PERSONALIZATION_USE, "unused_when_enabled"),
+                account_too: options
+                    .misbehave
+                    .breaks_way(ids::DEVICE_PERSONALIZATION_LOCAL_OTHERWISE, "account_too"),
+                unknown_as_custom: options
+                    .misbehave
+                    .breaks_way(ids::DEVICE_PERSONALIZATION_UNKNOWN_PRESET, "as_custom"),
+            },
             // Misbehaving: the local settings are never used.
             local: options.local_personalization.clone().filter(|_| {
                 !options
@@ -852,6 +866,37 @@ pub async fn serve_stdio(
         let _ = connection.outgoing.send(harness::transport::Outgoing::Text(
             "fake-device: serving plain ACP on stdio".into(),
         ));
+    }
+    let mut connection = connection;
+    if options
+        .misbehave
+        .breaks_way(harness::rules::ids::DEVICE_STDIO_FRAMING, "pretty")
+    {
+        // Misbehaving: every message pretty-printed, over several lines.
+        let (relay, mut from_hub) = harness::transport::outbox();
+        let to_editor = std::mem::replace(&mut connection.outgoing, relay);
+        tokio::spawn(async move {
+            while let Some(item) = from_hub.recv().await {
+                let bytes = harness::transport::outbox::Weighed::bytes(&item);
+                from_hub.written(bytes);
+                // Each line of the pretty text written as a line of its own.
+                let items = match item {
+                    harness::transport::Outgoing::Text(text) => {
+                        serde_json::from_str::<serde_json::Value>(&text)
+                            .ok()
+                            .and_then(|v| serde_json::to_string_pretty(&v).ok())
+                            .unwrap_or(text)
+                            .lines()
+                            .map(|line| harness::transport::Outgoing::Text(line.to_string()))
+                            .collect()
+                    }
+                    other => vec![other],
+                };
+                if items.into_iter().any(|item| to_editor.send(item).is_err()) {
+                    break;
+                }
+            }
+        });
     }
     let peer = hub.attach(connection);
     tokio::select! {

@@ -172,6 +172,12 @@ impl Sessions {
                     any_path: self.registry.breaks(ids::DEVICE_DIRECTORIES_ROOTS),
                     no_subfolders: self.registry.breaks(ids::DEVICE_DIRECTORIES_LISTING),
                     refuses_entries: self.registry.breaks(ids::DEVICE_DIRECTORIES_ACCEPTED),
+                    other_code: self
+                        .registry
+                        .breaks_way(ids::DEVICE_DIRECTORIES_ROOTS, "other_code"),
+                    parent_entries: self
+                        .registry
+                        .breaks_way(ids::DEVICE_DIRECTORIES_LISTING, "siblings"),
                 },
             ),
             methods::LEMBAS_COMMANDS if has("commands") => self.commands(params).await,
@@ -195,6 +201,17 @@ impl Sessions {
         else {
             return;
         };
+        if self.registry.config.stdio
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_STDIO_PLAIN_ACP, "announces")
+        {
+            // Misbehaving: an editor is told of the new session as LLeMbas would be.
+            client.peer().notify(
+                methods::LEMBAS_SESSION_ANNOUNCE,
+                json!({ "sessionId": id, "origin": "client" }),
+            );
+        }
         if self.registry.breaks(ids::DEVICE_UPDATE_SESSION) {
             client.update("ses_ghost", json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "boo" } }));
         }
@@ -317,6 +334,15 @@ impl Sessions {
             _ => limits,
         };
         let cwd = match limits.check_cwd(cwd) {
+            // Misbehaving: a folder below a root, which the picker marks accepted, is refused.
+            Ok(path)
+                if !limits.roots.contains(&path)
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_DIRECTORIES_ACCEPTED, "refused_by_new") =>
+            {
+                return Err(refuse("only a root itself may be opened"));
+            }
             Ok(path) => path,
             Err(_) if self.registry.breaks(ids::DEVICE_SESSION_NEW_ROOTS) => cwd.into(),
             // Misbehaving: refused, as an internal error rather than invalid params.
@@ -854,6 +880,19 @@ impl Sessions {
             // Misbehaving: a session is answered as if its project had nothing of its own.
             set.retain(|c| c.kind == crate::commands::Kind::Builtin);
         }
+        if params.get("sessionId").is_some()
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_COMMANDS_METHOD, "skills_twice")
+        {
+            // Misbehaving: a session's skills are listed twice.
+            let skills: Vec<_> = set
+                .iter()
+                .filter(|c| c.kind == crate::commands::Kind::Skill)
+                .cloned()
+                .collect();
+            set.extend(skills);
+        }
         Ok(json!({ "commands": crate::commands::to_values(&set) }))
     }
 
@@ -875,6 +914,14 @@ impl Sessions {
         if query.trim().is_empty() && self.registry.breaks(ids::DEVICE_FILES_EMPTY_QUERY) {
             // Misbehaving: the picker's first, empty query is taken for a mistake.
             return Err(refuse("say what to search for"));
+        }
+        if query.trim().is_empty()
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_FILES_EMPTY_QUERY, "null_files")
+        {
+            // Misbehaving: an empty query is answered with no list at all.
+            return Ok(json!({ "root": root.display().to_string(), "files": null }));
         }
         let limit = match params.get("limit") {
             None | Some(Value::Null) => crate::files::DEFAULT_LIMIT,
@@ -905,10 +952,29 @@ impl Sessions {
         })
         .await
         .map_err(|e| refuse(format!("the search failed: {e}")))?;
-        let files: Vec<Value> = found.iter().map(crate::files::Entry::to_value).collect();
+        let mut files: Vec<Value> = found.iter().map(crate::files::Entry::to_value).collect();
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_FILES_SEARCH, "absolute")
+        {
+            // Misbehaving: each path absolute, not relative to `root`.
+            for file in &mut files {
+                if let Some(path) = file["path"].as_str() {
+                    file["path"] = json!(root.join(path).display().to_string());
+                }
+            }
+        }
         // Misbehaving: the first root is named whatever directory the session works in.
         let root = match self.registry.limits().roots.first() {
             Some(first) if self.registry.breaks(ids::DEVICE_FILES_ROOT) => first.clone(),
+            // Misbehaving: the working directory named relative to the first root.
+            Some(first)
+                if root != *first
+                    && self.registry.breaks_way(ids::DEVICE_FILES_ROOT, "relative") =>
+            {
+                root.strip_prefix(first)
+                    .map_or(root.clone(), |r| r.to_path_buf())
+            }
             _ => root,
         };
         Ok(json!({ "root": root.display().to_string(), "files": files }))

@@ -20,6 +20,10 @@ pub struct Misreads {
     pub no_library: bool,
     /// The prototypes bullet is there whether or not they are offered.
     pub prototypes_always: bool,
+    /// An empty authored prompt still gets its `## Instructions from` heading.
+    pub empty_heading: bool,
+    /// The prototypes block goes in without its sources sentence.
+    pub no_sources: bool,
 }
 
 /// What goes into one session's system text besides the Context.
@@ -56,6 +60,11 @@ impl Composing<'_> {
                     self.instance
                 ));
             }
+        } else if self.misreads.empty_heading
+            && field("system_prompt").and_then(Value::as_str) == Some("")
+        {
+            // Misbehaving: an empty authored prompt gets a heading over nothing.
+            system.push_str(&format!("\n\n## Instructions from {}\n", self.instance));
         }
         if let Some(library) = field("library").filter(|_| !self.misreads.no_library) {
             system.push_str("\n\n");
@@ -65,7 +74,14 @@ impl Composing<'_> {
             let offered = prototypes.get("offered").and_then(Value::as_bool) == Some(true);
             if offered || self.misreads.prototypes_always {
                 system.push_str("\n\n");
-                system.push_str(&prototypes_block(prototypes));
+                // Misbehaving: the block without the client's sentence on what a page may load.
+                let without = json!({ "offered": offered });
+                let shown = if self.misreads.no_sources {
+                    &without
+                } else {
+                    prototypes
+                };
+                system.push_str(&prototypes_block(shown));
             }
         }
         if self.nobody_to_ask {

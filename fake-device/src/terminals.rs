@@ -118,13 +118,22 @@ impl Terminals {
             .get(key)
         {
             None | Some(Value::Null) => Ok(default),
-            Some(v) => v.as_u64().filter(|n| range.contains(n)).ok_or_else(|| {
-                format!(
-                    "`{key}` must be a whole number from {} to {}",
-                    range.start(),
-                    range.end()
-                )
-            }),
+            // Misbehaving (`size_unchecked`): any size is taken.
+            Some(v) => v
+                .as_u64()
+                .filter(|n| {
+                    range.contains(n)
+                        || self
+                            .misbehave
+                            .breaks_way(ids::DEVICE_TERMINAL_OPEN, "size_unchecked")
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "`{key}` must be a whole number from {} to {}",
+                        range.start(),
+                        range.end()
+                    )
+                }),
         };
         let cols = size("cols", &COLS, 80)?;
         let rows = size("rows", &ROWS, 24)?;
@@ -150,12 +159,26 @@ impl Terminals {
         if let Some(home) = &self.home {
             command = command.env("HOME", home);
         }
+        if self
+            .misbehave
+            .breaks_way(ids::DEVICE_TERMINAL_LOGIN_SHELL, "foreign_home")
+        {
+            // Misbehaving: the shell's home is a service account's, not the user's.
+            command = command.env("HOME", "/nonexistent");
+        }
         // Misbehaving: integrates though `remote.terminal_integration` is false.
         let integration = kind == "bash"
             && (self.integration || self.misbehave.breaks(ids::DEVICE_TERMINAL_INTEGRATION_OFF));
         // Misbehaving: says it integrates, and runs bash without the wrapper.
         let plain = self.misbehave.breaks(ids::DEVICE_TERMINAL_INTEGRATION);
-        if integration && !plain {
+        // Misbehaving: says integration is off, and starts the shell with the wrapper all the
+        // same.
+        let wrapped = integration
+            || (kind == "bash"
+                && self
+                    .misbehave
+                    .breaks_way(ids::DEVICE_TERMINAL_INTEGRATION_OFF, "says_off"));
+        if wrapped && !plain {
             let rc = self
                 .rc_file()
                 .map_err(|e| format!("cannot write the rc: {e}"))?;
@@ -229,6 +252,14 @@ impl Terminals {
                 }),
                 Err(_) => -1,
             };
+            // Misbehaving: every shell said to exit with 0.
+            let code = match terminals
+                .misbehave
+                .breaks_way(ids::DEVICE_TERMINAL_IO, "exit_zero")
+            {
+                true => 0,
+                false => code,
+            };
             // Forgotten (its writer dropped) and the reader dropped here: the PTY closes, and
             // what is left in it is hung up.
             terminals.forget(peer.link(), &id);
@@ -244,6 +275,16 @@ impl Terminals {
                     .breaks(ids::DEVICE_TERMINAL_NOTIFY_SHAPE)
                 {
                     send(b"\r\n");
+                }
+                // Misbehaving: the exit said twice.
+                if terminals
+                    .misbehave
+                    .breaks_way(ids::DEVICE_TERMINAL_NOTIFY_SHAPE, "exit_twice")
+                {
+                    peer.notify(
+                        methods::LEMBAS_TERMINAL_EXIT,
+                        json!({ "terminalId": id, "code": code }),
+                    );
                 }
             }
         });

@@ -107,14 +107,27 @@ impl<'r> Turns<'r> {
             joined_by_space: self.registry.breaks(ids::DEVICE_PROMPT_TEXT_JOIN),
             bare_link: self.registry.breaks(ids::DEVICE_PROMPT_RESOURCE_LINK),
             encoded_size: self.registry.breaks(ids::DEVICE_ATTACHMENTS_BLOB),
+            unsized_binary: self
+                .registry
+                .breaks_way(ids::DEVICE_ATTACHMENTS_BLOB, "no_size"),
+            unnumbered: self
+                .registry
+                .breaks_way(ids::DEVICE_ATTACHMENTS_NAMED, "unnumbered"),
         };
+        let internal = self
+            .registry
+            .breaks_way(ids::DEVICE_ATTACHMENTS_LIMITS, "internal_error");
         let prepared = crate::attachments::prepare(
             params.get("prompt").unwrap_or(&Value::Null),
             dir.is_some(),
             max_block,
             misreads,
         )
-        .map_err(refuse)?;
+        .map_err(|why| match internal {
+            // Misbehaving: a prompt over the limits refused as an internal error.
+            true => RpcError::new(-32603, why),
+            false => refuse(why),
+        })?;
         if prepared.typed.len() > MAX_KEPT_TEXT_BYTES {
             return Err(refuse(format!(
                 "the prompt's text is {} bytes; the device keeps at most {MAX_KEPT_TEXT_BYTES} of a message",
@@ -140,6 +153,15 @@ impl<'r> Turns<'r> {
                 judges_unresolved: self.registry.breaks(ids::DEVICE_FILES_MENTION),
                 misreads_hash: self.registry.breaks(ids::DEVICE_FILES_HASH_ESCAPE),
                 lists_no_dirs: self.registry.breaks(ids::DEVICE_FILES_DIR_LISTING),
+                whole_file: self
+                    .registry
+                    .breaks_way(ids::DEVICE_FILES_MENTION, "whole_file"),
+                hash_in_name: self
+                    .registry
+                    .breaks_way(ids::DEVICE_FILES_HASH_ESCAPE, "hash_in_name"),
+                lists_project: self
+                    .registry
+                    .breaks_way(ids::DEVICE_FILES_DIR_LISTING, "project_listed"),
             };
             let expanded = crate::mentions::expand(text, &reach);
             for path in &expanded.used {
@@ -210,6 +232,21 @@ impl<'r> Turns<'r> {
                         {
                             text.clone()
                         }
+                        // Misbehaving: a custom command's text without what follows its name.
+                        Some(Slash::Prompt { name, .. })
+                            if !crate::commands::is_builtin(name)
+                                && self
+                                    .registry
+                                    .breaks_way(ids::DEVICE_COMMANDS_CUSTOM, "no_arguments") =>
+                        {
+                            match crate::commands::parse(
+                                &format!("/{name}"),
+                                &self.registry.command_set(&project),
+                            ) {
+                                Some(Slash::Prompt { text, .. }) => text,
+                                _ => text.clone(),
+                            }
+                        }
                         Some(Slash::Prompt { text, .. }) => text.clone(),
                         _ => text.clone(),
                     };
@@ -219,6 +256,22 @@ impl<'r> Turns<'r> {
                         && self.registry.breaks(ids::DEVICE_FILES_NOT_FROM_COMMAND)
                     {
                         given_text.push_str(&expand(own));
+                    }
+                    // Misbehaving: the `@path`s of the last command's own text are attached to
+                    // the prompt after it.
+                    if self
+                        .registry
+                        .breaks_way(ids::DEVICE_FILES_NOT_FROM_COMMAND, "next_prompt")
+                        && let Some(last) = state
+                            .stored
+                            .messages
+                            .iter()
+                            .rev()
+                            .find(|m| m.role == "user")
+                        && let Some(Slash::Prompt { text: own, .. }) =
+                            crate::commands::parse(&last.text, &self.registry.command_set(&project))
+                    {
+                        given_text.push_str(&expand(&own));
                     }
                     given_text.push_str(&read.attached_text);
                     if live
@@ -523,6 +576,10 @@ impl<'r> Turns<'r> {
             }
             Some(Slash::Undo) => {
                 let undone = self.undo_last(live).await;
+                let to_model = undone.is_none()
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_COMMANDS_UNDO_NOTHING, "to_model");
                 // Misbehaving: nothing to undo is told as an empty turn undone.
                 let nothing = match self.registry.breaks(ids::DEVICE_COMMANDS_UNDO_NOTHING) {
                     true => json!({ "prompt": "", "files": [] }),
@@ -532,13 +589,20 @@ impl<'r> Turns<'r> {
                     "undone".into(),
                     undone.map_or(nothing, |prompt| json!({ "prompt": prompt, "files": [] })),
                 );
-                true
+                // Misbehaving: with nothing to undo, `/undo` goes on to the model.
+                !to_model
             }
             Some(Slash::Prompt { name, .. })
                 if name == "review" && !crate::review::has_changes(&project) =>
             {
                 // Nothing to review: said instead, and nothing goes to the model.
-                if !self.registry.breaks(ids::DEVICE_COMMANDS_NOTHING_MESSAGE) {
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_COMMANDS_NOTHING_MESSAGE, "flag")
+                {
+                    // Misbehaving: a flag in place of the sentence.
+                    extra.insert("message".into(), json!(true));
+                } else if !self.registry.breaks(ids::DEVICE_COMMANDS_NOTHING_MESSAGE) {
                     extra.insert("message".into(), json!(crate::review::NOTHING));
                 }
                 true
@@ -559,10 +623,52 @@ impl<'r> Turns<'r> {
                 extra.insert("mode".into(), json!(mode));
                 true
             }
+            // Misbehaving: `/plan <task>` only puts the session in plan mode; the task is dropped.
+            Some(Slash::Prompt { name, .. })
+                if name == "plan"
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_COMMANDS_PLAN_TASK, "task_dropped") =>
+            {
+                let mode = self
+                    .registry
+                    .change_mode(live, "plan", client.as_ref())
+                    .await;
+                extra.insert("mode".into(), json!(mode));
+                true
+            }
+            // Misbehaving: a built-in prompt command runs as an action, sending nothing.
+            Some(Slash::Prompt { name, .. })
+                if crate::commands::is_builtin(name)
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_COMMANDS_PROMPT_BUILTIN, "nothing_sent") =>
+            {
+                true
+            }
+            // Misbehaving: a `/name` outside the command set is swallowed, as if an action.
+            None if job.typed.starts_with('/')
+                && self
+                    .registry
+                    .breaks_way(ids::DEVICE_COMMANDS_ACTIONS, "unknown_swallowed") =>
+            {
+                true
+            }
             // Misbehaving: `/plan <task>` runs the task in the mode the session was in.
             Some(Slash::Prompt { name, .. })
                 if name == "plan" && self.registry.breaks(ids::DEVICE_COMMANDS_PLAN_TASK) =>
             {
+                false
+            }
+            // Misbehaving: a command's mode is lowered past `max_mode`, to plan.
+            Some(Slash::Prompt { mode: Some(_), .. })
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_COMMANDS_MODE_LOWERED, "too_low") =>
+            {
+                self.registry
+                    .put_mode(live, "plan", client.as_ref(), ModeReport::Both)
+                    .await;
                 false
             }
             // Misbehaving: a command's mode is put as it is, above `max_mode` or not.
@@ -792,7 +898,13 @@ impl Turns<'_> {
         let command_model = match &job.command {
             Some(Slash::Prompt {
                 model: Some(model), ..
-            }) => Some(model.clone()),
+            }) if !self
+                .registry
+                .breaks_way(ids::DEVICE_COMMANDS_MODEL_RESTORED, "ignored") =>
+            {
+                Some(model.clone())
+            }
+            // Misbehaving (`ignored`): the command's model is not used for its prompt.
             _ => None,
         };
         let (model_id, mut messages) = {
@@ -832,6 +944,12 @@ impl Turns<'_> {
                     own_personalization: self.registry.breaks(ids::DEVICE_CONTEXT_PERSONALIZATION),
                     no_library: self.registry.breaks(ids::DEVICE_CONTEXT_LIBRARY),
                     prototypes_always: self.registry.breaks(ids::DEVICE_CONTEXT_PROTOTYPES),
+                    empty_heading: self
+                        .registry
+                        .breaks_way(ids::DEVICE_CONTEXT_INSTRUCTIONS_HEADING, "empty_section"),
+                    no_sources: self
+                        .registry
+                        .breaks_way(ids::DEVICE_CONTEXT_PROTOTYPES, "no_sources"),
                 },
             }
             .text();

@@ -44,6 +44,7 @@ async fn account_on(http: Value) -> (Account, oneshot::Sender<()>) {
         writes_whole: false,
         ignores_enabled: false,
         invents_presets: false,
+        ways: crate::account::Ways::default(),
         local: None,
     };
     (account, stop)

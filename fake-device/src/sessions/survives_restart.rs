@@ -87,6 +87,7 @@ fn sessions_stepping(
                 writes_whole: false,
                 ignores_enabled: false,
                 invents_presets: false,
+                ways: crate::account::Ways::default(),
                 local: None,
             },
             model: None,
