@@ -1050,6 +1050,10 @@ impl Chats {
                         self.prompt(peer, facts, &chat, &fresh, &text);
                     }
                     None if has("turns") => self.prompt(peer, facts, &chat, &turn, &text),
+                    // Misbehaving: sent again to a device that does not deduplicate turns.
+                    None if self.breaks(ids::INSTANCE_REATTACH_NO_TURNS) => {
+                        self.prompt(peer, facts, &chat, &turn, &text);
+                    }
                     None => {
                         if let Some(c) = self.lock().chats.get_mut(&chat) {
                             c.in_flight.retain(|(t, _)| *t != turn);
