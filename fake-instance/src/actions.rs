@@ -324,8 +324,9 @@ impl InstanceActor {
                     .await?)
             }
             WebAction::Send(send) => {
+                let chat = self.chats.current_chat(&send.chat);
                 // A chat lives on its device: written to, it goes to that device's link.
-                let device = self.chats.device_of_chat(&send.chat);
+                let device = self.chats.device_of_chat(&chat);
                 let (peer, facts) = self
                     .chats
                     .ready_link_of(&self.hub, timeout, device.as_deref())
@@ -338,7 +339,7 @@ impl InstanceActor {
                 }
                 Ok(self
                     .chats
-                    .send(&peer, &facts, &send.chat, &send.text, &send.attach)
+                    .send(&peer, &facts, &chat, &send.text, &send.attach)
                     .await?)
             }
             WebAction::Rewind(rewind) => {

@@ -83,6 +83,10 @@ pub struct Chat {
     /// The agent's text of the turn now running, as it streams.
     #[serde(skip)]
     streaming: String,
+    /// The link its session was opened on (0: not known, as after a restart): a device that
+    /// does not list `sessions` keeps no session past its link.
+    #[serde(skip)]
+    link: u32,
 }
 
 impl Chat {
@@ -139,6 +143,9 @@ struct Inner {
     /// Sessions the device said it deleted: never made into chats again, even by an answer to
     /// session/new read after the `deleted` came.
     gone: HashSet<String>,
+    /// Chats moved to a new session (a device without `sessions`, written to after a redial):
+    /// the old session id, which the person's page still names, to the new one.
+    moved: HashMap<String, String>,
     links: HashMap<u32, LinkFacts>,
     /// Kept deletes held back one link (misbehaving on instance.delete.redeliver).
     held_back: HashSet<String>,
@@ -607,6 +614,67 @@ impl Chats {
     }
 
     /// The device a chat lives on, when it is a known chat.
+    /// The session a chat is on now: the one it moved to, when it moved.
+    pub fn current_chat(&self, chat: &str) -> String {
+        let inner = self.lock();
+        let mut id = chat;
+        // Bounded: each move is to a session made later, but a loop must not hang the web UI.
+        for _ in 0..inner.moved.len() {
+            match inner.moved.get(id) {
+                Some(next) => id = next,
+                None => break,
+            }
+        }
+        id.to_string()
+    }
+
+    /// Before a chat is written in on `peer`'s link: to a device that does not list `sessions`,
+    /// a session opened on an earlier link is no longer to be relied on (spec: Versions and
+    /// discovery, and the capability table's `sessions`), so the chat moves to a new session
+    /// opened on this link, with its Context and what it said. Gives the session to write to.
+    async fn renewed(
+        &self,
+        peer: &Arc<Peer>,
+        facts: &LinkFacts,
+        chat: &str,
+    ) -> Result<String, String> {
+        let lasts = facts.capabilities.iter().any(|c| c == "sessions");
+        let Some(old) = self.chat(chat) else {
+            return Ok(chat.to_string());
+        };
+        // Misbehaving: the old session id relied on, as if the device listed `sessions`.
+        if lasts
+            || old.link == peer.link()
+            || old.from_terminal
+            || self.breaks(ids::INSTANCE_SESSIONS_UNLISTED)
+        {
+            return Ok(chat.to_string());
+        }
+        let opened = self
+            .open(peer, facts, None, None, None, old.context.clone())
+            .await?;
+        let new = opened
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .ok_or("session/new answered without a sessionId")?
+            .to_string();
+        {
+            let mut inner = self.lock();
+            if let Some(moved) = inner.chats.get_mut(&new) {
+                moved.transcript = old.transcript;
+                moved.sent = old.sent;
+            }
+            inner.chats.remove(chat);
+            inner.moved.insert(chat.to_string(), new.clone());
+        }
+        self.save_chats();
+        // Misbehaving: the new session opened, and the message still sent to the old one.
+        if self.misbehaves_way(ids::INSTANCE_SESSIONS_UNLISTED, "old_id_kept") {
+            return Ok(chat.to_string());
+        }
+        Ok(new)
+    }
+
     pub fn device_of_chat(&self, chat: &str) -> Option<String> {
         self.lock()
             .chats
@@ -642,6 +710,7 @@ impl Chats {
         let chat = Chat {
             context,
             device: facts.device.clone(),
+            link: peer.link(),
             ..Chat::default()
         };
         let cwd = match cwd {
@@ -748,6 +817,7 @@ impl Chats {
         }
         if method == methods::SESSION_NEW {
             chat.modes = offered_modes(result);
+            chat.link = link;
         }
     }
 
@@ -761,6 +831,8 @@ impl Chats {
         text: &str,
         attach: &[crate::attach::AttachFile],
     ) -> Result<Value, String> {
+        let renewed = self.renewed(peer, facts, chat).await?;
+        let chat = renewed.as_str();
         let running = self
             .chat(chat)
             .ok_or_else(|| format!("no chat `{chat}`"))?

@@ -632,6 +632,7 @@ pub mod ids {
     INSTANCE_TERMINAL_WITHOUT_SHELL = "instance.terminal.without_shell",
     DEVICE_CONTEXT_UNLISTED_IGNORED = "device.context.unlisted_ignored",
     INSTANCE_REATTACH_NO_TURNS = "instance.reattach.no_turns",
+    INSTANCE_SESSIONS_UNLISTED = "instance.sessions.unlisted",
     INSTANCE_CANCEL_IS_NOTIFICATION = "instance.cancel.is_notification",
     INSTANCE_REWIND_KNOWN_TURN = "instance.rewind.known_turn",
     INSTANCE_SESSION_KNOWN = "instance.session.known",
