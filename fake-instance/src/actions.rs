@@ -521,7 +521,11 @@ impl InstanceActor {
         let careless = self
             .chats
             .misbehaves(harness::rules::ids::INSTANCE_COMPOSER_CAPABILITIES);
-        if !careless {
+        let elsewhere = self.chats.misbehaves_way(
+            harness::rules::ids::INSTANCE_COMPOSER_CAPABILITIES,
+            "other_session",
+        );
+        if !careless && !elsewhere {
             unlisted(
                 facts,
                 capability,
@@ -532,6 +536,11 @@ impl InstanceActor {
         if careless && let Some(fields) = params.as_object_mut() {
             // Misbehaving: the composer forgets which session it is about.
             fields.remove("sessionId");
+        }
+        if elsewhere && let Some(fields) = params.as_object_mut() {
+            // Misbehaving: whatever the device listed, about a session it never gave.
+            fields.remove("cwd");
+            fields.insert("sessionId".into(), json!("ses_never_given"));
         }
         match peer.request(method, params, timeout).await {
             Ok(Ok(answer)) => Ok(answer),

@@ -855,8 +855,17 @@ impl Chats {
             .chat(chat)
             .and_then(|c| c.context(facts))
             .unwrap_or_else(|| json!({}));
-        if facts.capabilities.iter().any(|c| c == "turns") {
+        // Misbehaving (capabilities.respect/unlisted_field): a turn id whatever the device listed.
+        if facts.capabilities.iter().any(|c| c == "turns")
+            || self.misbehaves_way(ids::INSTANCE_CAPABILITIES_RESPECT, "unlisted_field")
+        {
             lembas["turnId"] = json!(turn_id);
+        }
+        if self.misbehaves_way(ids::INSTANCE_CONTEXT_SENT, "other_prompt")
+            && lembas.get("system_prompt").is_some()
+        {
+            // Misbehaving: the prompt carries a system prompt that is not the chat's.
+            lembas["system_prompt"] = json!("Answer at length, in French.");
         }
         if lembas.as_object().is_some_and(|l| !l.is_empty()) {
             params["_meta"] = json!({ "lembas": lembas });
@@ -1073,7 +1082,11 @@ impl Chats {
         if self.breaks(ids::INSTANCE_CANCEL_STOP) {
             return;
         }
-        let params = json!({ "sessionId": chat });
+        let mut params = json!({ "sessionId": chat });
+        if self.misbehaves_way(ids::INSTANCE_CANCEL_STOP, "other_session") {
+            // Misbehaving: the stop names a session the device never gave, not the chat's.
+            params = json!({ "sessionId": "ses_never_given" });
+        }
         if self.breaks(ids::INSTANCE_CANCEL_IS_NOTIFICATION) {
             // Misbehaving: the stop goes as a request, waiting for an answer nobody owes.
             let answer = peer.begin_request(methods::SESSION_CANCEL, params, self.config.patience);

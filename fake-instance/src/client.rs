@@ -184,6 +184,14 @@ impl ClientModel {
             .config
             .misbehave
             .breaks(ids::INSTANCE_INITIALIZE_PROTOCOL);
+        if self
+            .config
+            .misbehave
+            .breaks_way(ids::INSTANCE_INITIALIZE_PROTOCOL, "as_string")
+        {
+            // Misbehaving: the link's protocol, as a string.
+            return Some(json!({ "protocol": protocol.min(2).to_string() }));
+        }
         Some(match (protocol >= 2) != flip {
             true => json!({ "protocol": 2 }),
             false => json!(true),
@@ -263,10 +271,17 @@ impl ClientModel {
             if let Ok(mut closed) = self.closed_4400.lock() {
                 closed.insert(device, std::time::Instant::now());
             }
-            peer.close(
-                CLOSE_PROTOCOL_MISMATCH,
-                "this instance speaks link protocol 1 only",
-            );
+            // Misbehaving (close_4400/other_code): closed, but as a policy violation (1008).
+            let code = if self
+                .config
+                .misbehave
+                .breaks_way(ids::INSTANCE_LINK_CLOSE_4400, "other_code")
+            {
+                1008
+            } else {
+                CLOSE_PROTOCOL_MISMATCH
+            };
+            peer.close(code, "this instance speaks link protocol 1 only");
             return;
         }
         if self.config.initialize == Mode::Manual
@@ -288,6 +303,17 @@ impl ClientModel {
                 tracing::info!(link, "initialize: {e}");
             }
         });
+        if self
+            .config
+            .misbehave
+            .breaks_way(ids::INSTANCE_INITIALIZE_FIRST, "notification")
+        {
+            // Misbehaving (with no gate): a notification right behind initialize.
+            peer.notify(
+                methods::SESSION_CANCEL,
+                json!({ "sessionId": "ses_before_initialized" }),
+            );
+        }
         if self.config.misbehave.breaks(ids::INSTANCE_INITIALIZE_FIRST) {
             // Misbehaving (with no gate): a chat opened right behind initialize.
             let cwd = first_root(params);
@@ -366,7 +392,12 @@ impl Behaviour for ClientModel {
     /// ACP's order: the connection is initialized before anything else is sent on it (the
     /// official SDKs refuse any request before `initialize` is answered).
     fn opener(&self) -> Option<&'static str> {
-        match self.config.misbehave.breaks(ids::INSTANCE_INITIALIZE_FIRST) {
+        let early = self.config.misbehave.breaks(ids::INSTANCE_INITIALIZE_FIRST)
+            || self
+                .config
+                .misbehave
+                .breaks_way(ids::INSTANCE_INITIALIZE_FIRST, "notification");
+        match early {
             true => None,
             false => Some(methods::INITIALIZE),
         }

@@ -29,6 +29,10 @@ pub trait PersonalizationSource: Clone + Send + Sync + 'static {
     fn breaks(&self, _rule: &str) -> bool {
         false
     }
+    /// Whether this instance was told to break `rule` in its way `name`.
+    fn breaks_way(&self, _rule: &str, _name: &str) -> bool {
+        false
+    }
 }
 
 /// The 403 `detail` when personalization is not available.
@@ -263,7 +267,45 @@ pub async fn update<S: PersonalizationSource>(State(state): State<S>, body: Byte
     }
     // Misbehaving: a write the account may not make is saved all the same.
     let refuses = !state.breaks(ids::INSTANCE_PERSONALIZATION_FORBIDDEN);
-    let (response, write) = state.store().write(at_ms, body, refuses);
+    let partial = matches!(&body, Ok(Value::Object(fields))
+        if ["personality", "personality_custom", "instructions"]
+            .iter()
+            .any(|f| !fields.contains_key(*f)));
+    let misread = body.as_ref().is_ok_and(|b| Change::read(b).is_err());
+    let refused_early = if partial
+        && state.breaks_way(ids::INSTANCE_PERSONALIZATION_PARTIAL_PUT, "refused")
+    {
+        // Misbehaving: a write of only some fields is refused.
+        Some(detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "personality, personality_custom and instructions are all required",
+        ))
+    } else if misread && state.breaks_way(ids::INSTANCE_PERSONALIZATION_VALIDATION, "bad_request") {
+        // Misbehaving: a field of the wrong type is refused as 400, not 422.
+        Some(detail(
+            StatusCode::BAD_REQUEST,
+            "the body could not be read",
+        ))
+    } else {
+        None
+    };
+    let (mut response, write) = match refused_early {
+        Some(response) => {
+            let write = PersonalizationWrite {
+                at_ms,
+                body: body.ok(),
+                status: response.status().as_u16(),
+            };
+            (response, write)
+        }
+        None => state.store().write(at_ms, body, refuses),
+    };
+    if response.status() == StatusCode::FORBIDDEN
+        && state.breaks_way(ids::INSTANCE_PERSONALIZATION_FORBIDDEN, "no_detail")
+    {
+        // Misbehaving: the refusal does not say why.
+        response = StatusCode::FORBIDDEN.into_response();
+    }
     state.events().emit(
         HTTP_PERSONALIZATION,
         json!({ "at_ms": write.at_ms, "verb": "PUT", "body": write.body, "status": write.status }),
