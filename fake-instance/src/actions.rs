@@ -473,7 +473,17 @@ impl InstanceActor {
     /// is on and available, else `null` (the device's own apply). A misbehaving web UI sends
     /// instructions the account never had.
     fn account_personalization(&self) -> Value {
-        let saved = self.http.personalization();
+        let mut saved = self.http.personalization();
+        if self.chats.misbehaves_way(
+            harness::rules::ids::INSTANCE_CONTEXT_PERSONALIZATION_SOURCE,
+            "stale",
+        ) {
+            // Misbehaving: the account's personalization as it was before its writes.
+            let first = self.http.personalization_at_start();
+            saved.personality = first.personality;
+            saved.personality_custom = first.personality_custom;
+            saved.instructions = first.instructions;
+        }
         if self
             .chats
             .misbehaves(harness::rules::ids::INSTANCE_CONTEXT_PERSONALIZATION_SOURCE)

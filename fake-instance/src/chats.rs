@@ -634,6 +634,14 @@ impl Chats {
                 .cloned()
                 .ok_or("the device has no root to open a chat in")?,
         };
+        let cwd = if self.misbehaves_way(ids::INSTANCE_CHAT_OPEN, "outside_roots") {
+            // Misbehaving: the chat opened in the folder holding the device's root, outside it.
+            std::path::Path::new(&cwd)
+                .parent()
+                .map_or("/".to_string(), |p| p.display().to_string())
+        } else {
+            cwd
+        };
         let mut params = json!({ "cwd": cwd, "mcpServers": [] });
         if let Some(mode) = mode {
             params["_meta"]["mode"] = json!(mode);
@@ -762,7 +770,16 @@ impl Chats {
                     "the device takes no attachments (it did not list `attachments`)".into(),
                 );
             }
-            let blocks = crate::attach::blocks(attach, careless)?;
+            let mut blocks = crate::attach::blocks(attach, careless)?;
+            if self.misbehaves_way(ids::INSTANCE_PROMPT_BLOCKS, "text_lines") {
+                // Misbehaving: a text file's resource carries its text as a list of lines.
+                for block in &mut blocks {
+                    if let Some(text) = block.pointer("/resource/text").and_then(Value::as_str) {
+                        let lines: Vec<String> = text.lines().map(String::from).collect();
+                        block["resource"]["text"] = json!(lines);
+                    }
+                }
+            }
             let turn_id = self.fresh_message_id();
             if let Some(c) = self.lock().chats.get_mut(chat) {
                 c.attached.insert(turn_id.clone(), blocks);
@@ -782,11 +799,27 @@ impl Chats {
             {
                 Ok(Ok(_)) => {
                     self.say(chat, "user", text, running);
+                    if self.misbehaves_way(ids::INSTANCE_STEER_RUNNING, "and_prompt") {
+                        // Misbehaving: the steered message also goes as a prompt of its own.
+                        let turn_id = self.fresh_message_id();
+                        self.prompt(peer, facts, chat, &turn_id, text);
+                    }
                     return Ok(json!({ "steered": true, "messageId": message_id }));
                 }
                 // Nothing runs after all: the message goes as a prompt.
                 Ok(Err(e)) if e.code == INVALID_PARAMS => {
                     if self.breaks(ids::INSTANCE_STEER_FALLBACK) {
+                        return Ok(json!({ "steered": false }));
+                    }
+                    if self.misbehaves_way(ids::INSTANCE_STEER_FALLBACK, "other_session") {
+                        // Misbehaving: the fallback prompt goes to a session never given.
+                        let params = json!({
+                            "sessionId": "ses_never_given",
+                            "prompt": [{ "type": "text", "text": text }],
+                        });
+                        let answer =
+                            peer.begin_request(methods::SESSION_PROMPT, params, TURN_PATIENCE);
+                        tokio::spawn(answer);
                         return Ok(json!({ "steered": false }));
                     }
                 }
@@ -796,7 +829,30 @@ impl Chats {
         }
         let turn_id = self.fresh_message_id();
         self.prompt(peer, facts, chat, &turn_id, text);
+        if self.misbehaves_way(ids::INSTANCE_PROMPT_SEND, "twice") {
+            // Misbehaving: the message goes again, as a second turn of its own.
+            let again = self.fresh_message_id();
+            self.prompt(peer, facts, chat, &again, text);
+        }
         Ok(json!({ "turnId": turn_id }))
+    }
+
+    /// Sends `text` and `blocks` after it as a prompt of its own (a new turn); gives
+    /// `{turnId}`.
+    pub fn send_blocks(
+        self: &Arc<Self>,
+        peer: &Arc<Peer>,
+        facts: &LinkFacts,
+        chat: &str,
+        text: &str,
+        blocks: Vec<Value>,
+    ) -> Value {
+        let turn_id = self.fresh_message_id();
+        if let Some(c) = self.lock().chats.get_mut(chat) {
+            c.attached.insert(turn_id.clone(), blocks);
+        }
+        self.prompt(peer, facts, chat, &turn_id, text);
+        json!({ "turnId": turn_id })
     }
 
     fn say(&self, chat: &str, role: &str, text: &str, turn_id: Option<String>) {
@@ -901,6 +957,16 @@ impl Chats {
                 Err(_) => Vec::new(),
             };
             if chats.breaks(ids::INSTANCE_STEER_UNSENT) {
+                return;
+            }
+            if chats.misbehaves_way(ids::INSTANCE_STEER_UNSENT, "as_steers") {
+                // Misbehaving: what the turn left unsent is steered again, not prompted.
+                for text in unsent {
+                    let params = json!({ "sessionId": chat, "text": text });
+                    let _ = peer
+                        .request(methods::LEMBAS_STEER, params, chats.config.patience)
+                        .await;
+                }
                 return;
             }
             // What the turn ended before taking in is sent next, as the person's next message.

@@ -171,6 +171,11 @@ impl HttpState {
         self.personalization.current()
     }
 
+    /// The personalization as the run started, before any write.
+    pub fn personalization_at_start(&self) -> Personalization {
+        self.personalization.first()
+    }
+
     /// What the library's calls read.
     fn mcp_context(&self) -> mcp::McpContext {
         mcp::McpContext {

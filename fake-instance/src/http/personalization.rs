@@ -161,21 +161,25 @@ pub struct Store {
 
 struct Saved {
     now: Personalization,
+    /// As the run started, before any write.
+    first: Personalization,
     writes: Vec<PersonalizationWrite>,
 }
 
 impl Store {
     pub(super) fn new(config: &PersonalizationConfig) -> Self {
+        let first = Personalization {
+            enabled: config.enabled,
+            available: config.available,
+            personality: config.personality.clone(),
+            personality_custom: config.personality_custom.clone(),
+            instructions: config.instructions.clone(),
+        };
         Self {
             device_token: config.device_token,
             inner: Arc::new(Mutex::new(Saved {
-                now: Personalization {
-                    enabled: config.enabled,
-                    available: config.available,
-                    personality: config.personality.clone(),
-                    personality_custom: config.personality_custom.clone(),
-                    instructions: config.instructions.clone(),
-                },
+                now: first.clone(),
+                first,
                 writes: Vec::new(),
             })),
         }
@@ -188,6 +192,10 @@ impl Store {
 
     pub(super) fn current(&self) -> Personalization {
         self.lock().now.clone()
+    }
+
+    pub(super) fn first(&self) -> Personalization {
+        self.lock().first.clone()
     }
 
     pub(super) fn writes(&self) -> Vec<PersonalizationWrite> {
@@ -272,9 +280,10 @@ pub async fn update<S: PersonalizationSource>(State(state): State<S>, body: Byte
             .iter()
             .any(|f| !fields.contains_key(*f)));
     let misread = body.as_ref().is_ok_and(|b| Change::read(b).is_err());
-    let refused_early = if partial
-        && state.breaks_way(ids::INSTANCE_PERSONALIZATION_PARTIAL_PUT, "refused")
-    {
+    let refused_early = if state.breaks_way(ids::INSTANCE_HTTP_DEVICE_TOKEN, "not_a_device") {
+        // Misbehaving: the device's own token taken for some other kind of token.
+        Some(detail(StatusCode::FORBIDDEN, NOT_A_DEVICE))
+    } else if partial && state.breaks_way(ids::INSTANCE_PERSONALIZATION_PARTIAL_PUT, "refused") {
         // Misbehaving: a write of only some fields is refused.
         Some(detail(
             StatusCode::UNPROCESSABLE_ENTITY,
