@@ -293,10 +293,27 @@ impl ClientModel {
             return;
         }
         let init = self.initialize_params(said.min(allowed));
+        // Misbehaving: the initialize goes on the device's earliest link still open, not on
+        // the one whose hello it answers.
+        let elsewhere = self
+            .config
+            .misbehave
+            .breaks_way(ids::INSTANCE_INITIALIZE_AFTER_HELLO, "other_link")
+            .then(|| {
+                let mut others: Vec<u32> = self
+                    .links
+                    .lock()
+                    .map(|l| l.keys().copied().filter(|l| *l != peer.link()).collect())
+                    .unwrap_or_default();
+                others.sort_unstable();
+                others.into_iter().find_map(|l| hub.link(l))
+            })
+            .flatten();
+        let target = elsewhere.as_ref().unwrap_or(peer);
         // On the wire now, before any step sees the hello: LLeMbas sends nothing before
         // initialize, and a device judges every later request by what initialize said. What
         // the steps send next waits at the link's gate for initialize's answer (`opener` below).
-        let answer = peer.begin_request(methods::INITIALIZE, init, self.config.patience);
+        let answer = target.begin_request(methods::INITIALIZE, init, self.config.patience);
         let link = peer.link();
         tokio::spawn(async move {
             if let Err(e) = answer.await {
