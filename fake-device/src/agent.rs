@@ -774,14 +774,35 @@ impl Behaviour for AgentModel {
                 .and_then(|l| l.get("protocol"))
                 .and_then(Value::as_u64)
                 .map_or(unsaid, |p| u8::try_from(p).unwrap_or(u8::MAX));
-            let protocol = {
+            let (protocol, waiting) = {
                 let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+                // An initialize again on a link that had one, while another open link's hello
+                // still waits for its own: the answer to that hello went on the wrong link.
+                let again = links.get(&peer.link()).is_some_and(|s| s.initialized);
+                let waiting: Vec<u32> = links
+                    .iter()
+                    .filter(|(link, s)| **link != peer.link() && !s.initialized)
+                    .map(|(link, _)| *link)
+                    .filter(|_| again && !self.config.stdio)
+                    .collect();
                 let state = links.entry(peer.link()).or_default();
                 state.initialized = true;
                 state.initialize_id = Some(request.id.clone());
                 state.lembas = lembas;
-                state.protocol
+                (state.protocol, waiting)
             };
+            for link in waiting {
+                hub.findings().push(
+                    Finding::new(
+                        ids::INSTANCE_INITIALIZE_AFTER_HELLO,
+                        format!(
+                            "initialize came again on link {}, already initialized, while link {link}'s hello still waits for one",
+                            peer.link()
+                        ),
+                    )
+                    .on_link(link),
+                );
+            }
             // Questions and plans follow what the client says it speaks, within the link's.
             let route = self.route_link(peer, lembas, client_protocol.min(protocol).max(1));
             if let Ok(mut links) = self.links.lock() {

@@ -474,7 +474,17 @@ impl InstanceActor {
     /// is on and available, else `null` (the device's own apply). A misbehaving web UI sends
     /// instructions the account never had.
     fn account_personalization(&self) -> Value {
-        let saved = self.http.personalization();
+        let mut saved = self.http.personalization();
+        if self.chats.misbehaves_way(
+            harness::rules::ids::INSTANCE_CONTEXT_PERSONALIZATION_SOURCE,
+            "stale",
+        ) {
+            // Misbehaving: the account's personalization as it was before its writes.
+            let first = self.http.personalization_at_start();
+            saved.personality = first.personality;
+            saved.personality_custom = first.personality_custom;
+            saved.instructions = first.instructions;
+        }
         if self
             .chats
             .misbehaves(harness::rules::ids::INSTANCE_CONTEXT_PERSONALIZATION_SOURCE)
@@ -522,7 +532,11 @@ impl InstanceActor {
         let careless = self
             .chats
             .misbehaves(harness::rules::ids::INSTANCE_COMPOSER_CAPABILITIES);
-        if !careless {
+        let elsewhere = self.chats.misbehaves_way(
+            harness::rules::ids::INSTANCE_COMPOSER_CAPABILITIES,
+            "other_session",
+        );
+        if !careless && !elsewhere {
             unlisted(
                 facts,
                 capability,
@@ -533,6 +547,11 @@ impl InstanceActor {
         if careless && let Some(fields) = params.as_object_mut() {
             // Misbehaving: the composer forgets which session it is about.
             fields.remove("sessionId");
+        }
+        if elsewhere && let Some(fields) = params.as_object_mut() {
+            // Misbehaving: whatever the device listed, about a session it never gave.
+            fields.remove("cwd");
+            fields.insert("sessionId".into(), json!("ses_never_given"));
         }
         match peer.request(method, params, timeout).await {
             Ok(Ok(answer)) => Ok(answer),

@@ -27,7 +27,16 @@ pub async fn rename(
         .ok_or_else(|| format!("no chat `{chat}`"))?;
     // The title field takes no more than the spec allows.
     let title: String = title.chars().take(MAX_TITLE).collect();
-    let params = json!({ "sessionId": chat, "title": title });
+    // Misbehaving: the chat's session id with its last character cut off (never given).
+    let session = match chats.misbehaves_way(harness::rules::ids::INSTANCE_SESSION_KNOWN, "cut_id")
+    {
+        true => chat
+            .char_indices()
+            .last()
+            .map_or(chat, |(at, _)| &chat[..at]),
+        false => chat,
+    };
+    let params = json!({ "sessionId": session, "title": title });
     ask(chats, peer, methods::LEMBAS_SESSION_TITLE, params).await
 }
 

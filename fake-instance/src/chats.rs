@@ -721,6 +721,14 @@ impl Chats {
                 .cloned()
                 .ok_or("the device has no root to open a chat in")?,
         };
+        let cwd = if self.misbehaves_way(ids::INSTANCE_CHAT_OPEN, "outside_roots") {
+            // Misbehaving: the chat opened in the folder holding the device's root, outside it.
+            std::path::Path::new(&cwd)
+                .parent()
+                .map_or("/".to_string(), |p| p.display().to_string())
+        } else {
+            cwd
+        };
         let mut params = json!({ "cwd": cwd, "mcpServers": [] });
         if let Some(mode) = mode {
             params["_meta"]["mode"] = json!(mode);
@@ -852,7 +860,16 @@ impl Chats {
                     "the device takes no attachments (it did not list `attachments`)".into(),
                 );
             }
-            let blocks = crate::attach::blocks(attach, careless)?;
+            let mut blocks = crate::attach::blocks(attach, careless)?;
+            if self.misbehaves_way(ids::INSTANCE_PROMPT_BLOCKS, "text_lines") {
+                // Misbehaving: a text file's resource carries its text as a list of lines.
+                for block in &mut blocks {
+                    if let Some(text) = block.pointer("/resource/text").and_then(Value::as_str) {
+                        let lines: Vec<String> = text.lines().map(String::from).collect();
+                        block["resource"]["text"] = json!(lines);
+                    }
+                }
+            }
             let turn_id = self.fresh_message_id();
             if let Some(c) = self.lock().chats.get_mut(chat) {
                 c.attached.insert(turn_id.clone(), blocks);
@@ -872,11 +889,27 @@ impl Chats {
             {
                 Ok(Ok(_)) => {
                     self.say(chat, "user", text, running);
+                    if self.misbehaves_way(ids::INSTANCE_STEER_RUNNING, "and_prompt") {
+                        // Misbehaving: the steered message also goes as a prompt of its own.
+                        let turn_id = self.fresh_message_id();
+                        self.prompt(peer, facts, chat, &turn_id, text);
+                    }
                     return Ok(json!({ "steered": true, "messageId": message_id }));
                 }
                 // Nothing runs after all: the message goes as a prompt.
                 Ok(Err(e)) if e.code == INVALID_PARAMS => {
                     if self.breaks(ids::INSTANCE_STEER_FALLBACK) {
+                        return Ok(json!({ "steered": false }));
+                    }
+                    if self.misbehaves_way(ids::INSTANCE_STEER_FALLBACK, "other_session") {
+                        // Misbehaving: the fallback prompt goes to a session never given.
+                        let params = json!({
+                            "sessionId": "ses_never_given",
+                            "prompt": [{ "type": "text", "text": text }],
+                        });
+                        let answer =
+                            peer.begin_request(methods::SESSION_PROMPT, params, TURN_PATIENCE);
+                        tokio::spawn(answer);
                         return Ok(json!({ "steered": false }));
                     }
                 }
@@ -886,7 +919,30 @@ impl Chats {
         }
         let turn_id = self.fresh_message_id();
         self.prompt(peer, facts, chat, &turn_id, text);
+        if self.misbehaves_way(ids::INSTANCE_PROMPT_SEND, "twice") {
+            // Misbehaving: the message goes again, as a second turn of its own.
+            let again = self.fresh_message_id();
+            self.prompt(peer, facts, chat, &again, text);
+        }
         Ok(json!({ "turnId": turn_id }))
+    }
+
+    /// Sends `text` and `blocks` after it as a prompt of its own (a new turn); gives
+    /// `{turnId}`.
+    pub fn send_blocks(
+        self: &Arc<Self>,
+        peer: &Arc<Peer>,
+        facts: &LinkFacts,
+        chat: &str,
+        text: &str,
+        blocks: Vec<Value>,
+    ) -> Value {
+        let turn_id = self.fresh_message_id();
+        if let Some(c) = self.lock().chats.get_mut(chat) {
+            c.attached.insert(turn_id.clone(), blocks);
+        }
+        self.prompt(peer, facts, chat, &turn_id, text);
+        json!({ "turnId": turn_id })
     }
 
     fn say(&self, chat: &str, role: &str, text: &str, turn_id: Option<String>) {
@@ -945,8 +1001,17 @@ impl Chats {
             .chat(chat)
             .and_then(|c| c.context(facts))
             .unwrap_or_else(|| json!({}));
-        if facts.capabilities.iter().any(|c| c == "turns") {
+        // Misbehaving (capabilities.respect/unlisted_field): a turn id whatever the device listed.
+        if facts.capabilities.iter().any(|c| c == "turns")
+            || self.misbehaves_way(ids::INSTANCE_CAPABILITIES_RESPECT, "unlisted_field")
+        {
             lembas["turnId"] = json!(turn_id);
+        }
+        if self.misbehaves_way(ids::INSTANCE_CONTEXT_SENT, "other_prompt")
+            && lembas.get("system_prompt").is_some()
+        {
+            // Misbehaving: the prompt carries a system prompt that is not the chat's.
+            lembas["system_prompt"] = json!("Answer at length, in French.");
         }
         if lembas.as_object().is_some_and(|l| !l.is_empty()) {
             params["_meta"] = json!({ "lembas": lembas });
@@ -982,6 +1047,16 @@ impl Chats {
                 Err(_) => Vec::new(),
             };
             if chats.breaks(ids::INSTANCE_STEER_UNSENT) {
+                return;
+            }
+            if chats.misbehaves_way(ids::INSTANCE_STEER_UNSENT, "as_steers") {
+                // Misbehaving: what the turn left unsent is steered again, not prompted.
+                for text in unsent {
+                    let params = json!({ "sessionId": chat, "text": text });
+                    let _ = peer
+                        .request(methods::LEMBAS_STEER, params, chats.config.patience)
+                        .await;
+                }
                 return;
             }
             // What the turn ended before taking in is sent next, as the person's next message.
@@ -1219,7 +1294,11 @@ impl Chats {
         if self.breaks(ids::INSTANCE_CANCEL_STOP) {
             return;
         }
-        let params = json!({ "sessionId": chat });
+        let mut params = json!({ "sessionId": chat });
+        if self.misbehaves_way(ids::INSTANCE_CANCEL_STOP, "other_session") {
+            // Misbehaving: the stop names a session the device never gave, not the chat's.
+            params = json!({ "sessionId": "ses_never_given" });
+        }
         if self.breaks(ids::INSTANCE_CANCEL_IS_NOTIFICATION) {
             // Misbehaving: the stop goes as a request, waiting for an answer nobody owes.
             let answer = peer.begin_request(methods::SESSION_CANCEL, params, self.config.patience);

@@ -186,6 +186,14 @@ impl ClientModel {
             .config
             .misbehave
             .breaks(ids::INSTANCE_INITIALIZE_PROTOCOL);
+        if self
+            .config
+            .misbehave
+            .breaks_way(ids::INSTANCE_INITIALIZE_PROTOCOL, "as_string")
+        {
+            // Misbehaving: the link's protocol, as a string.
+            return Some(json!({ "protocol": protocol.min(2).to_string() }));
+        }
         Some(match (protocol >= 2) != flip {
             true => json!({ "protocol": 2 }),
             false => json!(true),
@@ -265,10 +273,17 @@ impl ClientModel {
             if let Ok(mut closed) = self.closed_4400.lock() {
                 closed.insert(device, std::time::Instant::now());
             }
-            peer.close(
-                CLOSE_PROTOCOL_MISMATCH,
-                "this instance speaks link protocol 1 only",
-            );
+            // Misbehaving (close_4400/other_code): closed, but as a policy violation (1008).
+            let code = if self
+                .config
+                .misbehave
+                .breaks_way(ids::INSTANCE_LINK_CLOSE_4400, "other_code")
+            {
+                1008
+            } else {
+                CLOSE_PROTOCOL_MISMATCH
+            };
+            peer.close(code, "this instance speaks link protocol 1 only");
             return;
         }
         if self.config.initialize == Mode::Manual
@@ -280,16 +295,44 @@ impl ClientModel {
             return;
         }
         let init = self.initialize_params(said.min(allowed));
+        // Misbehaving: the initialize goes on the device's earliest link still open, not on
+        // the one whose hello it answers.
+        let elsewhere = self
+            .config
+            .misbehave
+            .breaks_way(ids::INSTANCE_INITIALIZE_AFTER_HELLO, "other_link")
+            .then(|| {
+                let mut others: Vec<u32> = self
+                    .links
+                    .lock()
+                    .map(|l| l.keys().copied().filter(|l| *l != peer.link()).collect())
+                    .unwrap_or_default();
+                others.sort_unstable();
+                others.into_iter().find_map(|l| hub.link(l))
+            })
+            .flatten();
+        let target = elsewhere.as_ref().unwrap_or(peer);
         // On the wire now, before any step sees the hello: LLeMbas sends nothing before
         // initialize, and a device judges every later request by what initialize said. What
         // the steps send next waits at the link's gate for initialize's answer (`opener` below).
-        let answer = peer.begin_request(methods::INITIALIZE, init, self.config.patience);
+        let answer = target.begin_request(methods::INITIALIZE, init, self.config.patience);
         let link = peer.link();
         tokio::spawn(async move {
             if let Err(e) = answer.await {
                 tracing::info!(link, "initialize: {e}");
             }
         });
+        if self
+            .config
+            .misbehave
+            .breaks_way(ids::INSTANCE_INITIALIZE_FIRST, "notification")
+        {
+            // Misbehaving (with no gate): a notification right behind initialize.
+            peer.notify(
+                methods::SESSION_CANCEL,
+                json!({ "sessionId": "ses_before_initialized" }),
+            );
+        }
         if self.config.misbehave.breaks(ids::INSTANCE_INITIALIZE_FIRST) {
             // Misbehaving (with no gate): a chat opened right behind initialize.
             let cwd = first_root(params);
@@ -368,7 +411,12 @@ impl Behaviour for ClientModel {
     /// ACP's order: the connection is initialized before anything else is sent on it (the
     /// official SDKs refuse any request before `initialize` is answered).
     fn opener(&self) -> Option<&'static str> {
-        match self.config.misbehave.breaks(ids::INSTANCE_INITIALIZE_FIRST) {
+        let early = self.config.misbehave.breaks(ids::INSTANCE_INITIALIZE_FIRST)
+            || self
+                .config
+                .misbehave
+                .breaks_way(ids::INSTANCE_INITIALIZE_FIRST, "notification");
+        match early {
             true => None,
             false => Some(methods::INITIALIZE),
         }

@@ -69,6 +69,14 @@ pub async fn configure(
         return send(peer, params, chats.patience()).await;
     }
     let (chats, peer) = (chats.clone(), peer.clone());
+    if chats.misbehaves_way(ids::INSTANCE_CONFIGURE_BETWEEN, "timer") {
+        // Misbehaving: held for a second, not until the prompt is answered.
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let _ = send(&peer, params, chats.patience()).await;
+        });
+        return Ok(json!({ "deferred": true }));
+    }
     tokio::spawn(async move {
         if !turn_ended(&chats, &change.chat).await {
             tracing::info!(

@@ -75,6 +75,15 @@ pub async fn mention(
         })?;
     let path = path_of(chosen).ok_or("a search result without a path")?;
     let dir = chosen.get("kind").and_then(Value::as_str) == Some("dir");
+    if chats.misbehaves_way(ids::INSTANCE_FILES_MENTION_TEXT, "as_link") {
+        // Misbehaving: the chosen file goes as a resource_link block, with no `@path` text.
+        let root = answer.get("root").and_then(Value::as_str).unwrap_or("");
+        let uri = format!("file://{}/{path}", root.trim_end_matches('/'));
+        let link = json!({ "type": "resource_link", "uri": uri, "name": path });
+        let mut sent = chats.send_blocks(peer, facts, &ask.chat, &ask.text, vec![link]);
+        sent["mention"] = Value::Null;
+        return Ok(sent);
+    }
     let mention = if chats.misbehaves(ids::INSTANCE_FILES_MENTION_TEXT) {
         // Misbehaving: the path goes in as it is, so a space ends it early.
         format!("@{path}")

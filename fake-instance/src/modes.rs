@@ -35,7 +35,11 @@ pub async fn set_mode(
             known.modes.join(", ")
         ));
     };
-    let params = json!({ "sessionId": chat, "modeId": mode });
+    let mut params = json!({ "sessionId": chat, "modeId": mode });
+    if chats.misbehaves_way(ids::INSTANCE_SET_MODE_KNOWN, "session_list") {
+        // Misbehaving: the session named as a list holding its id, not as a string.
+        params["sessionId"] = json!([chat]);
+    }
     match peer
         .request(methods::SESSION_SET_MODE, params, chats.patience())
         .await

@@ -35,6 +35,8 @@ pub struct McpContext {
     pub events: Events,
     /// Misbehaving: a scope naming no chat of the caller's is taken as no scope at all.
     pub takes_foreign_scope: bool,
+    /// Misbehaving: a scope naming no chat of the caller's is refused as an internal error.
+    pub foreign_scope_internal: bool,
     /// Misbehaving: a chat's scope searches the whole library, not only the chat's bases.
     pub ignores_chat_bases: bool,
     /// Misbehaving: a call without a scope searches the whole library, not the default group.
@@ -113,6 +115,10 @@ impl LibraryServer {
             Err(library::ScopeError::Foreign(_)) if self.context.takes_foreign_scope => {
                 Reach::DefaultGroup
             }
+            // Misbehaving: the foreign scope refused, but as -32603, not -32602.
+            Err(why @ library::ScopeError::Foreign(_)) if self.context.foreign_scope_internal => {
+                return Outcome::Broken(why.to_string());
+            }
             Err(why) => return Outcome::Refused(why.to_string()),
         };
         let searched = self.misread(&reach);
@@ -154,6 +160,8 @@ enum Outcome {
     Failed(Reach, String),
     /// The scope was refused (-32602).
     Refused(String),
+    /// Refused as an internal error (-32603), misbehaving.
+    Broken(String),
     /// No such tool (-32602, as MCP answers an unknown tool).
     Unknown(String),
 }
@@ -170,7 +178,9 @@ impl Outcome {
             Outcome::Failed(r, why) => {
                 json!({ "outcome": "tool_error", "reach": reach(r), "error": why })
             }
-            Outcome::Refused(why) => json!({ "outcome": "refused", "error": why }),
+            Outcome::Refused(why) | Outcome::Broken(why) => {
+                json!({ "outcome": "refused", "error": why })
+            }
             Outcome::Unknown(name) => {
                 json!({ "outcome": "refused", "error": format!("no tool `{name}`") })
             }
@@ -267,6 +277,7 @@ impl ServerHandler for LibraryServer {
                 Ok(CallToolResult::error(vec![ContentBlock::text(why)]).into())
             }
             Outcome::Refused(why) => Err(ErrorData::invalid_params(why, None)),
+            Outcome::Broken(why) => Err(ErrorData::internal_error(why, None)),
             Outcome::Unknown(name) => {
                 Err(ErrorData::invalid_params(format!("no tool `{name}`"), None))
             }

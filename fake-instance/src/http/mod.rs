@@ -171,6 +171,11 @@ impl HttpState {
         self.personalization.current()
     }
 
+    /// The personalization as the run started, before any write.
+    pub fn personalization_at_start(&self) -> Personalization {
+        self.personalization.first()
+    }
+
     /// What the library's calls read.
     fn mcp_context(&self) -> mcp::McpContext {
         mcp::McpContext {
@@ -180,6 +185,10 @@ impl HttpState {
             takes_foreign_scope: self
                 .misbehave
                 .breaks(harness::rules::ids::INSTANCE_LIBRARY_FOREIGN_SCOPE),
+            foreign_scope_internal: self.misbehave.breaks_way(
+                harness::rules::ids::INSTANCE_LIBRARY_FOREIGN_SCOPE,
+                "internal_error",
+            ),
             ignores_chat_bases: self
                 .misbehave
                 .breaks(harness::rules::ids::INSTANCE_LIBRARY_SCOPED),
@@ -222,6 +231,10 @@ impl models::ModelsSource for HttpState {
         self.misbehave
             .breaks(harness::rules::ids::INSTANCE_MODELS_PROVIDER_IDS)
     }
+    fn serves_a_colon_id(&self) -> bool {
+        self.misbehave
+            .breaks_way(harness::rules::ids::INSTANCE_MODELS_PROVIDER_IDS, "colon")
+    }
     fn events(&self) -> &Events {
         &self.events
     }
@@ -263,6 +276,9 @@ impl personalization::PersonalizationSource for HttpState {
     }
     fn breaks(&self, rule: &str) -> bool {
         self.misbehave.breaks(rule)
+    }
+    fn breaks_way(&self, rule: &str, name: &str) -> bool {
+        self.misbehave.breaks_way(rule, name)
     }
     fn events(&self) -> &Events {
         &self.events

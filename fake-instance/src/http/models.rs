@@ -24,6 +24,10 @@ pub trait ModelsSource: Clone + Send + Sync + 'static {
     fn serves_a_bare_id(&self) -> bool {
         false
     }
+    /// Misbehaving: the first model is served as `<provider>:<model>` at protocol 2.
+    fn serves_a_colon_id(&self) -> bool {
+        false
+    }
     /// Where the request is told.
     fn events(&self) -> &Events;
 }
@@ -124,6 +128,16 @@ pub async fn list<S: ModelsSource>(State(state): State<S>) -> Response {
         state.models().first(),
     ) {
         first["id"] = json!(entry.id);
+    }
+    if let (true, true, Some(first), Some(entry)) = (
+        speaks_2,
+        state.serves_a_colon_id(),
+        data.first_mut(),
+        state.models().first(),
+    ) {
+        // Misbehaving: provider and model joined by a colon, not a slash.
+        let provider = entry.provider.as_deref().unwrap_or("lembas");
+        first["id"] = json!(format!("{provider}:{}", entry.id));
     }
     state.events().emit(
         HTTP_MODELS,

@@ -29,6 +29,10 @@ pub trait PersonalizationSource: Clone + Send + Sync + 'static {
     fn breaks(&self, _rule: &str) -> bool {
         false
     }
+    /// Whether this instance was told to break `rule` in its way `name`.
+    fn breaks_way(&self, _rule: &str, _name: &str) -> bool {
+        false
+    }
 }
 
 /// The 403 `detail` when personalization is not available.
@@ -157,21 +161,25 @@ pub struct Store {
 
 struct Saved {
     now: Personalization,
+    /// As the run started, before any write.
+    first: Personalization,
     writes: Vec<PersonalizationWrite>,
 }
 
 impl Store {
     pub(super) fn new(config: &PersonalizationConfig) -> Self {
+        let first = Personalization {
+            enabled: config.enabled,
+            available: config.available,
+            personality: config.personality.clone(),
+            personality_custom: config.personality_custom.clone(),
+            instructions: config.instructions.clone(),
+        };
         Self {
             device_token: config.device_token,
             inner: Arc::new(Mutex::new(Saved {
-                now: Personalization {
-                    enabled: config.enabled,
-                    available: config.available,
-                    personality: config.personality.clone(),
-                    personality_custom: config.personality_custom.clone(),
-                    instructions: config.instructions.clone(),
-                },
+                now: first.clone(),
+                first,
                 writes: Vec::new(),
             })),
         }
@@ -184,6 +192,10 @@ impl Store {
 
     pub(super) fn current(&self) -> Personalization {
         self.lock().now.clone()
+    }
+
+    pub(super) fn first(&self) -> Personalization {
+        self.lock().first.clone()
     }
 
     pub(super) fn writes(&self) -> Vec<PersonalizationWrite> {
@@ -263,7 +275,46 @@ pub async fn update<S: PersonalizationSource>(State(state): State<S>, body: Byte
     }
     // Misbehaving: a write the account may not make is saved all the same.
     let refuses = !state.breaks(ids::INSTANCE_PERSONALIZATION_FORBIDDEN);
-    let (response, write) = state.store().write(at_ms, body, refuses);
+    let partial = matches!(&body, Ok(Value::Object(fields))
+        if ["personality", "personality_custom", "instructions"]
+            .iter()
+            .any(|f| !fields.contains_key(*f)));
+    let misread = body.as_ref().is_ok_and(|b| Change::read(b).is_err());
+    let refused_early = if state.breaks_way(ids::INSTANCE_HTTP_DEVICE_TOKEN, "not_a_device") {
+        // Misbehaving: the device's own token taken for some other kind of token.
+        Some(detail(StatusCode::FORBIDDEN, NOT_A_DEVICE))
+    } else if partial && state.breaks_way(ids::INSTANCE_PERSONALIZATION_PARTIAL_PUT, "refused") {
+        // Misbehaving: a write of only some fields is refused.
+        Some(detail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "personality, personality_custom and instructions are all required",
+        ))
+    } else if misread && state.breaks_way(ids::INSTANCE_PERSONALIZATION_VALIDATION, "bad_request") {
+        // Misbehaving: a field of the wrong type is refused as 400, not 422.
+        Some(detail(
+            StatusCode::BAD_REQUEST,
+            "the body could not be read",
+        ))
+    } else {
+        None
+    };
+    let (mut response, write) = match refused_early {
+        Some(response) => {
+            let write = PersonalizationWrite {
+                at_ms,
+                body: body.ok(),
+                status: response.status().as_u16(),
+            };
+            (response, write)
+        }
+        None => state.store().write(at_ms, body, refuses),
+    };
+    if response.status() == StatusCode::FORBIDDEN
+        && state.breaks_way(ids::INSTANCE_PERSONALIZATION_FORBIDDEN, "no_detail")
+    {
+        // Misbehaving: the refusal does not say why.
+        response = StatusCode::FORBIDDEN.into_response();
+    }
     state.events().emit(
         HTTP_PERSONALIZATION,
         json!({ "at_ms": write.at_ms, "verb": "PUT", "body": write.body, "status": write.status }),
