@@ -145,11 +145,18 @@ impl Daemon {
                     "cwd": info.get("cwd").cloned().unwrap_or(Value::Null),
                     "model": info.get("model").cloned().unwrap_or(Value::Null),
                     "provider": info.get("provider").cloned().unwrap_or(Value::Null),
-                    "agent": info.get("agent").cloned().unwrap_or(json!(false)),
+                    // Misbehaving: the spawned session is not said to be an agent's.
+                    "agent": match self.misbehave.breaks_way(rules::SPAWN, "not_agent") {
+                        true => json!(false),
+                        false => info.get("agent").cloned().unwrap_or(json!(false)),
+                    },
                     "repo": info.get("repo").cloned().unwrap_or(Value::Null),
                     "startedAt": info.get("startedAt").cloned().unwrap_or(Value::Null),
                     // A daemon told to break the rule keeps a session it ever saw online.
-                    "online": online.contains(id) || self.misbehave.breaks(rules::ONLINE),
+                    // Misbehaving (`offline_while_linked`): a linked session is said offline.
+                    "online": (online.contains(id)
+                        && !self.misbehave.breaks_way(rules::ONLINE, "offline_while_linked"))
+                        || self.misbehave.breaks(rules::ONLINE),
                     "lastEventAt": s.last_event_at,
                 })
             })
@@ -188,6 +195,13 @@ impl Daemon {
         {
             fields.remove("promptId");
         }
+        if self
+            .misbehave
+            .breaks_way(rules::PROMPT_ROUTED, "message_object")
+        {
+            // Misbehaving: the message wrapped in an object, not the string itself.
+            frame["message"] = json!({ "text": message });
+        }
         peer.send_frame(frame);
         Some(prompt_id)
     }
@@ -200,7 +214,15 @@ impl Daemon {
         if self.misbehave.breaks(rules::ABORT_ROUTED) {
             return true;
         }
-        peer.send_frame(Envelope::frame(kinds::ABORT, id, 0, Map::new()));
+        // Misbehaving: the abort names a session other than the one it is for.
+        let named = match self
+            .misbehave
+            .breaks_way(rules::ABORT_ROUTED, "other_session")
+        {
+            true => format!("{id}-other"),
+            false => id.to_string(),
+        };
+        peer.send_frame(Envelope::frame(kinds::ABORT, &named, 0, Map::new()));
         true
     }
 
@@ -270,6 +292,14 @@ impl Daemon {
         if self.misbehave.breaks(rules::SPAWN_STATUS_PUSHED) {
             return;
         }
+        // Misbehaving: the frame lists no job while one runs.
+        let jobs = match self
+            .misbehave
+            .breaks_way(rules::SPAWN_STATUS_PUSHED, "empty_jobs")
+        {
+            true => Vec::new(),
+            false => jobs,
+        };
         if let Ok(mut told) = self.spawn_jobs.lock() {
             told.clone_from(&jobs);
         }
@@ -492,9 +522,18 @@ impl Daemon {
                 store.persist(&envelope, frame);
             }
         }
+        // Misbehaving: the live deltas go out in batches naming another session.
+        let named = match kind == kinds::MESSAGE_UPDATE
+            && self
+                .misbehave
+                .breaks_way(rules::UPDATES_LIVE, "wrong_session")
+        {
+            true => format!("{}-other", envelope.session_id),
+            false => envelope.session_id.clone(),
+        };
         let batch = json!({
             "type": kinds::EVENTS,
-            "sessionId": envelope.session_id,
+            "sessionId": named,
             "after": envelope.seq.saturating_sub(1),
             "events": [frame],
         });
@@ -606,13 +645,23 @@ impl Daemon {
             .lock()
             .ok()
             .and_then(|mut a| a.remove(&peer.link()));
+        let stale = self.misbehave.breaks_way(rules::SESSION_LIST, "stale");
         if let Some(session) = link.and_then(|l| l.session)
-            && let Ok(mut online) = self.online.lock()
-            && online.get(&session).is_some_and(|p| Arc::ptr_eq(p, peer))
+            && self
+                .online
+                .lock()
+                .is_ok_and(|o| o.get(&session).is_some_and(|p| Arc::ptr_eq(p, peer)))
         {
-            online.remove(&session);
-            drop(online);
-            self.list_changed();
+            if stale {
+                // Misbehaving: the browsers are told the list as it was before the change.
+                self.list_changed();
+            }
+            if let Ok(mut online) = self.online.lock() {
+                online.remove(&session);
+            }
+            if !stale {
+                self.list_changed();
+            }
         }
         if let Ok(mut browsers) = self.browsers.lock() {
             browsers.remove(&peer.link());
@@ -669,7 +718,18 @@ impl Behaviour for Daemon {
                     },
                 );
             }
-            peer.send_frame(json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()}));
+            let mut list = json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()});
+            if self
+                .misbehave
+                .breaks_way(rules::GITLAB_TOKEN_HIDDEN, "in_frame")
+                && let Some(token) = self
+                    .with_store(|s| s.setting(super::gitlab::TOKEN_KEY).map(str::to_string))
+                    .flatten()
+            {
+                // Misbehaving: the kept GitLab token rides along in a browser's frame.
+                list["gitlab"] = json!({ "token": token });
+            }
+            peer.send_frame(list);
             if let Some(frame) = self.spawn_status_now() {
                 peer.send_frame(frame);
             }
