@@ -49,6 +49,12 @@ struct SessionSeen {
     max_seq: u64,
     /// The role of the message open now (between its start and its end).
     open_role: Option<String>,
+    /// Whether a run is open (between its agent_start and its agent_end).
+    run_open: bool,
+    /// Whether the daemon has every event of the session so far: it met it at seq 1 and no
+    /// event was lost since (to a full buffer). Only then is a delta between two messages,
+    /// or a run's end without its start, judged: otherwise the start may be what was lost.
+    whole: Option<bool>,
 }
 
 /// One browser link.
@@ -458,6 +464,7 @@ impl Daemon {
             Order::Fine => {}
             Order::Broken(rule, why) => find(hub, peer, rule, why, frame),
             Order::Gap(from, to) => {
+                self.not_whole(&envelope.session_id);
                 let why = format!(
                     "after welcome said lastSeq {}, the first event had seq {to}: {from}..{} were lost, and no buffer_overflow said so",
                     from - 1,
@@ -469,6 +476,9 @@ impl Daemon {
                 }
                 self.watch_gap(hub, peer, &session, why);
             }
+        }
+        if kind == kinds::BUFFER_OVERFLOW {
+            self.not_whole(&envelope.session_id);
         }
         if kind == kinds::BUFFER_OVERFLOW
             && let Ok(mut gaps) = self.gaps.lock()
@@ -566,29 +576,47 @@ impl Daemon {
             .pointer("/message/role")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let open = {
+        let (open, whole, unstarted_end) = {
             let Ok(mut seen) = self.seen.lock() else {
                 return;
             };
             let session = seen.entry(envelope.session_id.clone()).or_default();
+            let whole = *session.whole.get_or_insert(envelope.seq == 1);
+            let mut unstarted_end = false;
             match kind {
                 kinds::MESSAGE_START => session.open_role = role,
                 kinds::MESSAGE_END => session.open_role = None,
+                kinds::AGENT_START => session.run_open = true,
+                kinds::AGENT_END => {
+                    unstarted_end = whole && !session.run_open;
+                    session.run_open = false;
+                }
                 _ => {}
             }
-            session.open_role.clone()
+            (session.open_role.clone(), whole, unstarted_end)
         };
-        if kind == kinds::MESSAGE_UPDATE && open.as_deref().is_some_and(|r| r != "assistant") {
-            find(
-                hub,
-                peer,
-                rules::UPDATES_ASSISTANT,
-                format!(
-                    "a message_update while a `{}` message is open",
-                    open.unwrap_or_default()
-                ),
-                frame,
-            );
+        if kind == kinds::MESSAGE_UPDATE {
+            let why = match open.as_deref() {
+                Some("assistant") => None,
+                Some(role) => Some(format!("a message_update while a `{role}` message is open")),
+                // Between two messages: the last one ended, the next has not started.
+                None if whole => Some("a message_update while no message is open".to_string()),
+                None => None,
+            };
+            if let Some(why) = why {
+                find(hub, peer, rules::UPDATES_ASSISTANT, why, frame);
+            }
+        }
+        if unstarted_end {
+            let why = "an agent_end with no agent_start since the last run ended".to_string();
+            find(hub, peer, rules::RUN_FRAMED, why, frame);
+        }
+    }
+
+    /// The daemon lacks events of `session` (lost to a full buffer).
+    fn not_whole(&self, session: &str) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.entry(session.to_string()).or_default().whole = Some(false);
         }
     }
 
