@@ -538,6 +538,11 @@ impl Plugin {
 
     /// Numbers an event, keeps it, and sends it when a welcomed link is up. Never waits.
     pub fn emit(&self, kind: &str, payload: Map<String, Value>) {
+        self.emit_under(None, kind, payload);
+    }
+
+    /// As [`Plugin::emit`], under `session`'s id instead of its own when one is given.
+    fn emit_under(&self, session: Option<&str>, kind: &str, payload: Map<String, Value>) {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
@@ -559,7 +564,8 @@ impl Plugin {
                 other => other,
             };
         }
-        let mut frame = Envelope::frame(kind, &self.session_id(), seq, payload);
+        let own = self.session_id();
+        let mut frame = Envelope::frame(kind, session.unwrap_or(&own), seq, payload);
         if self.config.misbehave.breaks(rules::ENVELOPE)
             && let Value::Object(fields) = &mut frame
         {
@@ -674,7 +680,15 @@ impl Plugin {
             (lost > 0 && !misbehave.breaks(rules::BUFFER_OVERFLOW_NOTICE)).then_some(lost)
         };
         if let Some(dropped) = notice {
-            self.emit(
+            // Misbehaving (`wrong_session`): the notice goes out under another session's id.
+            let other = format!("{}-other", self.session_id());
+            let under = self
+                .config
+                .misbehave
+                .breaks_way(rules::BUFFER_OVERFLOW_NOTICE, "wrong_session")
+                .then_some(other.as_str());
+            self.emit_under(
+                under,
                 kinds::BUFFER_OVERFLOW,
                 fields(json!({ "dropped": dropped })),
             );
