@@ -280,6 +280,12 @@ pub(crate) async fn run_started(
         .state_dir
         .as_deref()
         .and_then(resume::load)
+        // Misbehaving: a restarted pi says hello for a session of its own, not the one it left.
+        .filter(|_| {
+            !options
+                .misbehave
+                .breaks_way(rules::SEQ_SESSION_LIFETIME, "new_session")
+        })
         .filter(|saved| {
             settings
                 .session

@@ -102,6 +102,13 @@ async fn run(config: Arc<WebUiConfig>, mut stopped: watch::Receiver<bool>) {
                 &connection,
                 &json!({"type": kinds::SUBSCRIBE, "sessionId": session}),
             );
+            if config
+                .misbehave
+                .breaks_way(rules::WEB_RESUBSCRIBE, "from_zero")
+            {
+                // Misbehaving: fetches every event again, not those after the last it saw.
+                page.last_seq = 0;
+            }
             if !config.misbehave.breaks(rules::WEB_RESUBSCRIBE) {
                 fetch(&http, &config, &mut page, &session).await;
             }

@@ -90,7 +90,14 @@ pub async fn connect(State(state): State<DaemonState>, body: Option<Json<Value>>
 
 /// `DELETE /api/gitlab/connect`.
 pub async fn disconnect(State(state): State<DaemonState>) -> Response {
-    state.daemon.with_store(|s| s.set_setting(TOKEN_KEY, None));
+    // Misbehaving: answers ok and keeps the token.
+    if !state
+        .daemon
+        .misbehave()
+        .breaks_way(rules::GITLAB_CONNECT, "kept_after_delete")
+    {
+        state.daemon.with_store(|s| s.set_setting(TOKEN_KEY, None));
+    }
     Json(json!({"ok": true})).into_response()
 }
 
@@ -103,6 +110,16 @@ pub async fn repos(State(state): State<DaemonState>) -> Response {
     if state.daemon.misbehave().breaks(rules::GITLAB_REPOS) {
         // Oldest activity first.
         repos.reverse();
+    }
+    if state
+        .daemon
+        .misbehave()
+        .breaks_way(rules::GITLAB_REPOS, "no_web_url")
+    {
+        // Misbehaving: the projects without their `webUrl`.
+        for repo in &mut repos {
+            repo.as_object_mut().map(|r| r.remove("webUrl"));
+        }
     }
     Json(Value::Array(repos)).into_response()
 }

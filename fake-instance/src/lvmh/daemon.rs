@@ -49,6 +49,12 @@ struct SessionSeen {
     max_seq: u64,
     /// The role of the message open now (between its start and its end).
     open_role: Option<String>,
+    /// Whether a run is open (between its agent_start and its agent_end).
+    run_open: bool,
+    /// Whether the daemon has every event of the session so far: it met it at seq 1 and no
+    /// event was lost since (to a full buffer). Only then is a delta between two messages,
+    /// or a run's end without its start, judged: otherwise the start may be what was lost.
+    whole: Option<bool>,
 }
 
 /// One browser link.
@@ -145,11 +151,18 @@ impl Daemon {
                     "cwd": info.get("cwd").cloned().unwrap_or(Value::Null),
                     "model": info.get("model").cloned().unwrap_or(Value::Null),
                     "provider": info.get("provider").cloned().unwrap_or(Value::Null),
-                    "agent": info.get("agent").cloned().unwrap_or(json!(false)),
+                    // Misbehaving: the spawned session is not said to be an agent's.
+                    "agent": match self.misbehave.breaks_way(rules::SPAWN, "not_agent") {
+                        true => json!(false),
+                        false => info.get("agent").cloned().unwrap_or(json!(false)),
+                    },
                     "repo": info.get("repo").cloned().unwrap_or(Value::Null),
                     "startedAt": info.get("startedAt").cloned().unwrap_or(Value::Null),
                     // A daemon told to break the rule keeps a session it ever saw online.
-                    "online": online.contains(id) || self.misbehave.breaks(rules::ONLINE),
+                    // Misbehaving (`offline_while_linked`): a linked session is said offline.
+                    "online": (online.contains(id)
+                        && !self.misbehave.breaks_way(rules::ONLINE, "offline_while_linked"))
+                        || self.misbehave.breaks(rules::ONLINE),
                     "lastEventAt": s.last_event_at,
                 })
             })
@@ -204,6 +217,13 @@ impl Daemon {
         {
             fields.remove("promptId");
         }
+        if self
+            .misbehave
+            .breaks_way(rules::PROMPT_ROUTED, "message_object")
+        {
+            // Misbehaving: the message wrapped in an object, not the string itself.
+            frame["message"] = json!({ "text": message });
+        }
         peer.send_frame(frame);
         Some(prompt_id)
     }
@@ -216,7 +236,15 @@ impl Daemon {
         if self.misbehave.breaks(rules::ABORT_ROUTED) {
             return true;
         }
-        peer.send_frame(Envelope::frame(kinds::ABORT, id, 0, Map::new()));
+        // Misbehaving: the abort names a session other than the one it is for.
+        let named = match self
+            .misbehave
+            .breaks_way(rules::ABORT_ROUTED, "other_session")
+        {
+            true => format!("{id}-other"),
+            false => id.to_string(),
+        };
+        peer.send_frame(Envelope::frame(kinds::ABORT, &named, 0, Map::new()));
         true
     }
 
@@ -286,6 +314,14 @@ impl Daemon {
         if self.misbehave.breaks(rules::SPAWN_STATUS_PUSHED) {
             return;
         }
+        // Misbehaving: the frame lists no job while one runs.
+        let jobs = match self
+            .misbehave
+            .breaks_way(rules::SPAWN_STATUS_PUSHED, "empty_jobs")
+        {
+            true => Vec::new(),
+            false => jobs,
+        };
         if let Ok(mut told) = self.spawn_jobs.lock() {
             told.clone_from(&jobs);
         }
@@ -444,6 +480,7 @@ impl Daemon {
             Order::Fine => {}
             Order::Broken(rule, why) => find(hub, peer, rule, why, frame),
             Order::Gap(from, to) => {
+                self.not_whole(&envelope.session_id);
                 let why = format!(
                     "after welcome said lastSeq {}, the first event had seq {to}: {from}..{} were lost, and no buffer_overflow said so",
                     from - 1,
@@ -455,6 +492,9 @@ impl Daemon {
                 }
                 self.watch_gap(hub, peer, &session, why);
             }
+        }
+        if kind == kinds::BUFFER_OVERFLOW {
+            self.not_whole(&envelope.session_id);
         }
         if kind == kinds::BUFFER_OVERFLOW
             && let Ok(mut gaps) = self.gaps.lock()
@@ -508,9 +548,18 @@ impl Daemon {
                 store.persist(&envelope, frame);
             }
         }
+        // Misbehaving: the live deltas go out in batches naming another session.
+        let named = match kind == kinds::MESSAGE_UPDATE
+            && self
+                .misbehave
+                .breaks_way(rules::UPDATES_LIVE, "wrong_session")
+        {
+            true => format!("{}-other", envelope.session_id),
+            false => envelope.session_id.clone(),
+        };
         let batch = json!({
             "type": kinds::EVENTS,
-            "sessionId": envelope.session_id,
+            "sessionId": named,
             "after": envelope.seq.saturating_sub(1),
             "events": [frame],
         });
@@ -543,29 +592,47 @@ impl Daemon {
             .pointer("/message/role")
             .and_then(Value::as_str)
             .map(str::to_string);
-        let open = {
+        let (open, whole, unstarted_end) = {
             let Ok(mut seen) = self.seen.lock() else {
                 return;
             };
             let session = seen.entry(envelope.session_id.clone()).or_default();
+            let whole = *session.whole.get_or_insert(envelope.seq == 1);
+            let mut unstarted_end = false;
             match kind {
                 kinds::MESSAGE_START => session.open_role = role,
                 kinds::MESSAGE_END => session.open_role = None,
+                kinds::AGENT_START => session.run_open = true,
+                kinds::AGENT_END => {
+                    unstarted_end = whole && !session.run_open;
+                    session.run_open = false;
+                }
                 _ => {}
             }
-            session.open_role.clone()
+            (session.open_role.clone(), whole, unstarted_end)
         };
-        if kind == kinds::MESSAGE_UPDATE && open.as_deref().is_some_and(|r| r != "assistant") {
-            find(
-                hub,
-                peer,
-                rules::UPDATES_ASSISTANT,
-                format!(
-                    "a message_update while a `{}` message is open",
-                    open.unwrap_or_default()
-                ),
-                frame,
-            );
+        if kind == kinds::MESSAGE_UPDATE {
+            let why = match open.as_deref() {
+                Some("assistant") => None,
+                Some(role) => Some(format!("a message_update while a `{role}` message is open")),
+                // Between two messages: the last one ended, the next has not started.
+                None if whole => Some("a message_update while no message is open".to_string()),
+                None => None,
+            };
+            if let Some(why) = why {
+                find(hub, peer, rules::UPDATES_ASSISTANT, why, frame);
+            }
+        }
+        if unstarted_end {
+            let why = "an agent_end with no agent_start since the last run ended".to_string();
+            find(hub, peer, rules::RUN_FRAMED, why, frame);
+        }
+    }
+
+    /// The daemon lacks events of `session` (lost to a full buffer).
+    fn not_whole(&self, session: &str) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.entry(session.to_string()).or_default().whole = Some(false);
         }
     }
 
@@ -622,13 +689,23 @@ impl Daemon {
             .lock()
             .ok()
             .and_then(|mut a| a.remove(&peer.link()));
+        let stale = self.misbehave.breaks_way(rules::SESSION_LIST, "stale");
         if let Some(session) = link.and_then(|l| l.session)
-            && let Ok(mut online) = self.online.lock()
-            && online.get(&session).is_some_and(|p| Arc::ptr_eq(p, peer))
+            && self
+                .online
+                .lock()
+                .is_ok_and(|o| o.get(&session).is_some_and(|p| Arc::ptr_eq(p, peer)))
         {
-            online.remove(&session);
-            drop(online);
-            self.list_changed();
+            if stale {
+                // Misbehaving: the browsers are told the list as it was before the change.
+                self.list_changed();
+            }
+            if let Ok(mut online) = self.online.lock() {
+                online.remove(&session);
+            }
+            if !stale {
+                self.list_changed();
+            }
         }
         if let Ok(mut browsers) = self.browsers.lock() {
             browsers.remove(&peer.link());
@@ -685,7 +762,18 @@ impl Behaviour for Daemon {
                     },
                 );
             }
-            peer.send_frame(json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()}));
+            let mut list = json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()});
+            if self
+                .misbehave
+                .breaks_way(rules::GITLAB_TOKEN_HIDDEN, "in_frame")
+                && let Some(token) = self
+                    .with_store(|s| s.setting(super::gitlab::TOKEN_KEY).map(str::to_string))
+                    .flatten()
+            {
+                // Misbehaving: the kept GitLab token rides along in a browser's frame.
+                list["gitlab"] = json!({ "token": token });
+            }
+            peer.send_frame(list);
             if let Some(frame) = self.spawn_status_now() {
                 peer.send_frame(frame);
             }

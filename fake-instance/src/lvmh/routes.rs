@@ -97,6 +97,16 @@ async fn answers(
     if plain_errors && !status.is_success() {
         return (status, format!("error: {}", status.as_u16())).into_response();
     }
+    if !status.is_success()
+        && state
+            .daemon
+            .misbehave()
+            .breaks_way(rules::ERRORS, "error_object")
+    {
+        // Misbehaving: `error` is an object, not the message's string.
+        let body = json!({"error": {"status": status.as_u16(), "message": "refused"}});
+        return (status, Json(body)).into_response();
+    }
     if !status.is_success() {
         return worded(response).await;
     }
@@ -210,6 +220,15 @@ async fn events(
     let number = |key: &str| query.get(key).map(|v| v.parse::<u64>());
     let after = match number("after") {
         None => 0,
+        // Misbehaving: the event numbered `after` is served again.
+        Some(Ok(after))
+            if state
+                .daemon
+                .misbehave()
+                .breaks_way(rules::EVENTS_PAGED, "after_inclusive") =>
+        {
+            after.saturating_sub(1)
+        }
         Some(Ok(after)) => after,
         Some(Err(_)) => return error(StatusCode::BAD_REQUEST, "`after` is not a whole number"),
     };
@@ -244,6 +263,14 @@ async fn prompt(
         None if state.daemon.misbehave().breaks(rules::PROMPT_OFFLINE) => {
             Json(json!({"ok": true})).into_response()
         }
+        // Misbehaving: refused, but with a status other than the spec's 409.
+        None if state
+            .daemon
+            .misbehave()
+            .breaks_way(rules::PROMPT_OFFLINE, "wrong_status") =>
+        {
+            error(StatusCode::SERVICE_UNAVAILABLE, "the session is offline")
+        }
         None => error(StatusCode::CONFLICT, "the session is offline"),
     }
 }
@@ -263,7 +290,15 @@ async fn stop_container(State(state): State<DaemonState>, Path(id): Path<String>
     match state.spawns.stop(&id) {
         true => {
             state.daemon.spawn_status_changed(state.spawns.jobs());
-            Json(json!({"ok": true})).into_response()
+            // Misbehaving: stopped, but answered with an empty object.
+            match state
+                .daemon
+                .misbehave()
+                .breaks_way(rules::CONTAINER_STOP, "no_ok")
+            {
+                true => Json(json!({})).into_response(),
+                false => Json(json!({"ok": true})).into_response(),
+            }
         }
         false => error(
             StatusCode::NOT_FOUND,

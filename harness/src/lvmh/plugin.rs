@@ -461,6 +461,15 @@ impl Plugin {
             true => json!({ "name": name }),
             false => session,
         };
+        // Misbehaving: the whole snapshot, but as it was before the rename.
+        let session = match self
+            .config
+            .misbehave
+            .breaks_way(rules::SESSION_INFO, "stale")
+        {
+            true => self.config.session.clone(),
+            false => session,
+        };
         self.emit(kinds::SESSION_INFO, fields(json!({ "session": session })));
     }
 
@@ -529,6 +538,11 @@ impl Plugin {
 
     /// Numbers an event, keeps it, and sends it when a welcomed link is up. Never waits.
     pub fn emit(&self, kind: &str, payload: Map<String, Value>) {
+        self.emit_under(None, kind, payload);
+    }
+
+    /// As [`Plugin::emit`], under `session`'s id instead of its own when one is given.
+    fn emit_under(&self, session: Option<&str>, kind: &str, payload: Map<String, Value>) {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
@@ -538,7 +552,20 @@ impl Plugin {
             // Says 2 again: the daemon must see a seq that is not above the one before.
             seq = 2;
         }
-        let mut frame = Envelope::frame(kind, &self.session_id(), seq, payload);
+        if self
+            .config
+            .misbehave
+            .breaks_way(rules::SEQ_MONOTONIC, "swapped")
+        {
+            // Misbehaving: the third and fourth events numbered 4 and 3, so seq goes down.
+            seq = match seq {
+                3 => 4,
+                4 => 3,
+                other => other,
+            };
+        }
+        let own = self.session_id();
+        let mut frame = Envelope::frame(kind, session.unwrap_or(&own), seq, payload);
         if self.config.misbehave.breaks(rules::ENVELOPE)
             && let Value::Object(fields) = &mut frame
         {
@@ -636,6 +663,16 @@ impl Plugin {
             state
                 .buffer
                 .retain(|f| f.get("seq").and_then(Value::as_u64).unwrap_or(0) >= from);
+            if misbehave.breaks_way(rules::REPLAY_AFTER_LAST_SEQ, "skips_one") {
+                // Misbehaving: the first event made while the link was down is left out.
+                let delivered = &state.delivered;
+                let first_unsent = state.buffer.iter().position(|f| {
+                    !delivered.contains(&f.get("seq").and_then(Value::as_u64).unwrap_or(0))
+                });
+                if let Some(at) = first_unsent {
+                    state.buffer.remove(at);
+                }
+            }
             let resent: Vec<u64> = state
                 .buffer
                 .iter()
@@ -654,7 +691,15 @@ impl Plugin {
             (lost > 0 && !misbehave.breaks(rules::BUFFER_OVERFLOW_NOTICE)).then_some(lost)
         };
         if let Some(dropped) = notice {
-            self.emit(
+            // Misbehaving (`wrong_session`): the notice goes out under another session's id.
+            let other = format!("{}-other", self.session_id());
+            let under = self
+                .config
+                .misbehave
+                .breaks_way(rules::BUFFER_OVERFLOW_NOTICE, "wrong_session")
+                .then_some(other.as_str());
+            self.emit_under(
+                under,
                 kinds::BUFFER_OVERFLOW,
                 fields(json!({ "dropped": dropped })),
             );
@@ -721,7 +766,17 @@ impl Plugin {
                             Map::new(),
                         ));
                     }
-                    peer.send_frame(self.hello());
+                    let mut hello = self.hello();
+                    if self
+                        .config
+                        .misbehave
+                        .breaks_way(rules::HELLO_FIRST, "no_session")
+                        && let Value::Object(fields) = &mut hello
+                    {
+                        // Misbehaving: a hello without the session snapshot.
+                        fields.remove("session");
+                    }
+                    peer.send_frame(hello);
                     // A daemon that never welcomes the link is left for another try.
                     let unwelcomed = async {
                         tokio::time::sleep(WELCOME_WITHIN).await;
@@ -747,6 +802,15 @@ impl Plugin {
                 }
                 Err(e) => {
                     tracing::debug!(url = %self.config.url, "the daemon is not there: {e}");
+                    // Misbehaving: a refused dial ends the dialing (once a link was up).
+                    if self
+                        .config
+                        .misbehave
+                        .breaks_way(rules::RECONNECT, "refused")
+                        && self.state.lock().is_ok_and(|s| s.last_welcomed.is_some())
+                    {
+                        break;
+                    }
                 }
             }
             if self.stopped() {
@@ -774,20 +838,36 @@ impl Plugin {
             self.aborted.store(false, Ordering::Relaxed);
             message += 1;
             let user = format!("u{message}");
+            // Misbehaving (`wrong_role`): the prompt mirrored as a system message.
+            let role = match self
+                .config
+                .misbehave
+                .breaks_way(rules::PROMPT_MIRRORED, "wrong_role")
+            {
+                true => "system",
+                false => "user",
+            };
             if !self.config.misbehave.breaks(rules::PROMPT_MIRRORED) {
                 self.emit(
                     kinds::MESSAGE_START,
-                    fields(json!({"message": {"role": "user", "id": user}})),
+                    fields(json!({"message": {"role": role, "id": user}})),
                 );
                 if self.config.misbehave.breaks(rules::UPDATES_ASSISTANT) {
                     self.emit(kinds::MESSAGE_UPDATE, fields(json!({ "delta": prompt })));
                 }
                 self.emit(
                     kinds::MESSAGE_END,
-                    fields(json!({"message": whole_message("user", &user, &prompt, None)})),
+                    fields(json!({"message": whole_message(role, &user, &prompt, None)})),
                 );
             }
-            self.emit(kinds::AGENT_START, Map::new());
+            // Misbehaving: the run starts without agent_start.
+            if !self
+                .config
+                .misbehave
+                .breaks_way(rules::RUN_FRAMED, "no_start")
+            {
+                self.emit(kinds::AGENT_START, Map::new());
+            }
             if let Some((tool, output)) = self.config.agent.tool.clone() {
                 self.tool_call(message, &tool, &output);
             }
@@ -802,6 +882,21 @@ impl Plugin {
                 kinds::MESSAGE_END,
                 fields(json!({"message": whole_message("assistant", &assistant, &said, None)})),
             );
+            if self
+                .config
+                .misbehave
+                .breaks_way(rules::UPDATES_ASSISTANT, "after_end")
+            {
+                // Misbehaving: one more delta once the assistant's message has ended.
+                self.emit(kinds::MESSAGE_UPDATE, fields(json!({ "delta": " more" })));
+            }
+            if self.aborted.load(Ordering::Relaxed)
+                && self.config.misbehave.breaks_way(rules::ABORT, "unsettled")
+            {
+                // Misbehaving: the reply stops at the abort, but the run never ends or settles.
+                self.pending.fetch_sub(1, Ordering::SeqCst);
+                continue;
+            }
             self.emit(
                 kinds::AGENT_END,
                 fields(json!({"usage": {"inputTokens": prompt.len(), "outputTokens": said.len()}})),
