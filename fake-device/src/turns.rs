@@ -615,20 +615,14 @@ impl<'r> Turns<'r> {
                 extra.insert("mode".into(), json!("plan"));
                 true
             }
-            Some(Slash::PlanMode) => {
-                let mode = self
-                    .registry
-                    .change_mode(live, "plan", client.as_ref())
-                    .await;
-                extra.insert("mode".into(), json!(mode));
-                true
-            }
-            // Misbehaving: `/plan <task>` only puts the session in plan mode; the task is dropped.
-            Some(Slash::Prompt { name, .. })
-                if name == "plan"
-                    && self
-                        .registry
-                        .breaks_way(ids::DEVICE_COMMANDS_PLAN_TASK, "task_dropped") =>
+            // `/plan` alone: plan mode. Misbehaving: `/plan <task>` taken for it, the task
+            // dropped.
+            Some(Slash::PlanMode) | Some(Slash::Prompt { .. })
+                if plan_mode_only(job.command.as_ref())
+                    || (is_plan_task(job.command.as_ref())
+                        && self
+                            .registry
+                            .breaks_way(ids::DEVICE_COMMANDS_PLAN_TASK, "task_dropped")) =>
             {
                 let mode = self
                     .registry
@@ -1078,6 +1072,16 @@ pub async fn worker(registry: Weak<Registry>, live: Weak<Live>, mut queue: JobQu
         };
         Turns::new(&registry).run(&live, job).await;
     }
+}
+
+/// Whether a command is `/plan` with nothing after it.
+fn plan_mode_only(command: Option<&Slash>) -> bool {
+    matches!(command, Some(Slash::PlanMode))
+}
+
+/// Whether a command is `/plan <task>`.
+fn is_plan_task(command: Option<&Slash>) -> bool {
+    matches!(command, Some(Slash::Prompt { name, .. }) if name == "plan")
 }
 
 #[cfg(test)]
