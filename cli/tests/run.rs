@@ -390,8 +390,10 @@ fn the_lvmh_catalogues_run_against_a_spawned_plugin_and_a_spawned_daemon() {
     let runs = summary["runs"].as_array().expect("runs");
     for (scenario, verdict) in [
         ("handshake", "passed"),
-        ("replay", "passed"),
         ("turn", "passed"),
+        // A reply slow enough for a drop to cut its run is the plugin's test's set-up (`reply`,
+        // `deltas`, `pace`), not arranged here.
+        ("replay", "not_applicable"),
         // A web UI's scenario: the plugin under test is none.
         ("web-reconnect", "not_applicable"),
         // Its restarts resuming the session is its test's set-up, not arranged here.
