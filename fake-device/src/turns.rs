@@ -107,6 +107,12 @@ impl<'r> Turns<'r> {
             joined_by_space: self.registry.breaks(ids::DEVICE_PROMPT_TEXT_JOIN),
             bare_link: self.registry.breaks(ids::DEVICE_PROMPT_RESOURCE_LINK),
             encoded_size: self.registry.breaks(ids::DEVICE_ATTACHMENTS_BLOB),
+            first_text_only: self
+                .registry
+                .breaks_way(ids::DEVICE_PROMPT_TEXT_JOIN, "first_only"),
+            link_dropped: self
+                .registry
+                .breaks_way(ids::DEVICE_PROMPT_RESOURCE_LINK, "dropped"),
         };
         let prepared = crate::attachments::prepare(
             params.get("prompt").unwrap_or(&Value::Null),
@@ -169,6 +175,13 @@ impl<'r> Turns<'r> {
                 .cloned()
                 .filter(|_| !self.registry.breaks(ids::DEVICE_TURNS_DEDUP));
             match known {
+                Some(turn)
+                    if turn.state == TurnState::Done
+                        && self.registry.breaks_way(ids::DEVICE_TURNS_DEDUP, "refused") =>
+                {
+                    // Misbehaving: a finished turn sent again is refused, not given its answer.
+                    return Err(refuse(format!("turn `{turn_id}` has already run")));
+                }
                 Some(turn) if turn.state == TurnState::Done => {
                     // A known turn does not run again: it gets the first run's answer.
                     return turn.answer.map(|a| Reply::Now(Ok(a))).ok_or_else(|| {
@@ -261,11 +274,29 @@ impl<'r> Turns<'r> {
             .as_mut()
             .filter(|_| !self.registry.breaks(ids::DEVICE_STEER_RUNNING))
         {
+            Some(running)
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_STEER_RUNNING, "dropped") =>
+            {
+                // Misbehaving: the steer is said to be queued, and never given to the model.
+                Ok(json!({ "queued": running.steers.len() + 1 }))
+            }
             Some(running) => {
                 running.steers.push((text.to_string(), message_id));
                 Ok(json!({ "queued": running.steers.len() }))
             }
             None if self.registry.breaks(ids::DEVICE_STEER_IDLE) => Ok(json!({ "queued": 0 })),
+            None if self
+                .registry
+                .breaks_way(ids::DEVICE_STEER_IDLE, "internal_error") =>
+            {
+                // Misbehaving: refused as an internal error, not with -32602.
+                Err(RpcError::new(
+                    -32603,
+                    "nothing runs in this session: send it as a prompt",
+                ))
+            }
             None => Err(refuse("nothing runs in this session: send it as a prompt")),
         }
     }
@@ -336,12 +367,43 @@ impl<'r> Turns<'r> {
     pub(crate) async fn compact(&self, live: &Live, params: &Value, client: &Client) -> Answer {
         let id = param_str(params, "sessionId")?;
         let working = live.state.lock().await.running.is_some();
+        if working
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_CAPABILITIES_KEPT, "while_working")
+        {
+            // Misbehaving: the listed method is method-not-found while the session works.
+            return Err(RpcError::new(
+                -32601,
+                "_lembas/session/compact is not served while working",
+            ));
+        }
+        if working
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_COMPACT_WORKING, "cancels_turn")
+        {
+            // Misbehaving: refused as it should be, but the running turn is cancelled with it.
+            if let Some(running) = &live.state.lock().await.running {
+                running.cancel();
+            }
+            return Err(refuse("the session is working: compact it between turns"));
+        }
         if working && !self.registry.breaks(ids::DEVICE_COMPACT_WORKING) {
             return Err(refuse("the session is working: compact it between turns"));
         }
         let summary = self.summary(live).await;
         // Misbehaving: the method's compaction is no event.
-        if !self.registry.breaks(ids::DEVICE_COMPACT_EVENT) {
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_COMPACT_EVENT, "other_summary")
+        {
+            // Misbehaving: the event carries another summary than the answer.
+            client.event(
+                id,
+                json!({ "type": "compacted", "summary": format!("(earlier) {summary}") }),
+            );
+        } else if !self.registry.breaks(ids::DEVICE_COMPACT_EVENT) {
             client.event(id, json!({ "type": "compacted", "summary": summary }));
         }
         if self.registry.breaks(ids::DEVICE_COMPACT_RESULT) {
@@ -447,6 +509,13 @@ impl<'r> Turns<'r> {
                 && self.registry.is_terminal_session(&session_id)
             {
                 json!({ "type": "task", "state": state })
+            } else if !job.made_id
+                && self
+                    .registry
+                    .breaks_way(ids::DEVICE_PROMPT_TURN_ID, "task_other")
+            {
+                // Misbehaving: the task events carry another turn id than the client's.
+                json!({ "type": "task", "state": state, "turnId": format!("{}-run", job.turn_id) })
             } else {
                 json!({ "type": "task", "state": state, "turnId": job.turn_id })
             }
@@ -467,6 +536,13 @@ impl<'r> Turns<'r> {
             if !unnamed {
                 extra.insert("command".into(), json!(command.name()));
             }
+        } else if self
+            .registry
+            .breaks_way(ids::DEVICE_PROMPT_COMMAND_NAMED, "plain_named")
+        {
+            // Misbehaving: a plain prompt is named as a command, by its first word.
+            let word = job.typed.split_whitespace().next().unwrap_or("prompt");
+            extra.insert("command".into(), json!(word));
         }
         let action = match &job.command {
             Some(Slash::Compact) => {
@@ -609,6 +685,14 @@ impl<'r> Turns<'r> {
         if job.made_id && self.registry.breaks(ids::DEVICE_TURNS_MADE_ID) {
             // Misbehaving: the answer names another made id than the turn's events did.
             lembas = json!({ "turnId": fresh_id("turn_") });
+        }
+        if job.made_id
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_TURNS_MADE_ID, "absent")
+        {
+            // Misbehaving: the answer to a prompt without a turnId names no turn at all.
+            lembas = json!({});
         }
         if self.registry.breaks(ids::DEVICE_PROMPT_TURN_ID) {
             lembas = json!({});
