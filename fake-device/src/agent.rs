@@ -304,6 +304,11 @@ impl AgentModel {
         self.config.misbehave.breaks(rule)
     }
 
+    /// Whether this device was told to break `rule` in the way called `name`.
+    pub fn breaks_way(&self, rule: &str, name: &str) -> bool {
+        self.config.misbehave.breaks_way(rule, name)
+    }
+
     /// The harness spec it implements.
     pub fn spec(&self) -> harness::lembas::Spec {
         self.config.spec
@@ -406,6 +411,7 @@ impl AgentModel {
         let quirks = Quirks {
             events_to_all: self.breaks(ids::DEVICE_EVENT_LEMBAS_ONLY),
             no_text_updates: self.breaks(ids::DEVICE_TURN_STREAM),
+            no_text_events: self.breaks_way(ids::DEVICE_TURN_STREAM, "no_text_events"),
         };
         let route = self
             .links
@@ -471,6 +477,12 @@ impl AgentModel {
             && limits["roots"].as_array().is_some_and(Vec::is_empty)
         {
             limits["roots"] = json!([std::env::temp_dir().display().to_string()]);
+        }
+        if self.breaks_way(ids::DEVICE_LIMITS_NO_ROOTS, "null_roots")
+            && limits["roots"].as_array().is_some_and(Vec::is_empty)
+        {
+            // Misbehaving: no roots said as null, not [].
+            limits["roots"] = Value::Null;
         }
         limits
     }
@@ -546,6 +558,28 @@ impl AgentModel {
         });
         if self.breaks(ids::DEVICE_INITIALIZE_RESULT) {
             result.as_object_mut().map(|o| o.remove("agentInfo"));
+        }
+        if self.breaks_way(ids::DEVICE_INITIALIZE_RESULT, "protocol_version") {
+            // Misbehaving: an ACP protocol version the spec does not say.
+            result["protocolVersion"] = json!(2);
+        }
+        if self.breaks_way(ids::DEVICE_INITIALIZE_CAPABILITIES, "not_string")
+            && let Some(list) = result
+                .pointer_mut("/_meta/lembas/capabilities")
+                .and_then(Value::as_array_mut)
+        {
+            // Misbehaving: a capability listed as an object, not a string.
+            list.push(json!({ "name": "turns" }));
+        }
+        if self.breaks_way(ids::DEVICE_INITIALIZE_MATCHES_HELLO, "extra_root")
+            && let Some(roots) = result
+                .pointer_mut("/_meta/lembas/limits/roots")
+                .and_then(Value::as_array_mut)
+        {
+            // Misbehaving: initialize names one root more than hello did.
+            roots.push(json!(
+                std::env::temp_dir().join("elsewhere").display().to_string()
+            ));
         }
         if self.breaks(ids::DEVICE_INITIALIZE_MATCHES_HELLO)
             && let Some(limits) = result.pointer_mut("/_meta/lembas/limits")
