@@ -904,7 +904,12 @@ impl Behaviour for AgentModel {
                 true
             }
             methods::LEMBAS_TERMINAL_OPEN
-                if !self.config.stdio && self.capabilities().iter().any(|c| c == "terminal") =>
+                if !self.config.stdio
+                    && (self.capabilities().iter().any(|c| c == "terminal")
+                        || self.breaks_way(
+                            ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG,
+                            "opens_unlisted",
+                        )) =>
             {
                 let answer = self
                     .terminal_cwd(&request.params)

@@ -120,8 +120,13 @@ impl DeviceDialer {
             vars.set("link_protocol", serde_json::json!(protocol));
         }
         self.model.set_next_protocol(protocol);
+        let mut url = self.link_url();
+        if self.model.breaks_way(ids::DEVICE_LINK_DIAL, "wrong_path") {
+            // Misbehaving: the link dialled at a path the spec does not name.
+            url.push('s');
+        }
         let client = ClientRequest {
-            url: self.link_url(),
+            url,
             // Misbehaving: the token is left out, as a device that forgot its login would.
             bearer_token: (!self.model.breaks(ids::DEVICE_LINK_DIAL))
                 .then(|| request.token.unwrap_or_else(|| self.token.clone())),

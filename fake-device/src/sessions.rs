@@ -155,6 +155,13 @@ impl Sessions {
         if self.registry.breaks(ids::DEVICE_UPDATE_SESSION) {
             client.update("ses_ghost", json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "boo" } }));
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_UPDATE_SESSION, "event_ghost")
+        {
+            // Misbehaving: an event about a session the client never had.
+            client.event("ses_ghost", json!({ "type": "text", "text": "boo" }));
+        }
         // Misbehaving: no command list follows the answer.
         if self.registry.sends_commands()
             && !self.registry.breaks(ids::DEVICE_COMMANDS_AFTER_NEW)

@@ -497,6 +497,14 @@ impl<'r> Turns<'r> {
             Some(Slash::Prompt { .. }) if self.registry.breaks(ids::DEVICE_EVENT_PROMPT_TEXT) => {
                 &job.text
             }
+            // Misbehaving: a command turn shown as nothing at all.
+            Some(Slash::Prompt { .. })
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_EVENT_PROMPT_TEXT, "empty") =>
+            {
+                ""
+            }
             _ => &job.typed,
         };
         let mut prompt_event = json!({ "type": "prompt", "text": shown, "turnId": job.turn_id });
@@ -509,6 +517,13 @@ impl<'r> Turns<'r> {
                 && self.registry.is_terminal_session(&session_id)
             {
                 json!({ "type": "task", "state": state })
+            } else if self
+                .registry
+                .breaks_way(ids::DEVICE_TASK_TERMINAL_TURN, "other_id")
+                && self.registry.is_terminal_session(&session_id)
+            {
+                // Misbehaving: the task events carry another made id than the prompt event.
+                json!({ "type": "task", "state": state, "turnId": format!("{}-task", job.turn_id) })
             } else if !job.made_id
                 && self
                     .registry
