@@ -722,7 +722,10 @@ impl Behaviour for AgentModel {
             // On stdio the client is an editor whatever it says: plain ACP only (spec, intro).
             // Misbehaving: an editor that says `_meta.lembas` is taken for LLeMbas on stdio too.
             let lembas = (!self.config.stdio || self.breaks(ids::DEVICE_STDIO_PLAIN_ACP))
-                && said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object());
+                && said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object())
+                // Misbehaving: a `_meta.lembas` naming no protocol is taken for no LLeMbas.
+                && !(self.breaks_way(ids::DEVICE_CLIENT_PROTOCOL_ABSENT, "plain")
+                    && said.is_some_and(|l| l.get("protocol").is_none()));
             // Misbehaving: a `_meta.lembas` naming no protocol is read as protocol 2.
             let unsaid = if self.breaks(ids::DEVICE_CLIENT_PROTOCOL_ABSENT) {
                 2

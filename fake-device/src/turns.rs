@@ -163,6 +163,9 @@ impl<'r> Turns<'r> {
         let (tx, rx) = oneshot::channel();
         {
             let mut state = live.state.lock().await;
+            if std::mem::take(&mut state.refuse_next) {
+                return Err(refuse("the session was cancelled"));
+            }
             // Newer `Context` replaces older, on every prompt.
             if !self.registry.breaks(ids::DEVICE_CONTEXT_READ) {
                 self.registry.read_context(meta, &mut state);
@@ -311,6 +314,13 @@ impl<'r> Turns<'r> {
             Some(running) => running.cancel(),
             // Misbehaving: a cancel that came while nothing ran is kept for the next turn.
             None if self.registry.breaks(ids::DEVICE_CANCEL_IDLE) => state.cancel_kept = true,
+            // Misbehaving: a cancel that came while nothing ran refuses the next prompt.
+            None if self
+                .registry
+                .breaks_way(ids::DEVICE_CANCEL_IDLE, "refuses_next") =>
+            {
+                state.refuse_next = true
+            }
             None => {}
         }
     }

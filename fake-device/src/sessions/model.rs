@@ -138,6 +138,14 @@ impl Sessions {
         {
             return Ok(json!({ "model": model }));
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_CONFIGURE_APPLIES, "old_answer")
+            && asked_model.is_some()
+        {
+            // Misbehaving: the session moves, but the answer names the model it had before.
+            return Ok(json!({ "model": before.0, "effort": effort }));
+        }
         Ok(json!({ "model": model, "effort": effort }))
     }
 }
