@@ -191,7 +191,11 @@ impl DeviceDialer {
         if peer.closed_by_us() {
             return Some(Stopped::ByUs);
         }
-        let mismatch = close.is_some_and(|info| info.code == CLOSE_PROTOCOL_MISMATCH);
+        // Misbehaving: a close for a restart (1012) read as a 4400.
+        let as_4400 = self.model.breaks_way(ids::DEVICE_LINK_REDIAL, "as_4400");
+        let mismatch = close.is_some_and(|info| {
+            info.code == CLOSE_PROTOCOL_MISMATCH || (as_4400 && info.code == 1012)
+        });
         match mismatch {
             true if !self.model.breaks(ids::DEVICE_LINK_NO_REDIAL_4400) => {
                 Some(Stopped::ProtocolMismatch)

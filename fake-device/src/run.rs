@@ -47,6 +47,12 @@ pub fn last_words(
         {
             None
         }
+        // Misbehaving: a word on it, but none on the protocols or an update.
+        crate::dial::Stopped::ProtocolMismatch
+            if misbehave.breaks_way(harness::rules::ids::DEVICE_LINK_4400_MESSAGE, "vague") =>
+        {
+            Some("fake-device: the instance closed the link (4400); not dialling again".into())
+        }
         crate::dial::Stopped::ProtocolMismatch => {
             Some(format!("fake-device: {PROTOCOL_MISMATCH_SENTENCE}"))
         }

@@ -198,6 +198,18 @@ impl<'r> Turns<'r> {
                     // Misbehaving: a prompt that comes while a turn runs is refused.
                     return Err(refuse("the session is working"));
                 }
+                None if state.running.is_some()
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_PROMPT_QUEUED, "answered_unrun") =>
+                {
+                    // Misbehaving: a prompt that comes while a turn runs is answered at once,
+                    // and never runs.
+                    return Ok(Reply::Now(Ok(json!({
+                        "stopReason": "end_turn",
+                        "_meta": { "lembas": { "turnId": turn_id } }
+                    }))));
+                }
                 None => {
                     // Only a new turn keeps its attachments.
                     let read = prepared.write(dir.as_deref()).map_err(refuse)?;
