@@ -525,6 +525,10 @@ impl AgentModel {
         if unknown_spec {
             hello["harness_spec"] = json!("9.9.9");
         }
+        if self.breaks_way(ids::DEVICE_HELLO_PROTOCOL, "three") {
+            // Misbehaving: a protocol above any the instance lists.
+            hello["protocol"] = json!(3);
+        }
         hello
     }
 
