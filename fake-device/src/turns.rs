@@ -176,7 +176,14 @@ impl<'r> Turns<'r> {
                 .turns
                 .get(&turn_id)
                 .cloned()
-                .filter(|_| !self.registry.breaks(ids::DEVICE_TURNS_DEDUP));
+                .filter(|_| !self.registry.breaks(ids::DEVICE_TURNS_DEDUP))
+                // Misbehaving: a turn still running, sent again, runs once more after it.
+                .filter(|turn| {
+                    turn.state == TurnState::Done
+                        || !self
+                            .registry
+                            .breaks_way(ids::DEVICE_TURNS_RELINK, "runs_twice")
+                });
             match known {
                 Some(turn)
                     if turn.state == TurnState::Done
