@@ -743,6 +743,13 @@ fn device_limits(options: &Options) -> Limits {
     if options.misbehave.breaks(ids::DEVICE_LIMITS_TRUST_DEFAULT) {
         limits.require_trust = false;
     }
+    // Misbehaving: trust said to be required, and an untrusted project opened all the same.
+    if options
+        .misbehave
+        .breaks_way(ids::DEVICE_LIMITS_TRUST_DEFAULT, "unenforced")
+    {
+        limits.untrusted.clear();
+    }
     limits
 }
 

@@ -273,6 +273,14 @@ impl Sessions {
             Some(said) if self.registry.breaks(ids::DEVICE_LIMITS_CURRENT) => said,
             _ => limits,
         };
+        let mut limits = limits;
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_LIMITS_CURRENT, "remote_ignored")
+        {
+            // Misbehaving: a cwd judged by the current roots alone, as if remote work were on.
+            limits.remote = true;
+        }
         let cwd = match limits.check_cwd(cwd) {
             Ok(path) => path,
             Err(_) if self.registry.breaks(ids::DEVICE_SESSION_NEW_ROOTS) => cwd.into(),
