@@ -489,6 +489,12 @@ impl AgentModel {
 
     /// The hello this device sends on a link of `protocol`.
     pub fn hello(&self, protocol: u8) -> Value {
+        // Misbehaving: a hello after a change of limits says those of the hello before.
+        let stale = self
+            .sessions
+            .registry()
+            .said_limits()
+            .filter(|_| self.breaks_way(ids::DEVICE_LIMITS_RELINK, "old_hello"));
         self.sessions.registry().said_in_hello();
         let protocol = if self.breaks(ids::DEVICE_HELLO_PROTOCOL) {
             3 - protocol
@@ -524,6 +530,9 @@ impl AgentModel {
         }
         if unknown_spec {
             hello["harness_spec"] = json!("9.9.9");
+        }
+        if let Some(stale) = stale {
+            hello["limits"] = stale.to_value();
         }
         if self.breaks_way(ids::DEVICE_HELLO_PROTOCOL, "three") {
             // Misbehaving: a protocol above any the instance lists.

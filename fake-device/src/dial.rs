@@ -266,6 +266,13 @@ impl DeviceDialer {
         // Not while a session works, nor before the answers of turns just ended are on the
         // wire: the client would lose them with the link.
         let waits = !sessions.registry().breaks(ids::DEVICE_LIMITS_WAIT);
+        if sessions
+            .registry()
+            .breaks_way(ids::DEVICE_LIMITS_WAIT, "cancels_turn")
+        {
+            // Misbehaving: the running turns are cancelled, so the link closes sooner.
+            sessions.registry().cancel_all().await;
+        }
         // A request the device holds on purpose (a scenario's `hold`) is not waited for long.
         let mut answers_for = Duration::ZERO;
         const ANSWERS_GRACE: Duration = Duration::from_secs(2);

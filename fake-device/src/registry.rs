@@ -446,6 +446,21 @@ impl Registry {
         self.live.lock().ok()?.get(id).cloned()
     }
 
+    /// Cancels every running turn (only a device breaking `device.limits.wait` in its way
+    /// `cancels_turn` does, to relink sooner).
+    pub async fn cancel_all(&self) {
+        let live: Vec<Arc<Live>> = self
+            .live
+            .lock()
+            .map(|l| l.values().cloned().collect())
+            .unwrap_or_default();
+        for session in live {
+            if let Some(running) = &session.state.lock().await.running {
+                running.cancel();
+            }
+        }
+    }
+
     /// Whether any session is running a turn now.
     pub async fn any_working(&self) -> bool {
         let live: Vec<Arc<Live>> = self
