@@ -49,6 +49,9 @@ pub struct DeviceDialer {
     pub dialling: tokio::sync::Mutex<()>,
     /// What the first discovery allowed (kept only when misbehaving on purpose).
     pub first_allowed: std::sync::Mutex<Option<u8>>,
+    /// What the last discovery allowed, and when it was read: kept for a minute only by a
+    /// device breaking `device.discovery.every_dial` in its way `cached`.
+    pub cached_allowed: std::sync::Mutex<Option<(std::time::Instant, u8)>>,
 }
 
 /// Why the device stopped dialling.
@@ -111,6 +114,20 @@ impl DeviceDialer {
             // Misbehaving: what the first discovery allowed, for good.
             let mut first = self.first_allowed.lock().unwrap_or_else(|p| p.into_inner());
             allowed = *first.get_or_insert(allowed);
+        }
+        if self
+            .model
+            .breaks_way(ids::DEVICE_DISCOVERY_EVERY_DIAL, "cached")
+        {
+            // Misbehaving: what a discovery allowed holds for a minute, over every dial in it.
+            let mut cached = self
+                .cached_allowed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            match *cached {
+                Some((read, said)) if read.elapsed() < Duration::from_secs(60) => allowed = said,
+                _ => *cached = Some((std::time::Instant::now(), allowed)),
+            }
         }
         let protocol = request.protocol.unwrap_or(match self.protocol {
             ProtocolChoice::Auto => allowed,

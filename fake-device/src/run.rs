@@ -500,6 +500,7 @@ pub(crate) async fn run_started(
         relinking: std::sync::atomic::AtomicBool::new(false),
         dialling: tokio::sync::Mutex::new(()),
         first_allowed: std::sync::Mutex::new(None),
+        cached_allowed: std::sync::Mutex::new(None),
     });
     let initial = settings
         .redial_initial
