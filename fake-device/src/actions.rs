@@ -211,6 +211,19 @@ impl DeviceActor {
             // Misbehaving: said available, and refused as still the terminal's.
             held.insert(id.clone());
         }
+        if self
+            .sessions
+            .registry()
+            .breaks_way(ids::DEVICE_TURNS_SHARED_LOG, "no_answers")
+            && let Some(live) = self.sessions.registry().live_session(&id)
+        {
+            // Misbehaving: the terminal's turns pass to the service without their answers.
+            let mut state = live.state.lock().await;
+            for turn in &mut state.turns.turns {
+                turn.answer = None;
+            }
+            self.sessions.registry().save(&state);
+        }
         if self.model.breaks(ids::DEVICE_LEFT_AVAILABLE) {
             // Misbehaving: said available, and gone from the store all the same.
             self.sessions.delete_here(&id).await?;

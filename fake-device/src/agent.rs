@@ -313,6 +313,11 @@ impl AgentModel {
         self.config.misbehave.breaks(rule)
     }
 
+    /// Whether this device was told to break `rule` in the way called `name`.
+    pub fn breaks_way(&self, rule: &str, name: &str) -> bool {
+        self.config.misbehave.breaks_way(rule, name)
+    }
+
     /// The harness spec it implements.
     pub fn spec(&self) -> harness::lembas::Spec {
         self.config.spec
@@ -424,6 +429,7 @@ impl AgentModel {
         let quirks = Quirks {
             events_to_all: self.breaks(ids::DEVICE_EVENT_LEMBAS_ONLY),
             no_text_updates: self.breaks(ids::DEVICE_TURN_STREAM),
+            no_text_events: self.breaks_way(ids::DEVICE_TURN_STREAM, "no_text_events"),
         };
         let route = self
             .links
@@ -499,11 +505,23 @@ impl AgentModel {
         {
             limits["roots"] = json!([std::env::temp_dir().display().to_string()]);
         }
+        if self.breaks_way(ids::DEVICE_LIMITS_NO_ROOTS, "null_roots")
+            && limits["roots"].as_array().is_some_and(Vec::is_empty)
+        {
+            // Misbehaving: no roots said as null, not [].
+            limits["roots"] = Value::Null;
+        }
         limits
     }
 
     /// The hello this device sends on a link of `protocol`.
     pub fn hello(&self, protocol: u8) -> Value {
+        // Misbehaving: a hello after a change of limits says those of the hello before.
+        let stale = self
+            .sessions
+            .registry()
+            .said_limits()
+            .filter(|_| self.breaks_way(ids::DEVICE_LIMITS_RELINK, "old_hello"));
         self.sessions.registry().said_in_hello();
         let protocol = if self.breaks(ids::DEVICE_HELLO_PROTOCOL) {
             3 - protocol
@@ -540,6 +558,13 @@ impl AgentModel {
         if unknown_spec {
             hello["harness_spec"] = json!("9.9.9");
         }
+        if let Some(stale) = stale {
+            hello["limits"] = stale.to_value();
+        }
+        if self.breaks_way(ids::DEVICE_HELLO_PROTOCOL, "three") {
+            // Misbehaving: a protocol above any the instance lists.
+            hello["protocol"] = json!(3);
+        }
         hello
     }
 
@@ -573,6 +598,28 @@ impl AgentModel {
         });
         if self.breaks(ids::DEVICE_INITIALIZE_RESULT) {
             result.as_object_mut().map(|o| o.remove("agentInfo"));
+        }
+        if self.breaks_way(ids::DEVICE_INITIALIZE_RESULT, "protocol_version") {
+            // Misbehaving: an ACP protocol version the spec does not say.
+            result["protocolVersion"] = json!(2);
+        }
+        if self.breaks_way(ids::DEVICE_INITIALIZE_CAPABILITIES, "not_string")
+            && let Some(list) = result
+                .pointer_mut("/_meta/lembas/capabilities")
+                .and_then(Value::as_array_mut)
+        {
+            // Misbehaving: a capability listed as an object, not a string.
+            list.push(json!({ "name": "turns" }));
+        }
+        if self.breaks_way(ids::DEVICE_INITIALIZE_MATCHES_HELLO, "extra_root")
+            && let Some(roots) = result
+                .pointer_mut("/_meta/lembas/limits/roots")
+                .and_then(Value::as_array_mut)
+        {
+            // Misbehaving: initialize names one root more than hello did.
+            roots.push(json!(
+                std::env::temp_dir().join("elsewhere").display().to_string()
+            ));
         }
         if self.breaks(ids::DEVICE_INITIALIZE_MATCHES_HELLO)
             && let Some(limits) = result.pointer_mut("/_meta/lembas/limits")
@@ -763,7 +810,10 @@ impl Behaviour for AgentModel {
             // On stdio the client is an editor whatever it says: plain ACP only (spec, intro).
             // Misbehaving: an editor that says `_meta.lembas` is taken for LLeMbas on stdio too.
             let lembas = (!self.config.stdio || self.breaks(ids::DEVICE_STDIO_PLAIN_ACP))
-                && said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object());
+                && said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object())
+                // Misbehaving: a `_meta.lembas` naming no protocol is taken for no LLeMbas.
+                && !(self.breaks_way(ids::DEVICE_CLIENT_PROTOCOL_ABSENT, "plain")
+                    && said.is_some_and(|l| l.get("protocol").is_none()));
             // Misbehaving: a `_meta.lembas` naming no protocol is read as protocol 2.
             let unsaid = if self.breaks(ids::DEVICE_CLIENT_PROTOCOL_ABSENT) {
                 2
@@ -966,7 +1016,12 @@ impl Behaviour for AgentModel {
                 true
             }
             methods::LEMBAS_TERMINAL_OPEN
-                if !self.config.stdio && self.capabilities().iter().any(|c| c == "terminal") =>
+                if !self.config.stdio
+                    && (self.capabilities().iter().any(|c| c == "terminal")
+                        || self.breaks_way(
+                            ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG,
+                            "opens_unlisted",
+                        )) =>
             {
                 let answer = self
                     .terminal_cwd(&request.params)

@@ -34,6 +34,10 @@ pub struct Misreads {
     pub unsized_binary: bool,
     /// A text resource handed to the model as it is, not line-numbered.
     pub unnumbered: bool,
+    /// Only the first text block is kept; the others never reach the model.
+    pub first_text_only: bool,
+    /// A `resource_link` is dropped: nothing of it reaches the model.
+    pub link_dropped: bool,
 }
 
 /// One file attached to a prompt.
@@ -218,19 +222,27 @@ fn parse(
         .ok_or("`prompt` must be a list of content blocks")?;
     let mut typed = Vec::new();
     let mut pending = Vec::new();
+    let mut texts = 0;
     for (i, block) in blocks.iter().enumerate() {
         let kind = block
             .get("type")
             .and_then(Value::as_str)
             .ok_or_else(|| format!("content block {i} has no `type`"))?;
         match kind {
-            "text" => typed.push(
-                block
+            "text" => {
+                let text = block
                     .get("text")
                     .and_then(Value::as_str)
                     .ok_or_else(|| format!("text block {i} has no `text` string"))?
-                    .to_string(),
-            ),
+                    .to_string();
+                // Misbehaving: a text block after the first is dropped.
+                if !(misreads.first_text_only && texts > 0) {
+                    typed.push(text);
+                }
+                texts += 1;
+            }
+            // Misbehaving: a resource_link leaves no trace in the model's text.
+            "resource_link" if misreads.link_dropped => {}
             "resource_link" => {
                 let uri = block.get("uri").and_then(Value::as_str).unwrap_or_default();
                 typed.push(match misreads.bare_link {

@@ -638,18 +638,31 @@ impl<'r> Cards<'r> {
                 update["_meta"]["lembas"]["plan"] = Value::Null;
             }
             // Misbehaving: the event carries the plan as it was before this change.
-            let told = if self.registry.breaks(ids::DEVICE_EVENT_PLAN_MATCHES) {
+            let mut told = if self.registry.breaks(ids::DEVICE_EVENT_PLAN_MATCHES) {
                 previous
             } else {
                 plan.clone()
             };
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_EVENT_PLAN_MATCHES, "no_phases")
+                && let Some(fields) = told.as_object_mut()
+            {
+                // Misbehaving: the event's plan has lost its phases.
+                fields.remove("phases");
+            }
             client.event(session_id, json!({ "type": "plan", "plan": told }));
         } else if self.registry.breaks(ids::DEVICE_EVENT_TODOS) {
             client.event(session_id, json!({ "type": "plan", "plan": plan }));
         } else if self.registry.config.spec == harness::lembas::Spec::V1_0_0 {
             // Spec 1.0.0 has no plan structure: the session's plan is its todo list, and the
             // event that carries it is `todos` (the same entries the `plan` update has).
-            client.event(session_id, json!({ "type": "todos", "todos": entries }));
+            let todos = match self.registry.breaks_way(ids::DEVICE_EVENT_TODOS, "empty") {
+                // Misbehaving: the todos event carries none of the plan's entries.
+                true => Vec::new(),
+                false => entries,
+            };
+            client.event(session_id, json!({ "type": "todos", "todos": todos }));
         }
         // Misbehaving: a cleared plan, or any plan at spec 1.0.0, is not told as an update.
         let silent = (plan.is_null() && self.registry.breaks(ids::DEVICE_PLAN_CLEARED))

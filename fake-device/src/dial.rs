@@ -49,6 +49,9 @@ pub struct DeviceDialer {
     pub dialling: tokio::sync::Mutex<()>,
     /// What the first discovery allowed (kept only when misbehaving on purpose).
     pub first_allowed: std::sync::Mutex<Option<u8>>,
+    /// What the last discovery allowed, and when it was read: kept for a minute only by a
+    /// device breaking `device.discovery.every_dial` in its way `cached`.
+    pub cached_allowed: std::sync::Mutex<Option<(std::time::Instant, u8)>>,
 }
 
 /// Why the device stopped dialling.
@@ -112,6 +115,20 @@ impl DeviceDialer {
             let mut first = self.first_allowed.lock().unwrap_or_else(|p| p.into_inner());
             allowed = *first.get_or_insert(allowed);
         }
+        if self
+            .model
+            .breaks_way(ids::DEVICE_DISCOVERY_EVERY_DIAL, "cached")
+        {
+            // Misbehaving: what a discovery allowed holds for a minute, over every dial in it.
+            let mut cached = self
+                .cached_allowed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            match *cached {
+                Some((read, said)) if read.elapsed() < Duration::from_secs(60) => allowed = said,
+                _ => *cached = Some((std::time::Instant::now(), allowed)),
+            }
+        }
         let protocol = request.protocol.unwrap_or(match self.protocol {
             ProtocolChoice::Auto => allowed,
             ProtocolChoice::Fixed(p) => p,
@@ -120,8 +137,13 @@ impl DeviceDialer {
             vars.set("link_protocol", serde_json::json!(protocol));
         }
         self.model.set_next_protocol(protocol);
+        let mut url = self.link_url();
+        if self.model.breaks_way(ids::DEVICE_LINK_DIAL, "wrong_path") {
+            // Misbehaving: the link dialled at a path the spec does not name.
+            url.push('s');
+        }
         let client = ClientRequest {
-            url: self.link_url(),
+            url,
             // Misbehaving: the token is left out, as a device that forgot its login would.
             bearer_token: (!self.model.breaks(ids::DEVICE_LINK_DIAL))
                 .then(|| request.token.unwrap_or_else(|| self.token.clone())),
@@ -186,7 +208,11 @@ impl DeviceDialer {
         if peer.closed_by_us() {
             return Some(Stopped::ByUs);
         }
-        let mismatch = close.is_some_and(|info| info.code == CLOSE_PROTOCOL_MISMATCH);
+        // Misbehaving: a close for a restart (1012) read as a 4400.
+        let as_4400 = self.model.breaks_way(ids::DEVICE_LINK_REDIAL, "as_4400");
+        let mismatch = close.is_some_and(|info| {
+            info.code == CLOSE_PROTOCOL_MISMATCH || (as_4400 && info.code == 1012)
+        });
         match mismatch {
             true if !self.model.breaks(ids::DEVICE_LINK_NO_REDIAL_4400) => {
                 Some(Stopped::ProtocolMismatch)
@@ -257,6 +283,13 @@ impl DeviceDialer {
         // Not while a session works, nor before the answers of turns just ended are on the
         // wire: the client would lose them with the link.
         let waits = !sessions.registry().breaks(ids::DEVICE_LIMITS_WAIT);
+        if sessions
+            .registry()
+            .breaks_way(ids::DEVICE_LIMITS_WAIT, "cancels_turn")
+        {
+            // Misbehaving: the running turns are cancelled, so the link closes sooner.
+            sessions.registry().cancel_all().await;
+        }
         // A request the device holds on purpose (a scenario's `hold`) is not waited for long.
         let mut answers_for = Duration::ZERO;
         const ANSWERS_GRACE: Duration = Duration::from_secs(2);

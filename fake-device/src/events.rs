@@ -30,6 +30,8 @@ pub struct Quirks {
     pub events_to_all: bool,
     /// Send the turn's text only as `_lembas/event`s, never as session updates.
     pub no_text_updates: bool,
+    /// Send the turn's text only as session updates, never as `_lembas/event`s.
+    pub no_text_events: bool,
 }
 
 /// A linked client, as initialize described it.
@@ -108,6 +110,9 @@ impl Client {
         if !self.quirks.no_text_updates {
             self.update(session_id, json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": text } }));
         }
-        self.event(session_id, json!({ "type": "text", "text": text }));
+        // Misbehaving: the text never reaches a LLeMbas client as an event.
+        if !self.quirks.no_text_events {
+            self.event(session_id, json!({ "type": "text", "text": text }));
+        }
     }
 }

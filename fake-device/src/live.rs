@@ -39,6 +39,9 @@ pub struct State {
     /// A cancel that came while nothing ran, kept for the next turn: only a device breaking
     /// `device.cancel.idle` keeps one.
     pub cancel_kept: bool,
+    /// A cancel that came while nothing ran, held against the next prompt: only a device
+    /// breaking `device.cancel.idle` in its way `refuses_next` holds one.
+    pub refuse_next: bool,
 }
 
 impl State {
@@ -81,6 +84,7 @@ impl Live {
             allowed: HashSet::new(),
             deleted: false,
             cancel_kept: false,
+            refuse_next: false,
         };
         let live = Arc::new(Live {
             state: tokio::sync::Mutex::new(state),

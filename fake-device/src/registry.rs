@@ -316,7 +316,14 @@ impl Registry {
         if self.breaks(ids::DEVICE_TURNS_PERSIST) {
             return TurnLog::default();
         }
-        self.store.load_turns(id).unwrap_or_default()
+        let mut log = self.store.load_turns(id).unwrap_or_default();
+        if self.breaks_way(ids::DEVICE_TURNS_PERSIST, "no_answers") {
+            // Misbehaving: the finished turns' ids outlive a restart, their answers do not.
+            for turn in &mut log.turns {
+                turn.answer = None;
+            }
+        }
+        log
     }
 
     /// The live session `id`, opened from the store when it is not in memory: a session opened
@@ -347,7 +354,12 @@ impl Registry {
         let mut turns = self.stored_turns(id);
         // A turn left queued or running when the device stopped did not finish: it is unknown
         // now, and a client that sends its prompt again gets it run (spec, reattaching).
-        if !self.breaks(ids::DEVICE_TURNS_RESTART) {
+        if self.breaks_way(ids::DEVICE_TURNS_RESTART, "as_done") {
+            // Misbehaving: a turn cut short by the restart is counted as finished.
+            for turn in &mut turns.turns {
+                turn.state = TurnState::Done;
+            }
+        } else if !self.breaks(ids::DEVICE_TURNS_RESTART) {
             turns.turns.retain(|t| t.state == TurnState::Done);
         }
         let (live, queue) = Live::new(stored, turns);
@@ -469,6 +481,21 @@ impl Registry {
     /// A session open in memory.
     pub fn live_session(&self, id: &str) -> Option<Arc<Live>> {
         self.live.lock().ok()?.get(id).cloned()
+    }
+
+    /// Cancels every running turn (only a device breaking `device.limits.wait` in its way
+    /// `cancels_turn` does, to relink sooner).
+    pub async fn cancel_all(&self) {
+        let live: Vec<Arc<Live>> = self
+            .live
+            .lock()
+            .map(|l| l.values().cloned().collect())
+            .unwrap_or_default();
+        for session in live {
+            if let Some(running) = &session.state.lock().await.running {
+                running.cancel();
+            }
+        }
     }
 
     /// Whether any session is running a turn now.

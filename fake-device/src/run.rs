@@ -47,6 +47,12 @@ pub fn last_words(
         {
             None
         }
+        // Misbehaving: a word on it, but none on the protocols or an update.
+        crate::dial::Stopped::ProtocolMismatch
+            if misbehave.breaks_way(harness::rules::ids::DEVICE_LINK_4400_MESSAGE, "vague") =>
+        {
+            Some("fake-device: the instance closed the link (4400); not dialling again".into())
+        }
         crate::dial::Stopped::ProtocolMismatch => {
             Some(format!("fake-device: {PROTOCOL_MISMATCH_SENTENCE}"))
         }
@@ -494,6 +500,7 @@ pub(crate) async fn run_started(
         relinking: std::sync::atomic::AtomicBool::new(false),
         dialling: tokio::sync::Mutex::new(()),
         first_allowed: std::sync::Mutex::new(None),
+        cached_allowed: std::sync::Mutex::new(None),
     });
     let initial = settings
         .redial_initial
@@ -736,6 +743,13 @@ fn device_limits(options: &Options) -> Limits {
     // Misbehaving: a config that says nothing of `remote.require_trust` requires none.
     if options.misbehave.breaks(ids::DEVICE_LIMITS_TRUST_DEFAULT) {
         limits.require_trust = false;
+    }
+    // Misbehaving: trust said to be required, and an untrusted project opened all the same.
+    if options
+        .misbehave
+        .breaks_way(ids::DEVICE_LIMITS_TRUST_DEFAULT, "unenforced")
+    {
+        limits.untrusted.clear();
     }
     limits
 }

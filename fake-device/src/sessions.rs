@@ -215,6 +215,13 @@ impl Sessions {
         if self.registry.breaks(ids::DEVICE_UPDATE_SESSION) {
             client.update("ses_ghost", json!({ "sessionUpdate": "agent_message_chunk", "content": { "type": "text", "text": "boo" } }));
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_UPDATE_SESSION, "event_ghost")
+        {
+            // Misbehaving: an event about a session the client never had.
+            client.event("ses_ghost", json!({ "type": "text", "text": "boo" }));
+        }
         // Misbehaving: no command list follows the answer.
         if self.registry.sends_commands()
             && !self.registry.breaks(ids::DEVICE_COMMANDS_AFTER_NEW)
@@ -333,6 +340,14 @@ impl Sessions {
             Some(said) if self.registry.breaks(ids::DEVICE_LIMITS_CURRENT) => said,
             _ => limits,
         };
+        let mut limits = limits;
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_LIMITS_CURRENT, "remote_ignored")
+        {
+            // Misbehaving: a cwd judged by the current roots alone, as if remote work were on.
+            limits.remote = true;
+        }
         let cwd = match limits.check_cwd(cwd) {
             // Misbehaving: a folder below a root, which the picker marks accepted, is refused.
             Ok(path)

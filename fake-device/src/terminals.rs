@@ -107,10 +107,14 @@ impl Terminals {
         with_shell_fields: bool,
     ) -> Result<Value, String> {
         // Misbehaving: a shell though `remote.terminal` is off.
+        // Misbehaving too: a shell opened though `terminal` is not listed.
         if !self.enabled
             && !self
                 .misbehave
                 .breaks(ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG)
+            && !self
+                .misbehave
+                .breaks_way(ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG, "opens_unlisted")
         {
             return Err("remote terminals are off on this device".into());
         }

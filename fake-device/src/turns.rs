@@ -113,6 +113,12 @@ impl<'r> Turns<'r> {
             unnumbered: self
                 .registry
                 .breaks_way(ids::DEVICE_ATTACHMENTS_NAMED, "unnumbered"),
+            first_text_only: self
+                .registry
+                .breaks_way(ids::DEVICE_PROMPT_TEXT_JOIN, "first_only"),
+            link_dropped: self
+                .registry
+                .breaks_way(ids::DEVICE_PROMPT_RESOURCE_LINK, "dropped"),
         };
         let internal = self
             .registry
@@ -179,6 +185,9 @@ impl<'r> Turns<'r> {
         let (tx, rx) = oneshot::channel();
         {
             let mut state = live.state.lock().await;
+            if std::mem::take(&mut state.refuse_next) {
+                return Err(refuse("the session was cancelled"));
+            }
             // Newer `Context` replaces older, on every prompt.
             if !self.registry.breaks(ids::DEVICE_CONTEXT_READ) {
                 self.registry.read_context(meta, &mut state);
@@ -189,8 +198,22 @@ impl<'r> Turns<'r> {
                 .turns
                 .get(&turn_id)
                 .cloned()
-                .filter(|_| !self.registry.breaks(ids::DEVICE_TURNS_DEDUP));
+                .filter(|_| !self.registry.breaks(ids::DEVICE_TURNS_DEDUP))
+                // Misbehaving: a turn still running, sent again, runs once more after it.
+                .filter(|turn| {
+                    turn.state == TurnState::Done
+                        || !self
+                            .registry
+                            .breaks_way(ids::DEVICE_TURNS_RELINK, "runs_twice")
+                });
             match known {
+                Some(turn)
+                    if turn.state == TurnState::Done
+                        && self.registry.breaks_way(ids::DEVICE_TURNS_DEDUP, "refused") =>
+                {
+                    // Misbehaving: a finished turn sent again is refused, not given its answer.
+                    return Err(refuse(format!("turn `{turn_id}` has already run")));
+                }
                 Some(turn) if turn.state == TurnState::Done => {
                     // A known turn does not run again: it gets the first run's answer.
                     return turn.answer.map(|a| Reply::Now(Ok(a))).ok_or_else(|| {
@@ -203,6 +226,18 @@ impl<'r> Turns<'r> {
                 {
                     // Misbehaving: a prompt that comes while a turn runs is refused.
                     return Err(refuse("the session is working"));
+                }
+                None if state.running.is_some()
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_PROMPT_QUEUED, "answered_unrun") =>
+                {
+                    // Misbehaving: a prompt that comes while a turn runs is answered at once,
+                    // and never runs.
+                    return Ok(Reply::Now(Ok(json!({
+                        "stopReason": "end_turn",
+                        "_meta": { "lembas": { "turnId": turn_id } }
+                    }))));
                 }
                 None => {
                     // Only a new turn keeps its attachments.
@@ -314,11 +349,29 @@ impl<'r> Turns<'r> {
             .as_mut()
             .filter(|_| !self.registry.breaks(ids::DEVICE_STEER_RUNNING))
         {
+            Some(running)
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_STEER_RUNNING, "dropped") =>
+            {
+                // Misbehaving: the steer is said to be queued, and never given to the model.
+                Ok(json!({ "queued": running.steers.len() + 1 }))
+            }
             Some(running) => {
                 running.steers.push((text.to_string(), message_id));
                 Ok(json!({ "queued": running.steers.len() }))
             }
             None if self.registry.breaks(ids::DEVICE_STEER_IDLE) => Ok(json!({ "queued": 0 })),
+            None if self
+                .registry
+                .breaks_way(ids::DEVICE_STEER_IDLE, "internal_error") =>
+            {
+                // Misbehaving: refused as an internal error, not with -32602.
+                Err(RpcError::new(
+                    -32603,
+                    "nothing runs in this session: send it as a prompt",
+                ))
+            }
             None => Err(refuse("nothing runs in this session: send it as a prompt")),
         }
     }
@@ -333,6 +386,13 @@ impl<'r> Turns<'r> {
             Some(running) => running.cancel(),
             // Misbehaving: a cancel that came while nothing ran is kept for the next turn.
             None if self.registry.breaks(ids::DEVICE_CANCEL_IDLE) => state.cancel_kept = true,
+            // Misbehaving: a cancel that came while nothing ran refuses the next prompt.
+            None if self
+                .registry
+                .breaks_way(ids::DEVICE_CANCEL_IDLE, "refuses_next") =>
+            {
+                state.refuse_next = true
+            }
             None => {}
         }
     }
@@ -435,12 +495,43 @@ impl<'r> Turns<'r> {
     pub(crate) async fn compact(&self, live: &Live, params: &Value, client: &Client) -> Answer {
         let id = param_str(params, "sessionId")?;
         let working = live.state.lock().await.running.is_some();
+        if working
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_CAPABILITIES_KEPT, "while_working")
+        {
+            // Misbehaving: the listed method is method-not-found while the session works.
+            return Err(RpcError::new(
+                -32601,
+                "_lembas/session/compact is not served while working",
+            ));
+        }
+        if working
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_COMPACT_WORKING, "cancels_turn")
+        {
+            // Misbehaving: refused as it should be, but the running turn is cancelled with it.
+            if let Some(running) = &live.state.lock().await.running {
+                running.cancel();
+            }
+            return Err(refuse("the session is working: compact it between turns"));
+        }
         if working && !self.registry.breaks(ids::DEVICE_COMPACT_WORKING) {
             return Err(refuse("the session is working: compact it between turns"));
         }
         let summary = self.summary(live).await;
         // Misbehaving: the method's compaction is no event.
-        if !self.registry.breaks(ids::DEVICE_COMPACT_EVENT) {
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_COMPACT_EVENT, "other_summary")
+        {
+            // Misbehaving: the event carries another summary than the answer.
+            client.event(
+                id,
+                json!({ "type": "compacted", "summary": format!("(earlier) {summary}") }),
+            );
+        } else if !self.registry.breaks(ids::DEVICE_COMPACT_EVENT) {
             client.event(id, json!({ "type": "compacted", "summary": summary }));
         }
         if self.registry.breaks(ids::DEVICE_COMPACT_RESULT) {
@@ -534,6 +625,14 @@ impl<'r> Turns<'r> {
             Some(Slash::Prompt { .. }) if self.registry.breaks(ids::DEVICE_EVENT_PROMPT_TEXT) => {
                 &job.text
             }
+            // Misbehaving: a command turn shown as nothing at all.
+            Some(Slash::Prompt { .. })
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_EVENT_PROMPT_TEXT, "empty") =>
+            {
+                ""
+            }
             _ => &job.typed,
         };
         let mut prompt_event = json!({ "type": "prompt", "text": shown, "turnId": job.turn_id });
@@ -546,6 +645,20 @@ impl<'r> Turns<'r> {
                 && self.registry.is_terminal_session(&session_id)
             {
                 json!({ "type": "task", "state": state })
+            } else if self
+                .registry
+                .breaks_way(ids::DEVICE_TASK_TERMINAL_TURN, "other_id")
+                && self.registry.is_terminal_session(&session_id)
+            {
+                // Misbehaving: the task events carry another made id than the prompt event.
+                json!({ "type": "task", "state": state, "turnId": format!("{}-task", job.turn_id) })
+            } else if !job.made_id
+                && self
+                    .registry
+                    .breaks_way(ids::DEVICE_PROMPT_TURN_ID, "task_other")
+            {
+                // Misbehaving: the task events carry another turn id than the client's.
+                json!({ "type": "task", "state": state, "turnId": format!("{}-run", job.turn_id) })
             } else {
                 json!({ "type": "task", "state": state, "turnId": job.turn_id })
             }
@@ -566,6 +679,13 @@ impl<'r> Turns<'r> {
             if !unnamed {
                 extra.insert("command".into(), json!(command.name()));
             }
+        } else if self
+            .registry
+            .breaks_way(ids::DEVICE_PROMPT_COMMAND_NAMED, "plain_named")
+        {
+            // Misbehaving: a plain prompt is named as a command, by its first word.
+            let word = job.typed.split_whitespace().next().unwrap_or("prompt");
+            extra.insert("command".into(), json!(word));
         }
         let action = match &job.command {
             Some(Slash::Compact) => {
@@ -755,6 +875,14 @@ impl<'r> Turns<'r> {
         if job.made_id && self.registry.breaks(ids::DEVICE_TURNS_MADE_ID) {
             // Misbehaving: the answer names another made id than the turn's events did.
             lembas = json!({ "turnId": fresh_id("turn_") });
+        }
+        if job.made_id
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_TURNS_MADE_ID, "absent")
+        {
+            // Misbehaving: the answer to a prompt without a turnId names no turn at all.
+            lembas = json!({});
         }
         if self.registry.breaks(ids::DEVICE_PROMPT_TURN_ID) {
             lembas = json!({});

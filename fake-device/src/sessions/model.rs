@@ -70,6 +70,16 @@ impl Sessions {
         } else {
             None
         };
+        // Misbehaving: a configure of the effort alone puts the model back to the default.
+        let reset = match asked_model.is_none()
+            && asked_effort.is_some()
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_CONFIGURE_PARTIAL, "model_reset")
+        {
+            true => self.default_model().await,
+            false => None,
+        };
         let mut state = live.state.lock().await;
         // The spec has configure sent between prompts; a turn keeps the model it started on.
         if state.running.is_some() {
@@ -81,7 +91,7 @@ impl Sessions {
         let before = (state.stored.model.clone(), state.stored.effort.clone());
         let model = match asked_model {
             Some(name) => Some(model_ref::of_served(connection, name)),
-            None => state.stored.model.clone().or(fallback),
+            None => reset.or_else(|| state.stored.model.clone()).or(fallback),
         };
         let effort = match asked_effort {
             Some(effort) => effort.to_string(),
@@ -105,6 +115,14 @@ impl Sessions {
             && let Some(reference) = &model
         {
             let mut event = model_ref::event(connection, reference, &effort);
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_CONFIGURE_MODEL_EVENT, "old_model")
+                && let Some(old) = &before.0
+            {
+                // Misbehaving: the event names the model the session had before.
+                event = model_ref::event(connection, old, &effort);
+            }
             if self.registry.breaks(ids::DEVICE_EVENT_MODEL_INSTANCE) {
                 // Misbehaving: `instance` says the opposite of where the model is served.
                 event["instance"] = json!(event["instance"] != json!(true));
@@ -119,6 +137,14 @@ impl Sessions {
             .breaks_way(ids::DEVICE_CONFIGURE_RESULT, "no_effort")
         {
             return Ok(json!({ "model": model }));
+        }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_CONFIGURE_APPLIES, "old_answer")
+            && asked_model.is_some()
+        {
+            // Misbehaving: the session moves, but the answer names the model it had before.
+            return Ok(json!({ "model": before.0, "effort": effort }));
         }
         Ok(json!({ "model": model, "effort": effort }))
     }
