@@ -326,6 +326,12 @@ impl<'r> Cards<'r> {
         let shared = self.registry.is_terminal_session(session_id);
         params["_meta"]["lembas"]["patient"] =
             json!(shared && !self.registry.breaks(ids::DEVICE_CARD_PATIENT));
+        if shared && self.registry.breaks_way(ids::DEVICE_CARD_PATIENT, "absent") {
+            // Misbehaving: the cards of a terminal-shared session say nothing of patience.
+            if let Some(lembas) = params["_meta"]["lembas"].as_object_mut() {
+                lembas.remove("patient");
+            }
+        }
         let answered = if shared {
             // Shown at the terminal too: the first answer wins.
             let (tx, at_terminal) = oneshot::channel();
@@ -370,10 +376,28 @@ impl<'r> Cards<'r> {
                 Ok(answered) => answered,
                 Err(answer) => {
                     if client.lembas() && !self.registry.breaks(ids::DEVICE_CARD_SETTLED_TERMINAL) {
+                        // Misbehaving: the settled names a toolCallId of no card.
+                        let named = if self
+                            .registry
+                            .breaks_way(ids::DEVICE_CARD_SETTLED_TERMINAL, "other_call")
+                        {
+                            format!("{call_id}_other")
+                        } else {
+                            call_id.to_string()
+                        };
                         client.peer().notify(
                             methods::LEMBAS_PERMISSION_SETTLED,
-                            json!({ "sessionId": session_id, "toolCallId": call_id }),
+                            json!({ "sessionId": session_id, "toolCallId": named }),
                         );
+                    }
+                    if method != methods::SESSION_REQUEST_PERMISSION
+                        && self
+                            .registry
+                            .breaks_way(ids::DEVICE_CARD_FIRST_WINS, "dropped")
+                    {
+                        // Misbehaving: the terminal's first answer is dropped; the model hears
+                        // nobody answered.
+                        return Ok(None);
                     }
                     return Ok(Some(terminal_answer(method, &params, answer)));
                 }
@@ -715,6 +739,15 @@ impl<'r> Cards<'r> {
                 params,
             )
             .await;
+        if matches!(answer, Ok(None))
+            && self.registry.breaks_way(ids::DEVICE_CARD_TIMEOUT, "runs")
+        {
+            // Misbehaving: a card unanswered in time is read as allowed, and the tool runs.
+            return ToolOutcome {
+                text: format!("{title}: done (exit 0)."),
+                ran: true,
+            };
+        }
         let answer = answer.ok().flatten().unwrap_or_default();
         let said = |key: &str| {
             answer
