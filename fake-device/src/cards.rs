@@ -657,6 +657,24 @@ impl<'r> Cards<'r> {
         let structure = !self.registry.breaks(ids::DEVICE_PLAN_UPDATE);
         let plan_state = self.registry.has("plan_state");
         let mut update = plan_update_with(&plan, plan_state, faults);
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_PLAN_ENTRIES_MATCH, "task_missing")
+            && let Some(entries) = update["entries"].as_array_mut()
+        {
+            // Misbehaving: the last task is left out of the entries.
+            entries.pop();
+        }
+        if plan.is_null() && self.registry.breaks_way(ids::DEVICE_PLAN_CLEARED, "old_plan") {
+            // Misbehaving: the update for a cleared plan repeats the plan it had.
+            update = plan_update_with(&previous, plan_state, faults);
+        }
+        if self.registry.config.spec == harness::lembas::Spec::V1_0_0
+            && self.registry.breaks_way(ids::DEVICE_PLAN_UPDATE_1_0, "empty")
+        {
+            // Misbehaving: the plan update at spec 1.0.0 lists no entries.
+            update["entries"] = json!([]);
+        }
         if plan_state {
             if !structure {
                 update["_meta"]["lembas"]["plan"] = Value::Null;
