@@ -665,6 +665,22 @@ impl<'r> Cards<'r> {
             // Misbehaving: the last task is left out of the entries.
             entries.pop();
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_PLAN_DROPPED_COMPLETED, "left_out")
+            && let Some(entries) = update["entries"].as_array_mut()
+        {
+            // Misbehaving: a dropped task does not appear in the entries at all.
+            let dropped: Vec<&str> = plan["phases"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|p| p["tasks"].as_array().into_iter().flatten())
+                .filter(|t| t["status"] == "dropped")
+                .filter_map(|t| t["title"].as_str())
+                .collect();
+            entries.retain(|e| !dropped.iter().any(|d| e["content"] == *d));
+        }
         if plan.is_null() && self.registry.breaks_way(ids::DEVICE_PLAN_CLEARED, "old_plan") {
             // Misbehaving: the update for a cleared plan repeats the plan it had.
             update = plan_update_with(&previous, plan_state, faults);
