@@ -534,8 +534,20 @@ impl<'r> Cards<'r> {
         } else {
             !self.registry.breaks(ids::DEVICE_PLAN_CARD_PLAIN_CLIENT)
         };
+        // Misbehaving: the plan is written, but under another name than the one it is known by.
+        let misplaced = if asks {
+            self.registry
+                .breaks_way(ids::DEVICE_PLAN_CARD_FILE, "elsewhere")
+        } else {
+            self.registry
+                .breaks_way(ids::DEVICE_PLAN_CARD_PLAIN_CLIENT, "elsewhere")
+        };
         if writes && let Some(live) = self.registry.live_session(session_id) {
-            let file = live.state.lock().await.stored.cwd.join(&path);
+            let file = if misplaced {
+                live.state.lock().await.stored.cwd.join("misplaced-plan.md")
+            } else {
+                live.state.lock().await.stored.cwd.join(&path)
+            };
             let written = match file.parent() {
                 Some(dir) => {
                     std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, &text))
@@ -583,7 +595,35 @@ impl<'r> Cards<'r> {
                         self.registry.limits().lower_mode(asked)
                     };
                     let approves = !self.registry.breaks(ids::DEVICE_PLAN_CARD_APPROVE);
-                    match (lowered, self.registry.live_session(session_id)) {
+                    let live = self.registry.live_session(session_id);
+                    if let Some(live) = &live
+                        && self
+                            .registry
+                            .breaks_way(ids::DEVICE_PLAN_CARD_BEYOND, "manual_event_only")
+                    {
+                        // Misbehaving: the session goes to manual whatever max_mode allows,
+                        // told only by the `mode` event.
+                        self.registry
+                            .put_mode(live, "manual", Some(client), crate::registry::ModeReport::EventOnly)
+                            .await;
+                        return ToolOutcome {
+                            text: "The plan is approved; go on in manual mode.".into(),
+                            ran: true,
+                        };
+                    }
+                    // Misbehaving: the session goes on in another mode than the one approved.
+                    let lowered = match lowered {
+                        Some(mode)
+                            if mode != "plan"
+                                && self
+                                    .registry
+                                    .breaks_way(ids::DEVICE_PLAN_CARD_APPROVE, "other_mode") =>
+                        {
+                            Some(if mode == "edit" { "manual" } else { "edit" }.to_string())
+                        }
+                        lowered => lowered,
+                    };
+                    match (lowered, live) {
                         // The session goes on in that mode, lowered to max_mode …
                         (Some(mode), Some(live)) if mode != "plan" && approves => {
                             let mode = if self.registry.breaks(ids::DEVICE_PLAN_CARD_BEYOND) {
@@ -604,6 +644,23 @@ impl<'r> Cards<'r> {
                             text: "The plan is approved, but this device allows only planning here: stop and say so.".into(),
                             ran: true,
                         },
+                    }
+                }
+                Some("revise")
+                    if self
+                        .registry
+                        .breaks_way(ids::DEVICE_PLAN_CARD_REVISE, "leaves_plan") =>
+                {
+                    // Misbehaving: a revise answer takes the session out of plan mode.
+                    if let Some(live) = self.registry.live_session(session_id) {
+                        self.registry.change_mode(&live, "manual", Some(client)).await;
+                    }
+                    ToolOutcome {
+                        text: format!(
+                            "Revise the plan: {}",
+                            answer.get("feedback").and_then(Value::as_str).unwrap_or("")
+                        ),
+                        ran: true,
                     }
                 }
                 Some("revise") => ToolOutcome {
