@@ -75,6 +75,8 @@ pub fn card_questions(arguments: &Value) -> Vec<Value> {
 struct Reading {
     /// Gives the model the label as the card cut it, not the whole option.
     keeps_cut_labels: bool,
+    /// Gives the model another option than the one whose label the card cut.
+    cut_is_other: bool,
     /// Gives the model the first question's answer alone.
     first_only: bool,
     /// Reads an outcome the spec does not define as an empty answer.
@@ -131,6 +133,18 @@ fn read_answers(answer: &Value, asked: &Value, reading: Reading) -> String {
                     .map(|l| {
                         if reading.keeps_cut_labels {
                             l.to_string()
+                        } else if reading.cut_is_other && whole_label(asked, i, l) != l {
+                            // Misbehaving: a cut label read as another option of the question.
+                            let whole = whole_label(asked, i, l);
+                            asked
+                                .pointer(&format!("/questions/{i}/options"))
+                                .and_then(Value::as_array)
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|o| o.get("label").and_then(Value::as_str))
+                                .find(|other| *other != whole)
+                                .unwrap_or(l)
+                                .to_string()
                         } else {
                             whole_label(asked, i, l)
                         }
@@ -188,6 +202,10 @@ fn terminal_answer(method: &str, params: &Value, answer: CardAnswer) -> Value {
         _ => json!({ "outcome": { "outcome": "selected", "optionId": "once" } }),
     }
 }
+
+/// What a question answered unreadably gives the model when the device (misbehaving) ends the
+/// turn there.
+pub(crate) const UNREADABLE_STOPS: &str = "The answer could not be read: the turn stops.";
 
 /// Where a plan is written when the model names no file of the project.
 const PLAN_FILE: &str = "PLAN.md";
@@ -261,8 +279,16 @@ impl<'r> Cards<'r> {
     /// Whether this client may be asked questions and plans now.
     pub(crate) fn may_ask(&self, client: &Client, capability: &str) -> bool {
         let asks_all = self.registry.breaks(ids::DEVICE_QUESTION_PROTOCOL);
+        // Misbehaving: a client that refused a question still gets plans.
+        let still_asked = capability == "plan"
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_QUESTION_DOWNGRADE, "plans_still");
         self.registry.has(capability)
-            && (asks_all || (client.lembas() && client.protocol() >= 2 && client.asks()))
+            && (asks_all
+                || (client.lembas()
+                    && client.protocol() >= 2
+                    && (client.asks() || still_asked)))
     }
 
     /// Asks the client, waiting at most the approval timeout. `None`: no answer in time, and
@@ -419,9 +445,19 @@ impl<'r> Cards<'r> {
                 {
                     return Ok(None);
                 }
+                // Misbehaving: a question or plan's settled names another session.
+                let session = if method != methods::SESSION_REQUEST_PERMISSION
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_QUESTION_TIMEOUT, "other_session")
+                {
+                    format!("{session_id}_other")
+                } else {
+                    session_id.to_string()
+                };
                 client.peer().notify(
                     methods::LEMBAS_PERMISSION_SETTLED,
-                    json!({ "sessionId": session_id, "toolCallId": call_id }),
+                    json!({ "sessionId": session, "toolCallId": call_id }),
                 );
                 Ok(None)
             }
@@ -460,6 +496,21 @@ impl<'r> Cards<'r> {
             "toolCallId": call.id,
             "questions": if self.registry.breaks(ids::DEVICE_QUESTION_SHAPE) {
                 call.arguments.get("questions").cloned().unwrap_or(json!([]))
+            } else if self.registry.breaks_way(ids::DEVICE_QUESTION_SHAPE, "first_six") {
+                // Misbehaving: the model's first six options, the recommended one cut off.
+                let mut questions = card_questions(&call.arguments);
+                let asked = call.arguments["questions"].as_array().cloned().unwrap_or_default();
+                for (q, a) in questions.iter_mut().zip(asked) {
+                    let options: Vec<Value> = a["options"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .take(MAX_OPTIONS)
+                        .cloned()
+                        .collect();
+                    q["options"] = json!(options);
+                }
+                json!(questions)
             } else {
                 json!(card_questions(&call.arguments))
             },
@@ -478,12 +529,29 @@ impl<'r> Cards<'r> {
             )
             .await
         {
+            Ok(Some(answer))
+                if !matches!(
+                    answer.get("outcome").and_then(Value::as_str),
+                    Some("answered" | "dismissed")
+                ) && self
+                    .registry
+                    .breaks_way(ids::DEVICE_QUESTION_MALFORMED, "stops_turn") =>
+            {
+                // Misbehaving: an answer it cannot read ends the turn.
+                ToolOutcome {
+                    text: UNREADABLE_STOPS.into(),
+                    ran: false,
+                }
+            }
             Ok(Some(answer)) => ToolOutcome {
                 text: read_answers(
                     &answer,
                     &call.arguments,
                     Reading {
                         keeps_cut_labels: self.registry.breaks(ids::DEVICE_QUESTION_CUT_LABEL),
+                        cut_is_other: self
+                            .registry
+                            .breaks_way(ids::DEVICE_QUESTION_CUT_LABEL, "other_option"),
                         first_only: self.registry.breaks(ids::DEVICE_QUESTION_ANSWERS),
                         unknown_is_answer: self.registry.breaks(ids::DEVICE_QUESTION_MALFORMED),
                         skipped_is_first: self

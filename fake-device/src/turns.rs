@@ -1030,6 +1030,10 @@ impl Turns<'_> {
                 messages.push(
                     json!({ "role": "tool", "tool_call_id": call.id, "content": outcome.text }),
                 );
+                // Misbehaving: an unreadable question answer ends the turn.
+                if outcome.text == crate::cards::UNREADABLE_STOPS {
+                    return (reply, "end_turn");
+                }
                 plan_kept |= call.name == "plan_submit"
                     && client.is_some_and(|c| !Cards::new(self.registry).may_ask(c, "plan"));
             }
