@@ -286,9 +286,7 @@ impl<'r> Cards<'r> {
                 .breaks_way(ids::DEVICE_QUESTION_DOWNGRADE, "plans_still");
         self.registry.has(capability)
             && (asks_all
-                || (client.lembas()
-                    && client.protocol() >= 2
-                    && (client.asks() || still_asked)))
+                || (client.lembas() && client.protocol() >= 2 && (client.asks() || still_asked)))
     }
 
     /// Asks the client, waiting at most the approval timeout. `None`: no answer in time, and
@@ -672,7 +670,12 @@ impl<'r> Cards<'r> {
                         // Misbehaving: the session goes to manual whatever max_mode allows,
                         // told only by the `mode` event.
                         self.registry
-                            .put_mode(live, "manual", Some(client), crate::registry::ModeReport::EventOnly)
+                            .put_mode(
+                                live,
+                                "manual",
+                                Some(client),
+                                crate::registry::ModeReport::EventOnly,
+                            )
                             .await;
                         return ToolOutcome {
                             text: "The plan is approved; go on in manual mode.".into(),
@@ -721,7 +724,9 @@ impl<'r> Cards<'r> {
                 {
                     // Misbehaving: a revise answer takes the session out of plan mode.
                     if let Some(live) = self.registry.live_session(session_id) {
-                        self.registry.change_mode(&live, "manual", Some(client)).await;
+                        self.registry
+                            .change_mode(&live, "manual", Some(client))
+                            .await;
                     }
                     ToolOutcome {
                         text: format!(
@@ -806,12 +811,18 @@ impl<'r> Cards<'r> {
                 .collect();
             entries.retain(|e| !dropped.iter().any(|d| e["content"] == *d));
         }
-        if plan.is_null() && self.registry.breaks_way(ids::DEVICE_PLAN_CLEARED, "old_plan") {
+        if plan.is_null()
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_PLAN_CLEARED, "old_plan")
+        {
             // Misbehaving: the update for a cleared plan repeats the plan it had.
             update = plan_update_with(&previous, plan_state, faults);
         }
         if self.registry.config.spec == harness::lembas::Spec::V1_0_0
-            && self.registry.breaks_way(ids::DEVICE_PLAN_UPDATE_1_0, "empty")
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_PLAN_UPDATE_1_0, "empty")
         {
             // Misbehaving: the plan update at spec 1.0.0 lists no entries.
             update["entries"] = json!([]);
@@ -898,8 +909,7 @@ impl<'r> Cards<'r> {
                 params,
             )
             .await;
-        if matches!(answer, Ok(None))
-            && self.registry.breaks_way(ids::DEVICE_CARD_TIMEOUT, "runs")
+        if matches!(answer, Ok(None)) && self.registry.breaks_way(ids::DEVICE_CARD_TIMEOUT, "runs")
         {
             // Misbehaving: a card unanswered in time is read as allowed, and the tool runs.
             return ToolOutcome {

@@ -140,7 +140,9 @@ impl ClientModel {
                             .collect();
                         return json!({ "outcome": "answered", "answers": answers });
                     }
-                    methods::LEMBAS_PLAN => return json!({ "outcome": "approve", "mode": "manual" }),
+                    methods::LEMBAS_PLAN => {
+                        return json!({ "outcome": "approve", "mode": "manual" });
+                    }
                     _ => {}
                 }
             }
