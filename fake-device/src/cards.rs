@@ -203,9 +203,9 @@ fn terminal_answer(method: &str, params: &Value, answer: CardAnswer) -> Value {
     }
 }
 
-/// What a question answered unreadably gives the model when the device (misbehaving) ends the
-/// turn there.
-pub(crate) const UNREADABLE_STOPS: &str = "The answer could not be read: the turn stops.";
+/// What a question gives the model when the device (misbehaving) ends the turn there, without
+/// giving the model a tool result.
+pub(crate) const TURN_STOPS: &str = "The turn stops here.";
 
 /// Where a plan is written when the model names no file of the project.
 const PLAN_FILE: &str = "PLAN.md";
@@ -483,6 +483,17 @@ impl<'r> Cards<'r> {
     }
 
     async fn question(&self, client: &Client, session_id: &str, call: &ToolCall) -> ToolOutcome {
+        if !self.may_ask(client, "ask")
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_QUESTION_PROTOCOL, "model_untold")
+        {
+            // Misbehaving: nobody can be asked, and the turn ends without telling the model.
+            return ToolOutcome {
+                text: TURN_STOPS.into(),
+                ran: false,
+            };
+        }
         if !self.may_ask(client, "ask") {
             return ToolOutcome {
                 text: "Nobody can be asked here: go on with what you know.".into(),
@@ -537,7 +548,7 @@ impl<'r> Cards<'r> {
             {
                 // Misbehaving: an answer it cannot read ends the turn.
                 ToolOutcome {
-                    text: UNREADABLE_STOPS.into(),
+                    text: TURN_STOPS.into(),
                     ran: false,
                 }
             }

@@ -1030,8 +1030,8 @@ impl Turns<'_> {
                 messages.push(
                     json!({ "role": "tool", "tool_call_id": call.id, "content": outcome.text }),
                 );
-                // Misbehaving: an unreadable question answer ends the turn.
-                if outcome.text == crate::cards::UNREADABLE_STOPS {
+                // Misbehaving: a question ends the turn, the model told nothing.
+                if outcome.text == crate::cards::TURN_STOPS {
                     return (reply, "end_turn");
                 }
                 plan_kept |= call.name == "plan_submit"
