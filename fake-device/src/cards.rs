@@ -75,6 +75,8 @@ pub fn card_questions(arguments: &Value) -> Vec<Value> {
 struct Reading {
     /// Gives the model the label as the card cut it, not the whole option.
     keeps_cut_labels: bool,
+    /// Gives the model another option than the one whose label the card cut.
+    cut_is_other: bool,
     /// Gives the model the first question's answer alone.
     first_only: bool,
     /// Reads an outcome the spec does not define as an empty answer.
@@ -131,6 +133,18 @@ fn read_answers(answer: &Value, asked: &Value, reading: Reading) -> String {
                     .map(|l| {
                         if reading.keeps_cut_labels {
                             l.to_string()
+                        } else if reading.cut_is_other && whole_label(asked, i, l) != l {
+                            // Misbehaving: a cut label read as another option of the question.
+                            let whole = whole_label(asked, i, l);
+                            asked
+                                .pointer(&format!("/questions/{i}/options"))
+                                .and_then(Value::as_array)
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|o| o.get("label").and_then(Value::as_str))
+                                .find(|other| *other != whole)
+                                .unwrap_or(l)
+                                .to_string()
                         } else {
                             whole_label(asked, i, l)
                         }
@@ -188,6 +202,10 @@ fn terminal_answer(method: &str, params: &Value, answer: CardAnswer) -> Value {
         _ => json!({ "outcome": { "outcome": "selected", "optionId": "once" } }),
     }
 }
+
+/// What a question gives the model when the device (misbehaving) ends the turn there, without
+/// giving the model a tool result.
+pub(crate) const TURN_STOPS: &str = "The turn stops here.";
 
 /// Where a plan is written when the model names no file of the project.
 const PLAN_FILE: &str = "PLAN.md";
@@ -261,8 +279,14 @@ impl<'r> Cards<'r> {
     /// Whether this client may be asked questions and plans now.
     pub(crate) fn may_ask(&self, client: &Client, capability: &str) -> bool {
         let asks_all = self.registry.breaks(ids::DEVICE_QUESTION_PROTOCOL);
+        // Misbehaving: a client that refused a question still gets plans.
+        let still_asked = capability == "plan"
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_QUESTION_DOWNGRADE, "plans_still");
         self.registry.has(capability)
-            && (asks_all || (client.lembas() && client.protocol() >= 2 && client.asks()))
+            && (asks_all
+                || (client.lembas() && client.protocol() >= 2 && (client.asks() || still_asked)))
     }
 
     /// Asks the client, waiting at most the approval timeout. `None`: no answer in time, and
@@ -326,6 +350,12 @@ impl<'r> Cards<'r> {
         let shared = self.registry.is_terminal_session(session_id);
         params["_meta"]["lembas"]["patient"] =
             json!(shared && !self.registry.breaks(ids::DEVICE_CARD_PATIENT));
+        if shared && self.registry.breaks_way(ids::DEVICE_CARD_PATIENT, "absent") {
+            // Misbehaving: the cards of a terminal-shared session say nothing of patience.
+            if let Some(lembas) = params["_meta"]["lembas"].as_object_mut() {
+                lembas.remove("patient");
+            }
+        }
         let answered = if shared {
             // Shown at the terminal too: the first answer wins.
             let (tx, at_terminal) = oneshot::channel();
@@ -370,10 +400,28 @@ impl<'r> Cards<'r> {
                 Ok(answered) => answered,
                 Err(answer) => {
                     if client.lembas() && !self.registry.breaks(ids::DEVICE_CARD_SETTLED_TERMINAL) {
+                        // Misbehaving: the settled names a toolCallId of no card.
+                        let named = if self
+                            .registry
+                            .breaks_way(ids::DEVICE_CARD_SETTLED_TERMINAL, "other_call")
+                        {
+                            format!("{call_id}_other")
+                        } else {
+                            call_id.to_string()
+                        };
                         client.peer().notify(
                             methods::LEMBAS_PERMISSION_SETTLED,
-                            json!({ "sessionId": session_id, "toolCallId": call_id }),
+                            json!({ "sessionId": session_id, "toolCallId": named }),
                         );
+                    }
+                    if method != methods::SESSION_REQUEST_PERMISSION
+                        && self
+                            .registry
+                            .breaks_way(ids::DEVICE_CARD_FIRST_WINS, "dropped")
+                    {
+                        // Misbehaving: the terminal's first answer is dropped; the model hears
+                        // nobody answered.
+                        return Ok(None);
                     }
                     return Ok(Some(terminal_answer(method, &params, answer)));
                 }
@@ -395,9 +443,19 @@ impl<'r> Cards<'r> {
                 {
                     return Ok(None);
                 }
+                // Misbehaving: a question or plan's settled names another session.
+                let session = if method != methods::SESSION_REQUEST_PERMISSION
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_QUESTION_TIMEOUT, "other_session")
+                {
+                    format!("{session_id}_other")
+                } else {
+                    session_id.to_string()
+                };
                 client.peer().notify(
                     methods::LEMBAS_PERMISSION_SETTLED,
-                    json!({ "sessionId": session_id, "toolCallId": call_id }),
+                    json!({ "sessionId": session, "toolCallId": call_id }),
                 );
                 Ok(None)
             }
@@ -425,6 +483,17 @@ impl<'r> Cards<'r> {
     }
 
     async fn question(&self, client: &Client, session_id: &str, call: &ToolCall) -> ToolOutcome {
+        if !self.may_ask(client, "ask")
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_QUESTION_PROTOCOL, "model_untold")
+        {
+            // Misbehaving: nobody can be asked, and the turn ends without telling the model.
+            return ToolOutcome {
+                text: TURN_STOPS.into(),
+                ran: false,
+            };
+        }
         if !self.may_ask(client, "ask") {
             return ToolOutcome {
                 text: "Nobody can be asked here: go on with what you know.".into(),
@@ -436,6 +505,21 @@ impl<'r> Cards<'r> {
             "toolCallId": call.id,
             "questions": if self.registry.breaks(ids::DEVICE_QUESTION_SHAPE) {
                 call.arguments.get("questions").cloned().unwrap_or(json!([]))
+            } else if self.registry.breaks_way(ids::DEVICE_QUESTION_SHAPE, "first_six") {
+                // Misbehaving: the model's first six options, the recommended one cut off.
+                let mut questions = card_questions(&call.arguments);
+                let asked = call.arguments["questions"].as_array().cloned().unwrap_or_default();
+                for (q, a) in questions.iter_mut().zip(asked) {
+                    let options: Vec<Value> = a["options"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .take(MAX_OPTIONS)
+                        .cloned()
+                        .collect();
+                    q["options"] = json!(options);
+                }
+                json!(questions)
             } else {
                 json!(card_questions(&call.arguments))
             },
@@ -454,12 +538,29 @@ impl<'r> Cards<'r> {
             )
             .await
         {
+            Ok(Some(answer))
+                if !matches!(
+                    answer.get("outcome").and_then(Value::as_str),
+                    Some("answered" | "dismissed")
+                ) && self
+                    .registry
+                    .breaks_way(ids::DEVICE_QUESTION_MALFORMED, "stops_turn") =>
+            {
+                // Misbehaving: an answer it cannot read ends the turn.
+                ToolOutcome {
+                    text: TURN_STOPS.into(),
+                    ran: false,
+                }
+            }
             Ok(Some(answer)) => ToolOutcome {
                 text: read_answers(
                     &answer,
                     &call.arguments,
                     Reading {
                         keeps_cut_labels: self.registry.breaks(ids::DEVICE_QUESTION_CUT_LABEL),
+                        cut_is_other: self
+                            .registry
+                            .breaks_way(ids::DEVICE_QUESTION_CUT_LABEL, "other_option"),
                         first_only: self.registry.breaks(ids::DEVICE_QUESTION_ANSWERS),
                         unknown_is_answer: self.registry.breaks(ids::DEVICE_QUESTION_MALFORMED),
                         skipped_is_first: self
@@ -510,8 +611,20 @@ impl<'r> Cards<'r> {
         } else {
             !self.registry.breaks(ids::DEVICE_PLAN_CARD_PLAIN_CLIENT)
         };
+        // Misbehaving: the plan is written, but under another name than the one it is known by.
+        let misplaced = if asks {
+            self.registry
+                .breaks_way(ids::DEVICE_PLAN_CARD_FILE, "elsewhere")
+        } else {
+            self.registry
+                .breaks_way(ids::DEVICE_PLAN_CARD_PLAIN_CLIENT, "elsewhere")
+        };
         if writes && let Some(live) = self.registry.live_session(session_id) {
-            let file = live.state.lock().await.stored.cwd.join(&path);
+            let file = if misplaced {
+                live.state.lock().await.stored.cwd.join("misplaced-plan.md")
+            } else {
+                live.state.lock().await.stored.cwd.join(&path)
+            };
             let written = match file.parent() {
                 Some(dir) => {
                     std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&file, &text))
@@ -559,7 +672,40 @@ impl<'r> Cards<'r> {
                         self.registry.limits().lower_mode(asked)
                     };
                     let approves = !self.registry.breaks(ids::DEVICE_PLAN_CARD_APPROVE);
-                    match (lowered, self.registry.live_session(session_id)) {
+                    let live = self.registry.live_session(session_id);
+                    if let Some(live) = &live
+                        && self
+                            .registry
+                            .breaks_way(ids::DEVICE_PLAN_CARD_BEYOND, "manual_event_only")
+                    {
+                        // Misbehaving: the session goes to manual whatever max_mode allows,
+                        // told only by the `mode` event.
+                        self.registry
+                            .put_mode(
+                                live,
+                                "manual",
+                                Some(client),
+                                crate::registry::ModeReport::EventOnly,
+                            )
+                            .await;
+                        return ToolOutcome {
+                            text: "The plan is approved; go on in manual mode.".into(),
+                            ran: true,
+                        };
+                    }
+                    // Misbehaving: the session goes on in another mode than the one approved.
+                    let lowered = match lowered {
+                        Some(mode)
+                            if mode != "plan"
+                                && self
+                                    .registry
+                                    .breaks_way(ids::DEVICE_PLAN_CARD_APPROVE, "other_mode") =>
+                        {
+                            Some(if mode == "edit" { "manual" } else { "edit" }.to_string())
+                        }
+                        lowered => lowered,
+                    };
+                    match (lowered, live) {
                         // The session goes on in that mode, lowered to max_mode …
                         (Some(mode), Some(live)) if mode != "plan" && approves => {
                             let mode = if self.registry.breaks(ids::DEVICE_PLAN_CARD_BEYOND) {
@@ -580,6 +726,25 @@ impl<'r> Cards<'r> {
                             text: "The plan is approved, but this device allows only planning here: stop and say so.".into(),
                             ran: true,
                         },
+                    }
+                }
+                Some("revise")
+                    if self
+                        .registry
+                        .breaks_way(ids::DEVICE_PLAN_CARD_REVISE, "leaves_plan") =>
+                {
+                    // Misbehaving: a revise answer takes the session out of plan mode.
+                    if let Some(live) = self.registry.live_session(session_id) {
+                        self.registry
+                            .change_mode(&live, "manual", Some(client))
+                            .await;
+                    }
+                    ToolOutcome {
+                        text: format!(
+                            "Revise the plan: {}",
+                            answer.get("feedback").and_then(Value::as_str).unwrap_or("")
+                        ),
+                        ran: true,
                     }
                 }
                 Some("revise") => ToolOutcome {
@@ -633,6 +798,46 @@ impl<'r> Cards<'r> {
         let structure = !self.registry.breaks(ids::DEVICE_PLAN_UPDATE);
         let plan_state = self.registry.has("plan_state");
         let mut update = plan_update_with(&plan, plan_state, faults);
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_PLAN_ENTRIES_MATCH, "task_missing")
+            && let Some(entries) = update["entries"].as_array_mut()
+        {
+            // Misbehaving: the last task is left out of the entries.
+            entries.pop();
+        }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_PLAN_DROPPED_COMPLETED, "left_out")
+            && let Some(entries) = update["entries"].as_array_mut()
+        {
+            // Misbehaving: a dropped task does not appear in the entries at all.
+            let dropped: Vec<&str> = plan["phases"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|p| p["tasks"].as_array().into_iter().flatten())
+                .filter(|t| t["status"] == "dropped")
+                .filter_map(|t| t["title"].as_str())
+                .collect();
+            entries.retain(|e| !dropped.iter().any(|d| e["content"] == *d));
+        }
+        if plan.is_null()
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_PLAN_CLEARED, "old_plan")
+        {
+            // Misbehaving: the update for a cleared plan repeats the plan it had.
+            update = plan_update_with(&previous, plan_state, faults);
+        }
+        if self.registry.config.spec == harness::lembas::Spec::V1_0_0
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_PLAN_UPDATE_1_0, "empty")
+        {
+            // Misbehaving: the plan update at spec 1.0.0 lists no entries.
+            update["entries"] = json!([]);
+        }
         if plan_state {
             if !structure {
                 update["_meta"]["lembas"]["plan"] = Value::Null;
@@ -728,6 +933,14 @@ impl<'r> Cards<'r> {
                 params,
             )
             .await;
+        if matches!(answer, Ok(None)) && self.registry.breaks_way(ids::DEVICE_CARD_TIMEOUT, "runs")
+        {
+            // Misbehaving: a card unanswered in time is read as allowed, and the tool runs.
+            return ToolOutcome {
+                text: format!("{title}: done (exit 0)."),
+                ran: true,
+            };
+        }
         let answer = answer.ok().flatten().unwrap_or_default();
         let said = |key: &str| {
             answer

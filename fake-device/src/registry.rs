@@ -307,6 +307,12 @@ impl Registry {
         if let Some(plan) = &state.stored.plan
             && !self.breaks(ids::DEVICE_PLAN_AFTER_NEW)
         {
+            // Misbehaving: the update says the plan is cleared.
+            let plan = if self.breaks_way(ids::DEVICE_PLAN_AFTER_NEW, "as_cleared") {
+                &serde_json::Value::Null
+            } else {
+                plan
+            };
             client.update(&id, crate::plan::plan_update(plan, self.has("plan_state")));
         }
     }

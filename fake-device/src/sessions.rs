@@ -680,6 +680,13 @@ impl Sessions {
         }
         if self.registry.has("plan_state") {
             result["plan"] = stored.plan.clone().unwrap_or(Value::Null);
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_PLAN_UPDATE, "status_none")
+            {
+                // Misbehaving: status gives no plan though the session has one.
+                result["plan"] = Value::Null;
+            }
         }
         result
     }

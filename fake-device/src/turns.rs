@@ -1152,6 +1152,10 @@ impl Turns<'_> {
                 messages.push(
                     json!({ "role": "tool", "tool_call_id": call.id, "content": outcome.text }),
                 );
+                // Misbehaving: a question ends the turn, the model told nothing.
+                if outcome.text == crate::cards::TURN_STOPS {
+                    return (reply, "end_turn");
+                }
                 plan_kept |= call.name == "plan_submit"
                     && client.is_some_and(|c| !Cards::new(self.registry).may_ask(c, "plan"));
             }

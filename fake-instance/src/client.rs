@@ -123,22 +123,77 @@ impl ClientModel {
             .misbehave
             .breaks(ids::INSTANCE_CARD_TIMEOUT_DISMISSED)
             && request.method != methods::SESSION_REQUEST_PERMISSION;
+        let misbehave = &self.config.misbehave;
+        // Misbehaving: a question or plan timed out is answered as if the person had chosen
+        // (the first option of each question; the plan approved).
+        let timed_out_answer = |method: &str| {
+            if misbehave.breaks_way(ids::INSTANCE_CARD_TIMEOUT_DISMISSED, "answered") {
+                match method {
+                    methods::LEMBAS_QUESTION => {
+                        let answers: Vec<Value> = request
+                            .params
+                            .get("questions")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .map(|q| json!({ "kind": "options", "labels": [q.pointer("/options/0/label")] }))
+                            .collect();
+                        return json!({ "outcome": "answered", "answers": answers });
+                    }
+                    methods::LEMBAS_PLAN => {
+                        return json!({ "outcome": "approve", "mode": "manual" });
+                    }
+                    _ => {}
+                }
+            }
+            cards::dismissal(method)
+        };
         let (answer, after) = match answer {
+            // Misbehaving: a patient card is dismissed at once, as a client that takes none.
+            _ if cards::is_patient(&request.params)
+                && misbehave.breaks_way(ids::INSTANCE_CARD_PATIENT, "dismissed_at_once") =>
+            {
+                (cards::dismissal(&request.method), Duration::ZERO)
+            }
             Some(answer) if patient || delay < timeout => (answer, delay),
             // Nobody answers in time: LLeMbas takes the card down itself (misbehaving: it
             // leaves it up for ever).
-            _ if !patient && !never_dismissed => (cards::dismissal(&request.method), timeout),
+            _ if !patient && !never_dismissed => (timed_out_answer(&request.method), timeout),
             _ if !patient => return,
             // A patient card nobody answers stays up until it is settled.
             _ => return,
         };
-        let answer = if self.config.misbehave.breaks(ids::INSTANCE_CARD_ANSWER)
+        let mut answer = if self.config.misbehave.breaks(ids::INSTANCE_CARD_ANSWER)
             && request.method == methods::SESSION_REQUEST_PERMISSION
         {
             json!({ "outcome": { "outcome": "selected", "optionId": "always_and_forever" } })
         } else {
             answer
         };
+        if request.method == methods::LEMBAS_QUESTION
+            && self
+                .config
+                .misbehave
+                .breaks_way(ids::INSTANCE_CARD_ANSWER, "answers_short")
+            && let Some(answers) = answer.get_mut("answers").and_then(Value::as_array_mut)
+        {
+            // Misbehaving: one answer fewer than the card has questions.
+            answers.pop();
+        }
+        // Misbehaving: the client answers a card `cancelled` as soon as the device settles it.
+        let cancels_settled = self
+            .config
+            .misbehave
+            .breaks_way(ids::INSTANCE_CARD_SETTLED, "cancelled_on_settle");
+        // Misbehaving: a settled card makes the client cancel the session's other cards.
+        let cancels_beside = self
+            .config
+            .misbehave
+            .breaks_way(ids::INSTANCE_CARD_KEYED, "others_cancelled")
+            .then(|| request.params.get("sessionId").and_then(Value::as_str))
+            .flatten()
+            .map(String::from);
+        let method = request.method.clone();
         let (peer, id, chats) = (peer.clone(), request.id.clone(), self.chats.clone());
         let answers_settled = self.config.misbehave.breaks(ids::INSTANCE_CARD_SETTLED);
         // Misbehaving: cards are keyed by session, so a settled card takes its session's others
@@ -153,7 +208,21 @@ impl ClientModel {
         tokio::spawn(async move {
             // A zero sleep still waits for the timer's next 1 ms tick: the default answer (no
             // delay) would cost a millisecond a card.
-            if !after.is_zero() {
+            if cancels_settled || cancels_beside.is_some() {
+                let until = tokio::time::Instant::now() + after;
+                while tokio::time::Instant::now() < until {
+                    let settled = call.as_deref().is_some_and(|c| chats.is_settled(c));
+                    let beside = !settled
+                        && cancels_beside
+                            .as_deref()
+                            .is_some_and(|s| chats.is_session_settled(s));
+                    if (cancels_settled && settled) || beside {
+                        peer.respond(&id, Ok(cards::dismissal(&method)));
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            } else if !after.is_zero() {
                 tokio::time::sleep(after).await;
             }
             // A card taken down is not answered.
