@@ -555,8 +555,18 @@ impl Sessions {
         } else {
             &mode
         };
+        // Misbehaving: the mode is lowered, and the lowered mode is not reported.
+        let report = if mode != asked
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_SET_MODE_LOWERED, "unreported")
+        {
+            ModeReport::Neither
+        } else {
+            ModeReport::Both
+        };
         self.registry
-            .put_mode(&live, mode, Some(client), ModeReport::Both)
+            .put_mode(&live, mode, Some(client), report)
             .await;
         Ok(json!({}))
     }
