@@ -390,6 +390,14 @@ impl Sessions {
                     && name.contains('/')
                 {
                     name.to_string()
+                } else if client.protocol() == 1
+                    && name.contains('/')
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_MODEL_REF_BARE, "split")
+                {
+                    // Misbehaving: at protocol 1 an id with a `/` is split, its provider dropped.
+                    model_ref::of_served(connection, model)
                 } else if provided && self.registry.breaks(ids::DEVICE_MODEL_REF_FORM) {
                     // Misbehaving: the protocol-1 form, the provider left out.
                     format!("{connection}/{model}")
