@@ -918,8 +918,24 @@ impl<'r> Cards<'r> {
         if self.registry.breaks(ids::DEVICE_PERMISSION_SHAPE) {
             options.pop();
         }
+        if self
+            .registry
+            .breaks_way(ids::DEVICE_PERMISSION_SHAPE, "once_always")
+        {
+            // Misbehaving: the `once` option is labelled with the kind allow_always.
+            options[0]["kind"] = json!("allow_always");
+        }
+        // Misbehaving: the card is put under another session's id than the command's.
+        let card_session = if self
+            .registry
+            .breaks_way(ids::DEVICE_PERMISSION_ASK, "other_session")
+        {
+            format!("{session_id}-other")
+        } else {
+            session_id.to_string()
+        };
         let params = json!({
-            "sessionId": session_id,
+            "sessionId": card_session,
             "toolCall": { "toolCallId": call.id, "title": title, "kind": "execute", "status": "pending", "rawInput": call.arguments },
             "options": options,
             "_meta": { "lembas": { "reason": "it runs a command in your project" } },
@@ -950,6 +966,18 @@ impl<'r> Cards<'r> {
         };
         match answer.pointer("/outcome/optionId").and_then(Value::as_str) {
             // `once` may come with the command line corrected: that one runs.
+            // Misbehaving: an allow with a corrected command line is taken for a denial.
+            Some("once")
+                if said("command").is_some()
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_PERMISSION_CORRECTED, "as_denial") =>
+            {
+                ToolOutcome {
+                    text: format!("{title}: denied by the person."),
+                    ran: false,
+                }
+            }
             Some("once") => match said("command")
                 .filter(|_| !self.registry.breaks(ids::DEVICE_PERMISSION_CORRECTED))
             {
@@ -977,7 +1005,17 @@ impl<'r> Cards<'r> {
             _ => ToolOutcome {
                 text: match said("feedback")
                     .filter(|_| !self.registry.breaks(ids::DEVICE_PERMISSION_FEEDBACK))
-                {
+                    .map(|why| {
+                        if self
+                            .registry
+                            .breaks_way(ids::DEVICE_PERMISSION_FEEDBACK, "cut")
+                        {
+                            // Misbehaving: only the feedback's first eight characters are given.
+                            why.chars().take(8).collect()
+                        } else {
+                            why
+                        }
+                    }) {
                     Some(why) => format!("{title}: denied by the person, who says: {why}"),
                     None => format!("{title}: denied by the person."),
                 },

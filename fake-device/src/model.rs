@@ -21,6 +21,13 @@ pub struct ModelClient {
     pub index_less_is_zero: bool,
     /// Takes a model of any kind for a chat model (a misbehaving device).
     pub any_kind: bool,
+    /// Starts a new call at each tool-call fragment without an index (a misbehaving device).
+    pub index_less_new: bool,
+    /// Leaves the model out of its chat completions requests (a misbehaving device).
+    pub no_model: bool,
+    /// Asks for the first model listed, whatever its kind, in place of the first chat model
+    /// (a misbehaving device).
+    pub first_listed: bool,
 }
 
 /// How long one model call may take.
@@ -66,6 +73,22 @@ impl ModelClient {
             .collect())
     }
 
+    /// The id of the first model the instance lists, of whatever kind (for a misbehaving device).
+    async fn first_listed(&self) -> Option<String> {
+        let response = self
+            .http
+            .get(self.url("/v1/models"))
+            .bearer_auth(&self.token)
+            .timeout(CALL_TIMEOUT)
+            .send()
+            .await
+            .ok()?;
+        let body: Value = response.json().await.ok()?;
+        body.pointer("/data/0/id")
+            .and_then(Value::as_str)
+            .map(String::from)
+    }
+
     /// One step: the conversation so far, the tools on offer. Asked as a stream; an instance
     /// that answers whole JSON instead is read as such.
     pub async fn complete(
@@ -74,6 +97,14 @@ impl ModelClient {
         messages: &[Value],
         tools: &[Value],
     ) -> Result<Completion, String> {
+        // Misbehaving: the first model listed is asked for in place of the first chat model.
+        let swapped =
+            if self.first_listed && self.first_chat_model().await.ok().as_deref() == Some(model) {
+                self.first_listed().await
+            } else {
+                None
+            };
+        let model = swapped.as_deref().unwrap_or(model);
         let mut request = json!({
             "model": model,
             "messages": messages,
@@ -82,6 +113,10 @@ impl ModelClient {
         });
         if !tools.is_empty() {
             request["tools"] = json!(tools);
+        }
+        if self.no_model {
+            // Misbehaving: the request names no model.
+            request.as_object_mut().map(|r| r.remove("model"));
         }
         let asked = self
             .http
@@ -107,7 +142,8 @@ impl ModelClient {
             }
             return Ok(parse_completion(&body));
         }
-        let mut assembler = crate::stream::Assembler::new(self.index_less_is_zero);
+        let mut assembler = crate::stream::Assembler::new(self.index_less_is_zero)
+            .index_less_new(self.index_less_new);
         let mut lines = crate::stream::SseLines::default();
         loop {
             // The request's timeout bounds the whole stream, so this loop ends.

@@ -85,6 +85,8 @@ pub(crate) enum ModeReport {
     Both,
     /// Only the `mode` event: no `current_mode_update` (a misbehaving device).
     EventOnly,
+    /// Neither (a misbehaving device).
+    Neither,
 }
 
 /// A session [`Registry::open`] found.
@@ -651,7 +653,9 @@ impl Registry {
                     json!({ "sessionUpdate": "current_mode_update", "currentModeId": mode }),
                 );
             }
-            client.event(&id, json!({ "type": "mode", "mode": mode }));
+            if report != ModeReport::Neither {
+                client.event(&id, json!({ "type": "mode", "mode": mode }));
+            }
         }
     }
 }

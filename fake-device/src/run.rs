@@ -809,6 +809,15 @@ fn sessions_config(
             http: http.clone(),
             index_less_is_zero: options.misbehave.breaks(ids::DEVICE_MODEL_TOOLCALL_INDEX),
             any_kind: options.misbehave.breaks(ids::DEVICE_MODELS_CHAT_ONLY),
+            index_less_new: options
+                .misbehave
+                .breaks_way(ids::DEVICE_MODEL_TOOLCALL_INDEX, "new_call"),
+            no_model: options
+                .misbehave
+                .breaks_way(ids::DEVICE_MODEL_SERVED_ID, "no_model"),
+            first_listed: options
+                .misbehave
+                .breaks_way(ids::DEVICE_MODELS_CHAT_ONLY, "asks_first_listed"),
         }),
         approval_timeout: settings
             .approval_timeout

@@ -405,6 +405,14 @@ impl Sessions {
                     && name.contains('/')
                 {
                     name.to_string()
+                } else if client.protocol() == 1
+                    && name.contains('/')
+                    && self
+                        .registry
+                        .breaks_way(ids::DEVICE_MODEL_REF_BARE, "split")
+                {
+                    // Misbehaving: at protocol 1 an id with a `/` is split, its provider dropped.
+                    model_ref::of_served(connection, model)
                 } else if provided && self.registry.breaks(ids::DEVICE_MODEL_REF_FORM) {
                     // Misbehaving: the protocol-1 form, the provider left out.
                     format!("{connection}/{model}")
@@ -570,8 +578,18 @@ impl Sessions {
         } else {
             &mode
         };
+        // Misbehaving: the mode is lowered, and the lowered mode is not reported.
+        let report = if mode != asked
+            && self
+                .registry
+                .breaks_way(ids::DEVICE_SET_MODE_LOWERED, "unreported")
+        {
+            ModeReport::Neither
+        } else {
+            ModeReport::Both
+        };
         self.registry
-            .put_mode(&live, mode, Some(client), ModeReport::Both)
+            .put_mode(&live, mode, Some(client), report)
             .await;
         Ok(json!({}))
     }

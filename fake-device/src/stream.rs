@@ -26,6 +26,8 @@ pub struct Assembler {
     usage: Option<Value>,
     /// Breaks the rule on index-less fragments (a misbehaving device): they go to index 0.
     index_less_is_zero: bool,
+    /// Breaks the rule another way: each fragment without an index starts a new call.
+    index_less_new: bool,
 }
 
 impl Assembler {
@@ -36,6 +38,12 @@ impl Assembler {
             index_less_is_zero,
             ..Self::default()
         }
+    }
+
+    /// Misreads fragments without an index as new calls (a misbehaving device) when `new`.
+    pub fn index_less_new(mut self, new: bool) -> Self {
+        self.index_less_new = new;
+        self
     }
 
     /// Takes one SSE `data:` payload. `false`: the stream said `[DONE]`.
@@ -84,6 +92,8 @@ impl Assembler {
         let slot = match index {
             Some(index) => self.calls.iter().position(|c| c.index == Some(index)),
             None if self.index_less_is_zero => self.calls.iter().position(|c| c.index == Some(0)),
+            // Misbehaving: a fragment without an index starts a call of its own.
+            None if self.index_less_new => None,
             // Without an index: the last call goes on (a first fragment starts one).
             None => self.calls.len().checked_sub(1),
         };

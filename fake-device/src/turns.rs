@@ -735,6 +735,28 @@ impl<'r> Turns<'r> {
                 extra.insert("mode".into(), json!("plan"));
                 true
             }
+            Some(Slash::PlanMode)
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_MODE_UPDATE, "old_mode") =>
+            {
+                // Misbehaving: the `current_mode_update` names the mode the session was in.
+                let (id, before) = {
+                    let state = live.state.lock().await;
+                    (state.stored.id.clone(), state.stored.mode.clone())
+                };
+                self.registry
+                    .put_mode(live, "plan", client.as_ref(), ModeReport::EventOnly)
+                    .await;
+                if let Some(client) = client.as_ref() {
+                    client.update(
+                        &id,
+                        json!({ "sessionUpdate": "current_mode_update", "currentModeId": before }),
+                    );
+                }
+                extra.insert("mode".into(), json!("plan"));
+                true
+            }
             // `/plan` alone: plan mode. Misbehaving: `/plan <task>` taken for it, the task
             // dropped.
             Some(Slash::PlanMode) | Some(Slash::Prompt { .. })

@@ -49,6 +49,18 @@ impl Sessions {
             return reference.to_string();
         }
         match model.chat_models().await {
+            Ok(served)
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_MODEL_OLD_FORMS, "default")
+                    && model_ref::canonical(&config.connection, reference, &served)
+                        != reference =>
+            {
+                // Misbehaving: an old form is taken for an unknown model: the default runs.
+                self.default_model()
+                    .await
+                    .unwrap_or_else(|| reference.to_string())
+            }
             Ok(served) => model_ref::canonical(&config.connection, reference, &served),
             Err(e) => {
                 tracing::warn!("cannot read the instance's models: {e}");

@@ -5,7 +5,7 @@
 //! faults a provider shows (429, 500, a cut stream, a slow start). Only a chat model the
 //! instance serves is answered, under the id it serves it with (the spec's paragraph on how a
 //! device names an instance's models: requests go to `/v1` with the served id). Every request
-//! that parses is journaled in a [`ChatLog`].
+//! that parses (one without a model too, before it is refused) is journaled in a [`ChatLog`].
 
 mod answer;
 mod deliver;
@@ -134,7 +134,15 @@ pub async fn complete<S: ChatSource>(State(state): State<S>, body: Bytes) -> Res
             }
         },
     };
-    let refused = refuse_model(&state, &request.model);
+    let refused = if request.model.is_empty() {
+        Some(refuse(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_request_error",
+            "`model` must be a non-empty string".to_string(),
+        ))
+    } else {
+        refuse_model(&state, &request.model)
+    };
     // A refused request uses up no script: `times` counts answers.
     let script = match refused {
         Some(_) => None,

@@ -30,10 +30,12 @@ pub(super) struct ChatRequest {
 impl ChatRequest {
     /// Reads a request body. Peer input: a missing or mistyped field is an error that names it.
     pub fn read(body: &Value) -> Result<ChatRequest, String> {
+        // A model missing or not a string is read as "" and refused after the request is
+        // journaled, so a step sees what such a device asked.
         let model = body
             .get("model")
             .and_then(Value::as_str)
-            .ok_or("`model` must be a string")?
+            .unwrap_or_default()
             .to_string();
         let messages = body
             .get("messages")
@@ -197,9 +199,13 @@ mod tests {
 
     #[test]
     fn a_broken_request_names_its_field() {
+        // A model missing or mistyped is read as "" (refused once the request is journaled).
+        for body in [json!({"messages": []}), json!({"model": 1, "messages": []})] {
+            let request = ChatRequest::read(&body).expect("read");
+            assert_eq!(request.model, "");
+        }
         for (body, field) in [
-            (json!({}), "model"),
-            (json!({"model": 1, "messages": []}), "model"),
+            (json!({}), "messages"),
             (json!({"model": "m"}), "messages"),
             (
                 json!({"model": "m", "messages": [{"content": "x"}]}),
@@ -209,7 +215,7 @@ mod tests {
                 json!({"model": "m", "messages": [], "stream": "yes"}),
                 "stream",
             ),
-            (json!([1, 2]), "model"),
+            (json!([1, 2]), "messages"),
         ] {
             let error = ChatRequest::read(&body).expect_err("invalid");
             assert!(error.contains(field), "{error}");
