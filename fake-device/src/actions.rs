@@ -360,6 +360,17 @@ impl DeviceActor {
                     // Misbehaving: an instance without usage is taken for a broken login.
                     peer.close(1011, "the instance has no usage");
                 }
+                if self
+                    .sessions
+                    .registry()
+                    .breaks_way(ids::DEVICE_USAGE_ABSENT, "refuses_turns")
+                {
+                    // Misbehaving: taken for a broken login, and every later prompt refused.
+                    self.sessions
+                        .registry()
+                        .usage_refused
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                }
                 Ok(json!({ "absent": true }))
             }
         }

@@ -75,6 +75,9 @@ pub struct Registry {
     pub(crate) lefts_kept: Mutex<Vec<String>>,
     /// Sessions left available and still refused as the terminal's (only a device misbehaving
     /// on device.left.available).
+    /// Set when a misbehaving device took an instance without usage for a broken login: it
+    /// refuses every prompt after.
+    pub(crate) usage_refused: std::sync::atomic::AtomicBool,
     pub(crate) left_held: Mutex<std::collections::HashSet<String>>,
 }
 
@@ -164,6 +167,7 @@ impl Registry {
             said_limits: Mutex::new(None),
             lefts_kept: Mutex::new(Vec::new()),
             left_held: Mutex::new(Default::default()),
+            usage_refused: Default::default(),
         }
     }
 

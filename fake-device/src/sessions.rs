@@ -131,6 +131,17 @@ impl Sessions {
         if let Some(refusal) = self.unlisted_context_refused(method, params) {
             return Some(Reply::Now(Err(refusal)));
         }
+        if method == methods::SESSION_PROMPT
+            && self
+                .registry
+                .usage_refused
+                .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Some(Reply::Now(Err(RpcError::new(
+                harness::jsonrpc::INTERNAL_ERROR,
+                "logged out: the instance has no usage",
+            ))));
+        }
         let has = |capability| self.registry.has(capability);
         let turns = Turns::new(&self.registry);
         let answer = match method {

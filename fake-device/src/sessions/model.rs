@@ -139,6 +139,14 @@ impl Sessions {
                 // Misbehaving: `instance` says the opposite of where the model is served.
                 event["instance"] = json!(event["instance"] != json!(true));
             }
+            if self
+                .registry
+                .breaks_way(ids::DEVICE_EVENT_MODEL_INSTANCE, "other_connection")
+            {
+                // Misbehaving: `instance` true through a connection that is not this instance.
+                event["connection"] = json!("elsewhere");
+                event["instance"] = json!(true);
+            }
             client.event(&state.stored.id, event);
         }
         if self.registry.breaks(ids::DEVICE_CONFIGURE_RESULT) {
