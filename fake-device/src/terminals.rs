@@ -336,17 +336,24 @@ impl Terminals {
         }
     }
 
+    /// Misbehaving: a dropped link's terminals go on, reachable by their ids from the next link.
+    fn carries_over(&self) -> bool {
+        self.misbehave
+            .breaks_way(ids::DEVICE_TERMINAL_CLOSE_WITH_LINK, "carried_over")
+    }
+
     fn writer(
         &self,
         link: u32,
         id: &str,
     ) -> Option<Arc<tokio::sync::Mutex<pty_process::OwnedWritePty>>> {
-        self.open
-            .lock()
-            .ok()?
-            .get(&link)?
-            .get(id)
-            .map(|t| t.writer.clone())
+        let open = self.open.lock().ok()?;
+        if self.carries_over()
+            && let Some(terminal) = open.values().find_map(|terminals| terminals.get(id))
+        {
+            return Some(terminal.writer.clone());
+        }
+        open.get(&link)?.get(id).map(|t| t.writer.clone())
     }
 
     /// `_lembas/terminal/input`: keystrokes (base64); unknown terminals and bad data are
@@ -408,8 +415,8 @@ impl Terminals {
         if let Ok(mut queues) = self.queues.lock() {
             queues.retain(|(l, _), _| *l != link);
         }
-        // Misbehaving: the shells live on, orphaned.
-        if !self.misbehave.breaks(ids::DEVICE_TERMINAL_CLOSE_WITH_LINK) {
+        // Misbehaving: the shells live on, orphaned, or carried over to the next link.
+        if !self.misbehave.breaks(ids::DEVICE_TERMINAL_CLOSE_WITH_LINK) && !self.carries_over() {
             self.hang_up(link, None);
         }
     }
