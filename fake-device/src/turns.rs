@@ -621,9 +621,19 @@ impl<'r> Turns<'r> {
             }
         };
         // The prompt as typed; misbehaving, a command's expanded text.
+        let both;
         let shown = match &job.command {
             Some(Slash::Prompt { .. }) if self.registry.breaks(ids::DEVICE_EVENT_PROMPT_TEXT) => {
                 &job.text
+            }
+            // Misbehaving: the text as typed, followed by the command's expanded body.
+            Some(Slash::Prompt { .. })
+                if self
+                    .registry
+                    .breaks_way(ids::DEVICE_EVENT_PROMPT_TEXT, "typed_and_expanded") =>
+            {
+                both = format!("{}\n{}", job.typed, job.text);
+                &both
             }
             // Misbehaving: a command turn shown as nothing at all.
             Some(Slash::Prompt { .. })
