@@ -270,6 +270,11 @@ class Chats:
         except ConnectionError:
             turn.state = "unknown"  # The link dropped: reattach when it is back.
             self._save()
+            # The device may have linked again before this link's end was read: reattach on
+            # that link now, as `linked` would have had the turn been unknown then.
+            current = self._linked(chat.token)
+            if current is not None and current is not link and current.lists("sessions"):
+                asyncio.create_task(self._reattach(current, chat, turn))
             return
         except RequestError:
             self._finished(chat, turn)
