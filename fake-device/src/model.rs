@@ -50,6 +50,28 @@ impl ModelClient {
     /// The ids of the chat models the instance serves, in its order (a model without `kind`
     /// counts as chat; any other kind is no model the device talks to).
     pub async fn chat_models(&self) -> Result<Vec<String>, String> {
+        Ok(self
+            .listed_models()
+            .await?
+            .iter()
+            .filter(|m| self.any_kind || m.get("kind").is_none_or(|k| k == "chat"))
+            .filter_map(|m| m.get("id").and_then(Value::as_str))
+            .map(String::from)
+            .collect())
+    }
+
+    /// The id of the first model the instance lists, of whatever kind (for a misbehaving device).
+    async fn first_listed(&self) -> Option<String> {
+        let models = self.listed_models().await.ok()?;
+        models
+            .first()?
+            .get("id")
+            .and_then(Value::as_str)
+            .map(String::from)
+    }
+
+    /// Every model `/v1/models` lists, in its order.
+    async fn listed_models(&self) -> Result<Vec<Value>, String> {
         let response = self
             .http
             .get(self.url("/v1/models"))
@@ -62,31 +84,10 @@ impl ModelClient {
             .json()
             .await
             .map_err(|e| format!("/v1/models is not JSON: {e}"))?;
-        Ok(body
-            .get("data")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter(|m| self.any_kind || m.get("kind").is_none_or(|k| k == "chat"))
-            .filter_map(|m| m.get("id").and_then(Value::as_str))
-            .map(String::from)
-            .collect())
-    }
-
-    /// The id of the first model the instance lists, of whatever kind (for a misbehaving device).
-    async fn first_listed(&self) -> Option<String> {
-        let response = self
-            .http
-            .get(self.url("/v1/models"))
-            .bearer_auth(&self.token)
-            .timeout(CALL_TIMEOUT)
-            .send()
-            .await
-            .ok()?;
-        let body: Value = response.json().await.ok()?;
-        body.pointer("/data/0/id")
-            .and_then(Value::as_str)
-            .map(String::from)
+        Ok(match body.get("data") {
+            Some(Value::Array(models)) => models.clone(),
+            _ => Vec::new(),
+        })
     }
 
     /// One step: the conversation so far, the tools on offer. Asked as a stream; an instance

@@ -495,14 +495,18 @@ impl Registry {
         self.live.lock().ok()?.get(id).cloned()
     }
 
+    /// Every session open in memory now.
+    fn live_sessions(&self) -> Vec<Arc<Live>> {
+        self.live
+            .lock()
+            .map(|l| l.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Cancels every running turn (only a device breaking `device.limits.wait` in its way
     /// `cancels_turn` does, to relink sooner).
     pub async fn cancel_all(&self) {
-        let live: Vec<Arc<Live>> = self
-            .live
-            .lock()
-            .map(|l| l.values().cloned().collect())
-            .unwrap_or_default();
+        let live = self.live_sessions();
         for session in live {
             if let Some(running) = &session.state.lock().await.running {
                 running.cancel();
@@ -512,11 +516,7 @@ impl Registry {
 
     /// Whether any session is running a turn now.
     pub async fn any_working(&self) -> bool {
-        let live: Vec<Arc<Live>> = self
-            .live
-            .lock()
-            .map(|l| l.values().cloned().collect())
-            .unwrap_or_default();
+        let live = self.live_sessions();
         for session in live {
             if session.state.lock().await.running.is_some() {
                 return true;
