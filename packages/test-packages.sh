@@ -3,7 +3,7 @@
 #
 #   packages/test-packages.sh build    # the wheel (and the binaries it carries), with Rust
 #   packages/test-packages.sh python   # pip install the wheel into a fresh venv, no Rust on PATH, pytest
-#   packages/test-packages.sh npm      # pack the npm tarballs, npm i -D them into a scratch project, vitest
+#   packages/test-packages.sh npm      # pack the npm tarballs, npm i -D them into a consumer project, vitest
 #   packages/test-packages.sh          # all three
 #
 # Artifacts go to $LEMBAS_PACKAGES_OUT (default: $CARGO_TARGET_DIR/packages, else target/packages):
@@ -81,22 +81,22 @@ python_job() {
 }
 
 npm_job() {
-  local key scratch
+  local key consumer
   rm -rf "$out/npm"
   mkdir -p "$out/npm"
   key="$(node -p 'require(process.argv[1]).platformKey()' "$root/packages/npm/lembas-doubles/lib/platform.js")"
   node "$root/packages/npm/pack.mjs" --out "$out/npm" --platform "$key=$out/bin"
-  scratch="$out/npm-scratch"
-  rm -rf "$scratch"
-  cp -r "$root/packages/npm/scratch" "$scratch"
+  consumer="$out/npm-consumer-test"
+  rm -rf "$consumer"
+  cp -r "$root/packages/npm/consumer-test" "$consumer"
   local path="$NO_RUST_PATH"
   no_rust "$path"
   # As a user installs it: the tarballs (the platform one satisfies the main one's optional
   # dependency, as the registry would) and vitest, from the registry.
   mapfile -t tarballs < "$out/npm/tarballs.txt"
-  (cd "$scratch" && env PATH="$path" npm install --save-dev --no-audit --no-fund --loglevel=error \
+  (cd "$consumer" && env PATH="$path" npm install --save-dev --no-audit --no-fund --loglevel=error \
     "${tarballs[@]}" "vitest@$VITEST_VERSION" "vite@$VITE_VERSION" "typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION")
-  (cd "$scratch" && env -u LEMBAS_FAKE_INSTANCE -u LEMBAS_FAKE_DEVICE -u LEMBAS_HARNESS PATH="$path" sh -c \
+  (cd "$consumer" && env -u LEMBAS_FAKE_INSTANCE -u LEMBAS_FAKE_DEVICE -u LEMBAS_HARNESS PATH="$path" sh -c \
     'npx tsc --noEmit -p . && npx vitest run --reporter=default --reporter=junit --outputFile.junit=junit.xml')
   for tarball in "${tarballs[@]}"; do echo "tarball: $(basename "$tarball") $(size "$tarball")"; done
 }
