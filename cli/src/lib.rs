@@ -7,6 +7,7 @@ pub mod matrix;
 pub mod pace;
 pub mod record;
 pub mod run;
+pub mod scenarios;
 pub mod selftest;
 pub mod stall;
 

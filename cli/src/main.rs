@@ -56,10 +56,17 @@ enum Command {
     },
     /// List the rule catalogue, with the scenarios that check each rule and its misbehaviour.
     Rules,
+    /// The shipped scenarios as a Markdown page: what each checks, its cells, what it needs of
+    /// the peer and the rules it judges (the guide's catalogue page).
+    Scenarios {
+        /// Write it here instead of stdout.
+        #[arg(long, value_name = "PATH")]
+        write: Option<PathBuf>,
+    },
     /// Every rule with the scenarios and misbehaviours that prove it, totals per side and
     /// section; `--check` fails when an observable rule is unproven and does not say why.
     Coverage {
-        /// markdown (the default), json, or totals (the per-side table the README shows).
+        /// markdown (the default), json, or totals (the per-side table the guide shows).
         #[arg(long, default_value = "markdown", value_parser = ["markdown", "json", "totals"])]
         format: String,
         /// Write the report here instead of stdout.
@@ -277,6 +284,22 @@ fn main() -> ExitCode {
         Command::Rules => {
             print_rules();
             Exit::Passed.into()
+        }
+        Command::Scenarios { write } => {
+            let page = harness_cli::scenarios::markdown();
+            match write {
+                Some(path) => match std::fs::write(&path, page) {
+                    Ok(()) => Exit::Passed.into(),
+                    Err(e) => {
+                        eprintln!("error: cannot write {}: {e}", path.display());
+                        Exit::Internal.into()
+                    }
+                },
+                None => {
+                    let _ = std::io::stdout().write_all(page.as_bytes());
+                    Exit::Passed.into()
+                }
+            }
         }
         Command::Coverage {
             format,
