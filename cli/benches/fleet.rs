@@ -3,7 +3,7 @@
 //! long the fleet takes to have every device linked and initialized, and reads both processes'
 //! resident memory once they are. The two roles are this same binary run again (`--role`), so
 //! each process holds only its double, as `fake-instance` and `fake-device --fleet` do. The
-//! numbers go to docs/benchmarks.md; nothing here asserts them.
+//! numbers go to docs/book/src/performance.md; nothing here asserts them.
 //!
 //! ```sh
 //! cargo bench -p harness-cli --bench fleet

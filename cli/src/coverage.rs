@@ -380,7 +380,7 @@ impl Coverage {
         out
     }
 
-    /// The totals per side, as a markdown table (the README shows it).
+    /// The totals per side, as a markdown table (the guide's coverage page shows it).
     pub fn totals_markdown(&self) -> String {
         let mut out = String::from(
             "| side | rules | observable | covered | not yet | unobservable | misbehaviours | \
@@ -604,22 +604,23 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_shows_the_current_totals() {
+    fn the_guide_shows_the_current_totals() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md reads");
-        let start = readme
+        let page = "docs/book/src/coverage.md";
+        let text = std::fs::read_to_string(root.join(page)).expect("the guide's page reads");
+        let start = text
             .find("<!-- coverage:begin")
-            .and_then(|i| readme[i..].find("-->").map(|j| i + j + 4))
-            .expect("README.md has the coverage:begin marker");
-        let end = readme
+            .and_then(|i| text[i..].find("-->").map(|j| i + j + 4))
+            .expect("the page has the coverage:begin marker");
+        let end = text
             .find("<!-- coverage:end -->")
-            .expect("README.md has the coverage:end marker");
+            .expect("the page has the coverage:end marker");
         let report = coverage(harness::rules::catalogue()).expect("coverage builds");
         assert_eq!(
-            &readme[start..end],
+            &text[start..end],
             report.totals_markdown(),
-            "README.md's totals are stale: paste `harness coverage --format totals` between \
-             the markers"
+            "{page}'s totals are stale: paste `harness coverage --format totals` between the \
+             markers"
         );
     }
 }

@@ -22,7 +22,7 @@ async fn every_scenario_holds_against_the_other_double() {
     // several times the CPU of a release one, and `cargo test` may share the machine with other
     // tests. At 128, timers here ran up to 2 s late in a burst of starts and a long model
     // stream missed its 5 s window now and then (issue 16's note); the speed target is the
-    // release build's, measured by `harness selftest` (docs/benchmarks.md).
+    // release build's, measured by `harness selftest` (docs/book/src/performance.md).
     let results = judge_all(cases, 8, false).await.results;
     let wrong: Vec<String> = results
         .iter()

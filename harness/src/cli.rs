@@ -275,7 +275,7 @@ const RETURN_FREED_EVERY: std::time::Duration = std::time::Duration::from_secs(1
 /// back to the system, once a second, on a thread of its own. mimalloc returns freed memory
 /// only when it is next called on that path, which an idle double never is: after a peer's ten
 /// 30 MB frames, fake-device held 383 MB for good; with this, a second after the link closed,
-/// 202 MB, which is what its message budgets keep (docs/benchmarks.md, "Hostile peers"). For a
+/// 202 MB, which is what its message budgets keep (docs/book/src/performance.md, "Hostile peers"). For a
 /// process whose global allocator is mimalloc; elsewhere it only tidies mimalloc's own (empty)
 /// arenas.
 pub fn return_freed_memory() {

@@ -1,7 +1,7 @@
 //! The scenario language (v1): the model, its loading with located errors, and the catalogue
 //! of scenarios compiled into the binaries.
 //!
-//! The reference for scenario authors is `docs/scenario-format.md`; the JSON Schema for editors
+//! The reference for scenario authors is `docs/book/src/scenario-format.md`; the JSON Schema for editors
 //! is `docs/scenario.schema.json`, generated from these types (see [`schema::json_schema`]).
 
 pub mod catalogue;
