@@ -6,6 +6,9 @@
 //! capabilities, the server maps only its hooks), so a failure here is the suite judging a
 //! conforming peer wrongly.
 //!
+//! The CLI's catalogue runs as the README's quick start writes it, with the stand-in in the place
+//! of `lembas`: the front page's command is the one CI runs.
+//!
 //! `stand-ins/setup.sh` builds them (Node.js with npm, Python 3 with venv); without those the
 //! tests say so and pass, unless `LEMBAS_REQUIRE_STAND_INS` is set (CI sets it).
 
@@ -63,9 +66,86 @@ fn judge(catalogue: &str, exec: &str, hooks: Option<&str>) -> Vec<serde_json::Va
     }
     args.push(catalogue.into());
     let (code, text) = harness(&args);
+    judged(code, &text, &json)
+}
+
+/// The README's command for a CLI's CI (the block marked as run here), run by `sh` as a user
+/// runs it, in a folder of its own, with `harness` and a `lembas` on the PATH: the stand-in CLI
+/// on the TypeScript SDK, which takes the command line the README gives a CLI.
+fn judge_as_the_readme_says() -> Vec<serde_json::Value> {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let command = readme_block(&readme, "run by cli/tests/stand_ins.rs");
+    let dir = tempfile::tempdir().expect("dir");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("made");
+    let cli = root().join("stand-ins/cli-ts/dist/main.js");
+    let lembas = bin.join("lembas");
+    std::fs::write(
+        &lembas,
+        format!("#!/bin/sh\nexec node '{}' \"$@\"\n", cli.display()),
+    )
+    .expect("written");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&lembas, std::fs::Permissions::from_mode(0o755))
+        .expect("made runnable");
+    let harness_dir = std::path::Path::new(common::HARNESS)
+        .parent()
+        .expect("a folder");
+    let path = format!(
+        "{}:{}:{}",
+        harness_dir.display(),
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .args(["-c", &command])
+        .current_dir(dir.path())
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("sh runs");
+    let text = format!(
+        "{command}\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json = dir.path().join("reports/link.json");
+    assert!(
+        json.exists(),
+        "the README's command writes no reports/link.json:\n{text}"
+    );
+    assert!(
+        dir.path()
+            .join("reports")
+            .read_dir()
+            .expect("reports")
+            .any(|e| e
+                .expect("an entry")
+                .path()
+                .extension()
+                .is_some_and(|x| x == "xml")),
+        "the README's command writes no JUnit file:\n{text}"
+    );
+    judged(out.status.code().unwrap_or(-1), &text, &json)
+}
+
+/// The code block under the README's `<!-- checked: MARKER ... -->` comment.
+fn readme_block(readme: &str, marker: &str) -> String {
+    let at = readme
+        .find(&format!("<!-- checked: {marker}"))
+        .unwrap_or_else(|| panic!("README.md has no block checked by `{marker}`"));
+    let fence = readme[at..].find("```").expect("a block") + at;
+    let start = readme[fence..].find('\n').expect("a fence line") + fence + 1;
+    let end = readme[start..].find("```").expect("the block ends") + start;
+    readme[start..end].to_string()
+}
+
+/// Every run of a summary, after checking the matrix passed and each run passed or did not
+/// apply with its reason; prints each scenario's verdicts for whoever reads the log.
+fn judged(code: i32, text: &str, json: &std::path::Path) -> Vec<serde_json::Value> {
     assert_eq!(code, 0, "{text}");
     let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
+        serde_json::from_str(&std::fs::read_to_string(json).expect("the summary")).expect("json");
     let runs = summary["runs"].as_array().expect("runs").clone();
     for run in &runs {
         let verdict = run["verdict"].as_str().unwrap_or_default();
@@ -74,7 +154,6 @@ fn judge(catalogue: &str, exec: &str, hooks: Option<&str>) -> Vec<serde_json::Va
             "judged wrongly: {run}\n{text}"
         );
     }
-    // The table, for whoever reads the log: each scenario's verdicts over the cells.
     let mut table: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for run in &runs {
         let scenario = run["scenario"].as_str().unwrap_or_default().to_string();
@@ -109,11 +188,7 @@ fn the_instance_catalogue_judges_a_cli_on_the_official_typescript_sdk_fairly() {
     if !set_up() {
         return;
     }
-    let runs = judge(
-        "instance",
-        "exec node stand-ins/cli-ts/dist/main.js --url {url} --token {token} --root {root} --spec {spec}",
-        None,
-    );
+    let runs = judge_as_the_readme_says();
     let scenarios = std::fs::read_dir(root().join("scenarios/instance"))
         .expect("the catalogue")
         .count();

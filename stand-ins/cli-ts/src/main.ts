@@ -6,7 +6,13 @@
 // catalogue against it in CI: a conforming device built the ordinary way must pass or be not
 // applicable, never fail.
 //
-//   stand-in-cli --url URL --token TOKEN --root DIR [--root DIR] [--spec 1.0.0|1.1.0]
+//   stand-in-cli [serve] --url URL --token TOKEN --root DIR [--root DIR] [--spec 1.0.0|1.1.0]
+//                [--state-dir DIR]
+//
+// It also answers to the command line the docs give a CLI under test (`lembas serve --url {url}
+// --token {token} --root {root} --state-dir {tmp}/state`), so the README's command runs as
+// written with it in the place of `lembas`. Without `--spec` it says the spec of the cell it was
+// started for (`LEMBAS_TEST_SPEC`, which the doubles set for `--exec`).
 
 import { Sessions } from "./sessions.js";
 import { serveLink } from "./link.js";
@@ -20,7 +26,8 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { url: "", token: "", roots: [], spec: "1.1.0" };
+  const args: Args = { url: "", token: "", roots: [], spec: process.env.LEMBAS_TEST_SPEC || "1.1.0" };
+  if (argv[0] === "serve") argv = argv.slice(1);
   for (let i = 0; i < argv.length; i++) {
     const value = argv[i + 1] ?? "";
     switch (argv[i]) {
@@ -28,6 +35,9 @@ function parseArgs(argv: string[]): Args {
       case "--token": args.token = value; i++; break;
       case "--root": args.roots.push(value); i++; break;
       case "--spec": args.spec = value; i++; break;
+      // Its sessions live in memory (it does not list `sessions`): a state directory is taken
+      // and left empty.
+      case "--state-dir": i++; break;
       default:
         process.stderr.write(`stand-in-cli: unknown argument ${argv[i]}\n`);
         process.exit(2);
