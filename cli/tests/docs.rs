@@ -541,11 +541,18 @@ fn the_readme_is_a_front_page() {
     let readme = read(&root().join("README.md"));
     let lines = readme.lines().count();
     assert!(lines <= 150, "README.md has {lines} lines: at most 150");
-    // No path outside the repository, where a reader of a clone finds nothing.
-    assert!(
-        !readme.contains("../shared"),
-        "README.md points outside the repository"
-    );
+}
+
+#[test]
+fn no_page_names_the_protocol_by_a_path_outside_the_repository() {
+    // A reader of a clone finds nothing there: the protocol is named by its title and versions.
+    for (page, _) in pages() {
+        assert!(
+            !read(&page).contains("shared/spec"),
+            "{} points outside the repository",
+            page.display()
+        );
+    }
 }
 
 /// The non-blank lines of a code example, without comments and trailing comments, trimmed.
