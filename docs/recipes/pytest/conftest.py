@@ -9,9 +9,10 @@ The plugin needs two things from the project, as fixtures of this name:
   sending a message, ...), each a Python callable that does it with the project's own test
   client. A scenario that needs an action without a hook is *not applicable*, never a failure.
 
-Here the server under test is a stand-in, fake-instance itself, started as a process the way a
-real project starts its server, its web UI driven by JSON lines on its console; a real project
-returns its live server's URL and calls its test client in the hooks instead.
+Here the server under test (``live_server``, as pytest-django and pytest-flask call theirs) is a
+stand-in, fake-instance itself, started as a process the way a real project starts its server,
+configured for the test's cell, its web UI driven by JSON lines on its console; a real project
+starts its own server and calls its test client in the hooks instead.
 """
 
 from __future__ import annotations
@@ -74,25 +75,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def server(request: pytest.FixtureRequest, lembas_protocol: int) -> Iterator[StandInServer]:
-    # The server is configured for the test's cell: in a protocol-1 cell it speaks only 1.
+def live_server(
+    request: pytest.FixtureRequest, lembas_protocol: int, lembas_spec: str
+) -> Iterator[StandInServer]:
+    # `pytest --lembas-protocols 1,2` runs each test once per cell; the server under test is
+    # configured for it (in a protocol-1 cell it speaks only protocol 1).
     marker = request.node.get_closest_marker("stand_in")
-    started = StandInServer("--protocol", str(lembas_protocol), *(marker.args if marker else ()))
-    yield started
-    started.close()
+    args = marker.args if marker else ()
+    server = StandInServer("--protocol", str(lembas_protocol), "--spec", lembas_spec, *args)
+    yield server
+    server.close()
 
 
 @pytest.fixture
-def lembas_instance_url(server: StandInServer) -> str:
-    return server.url
+def lembas_instance_url(live_server):
+    return live_server.url
 
 
 @pytest.fixture
-def lembas_hooks(server: StandInServer) -> dict:
+def lembas_hooks(live_server):
     return {
         # Its person answers cards with the web UI's defaults already, which is what cards.yaml
         # asks for (`peer.cards: {}`): nothing to set up.
         "answer_cards": lambda fields: {},
-        "open_chat": lambda fields: server.act({"open_chat": fields or {}}),
-        "send": lambda fields: server.act({"send": fields}),
+        "open_chat": lambda fields: live_server.act({"open_chat": fields or {}}),
+        "send": lambda fields: live_server.act({"send": fields}),
     }
