@@ -3,7 +3,6 @@
 #
 #   packages/test-packages.sh build    # the wheel (and the binaries it carries), with Rust
 #   packages/test-packages.sh python   # pip install the wheel into a fresh venv, no Rust on PATH, pytest
-#                                      # (the package's tests, then docs/recipes/pytest)
 #   packages/test-packages.sh npm      # pack the npm tarballs, npm i -D them into a scratch project, vitest
 #   packages/test-packages.sh          # all three
 #
