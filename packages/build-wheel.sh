@@ -42,19 +42,5 @@ wheel="$(ls "$out"/wheels/*.whl)"
 # The wheel's scripts are the stripped release binaries: the npm platform package ships the same.
 rm -rf "${out:?}/bin"
 mkdir -p "$out/bin"
-python3 - "$wheel" "$out/bin" <<'PY'
-import os, sys, zipfile
-wheel, dest = sys.argv[1], sys.argv[2]
-with zipfile.ZipFile(wheel) as z:
-    for info in z.infolist():
-        parts = info.filename.split("/")
-        if len(parts) == 3 and parts[0].endswith(".data") and parts[1] == "scripts":
-            target = os.path.join(dest, parts[2])
-            with z.open(info) as src, open(target, "wb") as dst:
-                dst.write(src.read())
-            os.chmod(target, 0o755)
-PY
-for name in fake-instance fake-device harness; do
-  [ -x "$out/bin/$name" ] || { echo "build-wheel: the wheel has no $name" >&2; exit 1; }
-done
+python3 "$root/packages/wheel-binaries.py" "$wheel" "$out/bin"
 echo "wheel: $wheel ($(du -h "$wheel" | cut -f1))"

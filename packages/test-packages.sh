@@ -77,6 +77,26 @@ python_job() {
     PATH="$path" pytest "$root/packages/python/tests" -p no:cacheprovider \
       --rootdir "$root/packages/python" --lembas-protocols 1,2 --lembas-specs 1.0.0,1.1.0 \
       --junitxml="$out/python-reports/junit.xml" -q)
+  # The pytest recipe (docs/recipes/pytest), as a user's project runs it in every cell: the
+  # plugin from the installed wheel, its server under test the stand-in fake-instance the wheel
+  # installed. Its four tests run 14 times (one fixes protocol 1, so runs in two cells only),
+  # and each must pass: a skip would be a behaviour the recipe no longer shows.
+  (cd "$out/python-reports" && env -u LEMBAS_FAKE_DEVICE -u LEMBAS_HARNESS \
+    LEMBAS_FAKE_INSTANCE="$venv/bin/fake-instance" PATH="$path" \
+    pytest --lembas-protocols 1,2 --lembas-specs 1.0.0,1.1.0 "$root/docs/recipes/pytest" \
+      -p no:cacheprovider --rootdir "$root/docs/recipes/pytest" \
+      --junitxml="$out/python-reports/recipe-junit.xml" -q -rs)
+  env PATH="$path" python - "$out/python-reports/recipe-junit.xml" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+
+# pytest's own suite (the plugin adds each double's beside it).
+suite = next(s for s in ET.parse(sys.argv[1]).getroot().iter("testsuite") if s.get("name") == "pytest")
+counts = {k: int(suite.get(k)) for k in ("tests", "failures", "errors", "skipped")}
+if counts != {"tests": 14, "failures": 0, "errors": 0, "skipped": 0}:
+    sys.exit(f"the pytest recipe ran {counts}: 14 runs of its four tests must all pass")
+print("pytest recipe: all 14 runs of its four tests passed")
+PY
   echo "wheel: $(basename "$wheel") $(size "$wheel")"
 }
 

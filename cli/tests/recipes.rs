@@ -1,5 +1,7 @@
 //! The CI recipes in `docs/recipes` say what `harness run` understands: each `harness run` line
-//! in them parses with the command's own arguments, and the example baseline loads.
+//! in them parses with the command's own arguments, and the example baseline loads. They install
+//! a pinned release of the doubles, the workspace's own version, from an asset the release
+//! workflow makes, checked against its SHA256SUMS.
 
 mod common;
 
@@ -55,9 +57,15 @@ fn words(command: &str) -> Vec<String> {
     words
 }
 
+const RECIPES: [&str; 2] = ["github-actions.yml", "gitlab-ci.yml"];
+
+fn recipe(name: &str) -> String {
+    std::fs::read_to_string(root().join("docs/recipes").join(name)).expect("the recipe")
+}
+
 #[test]
 fn each_recipe_s_harness_run_parses() {
-    for recipe in ["github-actions.yml", "gitlab-ci.yml"] {
+    for recipe in RECIPES {
         let text =
             std::fs::read_to_string(root().join("docs/recipes").join(recipe)).expect("the recipe");
         let command = harness_run(&text);
@@ -89,4 +97,130 @@ fn the_example_baseline_loads() {
             .expect("it loads");
     assert_eq!(entries.len(), 3);
     assert_eq!(entries[2].protocol, Some(1));
+}
+
+/// The variable a recipe pins the doubles' release with, as a shell line spells it.
+const PIN: &str = "$LEMBAS_DOUBLES_VERSION";
+
+/// The lines of a recipe (shell continuations joined, comments included: a command shown in a
+/// comment is copied too) that install the doubles without the pinned version: `cargo install`
+/// without `--tag "v$LEMBAS_DOUBLES_VERSION"`, pip or npm without `$LEMBAS_DOUBLES_VERSION`, a
+/// release download not of that version's tag.
+fn unpinned_installs(text: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut pending = String::new();
+    for line in text.lines() {
+        // A comment's `#` and a YAML list's `- ` are no part of the command.
+        let line = line.trim().trim_start_matches('#').trim();
+        let line = line.strip_prefix("- ").unwrap_or(line);
+        pending.push_str(line.trim_end_matches('\\'));
+        pending.push(' ');
+        if !line.ends_with('\\') {
+            lines.push(std::mem::take(&mut pending));
+        }
+    }
+    lines
+        .into_iter()
+        .filter(|line| {
+            let cargo = line.contains("cargo install") || line.contains("cargo binstall");
+            let package_manager = ["pip ", "uv ", "npm ", "pnpm ", "yarn "]
+                .iter()
+                .any(|tool| line.contains(tool))
+                && line.contains("lembas-doubles");
+            let download = line.contains("/releases/");
+            if cargo {
+                !line.contains(&format!("--tag \"v{PIN}\""))
+            } else if download {
+                !line.contains(&format!("/releases/download/v{PIN}"))
+            } else {
+                package_manager && !line.contains(PIN)
+            }
+        })
+        .map(|line| line.trim().to_string())
+        .collect()
+}
+
+/// Every value of `LEMBAS_DOUBLES_VERSION` in a recipe (`env:` or `variables:`, at any level).
+fn pinned_versions(yaml: &serde_json::Value, found: &mut Vec<String>) {
+    match yaml {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map {
+                if key == "LEMBAS_DOUBLES_VERSION" {
+                    found.push(value.as_str().map_or(value.to_string(), str::to_string));
+                }
+                pinned_versions(value, found);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| pinned_versions(v, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn each_recipe_installs_the_workspace_s_release_pinned_and_checked() {
+    // The workspace's version: harness-cli has no other (`version.workspace = true`).
+    let workspace = env!("CARGO_PKG_VERSION");
+    // The release workflow's archive of a platform's binaries, as a recipe names it.
+    let workflow = std::fs::read_to_string(root().join(".github/workflows/release.yml")).unwrap();
+    let template = workflow
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("ARCHIVE: "))
+        .expect("release.yml names its archives in ARCHIVE");
+    let linux_x64 = template
+        .replace("${{ needs.version.outputs.version }}", PIN)
+        .replace("${{ matrix.target }}", "x86_64-unknown-linux-gnu")
+        + ".tar.gz";
+    for name in RECIPES {
+        let text = recipe(name);
+        let yaml: serde_json::Value = serde_saphyr::from_str(&text).expect("the recipe parses");
+        let mut versions = Vec::new();
+        pinned_versions(&yaml, &mut versions);
+        assert!(
+            !versions.is_empty(),
+            "{name} pins the doubles' release in LEMBAS_DOUBLES_VERSION"
+        );
+        for version in versions {
+            assert_eq!(
+                version, workspace,
+                "{name} pins {version}: bump it with the workspace (packages/check-versions.sh says so too)"
+            );
+        }
+        let unpinned = unpinned_installs(&text);
+        assert!(
+            unpinned.is_empty(),
+            "{name} installs the doubles unpinned: {unpinned:?}"
+        );
+        assert!(
+            text.contains(&linux_x64),
+            "{name} downloads the release's own archive, {linux_x64}"
+        );
+        assert!(
+            text.contains("SHA256SUMS") && text.contains("sha256sum --check"),
+            "{name} checks what it downloaded against the release's SHA256SUMS"
+        );
+    }
+}
+
+#[test]
+fn an_unpinned_install_is_caught() {
+    for line in [
+        r#"cargo install --locked --git "$LEMBAS_DOUBLES_GIT" harness-cli fake-device"#,
+        "cargo install --locked --git \"$LEMBAS_DOUBLES_GIT\" \\\n  harness-cli --branch main",
+        r#"cargo install --locked --git "$LEMBAS_DOUBLES_GIT" --tag v0.1.0 harness-cli"#,
+        "pip install lembas-doubles",
+        "  - npm i -D lembas-doubles vitest",
+        r#"curl -fsSLO "$REPO/releases/download/latest/lembas-doubles.tar.gz""#,
+        r#"release="$REPO/releases/latest/download/v$LEMBAS_DOUBLES_VERSION""#,
+    ] {
+        assert_eq!(unpinned_installs(line).len(), 1, "{line}");
+    }
+    for line in [
+        "cargo install --locked --git \"$LEMBAS_DOUBLES_GIT\" \\\n  --tag \"v$LEMBAS_DOUBLES_VERSION\" harness-cli",
+        r#"pip install "lembas-doubles==$LEMBAS_DOUBLES_VERSION""#,
+        r#"npm i -D "lembas-doubles@$LEMBAS_DOUBLES_VERSION""#,
+        r#"release="$REPO/releases/download/v$LEMBAS_DOUBLES_VERSION""#,
+        "cargo build --release",
+    ] {
+        assert!(unpinned_installs(line).is_empty(), "{line}");
+    }
 }

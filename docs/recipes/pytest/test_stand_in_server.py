@@ -1,104 +1,52 @@
-"""The pytest recipe, run in this repository's CI: fake-device against a stand-in web server
-(fake-instance, started by the test as a real server's test would start it), with the web UI's
-actions mapped to Python callables that drive the stand-in through its console, as a real
-project's callables would drive its test client."""
+"""A LLeMbas web server's link tests with the lembas-doubles pytest plugin (conftest.py gives it
+the server under test and the web UI's actions). The marker names the scenario fake-device
+plays against the server; once the test body returns, the plugin waits for the verdict and fails
+the test with fake-device's report unless the server passed (a scenario the server does not
+apply to skips the test, saying why).
+
+    pytest --lembas-protocols 1,2 --lembas-specs 1.0.0,1.1.0
+
+runs each test once per cell. This repository runs these tests against its stand-in server as a
+user would, the package pip-installed into a fresh virtual environment
+(packages/test-packages.sh, python job).
+"""
 
 from __future__ import annotations
-
-import json
-import os
-import queue
-import shutil
-import subprocess
-import threading
 
 import pytest
 
 
-class StandInServer:
-    """fake-instance as a process: a URL, and its web UI driven by JSON lines on its stdin."""
-
-    def __init__(self, binary: str, *args: str):
-        self.process = subprocess.Popen(
-            [binary, "--listen", "127.0.0.1:0", "--console", *args],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "NO_COLOR": "1"},
-        )
-        line = self.process.stdout.readline()
-        assert line.startswith("listening "), line
-        self.url = line.split(" ", 1)[1].strip()
-        self.results: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read_console, daemon=True).start()
-
-    def _read_console(self):
-        for line in self.process.stderr:
-            if line.startswith("console: "):
-                self.results.put(line.strip())
-
-    def act(self, action: dict) -> dict:
-        """Does one web UI action and gives its result."""
-        self.process.stdin.write(json.dumps(action) + "\n")
-        self.process.stdin.flush()
-        said = self.results.get(timeout=30)
-        assert " -> " in said, said
-        return json.loads(said.split(" -> ", 1)[1])
-
-    def close(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+@pytest.mark.lembas("negotiate.yaml")
+def test_negotiate(fake_device):
+    pass  # fake-device runs the scenario; its verdict is the test's
 
 
-def _instance_binary() -> str:
-    found = os.environ.get("LEMBAS_FAKE_INSTANCE") or shutil.which("fake-instance")
-    if not found:
-        pytest.skip("no fake-instance to stand in for a web server")
-    return found
+@pytest.mark.lembas("cards.yaml")
+def test_the_web_ui_s_actions_are_python_callables(fake_device):
+    # conftest.py's lembas_hooks open the chat and send the message on the server; meanwhile the
+    # test may drive the server itself, or read what fake-device said and heard.
+    asked = fake_device.wait_for("session/request_permission", direction="out", timeout=60)
+    assert asked["msg"]["params"]["options"], asked
 
 
-@pytest.fixture
-def stand_in():
-    servers = []
+class TestWithoutHooks:
+    @pytest.fixture
+    def lembas_hooks(self):
+        # Nobody to open a chat in the web UI, for the tests of this class.
+        return None
 
-    def start(*args: str) -> StandInServer:
-        server = StandInServer(_instance_binary(), *args)
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.close()
-
-
-def test_a_well_behaved_server_passes_negotiate(fake_device, stand_in):
-    server = stand_in()
-    fake_device.run("device/negotiate.yaml", instance=server.url).assert_passed(strict=True)
+    @pytest.mark.lembas("cards.yaml")
+    def test_a_missing_hook_is_not_applicable_not_a_failure(self, fake_device):
+        # Taking the verdict means judging it here; left to the plugin, it would skip the test.
+        verdict = fake_device.verdict()
+        assert verdict.not_applicable, verdict.report
+        assert "needs hook" in verdict.why and "`open_chat`" in verdict.why, verdict.why
+        assert verdict.exit_code == 0
 
 
-def test_the_web_ui_s_actions_are_python_callables(fake_device, stand_in):
-    server = stand_in()
-    hooks = {
-        # Its person answers cards with the web UI's defaults already, which is what
-        # cards.yaml asks for (`peer.cards: {}`): nothing to set up.
-        "answer_cards": lambda fields: {},
-        "open_chat": lambda fields: server.act({"open_chat": fields or {}}),
-        "send": lambda fields: server.act({"send": fields}),
-    }
-    verdict = fake_device.run("device/cards.yaml", instance=server.url, hooks=hooks)
-    verdict.assert_passed(strict=True)
-
-
-def test_a_missing_hook_is_not_applicable_not_a_failure(fake_device, stand_in):
-    server = stand_in()
-    verdict = fake_device.run("device/cards.yaml", instance=server.url)
-    assert verdict.verdict == "not_applicable", verdict.report
-    assert "needs hook" in verdict.why and "`open_chat`" in verdict.why, verdict.why
-
-
-def test_a_server_that_breaks_a_rule_fails_naming_it(fake_device, stand_in):
-    server = stand_in("--misbehave", "instance.initialize.protocol")
-    verdict = fake_device.run("device/negotiate.yaml", instance=server.url, protocol=1)
+@pytest.mark.lembas("negotiate.yaml", protocol=1)
+@pytest.mark.stand_in("--misbehave", "instance.initialize.protocol")
+def test_a_server_that_breaks_a_rule_fails_naming_it(fake_device):
+    verdict = fake_device.verdict()
     verdict.assert_failed_on("instance.initialize.protocol")
     assert verdict.exit_code == 1
