@@ -6,10 +6,13 @@
 #   packages/test-packages.sh npm      # pack the npm tarballs, npm i -D them into a consumer project, vitest
 #   packages/test-packages.sh          # all three
 #
-# Artifacts go to $LEMBAS_PACKAGES_OUT (default: $CARGO_TARGET_DIR/packages, else target/packages):
-# wheels/, bin/, npm/*.tgz, and each job's reports. The python and npm jobs only read what the
-# build job wrote, so CI can run them on machines with Python or Node and no Rust. Each job
-# prints its wall time and the artifacts' sizes. Worth caching in CI: the wheel's cargo target
+# The jobs install the packages as the front page (README.md) tells a user to, running its
+# install block's lines as written: from a project folder beside a fresh clone of this repository
+# named lembas-doubles, whose target/packages then holds wheels/, bin/ and npm/*.tgz. Everything
+# goes under $LEMBAS_PACKAGES_OUT (default: $CARGO_TARGET_DIR/packages, else target/packages):
+# front-door/ (the clone and the projects) and each job's reports. The python and npm jobs only
+# read what the build job wrote, so CI can run them on machines with Python or Node and no Rust.
+# Each job prints its wall time and the artifacts' sizes. Worth caching in CI: the wheel's cargo target
 # directory (CARGO_TARGET_DIR, else target/wheel: a warm rebuild takes seconds), ~/.cache/pip,
 # ~/.npm and ~/.cargo/registry.
 set -euo pipefail
@@ -42,8 +45,40 @@ timed() {
   printf '%s job: %d.%d s wall\n' "$job" $((tenths / 10)) $((tenths % 10)) | tee -a "$out/times.txt"
 }
 
+# The README's lay-out: a project folder beside the clone; the packages under the clone's target.
+front="$out/front-door"
+packages="$front/lembas-doubles/target/packages"
+
+# The code block of README.md under the comment `<!-- checked: MARKER...`.
+readme_block() {
+  awk -v marker="<!-- checked: $1" '
+    index($0, marker) == 1 { found = 1; next }
+    found && /^```/ { if (inside) exit; inside = 1; next }
+    inside { print }
+  ' "$root/README.md"
+}
+
+# Runs, in folder $1, the lines of the README's install block whose command matches $2 (an
+# extended regex), with the environment of the rest of the arguments; fails when there is none.
+run_readme_install() {
+  local dir="$1" pattern="$2" lines
+  shift 2
+  lines="$(readme_block "run by packages/test-packages.sh (build, python and npm jobs)" | grep -E "^($pattern)" || true)"
+  if [ -z "$lines" ]; then
+    echo "test-packages: README.md's install block has no line matching $pattern" >&2
+    exit 1
+  fi
+  printf 'README.md: %s\n' "$lines"
+  (cd "$dir" && env "$@" sh -ec "$lines")
+}
+
 build() {
-  "$root/packages/build-wheel.sh" "$out"
+  rm -rf "$front"
+  mkdir -p "$front/project"
+  # The clone is made from this checkout (what CI tests), and builds with this job's cargo
+  # settings (CARGO_TARGET_DIR, LEMBAS_WHEEL_PROFILE) from the environment.
+  run_readme_install "$front/project" "git clone|[^ ]*build-wheel.sh" LEMBAS_DOUBLES_GIT="$root"
+  ls "$packages"/wheels/*.whl "$packages"/bin/fake-instance >/dev/null
 }
 
 no_rust() {
@@ -56,15 +91,17 @@ no_rust() {
 
 python_job() {
   local wheel venv
-  wheel="$(ls "$out"/wheels/*.whl)"
+  wheel="$(ls "$packages"/wheels/*.whl)"
   venv="$out/venv-test"
   rm -rf "$venv" "$out/python-reports"
   mkdir -p "$out/python-reports"
   python3 -m venv "$venv"
   local path="$venv/bin:$NO_RUST_PATH"
   no_rust "$path"
-  # As a user installs it: the wheel and pytest, nothing else (the plugin comes with the wheel).
-  env PATH="$path" pip install --quiet --disable-pip-version-check "$wheel" "pytest==$PYTEST_VERSION"
+  # As a user installs it: the README's line for the wheel, then pytest, nothing else (the
+  # plugin comes with the wheel).
+  run_readme_install "$front/project" "pip install" PATH="$path"
+  env PATH="$path" pip install --quiet --disable-pip-version-check "pytest==$PYTEST_VERSION"
   # The commands are on the venv's PATH, from the wheel.
   for name in fake-instance fake-device harness; do
     [ "$(env PATH="$path" sh -c "command -v $name")" = "$venv/bin/$name" ]
@@ -81,9 +118,14 @@ python_job() {
   # plugin from the installed wheel, its server under test the stand-in fake-instance the wheel
   # installed. Its four tests run 14 times (one fixes protocol 1, so runs in two cells only),
   # and each must pass: a skip would be a behaviour the recipe no longer shows.
+  # The README's pytest command for a web server's tests, with where the tests are and the reports.
+  local pytest_command
+  pytest_command="$(readme_block "run by packages/test-packages.sh (python job)")"
+  [ -n "$pytest_command" ] || { echo "test-packages: README.md has no pytest command" >&2; exit 1; }
+  printf 'README.md: %s\n' "$pytest_command"
   (cd "$out/python-reports" && env -u LEMBAS_FAKE_DEVICE -u LEMBAS_HARNESS \
     LEMBAS_FAKE_INSTANCE="$venv/bin/fake-instance" PATH="$path" \
-    pytest --lembas-protocols 1,2 --lembas-specs 1.0.0,1.1.0 "$root/docs/recipes/pytest" \
+    sh -ec "$pytest_command \"\$@\"" pytest "$root/docs/recipes/pytest" \
       -p no:cacheprovider --rootdir "$root/docs/recipes/pytest" \
       --junitxml="$out/python-reports/recipe-junit.xml" -q -rs)
   env PATH="$path" python - "$out/python-reports/recipe-junit.xml" <<'PY'
@@ -101,24 +143,22 @@ PY
 }
 
 npm_job() {
-  local key consumer
-  rm -rf "$out/npm"
-  mkdir -p "$out/npm"
-  key="$(node -p 'require(process.argv[1]).platformKey()' "$root/packages/npm/lembas-doubles/lib/platform.js")"
-  node "$root/packages/npm/pack.mjs" --out "$out/npm" --platform "$key=$out/bin"
-  consumer="$out/npm-consumer-test"
+  local consumer
+  # A TypeScript CLI's project beside the clone, as the README lays it out.
+  consumer="$front/consumer-test"
   rm -rf "$consumer"
   cp -r "$root/packages/npm/consumer-test" "$consumer"
   local path="$NO_RUST_PATH"
   no_rust "$path"
-  # As a user installs it: the tarballs (the platform one satisfies the main one's optional
-  # dependency, as the registry would) and vitest, from the registry.
-  mapfile -t tarballs < "$out/npm/tarballs.txt"
+  # As a user installs it: the README's lines (pack this platform's tarballs, install both: the
+  # platform one satisfies the main one's optional dependency, as the registry would), then
+  # vitest from the registry.
+  run_readme_install "$consumer" "[^ ]*build-npm.sh|npm install" PATH="$path"
   (cd "$consumer" && env PATH="$path" npm install --save-dev --no-audit --no-fund --loglevel=error \
-    "${tarballs[@]}" "vitest@$VITEST_VERSION" "vite@$VITE_VERSION" "typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION")
+    "vitest@$VITEST_VERSION" "vite@$VITE_VERSION" "typescript@$TYPESCRIPT_VERSION" "@types/node@$TYPES_NODE_VERSION")
   (cd "$consumer" && env -u LEMBAS_FAKE_INSTANCE -u LEMBAS_FAKE_DEVICE -u LEMBAS_HARNESS PATH="$path" sh -c \
     'npx tsc --noEmit -p . && npx vitest run --reporter=default --reporter=junit --outputFile.junit=junit.xml')
-  for tarball in "${tarballs[@]}"; do echo "tarball: $(basename "$tarball") $(size "$tarball")"; done
+  for tarball in "$packages"/npm/*.tgz; do echo "tarball: $(basename "$tarball") $(size "$tarball")"; done
 }
 
 case "${1:-all}" in

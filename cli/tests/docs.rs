@@ -536,6 +536,53 @@ fn the_catalogue_page_is_current() {
     );
 }
 
+/// The code block of a Markdown text under its `<!-- checked: MARKER ... -->` comment.
+fn block_under(text: &str, marker: &str) -> Option<String> {
+    blocks(text)
+        .into_iter()
+        .find(|b| b.checked.as_deref().is_some_and(|c| c.starts_with(marker)))
+        .map(|b| b.text)
+}
+
+#[test]
+fn the_guide_shows_the_readme_s_install_block_as_it_is() {
+    let readme = read(&root().join("README.md"));
+    let install = block_under(&readme, "run by packages/test-packages.sh (build")
+        .expect("README.md's install block");
+    assert!(
+        read(&book().join("install.md")).contains(&install),
+        "install.md's copy of the README's install block differs from it:\n{install}"
+    );
+}
+
+#[test]
+fn every_pinned_version_in_the_docs_is_this_one() {
+    // A pin shown to users (a package version, a release tag, a release file) names the version
+    // being released, so a version bump cannot leave the docs installing the last one.
+    let pin = regex::Regex::new(
+        r#"(?:lembas[-_]doubles(?:==|@|-)|tag = "v|--tag v|download/v)(\d+\.\d+\.\d+)"#,
+    )
+    .expect("a regex");
+    let mut shown = pages();
+    shown.push((root().join("packages/python/README.md"), false));
+    shown.push((root().join("packages/npm/lembas-doubles/README.md"), false));
+    let mut pins = 0;
+    for (page, _) in shown {
+        let text = read(&page);
+        for found in pin.captures_iter(&text) {
+            assert_eq!(
+                &found[1],
+                env!("CARGO_PKG_VERSION"),
+                "{}: `{}` pins another version than the workspace's",
+                page.display(),
+                &found[0]
+            );
+            pins += 1;
+        }
+    }
+    assert!(pins >= 5, "only {pins} pins found");
+}
+
 #[test]
 fn the_readme_is_a_front_page() {
     let readme = read(&root().join("README.md"));
@@ -594,7 +641,11 @@ fn every_readme_block_says_how_it_is_checked_and_is() {
             }
         } else if let Some(rest) = checked.strip_prefix("run by ") {
             // The checker it names reads the README and runs the block.
-            let file = rest.split_whitespace().next().expect("a file");
+            let file = rest
+                .split_whitespace()
+                .next()
+                .expect("a file")
+                .trim_end_matches(',');
             let checker = read(&root().join(file));
             assert!(
                 checker.contains("README.md"),
