@@ -230,10 +230,8 @@ pub async fn start_instance(
     root: &std::path::Path,
     family: harness::family::Family,
 ) -> Result<(Arc<Sut>, String), String> {
-    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .map_err(|e| format!("cannot find a free port: {e}"))?
-        .port();
+    let port =
+        harness::free_port::free_port().map_err(|e| format!("cannot find a free port: {e}"))?;
     let url = instance
         .map(|u| u.trim_end_matches('/').to_string())
         .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));

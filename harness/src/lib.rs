@@ -31,6 +31,7 @@ pub mod engine;
 pub mod exit;
 pub mod family;
 pub mod finding;
+pub mod free_port;
 pub mod heavy;
 pub mod hooks;
 pub mod journal;
