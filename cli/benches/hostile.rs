@@ -2,7 +2,8 @@
 //! binary again, `--role`), a raw peer in this process sends it what no peer should, and the
 //! bench reads the double's resident memory: its peak (`VmHWM`) and what it holds after. It
 //! also says whether the double still served. The suite in `*/tests/hostile.rs` proves the
-//! behaviour; this bench gives the figures in docs/book/src/performance.md, and asserts none of them.
+//! behaviour; this bench gives the figures in docs/book/src/performance.md, and asserts none of
+//! them.
 //!
 //! ```sh
 //! cargo bench -p harness-cli --bench hostile

@@ -2,7 +2,8 @@
 //! loopback, against a raw tokio-tungstenite echo of the same request, all in one process on one
 //! tokio runtime. Criterion gives the medians; with `--bench` (what `cargo bench` passes) a
 //! second pass times 20,000 single round trips of each and prints the median and p99, which
-//! criterion does not report. The numbers go to docs/book/src/performance.md; nothing here asserts them.
+//! criterion does not report. The numbers go to docs/book/src/performance.md; nothing here
+//! asserts them.
 //!
 //! ```sh
 //! cargo bench -p harness-cli --bench round_trip

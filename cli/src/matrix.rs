@@ -22,7 +22,7 @@ pub struct RunArgs {
     pub scenarios: Vec<String>,
     /// Start the system under test with this command for each run (run by `sh -c`, in its own
     /// process group, ended with it). Placeholders: {url}, {ws_url}, {port}, {token}, {tmp},
-    /// {root}, {protocol}, {spec}.
+    /// {root}, {protocol}, {spec}, {protocols}.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
     /// A hooks file: the set-up actions the scenarios need, done by the project's commands or

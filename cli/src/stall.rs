@@ -3,7 +3,8 @@
 //! after its sleep (the machine did not run it). Many runs share one runtime and a busy 2-core
 //! machine; a step that failed its deadline inside such a stall may have failed for it, not for
 //! the double it judged, and the report says so instead of leaving it a mystery. (It is how the
-//! self-test's rare failures were traced to big messages held on a worker: docs/book/src/performance.md.)
+//! self-test's rare failures were traced to big messages held on a worker:
+//! docs/book/src/performance.md.)
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

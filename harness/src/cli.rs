@@ -75,7 +75,7 @@ pub struct CommonArgs {
     /// then leaves out times, which no seed fixes.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Write a report: junit:PATH or json:PATH (repeatable).
+    /// Write a report: junit:PATH, json:PATH or html:PATH (repeatable).
     #[arg(long = "report", value_name = "KIND:PATH")]
     pub reports: Vec<ReportTarget>,
     /// Break the rule with this id on purpose, to prove a check fails: `RULE` in its first way,
@@ -89,9 +89,9 @@ pub struct CommonArgs {
     pub strict: bool,
     /// Start the system under test with this command (run by `sh -c`) once the double is up, and
     /// end it, with every process it started, when the run ends. Placeholders, shell-quoted:
-    /// {url}, {ws_url}, {token}, {tmp}, {root}, {port}, {protocol}, {spec} (and, for an lvmh
-    /// daemon, {gitlab_url}: the fake GitLab to ask); each is also in its environment as
-    /// `LEMBAS_TEST_<NAME>`. Overrides a scenario's `sut:`.
+    /// {url}, {ws_url}, {token}, {tmp}, {root}, {port}, {protocol}, {spec}, {protocols} (and,
+    /// for an lvmh daemon, {gitlab_url}: the fake GitLab to ask); each is also in its
+    /// environment as `LEMBAS_TEST_<NAME>`. Overrides a scenario's `sut:`.
     #[arg(long, value_name = "CMD")]
     pub exec: Option<String>,
     /// Print one line for a run that passed or did not apply (the whole report only for a
@@ -275,8 +275,8 @@ const RETURN_FREED_EVERY: std::time::Duration = std::time::Duration::from_secs(1
 /// back to the system, once a second, on a thread of its own. mimalloc returns freed memory
 /// only when it is next called on that path, which an idle double never is: after a peer's ten
 /// 30 MB frames, fake-device held 383 MB for good; with this, a second after the link closed,
-/// 202 MB, which is what its message budgets keep (docs/book/src/performance.md, "Hostile peers"). For a
-/// process whose global allocator is mimalloc; elsewhere it only tidies mimalloc's own (empty)
+/// 202 MB, which is what its message budgets keep (docs/book/src/performance.md, "Hostile
+/// peers"). For a process whose global allocator is mimalloc; elsewhere it only tidies mimalloc's own (empty)
 /// arenas.
 pub fn return_freed_memory() {
     let spawned = std::thread::Builder::new()
