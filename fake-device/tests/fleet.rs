@@ -17,8 +17,8 @@ async fn instance_accepting(tokens: Vec<String>) -> FakeInstance {
 }
 
 /// Runs `shard` of a fleet of `count` devices with tokens `tok-{i}` against an instance that
-/// accepts only `accepted`, until `linked` devices are linked (or 30 s pass); gives the most
-/// devices seen linked at once and how the fleet ended.
+/// accepts only `accepted`, until `linked` devices are linked and the rest have stopped (or 30 s
+/// pass); gives the most devices seen linked at once and how the fleet ended.
 async fn fleet_against(
     accepted: &[&str],
     count: usize,
@@ -37,7 +37,9 @@ async fn fleet_against(
     let report = move |now: FleetCount| {
         let mut most = seen.lock().expect("not poisoned");
         *most = (*most).max(now.linked);
-        if now.linked >= linked {
+        // Every device has settled too (linked, or stopped for good): a refused device's 401
+        // may come after the others have linked, and the fleet must not end before it.
+        if now.linked >= linked && now.linked + now.stopped >= now.devices {
             let _ = reached_tx.send(true);
         }
     };
