@@ -111,6 +111,23 @@ fn load_checked(
     Ok(scenario)
 }
 
+/// A generated text (the schema, the catalogue page) written to `path`, or printed.
+fn written_or_printed(text: &str, path: Option<&std::path::Path>) -> Exit {
+    match path {
+        Some(path) => match std::fs::write(path, text) {
+            Ok(()) => Exit::Passed,
+            Err(e) => {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                Exit::Internal
+            }
+        },
+        None => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            Exit::Passed
+        }
+    }
+}
+
 fn record(args: &harness_cli::record::RecordArgs) -> Exit {
     harness::cli::init_logs("warn");
     harness::cli::init_tls();
@@ -266,40 +283,14 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check { files, side } => check(&files, side.as_deref()).into(),
         Command::Schema { write } => {
-            let schema = harness_cli::scenario_schema();
-            match write {
-                Some(path) => match std::fs::write(&path, schema) {
-                    Ok(()) => Exit::Passed.into(),
-                    Err(e) => {
-                        eprintln!("error: cannot write {}: {e}", path.display());
-                        Exit::Internal.into()
-                    }
-                },
-                None => {
-                    let _ = write!(std::io::stdout(), "{schema}");
-                    Exit::Passed.into()
-                }
-            }
+            written_or_printed(&harness_cli::scenario_schema(), write.as_deref()).into()
         }
         Command::Rules => {
             print_rules();
             Exit::Passed.into()
         }
         Command::Scenarios { write } => {
-            let page = harness_cli::scenarios::markdown();
-            match write {
-                Some(path) => match std::fs::write(&path, page) {
-                    Ok(()) => Exit::Passed.into(),
-                    Err(e) => {
-                        eprintln!("error: cannot write {}: {e}", path.display());
-                        Exit::Internal.into()
-                    }
-                },
-                None => {
-                    let _ = std::io::stdout().write_all(page.as_bytes());
-                    Exit::Passed.into()
-                }
-            }
+            written_or_printed(&harness_cli::scenarios::markdown(), write.as_deref()).into()
         }
         Command::Coverage {
             format,
