@@ -22,7 +22,7 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 mod common;
 
-use common::{HARNESS, binary, root};
+use common::{HARNESS, binary, root, words};
 
 /// The guide's source folder.
 fn book() -> PathBuf {
@@ -414,27 +414,6 @@ fn every_cargo_dependency_line_resolves_without_the_command_line() {
         }
     }
     assert!(checked >= 2, "only {checked} Cargo lines checked");
-}
-
-/// Words as `sh` splits them (quotes, backslash-newlines), for the commands the docs show.
-fn words(command: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut quote: Option<char> = None;
-    for c in command.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                word.get_or_insert_with(String::new);
-            }
-            (None, c) if c.is_whitespace() => words.extend(word.take()),
-            (None, c) => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    words.extend(word);
-    words
 }
 
 /// The commands of a shell block: continuation lines joined, comments dropped, split at `&&`,

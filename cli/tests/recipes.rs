@@ -6,7 +6,7 @@
 mod common;
 
 use clap::Parser;
-use common::root;
+use common::{root, words};
 use harness_cli::matrix::RunArgs;
 
 #[derive(Debug, Parser)]
@@ -34,27 +34,6 @@ fn harness_run(text: &str) -> String {
         .replace("${{ matrix.spec }}", "1.1.0")
         .replace("\"$PROTOCOL\"", "1")
         .replace("\"$SPEC\"", "1.1.0")
-}
-
-/// Words as `sh` splits them, for the quoting the recipes use (single and double quotes).
-fn words(command: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
-    let mut quote: Option<char> = None;
-    for c in command.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                word.get_or_insert_with(String::new);
-            }
-            (None, c) if c.is_whitespace() => words.extend(word.take()),
-            (None, c) => word.get_or_insert_with(String::new).push(c),
-        }
-    }
-    words.extend(word);
-    words
 }
 
 const RECIPES: [&str; 2] = ["github-actions.yml", "gitlab-ci.yml"];

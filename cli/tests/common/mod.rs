@@ -49,3 +49,26 @@ pub fn harness<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> (i32, String) {
     );
     (out.status.code().unwrap_or(-1), text)
 }
+
+/// Words as `sh` splits them, for the quoting the docs and recipes use (single and double
+/// quotes; no escapes or expansions).
+#[allow(dead_code)] // each test file uses what it needs of this module
+pub fn words(command: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in command.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (None, c) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    words
+}
