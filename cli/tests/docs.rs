@@ -22,7 +22,7 @@ use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 mod common;
 
-use common::{HARNESS, binary, root, words};
+use common::{HARNESS, binary, readme_block, root, words};
 
 /// The guide's source folder.
 fn book() -> PathBuf {
@@ -536,19 +536,10 @@ fn the_catalogue_page_is_current() {
     );
 }
 
-/// The code block of a Markdown text under its `<!-- checked: MARKER ... -->` comment.
-fn block_under(text: &str, marker: &str) -> Option<String> {
-    blocks(text)
-        .into_iter()
-        .find(|b| b.checked.as_deref().is_some_and(|c| c.starts_with(marker)))
-        .map(|b| b.text)
-}
-
 #[test]
 fn the_guide_shows_the_readme_s_install_block_as_it_is() {
     let readme = read(&root().join("README.md"));
-    let install = block_under(&readme, "run by packages/test-packages.sh (build")
-        .expect("README.md's install block");
+    let install = readme_block(&readme, "run by packages/test-packages.sh (build");
     assert!(
         read(&book().join("install.md")).contains(&install),
         "install.md's copy of the README's install block differs from it:\n{install}"

@@ -17,7 +17,7 @@ use std::process::Command;
 
 mod common;
 
-use common::{harness, root};
+use common::{harness, readme_block, root};
 
 /// Builds the stand-ins; false (said on stderr) when the tools they need are missing.
 fn set_up() -> bool {
@@ -127,17 +127,6 @@ fn judge_as_the_readme_says() -> Vec<serde_json::Value> {
         "the README's command writes no JUnit file:\n{text}"
     );
     judged(out.status.code().unwrap_or(-1), &text, &json)
-}
-
-/// The code block under the README's `<!-- checked: MARKER ... -->` comment.
-fn readme_block(readme: &str, marker: &str) -> String {
-    let at = readme
-        .find(&format!("<!-- checked: {marker}"))
-        .unwrap_or_else(|| panic!("README.md has no block checked by `{marker}`"));
-    let fence = readme[at..].find("```").expect("a block") + at;
-    let start = readme[fence..].find('\n').expect("a fence line") + fence + 1;
-    let end = readme[start..].find("```").expect("the block ends") + start;
-    readme[start..end].to_string()
 }
 
 /// Every run of a summary, after checking the matrix passed and each run passed or did not

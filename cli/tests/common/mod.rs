@@ -72,3 +72,15 @@ pub fn words(command: &str) -> Vec<String> {
     words.extend(word);
     words
 }
+
+/// The code block under the README's `<!-- checked: MARKER ... -->` comment.
+#[allow(dead_code)] // each test file uses what it needs of this module
+pub fn readme_block(readme: &str, marker: &str) -> String {
+    let at = readme
+        .find(&format!("<!-- checked: {marker}"))
+        .unwrap_or_else(|| panic!("README.md has no block checked by `{marker}`"));
+    let fence = readme[at..].find("```").expect("a block") + at;
+    let start = readme[fence..].find('\n').expect("a fence line") + fence + 1;
+    let end = readme[start..].find("```").expect("the block ends") + start;
+    readme[start..end].to_string()
+}
