@@ -1,4 +1,4 @@
-//! The lvmh rules checked by code (the catalogue, `conformance/rules.yaml`, holds them all).
+//! The lvmh rules checked by code (the catalogue, `conformance/rules/lvmh/`, holds them all).
 //! `lvmh.plugin.*` bind the plugin (the fake daemon checks them), `lvmh.daemon.*` the daemon
 //! (the fake plugin and fake browser check them).
 

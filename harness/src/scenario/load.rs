@@ -951,7 +951,7 @@ fn check_rules(scenario: &Scenario, file: &str, text: &str) -> Result<(), LoadEr
         line,
         column,
         key_path: Some(key_path),
-        message: format!("`{id}` is not a rule of the catalogue (conformance/rules.yaml)"),
+        message: format!("`{id}` is not a rule of the catalogue (conformance/rules/)"),
         snippet: None,
     };
     for (i, id) in scenario.rules.iter().enumerate() {

@@ -29,7 +29,7 @@ pub struct Scenario {
     /// with `message`, no requests).
     #[serde(default)]
     pub family: crate::family::Family,
-    /// The catalogue rules (ids from `conformance/rules.yaml`) this scenario checks.
+    /// The catalogue rules (ids from `conformance/rules/`) this scenario checks.
     #[serde(default)]
     pub rules: Vec<String>,
     /// Capabilities the scenario relies on beyond those its steps' messages show (a method, a
