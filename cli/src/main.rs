@@ -55,7 +55,12 @@ enum Command {
         write: Option<PathBuf>,
     },
     /// List the rule catalogue, with the scenarios that check each rule and its misbehaviour.
-    Rules,
+    Rules {
+        /// Only one spec section's rules, from its catalogue file, in the file's order:
+        /// `session/rewind` (or `_lembas/session/rewind`), `initialize`, `lvmh/handshake`.
+        #[arg(long, value_name = "NAME")]
+        section: Option<String>,
+    },
     /// The shipped scenarios as a Markdown page: what each checks, its cells, what it needs of
     /// the peer and the rules it judges (the guide's catalogue page).
     Scenarios {
@@ -201,7 +206,32 @@ fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
 
 /// The catalogue: each rule, the side it binds, what it says, the scenarios that check it and
 /// the misbehaviour that proves they can fail.
-fn print_rules() {
+/// Prints every rule by id, or one section's in its file's order; an unknown section is a
+/// usage error that lists the sections.
+fn print_rules(section: Option<&str>) -> Exit {
+    let catalogue = harness::rules::catalogue();
+    let rules: Vec<&harness::rules::Rule> = match section {
+        None => catalogue.iter().collect(),
+        Some(name) => match catalogue.section(name) {
+            Some(section) => section
+                .rules
+                .iter()
+                .filter_map(|id| catalogue.get(id))
+                .collect(),
+            None => {
+                let names: Vec<&str> = catalogue
+                    .sections()
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect();
+                eprintln!(
+                    "error: --section: no catalogue file is named `{name}`; the sections: {}",
+                    names.join(", ")
+                );
+                return Exit::Usage;
+            }
+        },
+    };
     let mut checked_by: std::collections::BTreeMap<String, Vec<String>> = Default::default();
     for side in [Side::Instance, Side::Device] {
         for embedded in harness::scenario::catalogue::embedded(side) {
@@ -217,7 +247,7 @@ fn print_rules() {
         }
     }
     let mut out = std::io::stdout().lock();
-    for rule in harness::rules::catalogue().iter() {
+    for rule in rules {
         let _ = writeln!(
             out,
             "{}  ({}; spec: {})",
@@ -241,6 +271,7 @@ fn print_rules() {
             let _ = writeln!(out, "    broken one way only: {why}");
         }
     }
+    Exit::Passed
 }
 
 fn coverage(format: &str, write: Option<&std::path::Path>, check: bool) -> Exit {
@@ -285,10 +316,7 @@ fn main() -> ExitCode {
         Command::Schema { write } => {
             written_or_printed(&harness_cli::scenario_schema(), write.as_deref()).into()
         }
-        Command::Rules => {
-            print_rules();
-            Exit::Passed.into()
-        }
+        Command::Rules { section } => print_rules(section.as_deref()).into(),
         Command::Scenarios { write } => {
             written_or_printed(&harness_cli::scenarios::markdown(), write.as_deref()).into()
         }
