@@ -67,7 +67,7 @@ async fn instance(tokens: &Path) {
     let tokens = read_tokens(tokens);
     let devices = tokens.len();
     let instance = fake_instance::FakeInstance::builder()
-        .options(move |o| o.tokens = tokens)
+        .tokens(tokens)
         .start()
         .await
         .expect("the instance runs");

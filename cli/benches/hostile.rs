@@ -182,12 +182,8 @@ async fn device_role(url: &str) {
     let home = tempfile::tempdir().expect("a home");
     let _device = fake_device::FakeDevice::builder(url)
         .root(root.path())
-        .options(|o| {
-            o.remote_terminal = true;
-            o.terminal_integration = false;
-            o.terminal_home = Some(home.path().to_path_buf());
-            o.patience = Duration::from_secs(600);
-        })
+        .remote_terminal(false, Some(home.path()))
+        .patience(Duration::from_secs(600))
         .start()
         .await
         .expect("the device runs");

@@ -178,13 +178,11 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 .with_scenario((*case.scenario).clone())
                 .cell(case.cell.clone())
                 .patience(PATIENCE)
-                .options(|o| {
-                    o.arranged = arranged(case.reduced);
-                    o.process = Some(process);
-                    // A misbehaviour case is decided by its rule's first finding.
-                    o.end_at_finding = case.broken_rule();
-                    o.stdio_link = instance_end;
-                })
+                .arranged(arranged(case.reduced))
+                .peer_process(process)
+                // A misbehaviour case is decided by its rule's first finding.
+                .end_at_finding(case.broken_rule())
+                .stdio_link(instance_end)
                 .start()
                 .await
                 .map_err(|e| e.to_string())?;
@@ -224,12 +222,10 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 .cell(case.cell.clone())
                 .root(root.path())
                 .patience(PATIENCE)
-                .options(|o| {
-                    o.arranged = arranged(case.reduced);
-                    o.process = Some(process);
-                    // A misbehaviour case is decided by its rule's first finding.
-                    o.end_at_finding = case.broken_rule();
-                })
+                .arranged(arranged(case.reduced))
+                .peer_process(process)
+                // A misbehaviour case is decided by its rule's first finding.
+                .end_at_finding(case.broken_rule())
                 .start()
                 .await
                 .map_err(|e| e.to_string())?;
@@ -254,11 +250,9 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .with_scenario(scenario.clone())
                 .cell(case.cell.clone())
                 .patience(PATIENCE)
-                .options(|o| {
-                    o.arranged = harness::engine::Arranged::Everything;
-                    o.process = Some(process);
-                    o.end_at_finding = case.broken_rule();
-                })
+                .arranged(harness::engine::Arranged::Everything)
+                .peer_process(process)
+                .end_at_finding(case.broken_rule())
                 .start()
                 .await
                 .map_err(|e| e.to_string())?;
@@ -267,11 +261,9 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .cell(case.cell.clone())
                 .patience(PATIENCE)
                 .restarted_by(peer)
-                .options(|o| {
-                    o.family = Family::Lvmh;
-                    o.plugin = Some(settings);
-                    o.steps = scenario.peer_steps().to_vec();
-                });
+                .family(Family::Lvmh)
+                .plugin(settings)
+                .peer_steps(scenario.peer_steps().to_vec());
             let plugin = match &case.misbehave {
                 Some(rule) => plugin.misbehave(rule).map_err(|e| e.to_string())?,
                 None => plugin,
@@ -292,7 +284,7 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .cell(case.cell.clone())
                 .patience(PATIENCE)
                 .restarted_by(peer)
-                .options(|o| o.family = Family::Lvmh);
+                .family(Family::Lvmh);
             let daemon = match &case.misbehave {
                 Some(rule) => daemon.misbehave(rule).map_err(|e| e.to_string())?,
                 None => daemon,
@@ -302,11 +294,9 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .with_scenario(scenario)
                 .cell(case.cell.clone())
                 .patience(PATIENCE)
-                .options(|o| {
-                    o.arranged = harness::engine::Arranged::Everything;
-                    o.process = Some(process);
-                    o.end_at_finding = case.broken_rule();
-                })
+                .arranged(harness::engine::Arranged::Everything)
+                .peer_process(process)
+                .end_at_finding(case.broken_rule())
                 .start()
                 .await
                 .map_err(|e| e.to_string())?;
@@ -350,7 +340,7 @@ async fn peer_device(
             .root(root.path())
             .agent(fake_device::AgentKind::Echo)
             .capabilities(REDUCED_DEVICE.iter().copied())
-            .options(|o| o.initialize_after = Some(REDUCED_INITIALIZE_AFTER));
+            .initialize_after(REDUCED_INITIALIZE_AFTER);
         (device, Some(root))
     } else {
         let device = device

@@ -156,9 +156,70 @@ impl DeviceBuilder {
         self
     }
 
-    /// Any other option, for what the builder does not name.
-    pub fn options(mut self, change: impl FnOnce(&mut Options)) -> Self {
-        change(&mut self.options);
+    /// The protocol family it plays: LLeMbas CLI (the default) or lvmh's plugin.
+    pub fn family(mut self, family: crate::Family) -> Self {
+        self.options.family = family;
+        self
+    }
+
+    /// The lvmh plugin's settings (with [`DeviceBuilder::family`] lvmh).
+    pub fn plugin(mut self, settings: crate::lvmh::PluginSettings) -> Self {
+        self.options.plugin = Some(settings);
+        self
+    }
+
+    /// Steps it does by itself, as a scenario's `peer.steps` describe (the lvmh plugin's).
+    pub fn peer_steps(mut self, steps: Vec<crate::Spanned<crate::Step>>) -> Self {
+        self.options.steps = steps;
+        self
+    }
+
+    /// What the instance's own test has set up, so the scenario's `needs_setup` steps apply.
+    pub fn arranged(mut self, arranged: crate::Arranged) -> Self {
+        self.options.arranged = arranged;
+        self
+    }
+
+    /// The instance's process, for a scenario that restarts it (`restart_peer`) and reads its
+    /// output; [`DeviceBuilder::restarted_by`] is the usual way in a test.
+    pub fn peer_process(mut self, process: Arc<dyn crate::PeerProcess>) -> Self {
+        self.options.process = Some(process);
+        self
+    }
+
+    /// Ends the run at the first finding of this rule: what decides a misbehaviour case of the
+    /// self-test, so it need not wait out the scenario.
+    pub fn end_at_finding(mut self, rule: Option<String>) -> Self {
+        self.options.end_at_finding = rule;
+        self
+    }
+
+    /// Answers `initialize` only this long after it came, as a CLI on the official ACP SDK may;
+    /// an instance that sends anything before the answer is caught.
+    pub fn initialize_after(mut self, after: Duration) -> Self {
+        self.options.initialize_after = Some(after);
+        self
+    }
+
+    /// The largest message taken from the instance; a larger one ends the link.
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.options.limits.max_message_bytes = bytes;
+        self
+    }
+
+    /// How long a link may say nothing before it is closed as gone (the transport's
+    /// keep-alive).
+    pub fn silence(mut self, silence: Duration) -> Self {
+        self.options.limits.silence = silence;
+        self
+    }
+
+    /// Lets the instance open terminals on the device (`remote.terminal`), with the shell's
+    /// integration on or off and `HOME` set to `home` (default: the user's).
+    pub fn remote_terminal(mut self, integration: bool, home: Option<&Path>) -> Self {
+        self.options.remote_terminal = true;
+        self.options.terminal_integration = integration;
+        self.options.terminal_home = home.map(Path::to_path_buf);
         self
     }
 

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use fake_device::FakeDevice;
+use fake_device::Verdict;
 use fake_instance::FakeInstance;
-use harness::engine::Verdict;
 
 /// The "Done when" of the embedding API: both doubles, one scenario, the verdict, in a few lines.
 #[tokio::test]

@@ -10,7 +10,7 @@ use fake_instance::FakeInstance;
 /// A simulated instance that lets only these tokens link.
 async fn instance_accepting(tokens: Vec<String>) -> FakeInstance {
     FakeInstance::builder()
-        .options(move |o| o.tokens = tokens)
+        .tokens(tokens)
         .start()
         .await
         .expect("the instance starts")

@@ -188,18 +188,19 @@ struct Linked {
 
 /// Starts a raw instance and a device (with a [`FRAME_LIMIT`] frame limit, and `change` made
 /// to its options), and takes the device's first link.
-async fn linked_with(change: impl FnOnce(&mut fake_device::Options)) -> Linked {
+async fn linked_with(
+    change: impl FnOnce(fake_device::DeviceBuilder) -> fake_device::DeviceBuilder,
+) -> Linked {
     let mut instance = HostileInstance::start().await;
     let root = tempfile::tempdir().expect("a root");
-    let device = FakeDevice::builder(instance.url.clone())
-        .root(root.path())
-        .options(|o| {
-            o.limits.max_message_bytes = FRAME_LIMIT;
-            change(o);
-        })
-        .start()
-        .await
-        .expect("the device starts");
+    let device = change(
+        FakeDevice::builder(instance.url.clone())
+            .root(root.path())
+            .max_message_bytes(FRAME_LIMIT),
+    )
+    .start()
+    .await
+    .expect("the device starts");
     let socket = instance.initialized_link().await;
     Linked {
         instance,
@@ -210,7 +211,7 @@ async fn linked_with(change: impl FnOnce(&mut fake_device::Options)) -> Linked {
 }
 
 async fn linked() -> Linked {
-    linked_with(|_| {}).await
+    linked_with(|device| device).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -402,7 +403,7 @@ async fn an_instance_gone_silent_is_pinged_then_let_go_and_dialled_again() {
         device,
         socket: _gone,
         ..
-    } = linked_with(|o| o.limits.silence = Duration::from_secs(1)).await;
+    } = linked_with(|device| device.silence(Duration::from_secs(1))).await;
     assert!(instance.dialled_again_and_served().await);
     device.dismiss();
 }

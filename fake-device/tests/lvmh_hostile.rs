@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use fake_device::FakeDevice;
+use fake_device::Family;
 use futures_util::{SinkExt, StreamExt};
-use harness::scenario::Family;
 use serde_json::{Value, json};
 use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::Message;
@@ -47,7 +47,7 @@ async fn a_daemon_that_sends_nonsense_is_judged_and_the_plugin_goes_on() {
         .expect("a port");
     let addr = listener.local_addr().expect("an address");
     let plugin = FakeDevice::builder(format!("http://{addr}"))
-        .options(|o| o.family = Family::Lvmh)
+        .family(Family::Lvmh)
         .start()
         .await
         .expect("the plugin starts");

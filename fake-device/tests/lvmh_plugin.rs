@@ -47,10 +47,8 @@ async fn a_daemon_down_at_the_start_changes_nothing_for_the_agent_and_gets_every
     assert!(!plugin.is_live());
 
     let daemon = FakeInstance::builder()
-        .options(|o| {
-            o.family = Family::Lvmh;
-            o.listen = addr;
-        })
+        .family(Family::Lvmh)
+        .listen(addr)
         .start()
         .await
         .expect("the daemon starts on the plugin's port");

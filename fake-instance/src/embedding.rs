@@ -75,6 +75,12 @@ impl InstanceBuilder {
         self
     }
 
+    /// The device tokens that may link, one a device (a fleet's).
+    pub fn tokens<S: Into<String>>(mut self, tokens: impl IntoIterator<Item = S>) -> Self {
+        self.options.tokens = tokens.into_iter().map(Into::into).collect();
+        self
+    }
+
     /// Breaks a rule of the catalogue on purpose, to show a device's check catches it.
     pub fn misbehave(mut self, rule: &str) -> Result<Self, StartError> {
         let mut rules: Vec<String> = self.options.misbehave.iter().cloned().collect();
@@ -111,9 +117,54 @@ impl InstanceBuilder {
         self
     }
 
-    /// Any other option, for what the builder does not name.
-    pub fn options(mut self, change: impl FnOnce(&mut Options)) -> Self {
-        change(&mut self.options);
+    /// The protocol family it plays: LLeMbas (the default) or lvmh's daemon.
+    pub fn family(mut self, family: crate::Family) -> Self {
+        self.options.family = family;
+        self
+    }
+
+    /// Listens on this address (default: a free loopback port).
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.options.listen = addr;
+        self
+    }
+
+    /// What the device's own test has set up, so the scenario's `needs_setup` steps apply.
+    pub fn arranged(mut self, arranged: crate::Arranged) -> Self {
+        self.options.arranged = arranged;
+        self
+    }
+
+    /// The device's process, for a scenario that restarts it (`restart_peer`) and reads its
+    /// output; [`InstanceBuilder::restarted_by`] is the usual way in a test.
+    pub fn peer_process(mut self, process: Arc<dyn crate::PeerProcess>) -> Self {
+        self.options.process = Some(process);
+        self
+    }
+
+    /// Ends the run at the first finding of this rule: what decides a misbehaviour case of the
+    /// self-test, so it need not wait out the scenario.
+    pub fn end_at_finding(mut self, rule: Option<String>) -> Self {
+        self.options.end_at_finding = rule;
+        self
+    }
+
+    /// Links to the device over this pipe (`serve --stdio`) instead of a WebSocket.
+    pub fn stdio_link(mut self, link: Option<crate::StdioLink>) -> Self {
+        self.options.stdio_link = link;
+        self
+    }
+
+    /// How the web UI answers cards (approvals, questions, plans).
+    pub fn cards(mut self, cards: crate::CardPolicy) -> Self {
+        self.options.cards = cards;
+        self
+    }
+
+    /// How long a link may say nothing before it is closed as gone (the transport's
+    /// keep-alive).
+    pub fn silence(mut self, silence: Duration) -> Self {
+        self.options.limits.silence = silence;
         self
     }
 

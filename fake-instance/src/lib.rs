@@ -63,3 +63,17 @@ pub use settings::{
     CardPolicy, ClientKind, InstanceSettings, LinkKind, PermissionPolicy, PlanPolicy,
     QuestionPolicy, speaks_stdio,
 };
+
+// The engine's types that this crate's API takes and gives, so that a test needs this crate
+// alone (and tokio).
+pub use harness::embed::InProcessPeer;
+pub use harness::engine::{
+    ActError, Arranged, Cell, Failure, PeerProcess, RunOutcome, StepStatus, StepVerdict, Verdict,
+};
+pub use harness::family::Family;
+pub use harness::finding::Finding;
+pub use harness::journal::Entry as JournalEntry;
+pub use harness::lembas::Spec;
+pub use harness::report::RunReport;
+pub use harness::scenario::{LoadError, Scenario, Spanned, Step};
+pub use harness::transport::{Connection, FrameLimits};

@@ -260,7 +260,10 @@ async fn next_json(socket: &mut Socket) -> serde_json::Value {
 async fn a_request_reusing_the_id_of_one_unanswered_is_refused_and_a_finding() {
     let instance = FakeInstance::builder()
         .patience(PATIENCE)
-        .options(|o| o.cards.permission = fake_instance::PermissionPolicy::Ignore)
+        .cards(fake_instance::CardPolicy {
+            permission: fake_instance::PermissionPolicy::Ignore,
+            ..Default::default()
+        })
         .start()
         .await
         .expect("fake-instance starts");
@@ -299,7 +302,7 @@ async fn a_device_gone_silent_after_hello_is_pinged_then_let_go() {
     let silence = Duration::from_millis(100);
     let instance = FakeInstance::builder()
         .patience(Duration::from_secs(60))
-        .options(|o| o.limits.silence = silence)
+        .silence(silence)
         .start()
         .await
         .expect("fake-instance starts");

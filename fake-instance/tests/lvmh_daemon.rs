@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use fake_instance::FakeInstance;
-use harness::scenario::Family;
+use fake_instance::Family;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -13,7 +13,7 @@ const TOKEN: &str = "lembas-test-token";
 
 async fn daemon() -> FakeInstance {
     FakeInstance::builder()
-        .options(|o| o.family = Family::Lvmh)
+        .family(Family::Lvmh)
         .start()
         .await
         .expect("the daemon starts")

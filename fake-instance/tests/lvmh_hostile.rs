@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use fake_instance::FakeInstance;
+use fake_instance::Family;
 use futures_util::{SinkExt, StreamExt};
-use harness::scenario::Family;
 use serde_json::Value;
 use tokio::time::timeout;
 use tokio_tungstenite::tungstenite::Message;
@@ -21,7 +21,7 @@ type Socket =
 
 async fn daemon() -> FakeInstance {
     FakeInstance::builder()
-        .options(|o| o.family = Family::Lvmh)
+        .family(Family::Lvmh)
         .patience(Duration::from_millis(600))
         .start()
         .await
