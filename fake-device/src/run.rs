@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome, Runner};
+use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome};
 use harness::finding::{Finding, Findings};
 use harness::journal::{Entry, Journal};
 use harness::lembas::Spec;
@@ -593,85 +593,48 @@ pub(crate) async fn run_started(
                     .map_err(StartError::Scenario)?;
                 under_test.drive(&hub, &options.cell, "the web UI's own steps", steps);
             }
-            let runner = Runner::new(
-                hub.clone(),
-                options.cell.clone(),
-                scenario.timeout.map(|d| d.0),
-                Some(dialer.clone()),
-            )
-            .with_actor(actor.clone())
-            .with_process(under_test.process(options.process.clone()))
-            .unarranged(unarranged)
-            .ending_at_finding(options.end_at_finding.clone())
-            .reporting_progress();
-            let outcome = tokio::select! {
-                outcome = Box::pin(runner.run(scenario)) => Some(outcome),
-                () = shutdown => None,
+            let scripted = harness::double::Scripted {
+                hub: hub.clone(),
+                cell: options.cell.clone(),
+                dialer: Some(dialer.clone()),
+                actor: actor.clone(),
+                process: under_test.process(options.process.clone()),
+                unarranged,
+                end_at_finding: options.end_at_finding.clone(),
             };
+            let outcome = scripted.run(scenario, shutdown).await;
             if let Some(keeper) = keeper {
                 keeper.abort();
             }
             (outcome, None)
         }
         (None, _) => {
-            let console = options.console.then(|| {
-                tokio::spawn(harness::engine::console::read_actions(
-                    actor.clone(),
-                    tokio::io::stdin(),
-                ))
-            });
-            // Only steps read the inbox: without any (or once they are done) the peer's
-            // messages are not kept, so a closed link leaves nothing of its own behind.
-            if options.steps.is_empty() {
-                hub.keep_nothing();
-            }
-            let own_steps = (!options.steps.is_empty()).then(|| {
-                let runner = Runner::new(hub.clone(), options.cell.clone(), None, None)
-                    .with_actor(actor.clone());
-                let steps = harness::scenario::Scenario::of_steps(
-                    "the device's own steps",
-                    options.steps.clone(),
-                );
-                let hub = hub.clone();
-                tokio::spawn(async move {
-                    let outcome = runner.run(&steps).await;
-                    hub.keep_nothing();
-                    if !outcome.passed() {
-                        tracing::warn!(
-                            "the device's own steps did not all run: {}",
-                            harness::report::human::render("fake-device", &outcome, &[])
-                        );
-                    }
-                })
-            });
-            let ended = tokio::select! {
-                stopped = linking => (None, Some(stopped)),
-                () = shutdown => (None, None),
+            let unattended = harness::double::Unattended {
+                hub: hub.clone(),
+                cell: options.cell.clone(),
+                actor: actor.clone(),
+                console: options.console,
+                steps: options.steps.clone(),
+                steps_of: "the device's own steps",
+                double: "fake-device",
             };
-            if let Some(task) = own_steps {
-                task.abort();
-            }
-            if let Some(task) = console {
-                task.abort();
-            }
-            ended
+            let end = async {
+                tokio::select! {
+                    stopped = linking => Some(stopped),
+                    () = shutdown => None,
+                }
+            };
+            (None, unattended.until(end).await)
         }
     };
-    for link in hub.links() {
-        if !link.peer.is_closed() {
-            link.peer
-                .close(harness::transport::CLOSE_NORMAL, "fake-device is done");
-        }
-    }
+    harness::double::close_links(&hub, "fake-device is done", None).await;
     let mut outcome = outcome;
     Box::pin(under_test.finish(outcome.as_mut())).await;
+    let ended = harness::double::ended(outcome, &journal, &findings);
     Ok(Finished {
-        outcome,
-        findings: findings.all(),
-        recent: {
-            journal.finish();
-            journal.recent(200)
-        },
+        outcome: ended.outcome,
+        findings: ended.findings,
+        recent: ended.recent,
         stopped,
     })
 }

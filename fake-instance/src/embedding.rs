@@ -254,8 +254,7 @@ impl InstanceBuilder {
                     },
                     shutdown,
                 )
-                .await
-                .map(Into::into),
+                .await,
                 Some(peer) => runs(options, peer, up, slot, shutdown).await,
             }
         })
@@ -343,7 +342,7 @@ async fn runs(
             Some(next) if !stopped => ack = Some(next),
             _ => {
                 peer.ended(harness::Exit::Passed as i32);
-                return finished.map(Into::into);
+                return finished;
             }
         }
         if let Some(addr) = listened {

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome, Runner};
-use harness::finding::{Finding, Findings};
+use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome};
+use harness::finding::Findings;
 use harness::hooks::Hooks;
-use harness::journal::{Entry, Journal};
+use harness::journal::Journal;
 use harness::lembas::setup::DeviceSetup;
 use harness::lembas::{Discovery, LINK_PATH};
 use harness::process::{Placeholders, SutSpec};
@@ -148,16 +148,9 @@ impl Default for Options {
     }
 }
 
-/// What a run ends with.
-#[derive(Debug)]
-pub struct Finished {
-    /// The scenario's verdict, when one ran.
-    pub outcome: Option<RunOutcome>,
-    /// What the monitors found (also inside `outcome`).
-    pub findings: Vec<Finding>,
-    /// The last messages, for reports.
-    pub recent: Vec<Entry>,
-}
+/// What a run ends with: the scenario's verdict when one ran, what the monitors found (also
+/// inside the verdict), and the last messages, for reports.
+pub type Finished = harness::embed::Ended;
 
 /// Why a run could not even start.
 #[derive(Debug, thiserror::Error)]
@@ -303,20 +296,12 @@ pub(crate) async fn run_started(
         .unwrap_or_else(|| options.http.clone());
     let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
     let findings = Arc::new(Findings::default());
-    let listener = match &options.bound {
-        Some(bound) => bound
-            .try_clone()
-            .and_then(tokio::net::TcpListener::from_std),
-        None => tokio::net::TcpListener::bind(options.listen).await,
-    }
-    .map_err(|source| StartError::Listen {
-        addr: options.listen,
-        source,
-    })?;
-    let addr = listener.local_addr().map_err(|source| StartError::Listen {
-        addr: options.listen,
-        source,
-    })?;
+    let (listener, addr) = harness::double::bind(options.listen, options.bound.as_ref())
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: options.listen,
+            source,
+        })?;
     let discovery = Arc::new(RwLock::new(discovery_for(&options, &settings)));
     let chats = Chats::new(ChatsConfig {
         patience: options.patience,
@@ -439,15 +424,7 @@ pub(crate) async fn run_started(
         limits: options.limits,
         chats: chats.clone(),
     };
-    let app = server::router(state)
-        .into_make_service_with_connect_info::<harness::transport::guarded::RemoteAddr>();
-    // Connections that send no request, or sit idle, are closed (and TCP_NODELAY is set).
-    let listener = harness::transport::guarded::GuardedListener::new(listener);
-    let server = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("the HTTP server stopped: {e}");
-        }
-    });
+    let server = harness::double::serve(listener, server::router(state), "the HTTP server");
     started(Live {
         addr,
         actor: Some(actor.clone()),
@@ -538,93 +515,39 @@ pub(crate) async fn run_started(
                     .map_err(StartError::Scenario)?;
                 under_test.drive(&hub, &options.cell, "the device's own steps", steps);
             }
-            let runner = Runner::new(
-                hub.clone(),
-                options.cell.clone(),
-                scenario.timeout.map(|d| d.0),
-                None,
-            )
-            .with_actor(actor)
-            .with_process(process)
-            .unarranged(unarranged)
-            .ending_at_finding(options.end_at_finding.clone())
-            .reporting_progress();
-            tokio::select! {
-                outcome = runner.run(scenario) => Some(outcome),
-                () = shutdown => None,
-            }
+            let scripted = harness::double::Scripted {
+                hub: hub.clone(),
+                cell: options.cell.clone(),
+                dialer: None,
+                actor,
+                process,
+                unarranged,
+                end_at_finding: options.end_at_finding.clone(),
+            };
+            scripted.run(scenario, shutdown).await
         }
         (None, _) => {
-            let console = options.console.then(|| {
-                tokio::spawn(harness::engine::console::read_actions(
-                    actor.clone(),
-                    tokio::io::stdin(),
-                ))
-            });
-            // Only steps read the inbox: without any (or once they are done) the peer's
-            // messages are not kept, so a closed link leaves nothing of its own behind.
-            if options.steps.is_empty() {
-                hub.keep_nothing();
-            }
-            let own_steps = (!options.steps.is_empty()).then(|| {
-                let runner =
-                    Runner::new(hub.clone(), options.cell.clone(), None, None).with_actor(actor);
-                let steps = Scenario::of_steps("the web UI's own steps", options.steps.clone());
-                let hub = hub.clone();
-                tokio::spawn(async move {
-                    let outcome = runner.run(&steps).await;
-                    hub.keep_nothing();
-                    if !outcome.passed() {
-                        tracing::warn!(
-                            "the web UI's own steps did not all run: {}",
-                            harness::report::human::render("fake-instance", &outcome, &[])
-                        );
-                    }
-                })
-            });
-            shutdown.await;
-            if let Some(task) = own_steps {
-                task.abort();
-            }
-            if let Some(task) = console {
-                task.abort();
-            }
+            let unattended = harness::double::Unattended {
+                hub: hub.clone(),
+                cell: options.cell.clone(),
+                actor,
+                console: options.console,
+                steps: options.steps.clone(),
+                steps_of: "the web UI's own steps",
+                double: "fake-instance",
+            };
+            unattended.until(shutdown).await;
             None
         }
     };
     // Links hold the server open; the run is over, so the server goes without waiting for them
     // past a short while: the device hears the close and answers it before the system under
-    // test is stopped (so it sees a clean close, and a seeded run's journal ends the same way
-    // each time).
-    let closing: Vec<_> = hub
-        .links()
-        .into_iter()
-        .filter(|link| !link.peer.is_closed())
-        .map(|link| {
-            link.peer
-                .close(harness::transport::CLOSE_NORMAL, "fake-instance is done");
-            link.peer
-        })
-        .collect();
-    let _ = tokio::time::timeout(
-        CLOSING_GRACE,
-        futures_util::future::join_all(closing.iter().map(|peer| peer.closed())),
-    )
-    .await;
-    server.abort();
-    // Its listener is closed once the task is gone: the address is free when `run` returns (a
-    // restart binds it again).
-    let _ = server.await;
+    // test is stopped.
+    harness::double::close_links(&hub, "fake-instance is done", Some(CLOSING_GRACE)).await;
+    harness::double::stop(server).await;
     let mut outcome = outcome;
     under_test.finish(outcome.as_mut()).await;
-    Ok(Finished {
-        outcome,
-        findings: findings.all(),
-        recent: {
-            journal.finish();
-            journal.recent(200)
-        },
-    })
+    Ok(harness::double::ended(outcome, &journal, &findings))
 }
 
 /// [`run_started`] for the lvmh daemon.
@@ -651,7 +574,7 @@ async fn run_daemon(
         arranged: options.arranged,
         end_at_finding: options.end_at_finding,
     };
-    let ended = crate::lvmh::run_started(
+    crate::lvmh::run_started(
         plan,
         scenario,
         |addr, progress| {
@@ -669,11 +592,6 @@ async fn run_daemon(
         DaemonError::Listen(addr, source) => StartError::Listen { addr, source },
         DaemonError::Journal(e) => StartError::Journal(e),
         DaemonError::Setup(why) => StartError::Scenario(why),
-    })?;
-    Ok(Finished {
-        outcome: ended.outcome,
-        findings: ended.findings,
-        recent: ended.recent,
     })
 }
 
@@ -698,16 +616,6 @@ impl From<harness::embed::EmbedError<StartError>> for StartError {
         match e {
             harness::embed::EmbedError::Run(e) => e,
             other => StartError::NotUp(other.to_string()),
-        }
-    }
-}
-
-impl From<Finished> for harness::embed::Ended {
-    fn from(finished: Finished) -> Self {
-        harness::embed::Ended {
-            outcome: finished.outcome,
-            findings: finished.findings,
-            recent: finished.recent,
         }
     }
 }

@@ -25,6 +25,7 @@
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod control;
+pub mod double;
 pub mod duration;
 pub mod embed;
 pub mod engine;

@@ -11,7 +11,6 @@ mod web_ui;
 
 use std::sync::Arc;
 
-use harness::engine::Runner;
 use harness::finding::{Finding, Findings};
 use harness::journal::Journal;
 use harness::lvmh::plugin::{FrameCheck, Plugin, PluginConfig};
@@ -399,41 +398,28 @@ pub(crate) async fn run_started(
                 .unwrap_or_default();
             let needs = scenario.set_up_needs(own);
             let unarranged = harness::engine::applicability::unarranged(&needs, &options.arranged);
-            let runner = Runner::new(
-                hub.clone(),
-                options.cell.clone(),
-                scenario.timeout.map(|d| d.0),
-                None,
-            )
-            .with_actor(actor)
-            .with_process(process)
-            .unarranged(unarranged)
-            .ending_at_finding(options.end_at_finding.clone())
-            .reporting_progress();
-            tokio::select! {
-                outcome = runner.run(scenario) => Some(outcome),
-                () = shutdown => None,
-            }
+            let scripted = harness::double::Scripted {
+                hub: hub.clone(),
+                cell: options.cell.clone(),
+                dialer: None,
+                actor,
+                process,
+                unarranged,
+                end_at_finding: options.end_at_finding.clone(),
+            };
+            scripted.run(scenario, shutdown).await
         }
         None => {
-            let own = (!options.steps.is_empty()).then(|| {
-                let runner =
-                    Runner::new(hub.clone(), options.cell.clone(), None, None).with_actor(actor);
-                let steps = Scenario::of_steps("the plugin's own steps", options.steps.clone());
-                tokio::spawn(async move {
-                    let outcome = runner.run(&steps).await;
-                    if !outcome.passed() {
-                        tracing::warn!(
-                            "the plugin's own steps did not all run: {}",
-                            harness::report::human::render("fake-device", &outcome, &[])
-                        );
-                    }
-                })
-            });
-            shutdown.await;
-            if let Some(task) = own {
-                task.abort();
-            }
+            let unattended = harness::double::Unattended {
+                hub: hub.clone(),
+                cell: options.cell.clone(),
+                actor,
+                console: false,
+                steps: options.steps.clone(),
+                steps_of: "the plugin's own steps",
+                double: "fake-device",
+            };
+            unattended.until(shutdown).await;
             None
         }
     };
@@ -450,12 +436,5 @@ pub(crate) async fn run_started(
             tracing::warn!("the pi session could not be kept in {}: {e}", dir.display());
         }
     }
-    Ok(harness::embed::Ended {
-        outcome,
-        findings: findings.all(),
-        recent: {
-            journal.finish();
-            journal.recent(200)
-        },
-    })
+    Ok(harness::double::ended(outcome, &journal, &findings))
 }

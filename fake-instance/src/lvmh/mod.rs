@@ -18,7 +18,7 @@ mod web_seen;
 
 use std::sync::Arc;
 
-use harness::engine::{Hub, Runner};
+use harness::engine::Hub;
 use harness::finding::Findings;
 use harness::journal::Journal;
 use harness::lvmh::AGENT_PATH;
@@ -122,15 +122,8 @@ pub(crate) async fn run_started(
     let journal =
         Arc::new(Journal::open(options.journal.as_deref()).map_err(DaemonError::Journal)?);
     let findings = Arc::new(Findings::default());
-    let listener = match &options.bound {
-        Some(bound) => bound
-            .try_clone()
-            .and_then(tokio::net::TcpListener::from_std),
-        None => tokio::net::TcpListener::bind(options.listen).await,
-    }
-    .map_err(|source| DaemonError::Listen(options.listen, source))?;
-    let addr = listener
-        .local_addr()
+    let (listener, addr) = harness::double::bind(options.listen, options.bound.as_ref())
+        .await
         .map_err(|source| DaemonError::Listen(options.listen, source))?;
     let store = store::Store::open(options.state_dir.as_deref())
         .map_err(|e| DaemonError::Setup(format!("cannot keep the daemon's state: {e}")))?;
@@ -166,14 +159,8 @@ pub(crate) async fn run_started(
         spawns: spawns.clone(),
         gitlab: Arc::new(settings.gitlab.clone().unwrap_or_default()),
     };
-    let app = routes::router(state)
-        .into_make_service_with_connect_info::<harness::transport::guarded::RemoteAddr>();
-    let listener = harness::transport::guarded::GuardedListener::new(listener);
-    let server = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::error!("the daemon's HTTP server stopped: {e}");
-        }
-    });
+    let server =
+        harness::double::serve(listener, routes::router(state), "the daemon's HTTP server");
     started(addr, hub.progress().clone());
     let mut placeholders = harness::under_test::placeholders(
         &format!("http://{addr}"),
@@ -216,21 +203,16 @@ pub(crate) async fn run_started(
                     .map_err(DaemonError::Setup)?;
                 under_test.drive(&hub, &options.cell, "the plugin's own steps", steps);
             }
-            let runner = Runner::new(
-                hub.clone(),
-                options.cell.clone(),
-                scenario.timeout.map(|d| d.0),
-                None,
-            )
-            .with_actor(actor)
-            .with_process(process)
-            .unarranged(unarranged)
-            .ending_at_finding(options.end_at_finding.clone())
-            .reporting_progress();
-            tokio::select! {
-                outcome = runner.run(scenario) => Some(outcome),
-                () = shutdown => None,
-            }
+            let scripted = harness::double::Scripted {
+                hub: hub.clone(),
+                cell: options.cell.clone(),
+                dialer: None,
+                actor,
+                process,
+                unarranged,
+                end_at_finding: options.end_at_finding.clone(),
+            };
+            scripted.run(scenario, shutdown).await
         }
         None => {
             hub.keep_nothing();
@@ -239,31 +221,10 @@ pub(crate) async fn run_started(
         }
     };
     spawns.stop_all();
-    let closing: Vec<_> = hub
-        .links()
-        .into_iter()
-        .filter(|link| !link.peer.is_closed())
-        .map(|link| {
-            link.peer
-                .close(harness::transport::CLOSE_NORMAL, "the fake daemon is done");
-            link.peer
-        })
-        .collect();
-    let _ = tokio::time::timeout(
-        std::time::Duration::from_secs(2),
-        futures_util::future::join_all(closing.iter().map(|peer| peer.closed())),
-    )
-    .await;
-    server.abort();
-    let _ = server.await;
+    let grace = std::time::Duration::from_secs(2);
+    harness::double::close_links(&hub, "the fake daemon is done", Some(grace)).await;
+    harness::double::stop(server).await;
     let mut outcome = outcome;
     under_test.finish(outcome.as_mut()).await;
-    Ok(harness::embed::Ended {
-        outcome,
-        findings: findings.all(),
-        recent: {
-            journal.finish();
-            journal.recent(200)
-        },
-    })
+    Ok(harness::double::ended(outcome, &journal, &findings))
 }
