@@ -14,17 +14,10 @@ use crate::scenario::model::*;
 
 impl Runner {
     pub(super) async fn notify(&self, n: &NotifyStep) -> Outcome {
-        let params = match self.render(n.params.as_ref().unwrap_or(&json!({}))) {
-            Ok(p) => p,
-            Err(e) => return Outcome::Error(e),
+        let (params, deadline) = match self.sendable(&n.method, &n.params, n.unlisted).await {
+            Ok(ready) => ready,
+            Err(outcome) => return outcome,
         };
-        let deadline = Instant::now() + self.default_timeout;
-        if let Err(outcome) = self
-            .admit_send(&n.method, &params, n.unlisted, deadline)
-            .await
-        {
-            return outcome;
-        }
         match self.link(deadline).await {
             Ok(peer) => {
                 peer.notify(&n.method, params);
@@ -100,17 +93,10 @@ impl Runner {
     }
 
     pub(super) async fn start(&self, st: &StartStep) -> Outcome {
-        let params = match self.render(st.params.as_ref().unwrap_or(&json!({}))) {
-            Ok(p) => p,
-            Err(e) => return Outcome::Error(e),
+        let (params, deadline) = match self.sendable(&st.method, &st.params, st.unlisted).await {
+            Ok(ready) => ready,
+            Err(outcome) => return outcome,
         };
-        let deadline = Instant::now() + self.default_timeout;
-        if let Err(outcome) = self
-            .admit_send(&st.method, &params, st.unlisted, deadline)
-            .await
-        {
-            return outcome;
-        }
         let peer = match self.link(deadline).await {
             Ok(peer) => peer,
             Err(f) => return Outcome::failed(f),
@@ -171,5 +157,21 @@ impl Runner {
         let outcome: Result<Value, RpcError> = self.hub.render_answer(&incoming, template);
         peer.respond(&id, outcome);
         Outcome::Passed
+    }
+
+    /// The params of a `notify` or `start`, substituted, and the step's deadline, once the
+    /// message may go (`admit_send`); the step's outcome when it may not.
+    async fn sendable(
+        &self,
+        method: &str,
+        params: &Option<Value>,
+        unlisted: bool,
+    ) -> Result<(Value, Instant), Outcome> {
+        let params = self
+            .render(params.as_ref().unwrap_or(&json!({})))
+            .map_err(Outcome::Error)?;
+        let deadline = Instant::now() + self.default_timeout;
+        self.admit_send(method, &params, unlisted, deadline).await?;
+        Ok((params, deadline))
     }
 }
