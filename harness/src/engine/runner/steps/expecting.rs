@@ -7,10 +7,11 @@ use tokio::time::Instant;
 
 use super::Outcome;
 use crate::engine::applicability::{Applies, Intent};
+use crate::engine::inbox::Entry;
 use crate::engine::runner::Runner;
 use crate::engine::runner::describe::{describe, describe_value};
 use crate::engine::verdict::Failure;
-use crate::pattern::{Pattern, render_diff};
+use crate::pattern::{MatchOutcome, Pattern, render_diff};
 use crate::scenario::model::*;
 
 impl Runner {
@@ -31,31 +32,42 @@ impl Runner {
         let since = self.mark();
         let deadline = Instant::now() + timeout;
         match self.hub.inbox.wait_take(&pattern, after, deadline).await {
-            Some((entry, outcome)) => {
-                self.focus_on(entry.link);
-                let message = match self
-                    .with_answer(&entry.message, entry.link, &e.capture, deadline)
-                    .await
-                {
-                    Ok(message) => message,
-                    // Our own answer is missing (a held request): the scenario's doing.
-                    Err(why) => return Outcome::Error(why),
-                };
-                match self.capture(&message, &outcome, &e.capture, Some(entry.link)) {
-                    Ok(()) => Outcome::Passed,
-                    Err(err) => Outcome::failed(Failure {
-                        rule: e.rule.clone(),
-                        summary: err,
-                        ..Failure::default()
-                    }),
-                }
-            }
+            Some((entry, outcome)) => self.took(e, &entry, &outcome, deadline).await,
             None => match self.missed_applies(&wanted) {
                 Some(why) => Outcome::NotApplicable(why),
                 None => {
                     Outcome::failed(self.missing(&e.rule, &wanted, &pattern, &what, timeout, since))
                 }
             },
+        }
+    }
+
+    /// What an `expect` that matched comes to: the message's link becomes the one the scenario
+    /// talks on, and the step's captures are set from the message (with this double's answer
+    /// to it, when a capture reads `answer`).
+    async fn took(
+        &self,
+        e: &ExpectStep,
+        entry: &Entry,
+        outcome: &MatchOutcome,
+        deadline: Instant,
+    ) -> Outcome {
+        self.focus_on(entry.link);
+        let message = match self
+            .with_answer(&entry.message, entry.link, &e.capture, deadline)
+            .await
+        {
+            Ok(message) => message,
+            // Our own answer is missing (a held request): the scenario's doing.
+            Err(why) => return Outcome::Error(why),
+        };
+        match self.capture(&message, outcome, &e.capture, Some(entry.link)) {
+            Ok(()) => Outcome::Passed,
+            Err(err) => Outcome::failed(Failure {
+                rule: e.rule.clone(),
+                summary: err,
+                ..Failure::default()
+            }),
         }
     }
 
@@ -88,21 +100,9 @@ impl Runner {
         for (e, wanted, pattern) in &expects {
             match self.hub.inbox.wait_take(pattern, 0, deadline).await {
                 Some((entry, outcome)) => {
-                    self.focus_on(entry.link);
-                    let message = match self
-                        .with_answer(&entry.message, entry.link, &e.capture, deadline)
-                        .await
-                    {
-                        Ok(message) => message,
-                        Err(why) => return Outcome::Error(why),
-                    };
-                    if let Err(err) = self.capture(&message, &outcome, &e.capture, Some(entry.link))
-                    {
-                        return Outcome::failed(Failure {
-                            rule: e.rule.clone(),
-                            summary: err,
-                            ..Failure::default()
-                        });
+                    let took = self.took(e, &entry, &outcome, deadline).await;
+                    if !matches!(took, Outcome::Passed) {
+                        return took;
                     }
                 }
                 None => {
