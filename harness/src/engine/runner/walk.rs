@@ -63,20 +63,17 @@ impl Runner {
             Ok(_) => self.skip_all(&when.steps, &format!("{index}.")),
             Err(message) => {
                 self.stopped = true;
-                self.verdicts.push(StepVerdict {
-                    index,
-                    line: step.referenced.line(),
-                    title: title(&step.value),
+                // A `when` that cannot be judged did not run either, and is the step in error.
+                let erred = StepVerdict {
                     status: StepStatus::Error,
-                    elapsed_ms: 0.0,
-                    started_ms: self.hub.journal().elapsed_ms(),
                     failure: Some(Failure {
                         summary: message,
                         ..Failure::default()
                     }),
-                    not_applicable: None,
                     rule: None,
-                });
+                    ..self.skipped(step, index)
+                };
+                self.verdicts.push(erred);
             }
         }
     }
