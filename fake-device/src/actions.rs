@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::engine::{ActError, Actor, Hub};
+use harness::engine::{ActError, Hub, TypedActor};
 use harness::rules::ids;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -377,19 +377,14 @@ impl DeviceActor {
     }
 }
 
-impl Actor for DeviceActor {
-    fn act<'a>(
-        &'a self,
-        action: Value,
-        timeout: Duration,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
-        Box::pin(async move {
-            let action: DeviceAction = serde_json::from_value(action)
-                .map_err(|e| ActError::Unknown(format!("not an action of fake-device: {e}")))?;
-            self.act_now(action, timeout)
-                .await
-                .map_err(ActError::Failed)
-        })
+impl TypedActor for DeviceActor {
+    type Action = DeviceAction;
+    const WHO: &'static str = "fake-device";
+
+    async fn act_typed(&self, action: DeviceAction, timeout: Duration) -> Result<Value, ActError> {
+        self.act_now(action, timeout)
+            .await
+            .map_err(ActError::Failed)
     }
 }
 

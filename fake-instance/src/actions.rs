@@ -8,7 +8,7 @@ use harness::lembas::methods;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use harness::engine::{ActError, Actor, Hub};
+use harness::engine::{ActError, Hub, TypedActor};
 use harness::lembas::Discovery;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -259,23 +259,18 @@ pub struct InstanceActor {
     pub http: crate::http::HttpState,
 }
 
-impl Actor for InstanceActor {
-    fn act<'a>(
-        &'a self,
-        action: Value,
-        timeout: Duration,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
-        Box::pin(async move {
-            let action: WebAction = serde_json::from_value(action)
-                .map_err(|e| ActError::Unknown(format!("not an action of fake-instance: {e}")))?;
-            match self.act_now(action, timeout).await {
-                Err(ActError::NotApplicable(why)) if self.own_steps => {
-                    tracing::info!("the web UI leaves an action out: {why}");
-                    Ok(json!({ "skipped": why }))
-                }
-                done => done,
+impl TypedActor for InstanceActor {
+    type Action = WebAction;
+    const WHO: &'static str = "fake-instance";
+
+    async fn act_typed(&self, action: WebAction, timeout: Duration) -> Result<Value, ActError> {
+        match self.act_now(action, timeout).await {
+            Err(ActError::NotApplicable(why)) if self.own_steps => {
+                tracing::info!("the web UI leaves an action out: {why}");
+                Ok(json!({ "skipped": why }))
             }
-        })
+            done => done,
+        }
     }
 }
 

@@ -246,15 +246,17 @@ impl InstanceBuilder {
         let slot = actor.clone();
         let (live, running) = Running::start(plan, |up, shutdown| async move {
             match restarts {
-                None => crate::run::run_started(
-                    options,
-                    scenario,
-                    move |live| {
-                        let _ = up.send(live);
-                    },
-                    shutdown,
-                )
-                .await,
+                None => {
+                    crate::run::run_started(
+                        options,
+                        scenario,
+                        move |live| {
+                            let _ = up.send(live);
+                        },
+                        shutdown,
+                    )
+                    .await
+                }
                 Some(peer) => runs(options, peer, up, slot, shutdown).await,
             }
         })

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::engine::{ActError, Actor};
+use harness::engine::{ActError, TypedActor};
 use harness::lvmh::plugin::Plugin;
 use harness::lvmh::{BROWSER_PATH, envelope::is_persisted};
 use serde::Deserialize;
@@ -106,17 +106,12 @@ pub struct PluginActor {
     pub shapes: harness::shapes::ShapeWatch,
 }
 
-impl Actor for PluginActor {
-    fn act<'a>(
-        &'a self,
-        action: Value,
-        timeout: Duration,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
-        Box::pin(async move {
-            let action: PluginAction = serde_json::from_value(action)
-                .map_err(|e| ActError::Unknown(format!("not an action of the fake plugin: {e}")))?;
-            self.act_now(action, timeout).await
-        })
+impl TypedActor for PluginActor {
+    type Action = PluginAction;
+    const WHO: &'static str = "the fake plugin";
+
+    async fn act_typed(&self, action: PluginAction, timeout: Duration) -> Result<Value, ActError> {
+        self.act_now(action, timeout).await
     }
 }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness::engine::{ActError, Actor};
+use harness::engine::{ActError, TypedActor};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -80,20 +80,15 @@ pub struct DaemonActor {
     pub limits: harness::transport::FrameLimits,
 }
 
-impl Actor for DaemonActor {
-    fn act<'a>(
-        &'a self,
-        action: Value,
-        timeout: Duration,
-    ) -> std::pin::Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
-        Box::pin(async move {
-            let action: DaemonAction = serde_json::from_value(action)
-                .map_err(|e| ActError::Unknown(format!("not an action of the fake daemon: {e}")))?;
-            match action {
-                DaemonAction::Refetched { session } => Ok(self.refetched(&session, timeout).await),
-                action => self.act_now(action),
-            }
-        })
+impl TypedActor for DaemonActor {
+    type Action = DaemonAction;
+    const WHO: &'static str = "the fake daemon";
+
+    async fn act_typed(&self, action: DaemonAction, timeout: Duration) -> Result<Value, ActError> {
+        match action {
+            DaemonAction::Refetched { session } => Ok(self.refetched(&session, timeout).await),
+            action => self.act_now(action),
+        }
     }
 }
 

@@ -24,5 +24,5 @@ pub use hub::{Behaviour, Hub, LinkRecord};
 pub use judged::{Judged, RuleJudgement};
 pub use process::PeerProcess;
 pub use progress::{Progress, RunEvent};
-pub use runner::{Actor, Cell, RunOutcome, Runner, Verdict};
+pub use runner::{Actor, Cell, RunOutcome, Runner, TypedActor, Verdict};
 pub use verdict::{Failure, StepStatus, StepVerdict};

@@ -55,3 +55,33 @@ pub trait Actor: Send + Sync {
         timeout: Duration,
     ) -> Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>>;
 }
+
+/// An [`Actor`] that reads each action as its own type: the one way every double parses a
+/// step's action, so an action of the wrong double, an unknown key or a field of the wrong type
+/// is said the same way everywhere.
+pub trait TypedActor: Send + Sync {
+    /// The double's actions, one variant each (`{name: value}` in a scenario).
+    type Action: serde::de::DeserializeOwned + Send;
+    /// Who acts, for an action it does not know (`fake-device`, `the fake daemon`).
+    const WHO: &'static str;
+    /// Does one action, read as [`TypedActor::Action`].
+    fn act_typed(
+        &self,
+        action: Self::Action,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<Value, ActError>> + Send;
+}
+
+impl<T: TypedActor> Actor for T {
+    fn act<'a>(
+        &'a self,
+        action: Value,
+        timeout: Duration,
+    ) -> Pin<Box<dyn Future<Output = Result<Value, ActError>> + Send + 'a>> {
+        Box::pin(async move {
+            let action: T::Action = serde_json::from_value(action)
+                .map_err(|e| ActError::Unknown(format!("not an action of {}: {e}", T::WHO)))?;
+            self.act_typed(action, timeout).await
+        })
+    }
+}

@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::time::Instant;
 
-pub use abilities::{Actor, DialRequest, DialResult, Dialer};
+pub use abilities::{Actor, DialRequest, DialResult, Dialer, TypedActor};
 pub use cell::Cell;
 pub use describe::title;
 pub use outcome::{RunOutcome, Verdict};
