@@ -33,6 +33,8 @@ mod answers;
 mod attachments;
 mod cards;
 mod check;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod client_watch;
 mod commands;
 mod completion;
@@ -70,15 +72,18 @@ mod turns;
 
 pub use actions::{CardAnswer, DeviceAction, LibraryCall, LimitsChange, PersonalizationChange};
 pub use check::{check_as_peer_of, check_scenario};
-pub use dial::{ProtocolChoice, Stopped, probe_protocol};
+#[cfg(feature = "cli")]
+use dial::probe_protocol;
+pub use dial::{ProtocolChoice, Stopped};
 pub use embedding::{DeviceBuilder, FakeDevice};
 pub use fleet::{
-    EXAMPLES_KEPT, FleetCount, FleetDevice, FleetFinished, FleetTokens, INDEX_PLACEHOLDER, Shard,
-    run_fleet,
+    FleetCount, FleetDevice, FleetFinished, FleetTokens, INDEX_PLACEHOLDER, Shard, run_fleet,
 };
+#[cfg(feature = "cli")]
+use run::last_words;
 pub use run::{
-    Finished, Options, PROTOCOL_MISMATCH_SENTENCE, StartError, TERMINAL_PROMPT, TerminalPlay,
-    last_words, run, run_with, serve_stdio, start_instance,
+    Finished, Options, PROTOCOL_MISMATCH_SENTENCE, StartError, TERMINAL_PROMPT, TerminalPlay, run,
+    run_with, serve_stdio, start_instance,
 };
 pub use scripts::{
     AgentScript, Regex, Say, ScriptAsk, ScriptPermission, ScriptStep, ScriptSubmitPlan, ScriptTool,

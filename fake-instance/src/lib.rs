@@ -31,6 +31,8 @@ mod cards;
 mod chat_menu;
 mod chats;
 mod check;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod client;
 mod configure;
 mod embedding;
