@@ -38,6 +38,53 @@ fn shell_kind(shell: &Path) -> &'static str {
     }
 }
 
+/// The terminal section's misbehaviours, resolved once for the device's life.
+#[derive(Debug, Clone, Copy, Default)]
+struct Faults {
+    /// Opens a shell though `remote.terminal` is off, or `terminal` is not listed.
+    opens_when_off: bool,
+    /// Takes any size.
+    any_size: bool,
+    /// Opens more than [`MAX_PER_LINK`] on a link.
+    no_limit: bool,
+    /// The shell's home is a service account's, not the user's.
+    foreign_home: bool,
+    /// Integrates though `remote.terminal_integration` is false.
+    integrates_when_off: bool,
+    /// Says integration is off, and starts the shell with the wrapper all the same.
+    wraps_when_said_off: bool,
+    /// Says it integrates, and runs bash without the wrapper.
+    says_integrated_unwrapped: bool,
+    /// An interactive shell that is no login shell.
+    not_login: bool,
+    /// Every shell said to exit with 0.
+    exit_zero: bool,
+    /// One more output after the exit.
+    output_after_exit: bool,
+    /// The exit said twice.
+    exit_twice: bool,
+}
+
+impl Faults {
+    fn of(misbehave: &harness::rules::Misbehaviours) -> Faults {
+        Faults {
+            opens_when_off: misbehave.breaks(ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG)
+                || misbehave.breaks_way(ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG, "opens_unlisted"),
+            any_size: misbehave.breaks_way(ids::DEVICE_TERMINAL_OPEN, "size_unchecked"),
+            no_limit: misbehave.breaks(ids::DEVICE_TERMINAL_OPEN),
+            foreign_home: misbehave.breaks_way(ids::DEVICE_TERMINAL_LOGIN_SHELL, "foreign_home"),
+            integrates_when_off: misbehave.breaks(ids::DEVICE_TERMINAL_INTEGRATION_OFF),
+            wraps_when_said_off: misbehave
+                .breaks_way(ids::DEVICE_TERMINAL_INTEGRATION_OFF, "says_off"),
+            says_integrated_unwrapped: misbehave.breaks(ids::DEVICE_TERMINAL_INTEGRATION),
+            not_login: misbehave.breaks(ids::DEVICE_TERMINAL_LOGIN_SHELL),
+            exit_zero: misbehave.breaks_way(ids::DEVICE_TERMINAL_IO, "exit_zero"),
+            output_after_exit: misbehave.breaks(ids::DEVICE_TERMINAL_NOTIFY_SHAPE),
+            exit_twice: misbehave.breaks_way(ids::DEVICE_TERMINAL_NOTIFY_SHAPE, "exit_twice"),
+        }
+    }
+}
+
 /// One open terminal.
 #[derive(Debug)]
 struct Terminal {
@@ -59,8 +106,9 @@ pub struct Terminals {
     pub shell: PathBuf,
     /// Where rc wrappers are written.
     pub scratch: PathBuf,
-    /// The rules to break.
+    /// The rules to break (the rc wrapper reads its own from them).
     pub misbehave: harness::rules::Misbehaviours,
+    faults: Faults,
     /// The shell's home instead of the user's (the self-test's: a machine's own startup files
     /// are no part of a test, and may hang).
     pub home: Option<PathBuf>,
@@ -83,6 +131,7 @@ impl Terminals {
             integration: true,
             shell,
             scratch,
+            faults: Faults::of(&misbehave),
             misbehave,
             home: None,
             open: Mutex::new(HashMap::new()),
@@ -106,104 +155,21 @@ impl Terminals {
         cwd: PathBuf,
         with_shell_fields: bool,
     ) -> Result<Value, String> {
-        // Misbehaving: a shell though `remote.terminal` is off.
-        // Misbehaving too: a shell opened though `terminal` is not listed.
-        if !self.enabled
-            && !self
-                .misbehave
-                .breaks(ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG)
-            && !self
-                .misbehave
-                .breaks_way(ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG, "opens_unlisted")
-        {
-            return Err("remote terminals are off on this device".into());
-        }
-        let size = |key: &str, range: &std::ops::RangeInclusive<u64>, default: u64| match params
-            .get(key)
-        {
-            None | Some(Value::Null) => Ok(default),
-            // Misbehaving (`size_unchecked`): any size is taken.
-            Some(v) => v
-                .as_u64()
-                .filter(|n| {
-                    range.contains(n)
-                        || self
-                            .misbehave
-                            .breaks_way(ids::DEVICE_TERMINAL_OPEN, "size_unchecked")
-                })
-                .ok_or_else(|| {
-                    format!(
-                        "`{key}` must be a whole number from {} to {}",
-                        range.start(),
-                        range.end()
-                    )
-                }),
-        };
-        let cols = size("cols", &COLS, 80)?;
-        let rows = size("rows", &ROWS, 24)?;
-        let link = peer.link();
-        if self.count(link) >= MAX_PER_LINK
-            && !self
-                .misbehave
-                .breaks(harness::rules::ids::DEVICE_TERMINAL_OPEN)
-        {
-            return Err(format!(
-                "at most {MAX_PER_LINK} terminals may be open on one link"
-            ));
-        }
+        let (cols, rows) = self.admit(peer.link(), params)?;
         let kind = shell_kind(&self.shell);
         let (pty, pts) = pty_process::open().map_err(|e| format!("no PTY: {e}"))?;
         let to_u16 = |n: u64| u16::try_from(n).unwrap_or(u16::MAX);
         pty.resize(pty_process::Size::new(to_u16(rows), to_u16(cols)))
             .map_err(|e| format!("cannot size the PTY: {e}"))?;
-        let mut command = pty_process::Command::new(&self.shell)
-            .current_dir(&cwd)
-            .env("TERM", "xterm-256color")
-            .kill_on_drop(true);
-        if let Some(home) = &self.home {
-            command = command.env("HOME", home);
-        }
-        if self
-            .misbehave
-            .breaks_way(ids::DEVICE_TERMINAL_LOGIN_SHELL, "foreign_home")
-        {
-            // Misbehaving: the shell's home is a service account's, not the user's.
-            command = command.env("HOME", "/nonexistent");
-        }
-        // Misbehaving: integrates though `remote.terminal_integration` is false.
-        let integration = kind == "bash"
-            && (self.integration || self.misbehave.breaks(ids::DEVICE_TERMINAL_INTEGRATION_OFF));
-        // Misbehaving: says it integrates, and runs bash without the wrapper.
-        let plain = self.misbehave.breaks(ids::DEVICE_TERMINAL_INTEGRATION);
-        // Misbehaving: says integration is off, and starts the shell with the wrapper all the
-        // same.
-        let wrapped = integration
-            || (kind == "bash"
-                && self
-                    .misbehave
-                    .breaks_way(ids::DEVICE_TERMINAL_INTEGRATION_OFF, "says_off"));
-        if wrapped && !plain {
-            let rc = self
-                .rc_file()
-                .map_err(|e| format!("cannot write the rc: {e}"))?;
-            command = command.arg("--rcfile").arg(&rc).arg("-i");
-        } else if plain {
-            command = command.arg("--norc").arg("-i");
-        } else if self.misbehave.breaks(ids::DEVICE_TERMINAL_LOGIN_SHELL) {
-            // Misbehaving: an interactive shell that is no login shell.
-            command = command.arg("-i");
-        } else {
-            // A login shell, as the device's user.
-            command = command.arg("-l");
-        }
-        let mut child = command
+        let (command, integration) = self.shell_command(&cwd, kind)?;
+        let child = command
             .spawn(pts)
             .map_err(|e| format!("cannot start {}: {e}", self.shell.display()))?;
         let pid = child.id();
         let terminal_id = format!("term_{:08x}", harness::random::u32());
-        let (mut reader, writer) = pty.into_split();
+        let (reader, writer) = pty.into_split();
         if let Ok(mut open) = self.open.lock() {
-            open.entry(link).or_default().insert(
+            open.entry(peer.link()).or_default().insert(
                 terminal_id.clone(),
                 Terminal {
                     writer: Arc::new(tokio::sync::Mutex::new(writer)),
@@ -211,87 +177,10 @@ impl Terminals {
                 },
             );
         }
-        let (terminals, peer, id) = (self.clone(), peer.clone(), terminal_id.clone());
-        tokio::spawn(async move {
-            let mut buffer = vec![0u8; 16 * 1024];
-            let send = |bytes: &[u8]| {
-                let data = base64::engine::general_purpose::STANDARD.encode(bytes);
-                peer.notify(
-                    methods::LEMBAS_TERMINAL_OUTPUT,
-                    json!({ "terminalId": id, "data": data }),
-                );
-            };
-            // The shell's end, not the PTY's, is the terminal's: a job left in the background
-            // keeps the PTY open after the shell has gone.
-            let status = loop {
-                // Backpressure: output the instance has not taken yet holds the shell back (its
-                // PTY fills and its writes block), as a real terminal's reader would.
-                peer.writable().await;
-                tokio::select! {
-                    read = reader.read(&mut buffer) => match read {
-                        // EIO once nothing holds the PTY's other end.
-                        Ok(0) | Err(_) => break child.wait().await,
-                        Ok(n) => send(&buffer[..n]),
-                    },
-                    status = child.wait() => {
-                        // What the shell wrote last, then no more.
-                        while let Ok(Ok(n)) = tokio::time::timeout(
-                            std::time::Duration::from_millis(50),
-                            reader.read(&mut buffer),
-                        )
-                        .await
-                        {
-                            if n == 0 {
-                                break;
-                            }
-                            send(&buffer[..n]);
-                        }
-                        break status;
-                    }
-                }
-            };
-            let code = match status {
-                Ok(status) => status.code().unwrap_or_else(|| {
-                    128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
-                }),
-                Err(_) => -1,
-            };
-            // Misbehaving: every shell said to exit with 0.
-            let code = match terminals
-                .misbehave
-                .breaks_way(ids::DEVICE_TERMINAL_IO, "exit_zero")
-            {
-                true => 0,
-                false => code,
-            };
-            // Forgotten (its writer dropped) and the reader dropped here: the PTY closes, and
-            // what is left in it is hung up.
-            terminals.forget(peer.link(), &id);
-            drop(reader);
-            if !peer.is_closed() {
-                peer.notify(
-                    methods::LEMBAS_TERMINAL_EXIT,
-                    json!({ "terminalId": id, "code": code }),
-                );
-                // Misbehaving: one more output after the exit.
-                if terminals
-                    .misbehave
-                    .breaks(ids::DEVICE_TERMINAL_NOTIFY_SHAPE)
-                {
-                    send(b"\r\n");
-                }
-                // Misbehaving: the exit said twice.
-                if terminals
-                    .misbehave
-                    .breaks_way(ids::DEVICE_TERMINAL_NOTIFY_SHAPE, "exit_twice")
-                {
-                    peer.notify(
-                        methods::LEMBAS_TERMINAL_EXIT,
-                        json!({ "terminalId": id, "code": code }),
-                    );
-                }
-            }
-        });
+        tokio::spawn(
+            self.clone()
+                .relay(peer.clone(), terminal_id.clone(), reader, child),
+        );
         let mut answer = json!({
             "terminalId": terminal_id,
             "cwd": cwd.display().to_string(),
@@ -303,6 +192,141 @@ impl Terminals {
             answer["integration"] = json!(integration);
         }
         Ok(answer)
+    }
+
+    /// Whether a terminal may open on `link` (terminals on, a size within the bounds, fewer
+    /// than [`MAX_PER_LINK`] open): its columns and rows, or the refusal's sentence.
+    fn admit(&self, link: u32, params: &Value) -> Result<(u64, u64), String> {
+        if !self.enabled && !self.faults.opens_when_off {
+            return Err("remote terminals are off on this device".into());
+        }
+        let size = |key: &str, range: &std::ops::RangeInclusive<u64>, default: u64| match params
+            .get(key)
+        {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => v
+                .as_u64()
+                .filter(|n| range.contains(n) || self.faults.any_size)
+                .ok_or_else(|| {
+                    format!(
+                        "`{key}` must be a whole number from {} to {}",
+                        range.start(),
+                        range.end()
+                    )
+                }),
+        };
+        let cols = size("cols", &COLS, 80)?;
+        let rows = size("rows", &ROWS, 24)?;
+        if self.count(link) >= MAX_PER_LINK && !self.faults.no_limit {
+            return Err(format!(
+                "at most {MAX_PER_LINK} terminals may be open on one link"
+            ));
+        }
+        Ok((cols, rows))
+    }
+
+    /// The shell's command in `cwd`: a login shell as the device's user, with the rc wrapper
+    /// where integration is on (bash's); and whether it integrates.
+    fn shell_command(
+        &self,
+        cwd: &Path,
+        kind: &str,
+    ) -> Result<(pty_process::Command, bool), String> {
+        let mut command = pty_process::Command::new(&self.shell)
+            .current_dir(cwd)
+            .env("TERM", "xterm-256color")
+            .kill_on_drop(true);
+        if let Some(home) = &self.home {
+            command = command.env("HOME", home);
+        }
+        if self.faults.foreign_home {
+            command = command.env("HOME", "/nonexistent");
+        }
+        let faults = self.faults;
+        let integration = kind == "bash" && (self.integration || faults.integrates_when_off);
+        let wrapped = integration || (kind == "bash" && faults.wraps_when_said_off);
+        command = if wrapped && !faults.says_integrated_unwrapped {
+            let rc = self
+                .rc_file()
+                .map_err(|e| format!("cannot write the rc: {e}"))?;
+            command.arg("--rcfile").arg(&rc).arg("-i")
+        } else if faults.says_integrated_unwrapped {
+            command.arg("--norc").arg("-i")
+        } else if faults.not_login {
+            command.arg("-i")
+        } else {
+            command.arg("-l")
+        };
+        Ok((command, integration))
+    }
+
+    /// Sends the shell's output to the client until the shell ends, then its exit. The shell's
+    /// end, not the PTY's, is the terminal's: a job left in the background keeps the PTY open
+    /// after the shell has gone.
+    async fn relay(
+        self: Arc<Self>,
+        peer: Arc<Peer>,
+        id: String,
+        mut reader: pty_process::OwnedReadPty,
+        mut child: tokio::process::Child,
+    ) {
+        let mut buffer = vec![0u8; 16 * 1024];
+        let send = |bytes: &[u8]| {
+            let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+            peer.notify(
+                methods::LEMBAS_TERMINAL_OUTPUT,
+                json!({ "terminalId": id, "data": data }),
+            );
+        };
+        let status = loop {
+            // Backpressure: output the instance has not taken yet holds the shell back (its PTY
+            // fills and its writes block), as a real terminal's reader would.
+            peer.writable().await;
+            tokio::select! {
+                read = reader.read(&mut buffer) => match read {
+                    // EIO once nothing holds the PTY's other end.
+                    Ok(0) | Err(_) => break child.wait().await,
+                    Ok(n) => send(&buffer[..n]),
+                },
+                status = child.wait() => {
+                    // What the shell wrote last, then no more.
+                    while let Ok(Ok(n)) = tokio::time::timeout(
+                        std::time::Duration::from_millis(50),
+                        reader.read(&mut buffer),
+                    )
+                    .await
+                    {
+                        if n == 0 {
+                            break;
+                        }
+                        send(&buffer[..n]);
+                    }
+                    break status;
+                }
+            }
+        };
+        let code = match (status, self.faults.exit_zero) {
+            (_, true) => 0,
+            (Ok(status), false) => status.code().unwrap_or_else(|| {
+                128 + std::os::unix::process::ExitStatusExt::signal(&status).unwrap_or(0)
+            }),
+            (Err(_), false) => -1,
+        };
+        // Forgotten (its writer dropped) and the reader dropped here: the PTY closes, and what
+        // is left in it is hung up.
+        self.forget(peer.link(), &id);
+        drop(reader);
+        if peer.is_closed() {
+            return;
+        }
+        let exit = json!({ "terminalId": id, "code": code });
+        peer.notify(methods::LEMBAS_TERMINAL_EXIT, exit.clone());
+        if self.faults.output_after_exit {
+            send(b"\r\n");
+        }
+        if self.faults.exit_twice {
+            peer.notify(methods::LEMBAS_TERMINAL_EXIT, exit);
+        }
     }
 
     /// The rc wrapper's file, written whole before any shell reads it: written to a file of its
