@@ -145,7 +145,7 @@ pub struct FleetFinished {
     pub not_started: usize,
     /// Why the first that could not start did not.
     pub first_error: Option<String>,
-    /// The first findings (at most [`EXAMPLES_KEPT`]), each with its device's number.
+    /// The first findings (at most 20), each with its device's number.
     pub examples: Vec<(usize, harness::finding::Finding)>,
 }
 
