@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod coverage;
+pub mod error;
 pub mod matrix;
 pub mod pace;
 pub mod record;
@@ -10,6 +11,8 @@ pub mod run;
 pub mod scenarios;
 pub mod selftest;
 pub mod stall;
+
+pub use error::{Error, RecordError};
 
 /// A scenario's `instance:` section: fake-instance's settings, or the fake lvmh daemon's.
 #[derive(schemars::JsonSchema)]
