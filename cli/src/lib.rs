@@ -10,9 +10,11 @@ pub mod record;
 pub mod run;
 pub mod scenarios;
 pub mod selftest;
+pub mod side_arg;
 pub mod stall;
 
 pub use error::{Error, RecordError};
+pub use side_arg::SideArg;
 
 /// A scenario's `instance:` section: fake-instance's settings, or the fake lvmh daemon's.
 #[derive(schemars::JsonSchema)]

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use harness::Exit;
 use harness::scenario::{Side, load_file};
-use harness_cli::Error;
+use harness_cli::{Error, SideArg};
 
 /// mimalloc, not the system's allocator: why is in the workspace's Cargo.toml.
 #[global_allocator]
@@ -46,8 +46,8 @@ enum Command {
         /// Scenario files.
         files: Vec<PathBuf>,
         /// Which double runs them (default: from the folder, instance/ or device/).
-        #[arg(long, value_parser = ["instance", "device"])]
-        side: Option<String>,
+        #[arg(long, value_enum)]
+        side: Option<SideArg>,
     },
     /// Print the JSON Schema of the scenario format (or write it to a file).
     Schema {
@@ -150,14 +150,7 @@ fn record(args: &harness_cli::record::RecordArgs) -> Result<Exit, Error> {
 
 /// `harness check`: each scenario (every embedded one when none is named) loaded and checked,
 /// a line each; a usage error when one is not right.
-fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
-    let side = side.map(|s| {
-        if s == "instance" {
-            Side::Instance
-        } else {
-            Side::Device
-        }
-    });
+fn check(files: &[PathBuf], side: Option<Side>) -> Exit {
     let mut bad = 0;
     if files.is_empty() {
         let every = harness::family::Family::ALL
@@ -328,7 +321,7 @@ fn selftest(
 /// Runs one command: the exit its verdict gives, or why it came to none.
 fn run(command: Command) -> Result<Exit, Error> {
     match command {
-        Command::Check { files, side } => Ok(check(&files, side.as_deref())),
+        Command::Check { files, side } => Ok(check(&files, side.map(Side::from))),
         Command::Schema { write } => {
             written_or_printed(&harness_cli::scenario_schema(), write.as_deref())
         }

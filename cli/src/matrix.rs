@@ -10,9 +10,9 @@ use harness::Exit;
 use harness::engine::{Arranged, Verdict};
 use harness::scenario::Side;
 
-use crate::Error;
 use crate::baseline::{Expected, Judged};
 use crate::run::{Planned, Ran, Setup, Summary};
+use crate::{Error, SideArg};
 
 /// `harness run`'s arguments.
 #[derive(Debug, Clone, Args)]
@@ -57,8 +57,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub expected_failures: Option<PathBuf>,
     /// Which double runs the scenarios, when their folder does not say.
-    #[arg(long, value_parser = ["instance", "device"])]
-    pub side: Option<String>,
+    #[arg(long, value_enum)]
+    pub side: Option<SideArg>,
     /// fake-device's scenarios: an instance already running, instead of --exec.
     #[arg(long, value_name = "URL")]
     pub instance: Option<String>,
@@ -174,13 +174,7 @@ struct Prepared {
 /// Reads the arguments, the scenarios, the baseline and the hooks, and plans the runs; each
 /// mistake found here is said once, before anything starts.
 fn prepare(args: &RunArgs) -> Result<Prepared, Error> {
-    let side = args.side.as_deref().map(|s| {
-        if s == "instance" {
-            Side::Instance
-        } else {
-            Side::Device
-        }
-    });
+    let side = args.side.map(Side::from);
     let reports = reports(&args.reports)?;
     if let Some(bad) = args.protocols.iter().find(|p| !matches!(p, 1 | 2)) {
         return Err(Error::Protocol(*bad));
