@@ -246,3 +246,123 @@ impl Error {
 fn quoted(said: &Option<String>) -> String {
     said.as_ref().map(|s| format!(" {s}")).unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words each kind says are the ones the command said before it had kinds (the guide
+    /// and the tests quote them), and each ends the process as it did.
+    #[test]
+    fn each_kind_says_what_the_command_always_said_and_exits_as_it_did() {
+        let io = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let cases: Vec<(Error, &str, Exit)> = vec![
+            (
+                Error::Argument {
+                    flag: "--report",
+                    said: Some("pdf:x".into()),
+                    want: "say junit:DIR, json:PATH or html:PATH",
+                },
+                "--report pdf:x: say junit:DIR, json:PATH or html:PATH",
+                Exit::Usage,
+            ),
+            (
+                Error::Argument {
+                    flag: "--report",
+                    said: None,
+                    want: "say html:PATH",
+                },
+                "--report: say html:PATH",
+                Exit::Usage,
+            ),
+            (
+                Error::Protocol(3),
+                "--protocols: 3 is not 1 or 2",
+                Exit::Usage,
+            ),
+            (
+                Error::Section {
+                    name: "bogus".into(),
+                    sections: vec!["commands".into(), "initialize".into()],
+                },
+                "--section: no catalogue file is named `bogus`; the sections: commands, initialize",
+                Exit::Usage,
+            ),
+            (
+                Error::NoSystemUnderTest {
+                    first: "scenarios/instance/x.yaml".into(),
+                    more: 2,
+                },
+                "scenarios/instance/x.yaml (and 2 more) has no system under test: say --exec CMD (a CLI with {url} and {token} in it, a web server with {port}), or --instance URL for a web server already running",
+                Exit::Usage,
+            ),
+            (
+                Error::NoExec,
+                "a CLI under test must be started by the run: say --exec CMD (with {url} and {token} in it)",
+                Exit::Usage,
+            ),
+            (
+                Error::NoInstance,
+                "a web server under test is started by the run (--exec CMD, with {port} in it) or already running (--instance URL)",
+                Exit::Usage,
+            ),
+            (
+                Error::NoVerdict("fake-device"),
+                "fake-device ended without a verdict",
+                Exit::Usage,
+            ),
+            (
+                Error::Root(io()),
+                "cannot make a root: entity not found",
+                Exit::Usage,
+            ),
+            (
+                Error::Write {
+                    path: "out/x.json".into(),
+                    source: io(),
+                },
+                "cannot write out/x.json: entity not found",
+                Exit::Internal,
+            ),
+            (
+                Error::Junit(io()),
+                "cannot write the JUnit reports: entity not found",
+                Exit::Internal,
+            ),
+            (
+                Error::SelftestReport {
+                    path: "x.html".into(),
+                    source: io(),
+                },
+                "cannot write x.html: entity not found",
+                Exit::Usage,
+            ),
+            (
+                Error::CoverageWrite {
+                    path: "x.md".into(),
+                    source: io(),
+                },
+                "x.md: entity not found",
+                Exit::Usage,
+            ),
+            (
+                RecordError::Write {
+                    path: "out/journal.jsonl".into(),
+                    source: io(),
+                }
+                .into(),
+                "cannot write out/journal.jsonl: entity not found",
+                Exit::Usage,
+            ),
+            (
+                harness::cli::CliError::Internal("cannot start the runtime: no".into()).into(),
+                "cannot start the runtime: no",
+                Exit::Internal,
+            ),
+        ];
+        for (error, says, exit) in cases {
+            assert_eq!(error.to_string(), says);
+            assert_eq!(error.exit(), exit, "{says}");
+        }
+    }
+}
