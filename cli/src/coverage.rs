@@ -9,6 +9,8 @@ use harness::scenario::catalogue::embedded_of;
 use harness::scenario::{Family, Side};
 use serde::Serialize;
 
+use crate::Error;
+
 /// How far a rule is proven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -217,15 +219,16 @@ pub fn section_group(section: &str) -> String {
 
 /// The scenarios naming each rule, from the folder of the double that checks the rule's side
 /// (fake-instance checks the device, so a device rule is checked from `instance/`).
-fn scenarios_by_rule() -> Result<BTreeMap<String, Vec<String>>, String> {
+fn scenarios_by_rule() -> Result<BTreeMap<String, Vec<String>>, Error> {
     let mut by_rule: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for family in Family::ALL {
         for side in [Side::Instance, Side::Device] {
             for file in embedded_of(side, family) {
                 let folder = format!("{}{}", family.folder(), side.folder());
-                let scenario = file
-                    .load()
-                    .map_err(|e| format!("{folder}/{}: {e}", file.file))?;
+                let scenario = file.load().map_err(|e| Error::Embedded {
+                    label: format!("{folder}/{}", file.file),
+                    source: Box::new(e),
+                })?;
                 for rule in scenario.rules {
                     by_rule
                         .entry(rule)
@@ -278,7 +281,7 @@ fn judge(rule: &Rule, scenarios: &[String], problems: &mut Vec<String>) -> Statu
 }
 
 /// Builds the report for a catalogue from the embedded scenarios.
-pub fn coverage(catalogue: &Catalogue) -> Result<Coverage, String> {
+pub fn coverage(catalogue: &Catalogue) -> Result<Coverage, Error> {
     let by_rule = scenarios_by_rule()?;
     let mut problems = Vec::new();
     let mut rules = Vec::new();

@@ -3,13 +3,18 @@
 
 pub mod baseline;
 pub mod coverage;
+pub mod error;
 pub mod matrix;
 pub mod pace;
 pub mod record;
 pub mod run;
 pub mod scenarios;
 pub mod selftest;
+pub mod side_arg;
 pub mod stall;
+
+pub use error::{Error, RecordError};
+pub use side_arg::SideArg;
 
 /// A scenario's `instance:` section: fake-instance's settings, or the fake lvmh daemon's.
 #[derive(schemars::JsonSchema)]

@@ -1,12 +1,13 @@
 //! `harness`: suite-wide commands.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use harness::Exit;
 use harness::scenario::{Side, load_file};
+use harness_cli::{Error, SideArg};
 
 /// mimalloc, not the system's allocator: why is in the workspace's Cargo.toml.
 #[global_allocator]
@@ -45,8 +46,8 @@ enum Command {
         /// Scenario files.
         files: Vec<PathBuf>,
         /// Which double runs them (default: from the folder, instance/ or device/).
-        #[arg(long, value_parser = ["instance", "device"])]
-        side: Option<String>,
+        #[arg(long, value_enum)]
+        side: Option<SideArg>,
     },
     /// Print the JSON Schema of the scenario format (or write it to a file).
     Schema {
@@ -117,58 +118,39 @@ fn load_checked(
 }
 
 /// A generated text (the schema, the catalogue page) written to `path`, or printed.
-fn written_or_printed(text: &str, path: Option<&std::path::Path>) -> Exit {
+fn written_or_printed(text: &str, path: Option<&Path>) -> Result<Exit, Error> {
     match path {
-        Some(path) => match std::fs::write(path, text) {
-            Ok(()) => Exit::Passed,
-            Err(e) => {
-                eprintln!("error: cannot write {}: {e}", path.display());
-                Exit::Internal
-            }
-        },
+        Some(path) => std::fs::write(path, text).map_err(|source| Error::Write {
+            path: path.to_path_buf(),
+            source,
+        })?,
         None => {
             let _ = std::io::stdout().write_all(text.as_bytes());
-            Exit::Passed
         }
     }
+    Ok(Exit::Passed)
 }
 
-fn record(args: &harness_cli::record::RecordArgs) -> Exit {
+/// `harness record`: passes everything through until Ctrl-C or `--for`, then says what it
+/// wrote.
+fn record(args: &harness_cli::record::RecordArgs) -> Result<Exit, Error> {
     harness::cli::init_logs("warn");
     harness::cli::init_tls();
-    let runtime = match harness::cli::runtime(true) {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return e.exit();
-        }
-    };
-    match runtime.block_on(harness_cli::record::run(args)) {
-        Ok(written) => {
-            println!(
-                "recorded {} link messages\n  journal        {}\n  fake-instance  {}\n  fake-device    {}",
-                written.messages,
-                written.journal.display(),
-                written.instance.display(),
-                written.device.display()
-            );
-            Exit::Passed
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            Exit::Usage
-        }
-    }
+    let runtime = harness::cli::runtime(true)?;
+    let written = runtime.block_on(harness_cli::record::run(args))?;
+    println!(
+        "recorded {} link messages\n  journal        {}\n  fake-instance  {}\n  fake-device    {}",
+        written.messages,
+        written.journal.display(),
+        written.instance.display(),
+        written.device.display()
+    );
+    Ok(Exit::Passed)
 }
 
-fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
-    let side = side.map(|s| {
-        if s == "instance" {
-            Side::Instance
-        } else {
-            Side::Device
-        }
-    });
+/// `harness check`: each scenario (every embedded one when none is named) loaded and checked,
+/// a line each; a usage error when one is not right.
+fn check(files: &[PathBuf], side: Option<Side>) -> Exit {
     let mut bad = 0;
     if files.is_empty() {
         let every = harness::family::Family::ALL
@@ -208,7 +190,7 @@ fn check(files: &[PathBuf], side: Option<&str>) -> Exit {
 /// the misbehaviour that proves they can fail.
 /// Prints every rule by id, or one section's in its file's order; an unknown section is a
 /// usage error that lists the sections.
-fn print_rules(section: Option<&str>) -> Exit {
+fn print_rules(section: Option<&str>) -> Result<Exit, Error> {
     let catalogue = harness::rules::catalogue();
     let rules: Vec<&harness::rules::Rule> = match section {
         None => catalogue.iter().collect(),
@@ -219,16 +201,14 @@ fn print_rules(section: Option<&str>) -> Exit {
                 .filter_map(|id| catalogue.get(id))
                 .collect(),
             None => {
-                let names: Vec<&str> = catalogue
-                    .sections()
-                    .iter()
-                    .map(|s| s.name.as_str())
-                    .collect();
-                eprintln!(
-                    "error: --section: no catalogue file is named `{name}`; the sections: {}",
-                    names.join(", ")
-                );
-                return Exit::Usage;
+                return Err(Error::Section {
+                    name: name.to_string(),
+                    sections: catalogue
+                        .sections()
+                        .iter()
+                        .map(|s| s.name.clone())
+                        .collect(),
+                });
             }
         },
     };
@@ -271,95 +251,110 @@ fn print_rules(section: Option<&str>) -> Exit {
             let _ = writeln!(out, "    broken one way only: {why}");
         }
     }
-    Exit::Passed
+    Ok(Exit::Passed)
 }
 
-fn coverage(format: &str, write: Option<&std::path::Path>, check: bool) -> Exit {
-    let report = match harness_cli::coverage::coverage(harness::rules::catalogue()) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Exit::Usage;
-        }
-    };
+/// `harness coverage`: the report written or printed; with `check`, the peer fails when an
+/// observable rule is unproven and does not say why.
+fn coverage(format: &str, write: Option<&Path>, check: bool) -> Result<Exit, Error> {
+    let report = harness_cli::coverage::coverage(harness::rules::catalogue())?;
     let text = match format {
         "json" => serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
         "totals" => report.totals_markdown(),
         _ => report.markdown(),
     };
-    let written = match write {
-        Some(path) => std::fs::write(path, &text).map_err(|e| format!("{}: {e}", path.display())),
+    match write {
+        Some(path) => std::fs::write(path, &text).map_err(|source| Error::CoverageWrite {
+            path: path.to_path_buf(),
+            source,
+        })?,
         None => std::io::stdout()
             .lock()
             .write_all(text.as_bytes())
-            .map_err(|e| e.to_string()),
-    };
-    if let Err(e) = written {
-        eprintln!("error: {e}");
-        return Exit::Usage;
+            .map_err(Error::Stdout)?,
     }
     let failures = report.failures();
     if check && !failures.is_empty() {
         for f in &failures {
             eprintln!("coverage: {f}");
         }
-        return Exit::PeerFailed;
+        return Ok(Exit::PeerFailed);
     }
-    Exit::Passed
+    Ok(Exit::Passed)
 }
 
-fn main() -> ExitCode {
-    harness::cli::init_process("error");
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Check { files, side } => check(&files, side.as_deref()).into(),
-        Command::Schema { write } => {
-            written_or_printed(&harness_cli::scenario_schema(), write.as_deref()).into()
+/// `harness selftest`: every case run and judged; the peer "failed" when one did not come out as
+/// it should.
+fn selftest(
+    filter: Option<&str>,
+    jobs: usize,
+    verbose: bool,
+    quiet: bool,
+    report: Option<&str>,
+) -> Result<Exit, Error> {
+    let html = match report.map(|r| r.split_once(':')) {
+        None => None,
+        Some(Some(("html", path))) if !path.is_empty() => Some(PathBuf::from(path)),
+        Some(_) => {
+            return Err(Error::Argument {
+                flag: "--report",
+                said: None,
+                want: "say html:PATH",
+            });
         }
-        Command::Rules { section } => print_rules(section.as_deref()).into(),
+    };
+    let runtime = harness::cli::runtime(true)?;
+    let passed = runtime.block_on(harness_cli::selftest::selftest(
+        filter,
+        jobs,
+        verbose,
+        quiet,
+        html.as_deref(),
+    ))?;
+    Ok(if passed {
+        Exit::Passed
+    } else {
+        Exit::PeerFailed
+    })
+}
+
+/// Runs one command: the exit its verdict gives, or why it came to none.
+fn run(command: Command) -> Result<Exit, Error> {
+    match command {
+        Command::Check { files, side } => Ok(check(&files, side.map(Side::from))),
+        Command::Schema { write } => {
+            written_or_printed(&harness_cli::scenario_schema(), write.as_deref())
+        }
+        Command::Rules { section } => print_rules(section.as_deref()),
         Command::Scenarios { write } => {
-            written_or_printed(&harness_cli::scenarios::markdown(), write.as_deref()).into()
+            written_or_printed(&harness_cli::scenarios::markdown(), write.as_deref())
         }
         Command::Coverage {
             format,
             write,
             check,
-        } => coverage(&format, write.as_deref(), check).into(),
-        Command::Run(args) => harness_cli::matrix::command(*args).into(),
-        Command::Record(args) => record(&args).into(),
+        } => coverage(&format, write.as_deref(), check),
+        Command::Run(args) => harness_cli::matrix::command(*args),
+        Command::Record(args) => record(&args),
         Command::Selftest {
             filter,
             jobs,
             verbose,
             quiet,
             report,
-        } => {
-            let html = match report.as_deref().map(|r| r.split_once(':')) {
-                None => None,
-                Some(Some(("html", path))) if !path.is_empty() => Some(PathBuf::from(path)),
-                Some(_) => {
-                    eprintln!("error: --report: say html:PATH");
-                    return Exit::Usage.into();
-                }
-            };
-            let runtime = match harness::cli::runtime(true) {
-                Ok(rt) => rt,
-                Err(e) => return harness::cli::exit_with(Err(e)),
-            };
-            match runtime.block_on(harness_cli::selftest::selftest(
-                filter.as_deref(),
-                jobs,
-                verbose,
-                quiet,
-                html.as_deref(),
-            )) {
-                Ok(true) => Exit::Passed.into(),
-                Ok(false) => Exit::PeerFailed.into(),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    Exit::Usage.into()
-                }
-            }
+        } => selftest(filter.as_deref(), jobs, verbose, quiet, report.as_deref()),
+    }
+}
+
+fn main() -> ExitCode {
+    harness::cli::init_process("error");
+    let cli = Cli::parse();
+    // The one place an error is said and becomes the process's exit.
+    match run(cli.command) {
+        Ok(exit) => exit.into(),
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit().into()
         }
     }
 }

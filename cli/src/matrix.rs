@@ -10,8 +10,9 @@ use harness::Exit;
 use harness::engine::{Arranged, Verdict};
 use harness::scenario::Side;
 
-use crate::baseline::Judged;
-use crate::run::{Ran, Setup, Summary};
+use crate::baseline::{Expected, Judged};
+use crate::run::{Planned, Ran, Setup, Summary};
+use crate::{Error, SideArg};
 
 /// `harness run`'s arguments.
 #[derive(Debug, Clone, Args)]
@@ -56,8 +57,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub expected_failures: Option<PathBuf>,
     /// Which double runs the scenarios, when their folder does not say.
-    #[arg(long, value_parser = ["instance", "device"])]
-    pub side: Option<String>,
+    #[arg(long, value_enum)]
+    pub side: Option<SideArg>,
     /// fake-device's scenarios: an instance already running, instead of --exec.
     #[arg(long, value_name = "URL")]
     pub instance: Option<String>,
@@ -86,7 +87,7 @@ struct Reports {
     html: Option<PathBuf>,
 }
 
-fn reports(said: &[String]) -> Result<Reports, String> {
+fn reports(said: &[String]) -> Result<Reports, Error> {
     let mut reports = Reports::default();
     for report in said {
         match report.split_once(':') {
@@ -94,9 +95,11 @@ fn reports(said: &[String]) -> Result<Reports, String> {
             Some(("json", path)) if !path.is_empty() => reports.json = Some(path.into()),
             Some(("html", path)) if !path.is_empty() => reports.html = Some(path.into()),
             _ => {
-                return Err(format!(
-                    "--report {report}: say junit:DIR, json:PATH or html:PATH"
-                ));
+                return Err(Error::Argument {
+                    flag: "--report",
+                    said: Some(report.clone()),
+                    want: "say junit:DIR, json:PATH or html:PATH",
+                });
             }
         }
     }
@@ -121,44 +124,67 @@ impl Paint {
     }
 }
 
-/// Runs the command; gives its exit.
-pub fn command(args: RunArgs) -> Exit {
-    let side = args.side.as_deref().map(|s| {
-        if s == "instance" {
-            Side::Instance
-        } else {
-            Side::Device
-        }
+/// Runs the command; gives its verdict's exit, or why it could not run.
+pub fn command(args: RunArgs) -> Result<Exit, Error> {
+    let Prepared {
+        reports,
+        expected,
+        setup,
+        planned,
+    } = prepare(&args)?;
+    let runtime = harness::cli::runtime(true)?;
+    // Read by a program or kept in a file (a CI log): each run's line as it ends, not the whole
+    // table after the last (a matrix takes minutes). On a terminal the table comes sorted at
+    // the end, with a progress line meanwhile.
+    let streaming = !std::io::stdout().is_terminal();
+    let Some((mut ran, elapsed)) = run_matrix(runtime, planned, setup, &args, streaming) else {
+        return Ok(Exit::Interrupted);
+    };
+    ran.sort_by(|a, b| {
+        (
+            a.planned.cell.spec.as_str(),
+            a.planned.cell.protocol,
+            a.planned.label.as_str(),
+        )
+            .cmp(&(
+                b.planned.cell.spec.as_str(),
+                b.planned.cell.protocol,
+                b.planned.label.as_str(),
+            ))
     });
-    let fail = |e: String| {
-        eprintln!("error: {e}");
-        Exit::Usage
-    };
-    let reports = match reports(&args.reports) {
-        Ok(r) => r,
-        Err(e) => return fail(e),
-    };
+    let summary = Summary::of(&ran, &expected);
+    print_table(&ran, &summary, &args, streaming);
+    print_totals(&ran, &summary, elapsed);
+    write_reports(&reports, &ran, &summary, elapsed, args.quiet)?;
+    Ok(verdict(&summary, args.strict))
+}
+
+/// What a matrix needs before it runs.
+struct Prepared {
+    /// Where it reports.
+    reports: Reports,
+    /// The expected-failures baseline.
+    expected: Vec<Expected>,
+    /// How each run meets the system under test.
+    setup: Arc<Setup>,
+    /// Every run.
+    planned: Vec<Planned>,
+}
+
+/// Reads the arguments, the scenarios, the baseline and the hooks, and plans the runs; each
+/// mistake found here is said once, before anything starts.
+fn prepare(args: &RunArgs) -> Result<Prepared, Error> {
+    let side = args.side.map(Side::from);
+    let reports = reports(&args.reports)?;
     if let Some(bad) = args.protocols.iter().find(|p| !matches!(p, 1 | 2)) {
-        return fail(format!("--protocols: {bad} is not 1 or 2"));
+        return Err(Error::Protocol(*bad));
     }
-    let selected = match crate::run::select(&args.scenarios, side) {
-        Ok(s) => s,
-        Err(e) => return fail(e),
-    };
+    let selected = crate::run::select(&args.scenarios, side)?;
     let expected = match &args.expected_failures {
-        Some(path) => match crate::baseline::load(path) {
-            Ok(e) => e,
-            Err(e) => return fail(format!("--expected-failures: {e}")),
-        },
+        Some(path) => crate::baseline::load(path).map_err(|e| Error::Baseline(Box::new(e)))?,
         None => Vec::new(),
     };
-    let hooks = match harness::cli::hooks(args.hooks.as_deref()) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return e.exit();
-        }
-    };
+    let hooks = harness::cli::hooks(args.hooks.as_deref())?;
     let setup = Arc::new(Setup {
         exec: args.exec.clone(),
         hooks,
@@ -177,29 +203,36 @@ pub fn command(args: RunArgs) -> Exit {
         .map(|(_, label, _)| label.as_str())
         .collect();
     if let Some(first) = no_exec.first() {
-        return fail(format!(
-            "{first} (and {} more) has no system under test: say --exec CMD (a CLI with {{url}} and {{token}} in it, a web server with {{port}}), or --instance URL for a web server already running",
-            no_exec.len() - 1
-        ));
+        return Err(Error::NoSystemUnderTest {
+            first: (*first).to_string(),
+            more: no_exec.len() - 1,
+        });
     }
     let planned = crate::run::plan(&selected, &args.protocols, &args.specs);
     if planned.is_empty() {
-        return fail("no scenario applies to these protocols and specs".into());
+        return Err(Error::NothingApplies);
     }
-    let runtime = match harness::cli::runtime(true) {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return e.exit();
-        }
-    };
+    Ok(Prepared {
+        reports,
+        expected,
+        setup,
+        planned,
+    })
+}
+
+/// Runs every planned run on `runtime`, with a progress line on a terminal (and, `streaming`,
+/// each run's line as it ends); gives the runs and how long they took, or `None` when
+/// interrupted (said, and every system under test ended).
+fn run_matrix(
+    runtime: tokio::runtime::Runtime,
+    planned: Vec<Planned>,
+    setup: Arc<Setup>,
+    args: &RunArgs,
+    streaming: bool,
+) -> Option<(Vec<Ran>, std::time::Duration)> {
     let started = Instant::now();
     let args_jobs = args.jobs;
     let progress_on = harness::cli::colours_on(&std::io::stderr()) && !args.quiet;
-    // Read by a program or kept in a file (a CI log): each run's line as it ends, not the whole
-    // table after the last (a matrix takes minutes). On a terminal the table comes sorted at
-    // the end, with a progress line meanwhile.
-    let streaming = !std::io::stdout().is_terminal();
     let quiet = args.quiet;
     let ran = runtime.block_on(async move {
         // The signal handlers are in place before the first system under test starts.
@@ -233,30 +266,19 @@ pub fn command(args: RunArgs) -> Exit {
         // groups. Wait for that before exiting, or they would outlive the run.
         runtime.shutdown_timeout(std::time::Duration::from_secs(10));
         eprintln!("harness run: interrupted; every system under test it started is ended");
-        return Exit::Interrupted;
+        return None;
     };
     // The runs' processes are gone; a task still blocked on a pipe must not hold the exit.
     runtime.shutdown_background();
     if progress_on {
         let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
-    let elapsed = started.elapsed();
-    let mut ran = ran;
-    ran.sort_by(|a, b| {
-        (
-            a.planned.cell.spec.as_str(),
-            a.planned.cell.protocol,
-            a.planned.label.as_str(),
-        )
-            .cmp(&(
-                b.planned.cell.spec.as_str(),
-                b.planned.cell.protocol,
-                b.planned.label.as_str(),
-            ))
-    });
-    let summary = Summary::of(&ran, &expected);
-    print_table(&ran, &summary, &args, streaming);
-    let not_applicable = summary.count(|j| *j == Judged::NotApplicable);
+    Some((ran, started.elapsed()))
+}
+
+/// The lines after the table: stale and unused baseline entries, the tally, and the rules
+/// judged.
+fn print_totals(ran: &[Ran], summary: &Summary, elapsed: std::time::Duration) {
     let mut out = std::io::stdout().lock();
     for stale in &summary.stale {
         let _ = writeln!(out, "STALE: {stale}");
@@ -264,43 +286,51 @@ pub fn command(args: RunArgs) -> Exit {
     for unused in &summary.unused {
         let _ = writeln!(out, "note: the baseline entry {unused}");
     }
-    let unexpected = summary.count(|j| *j == Judged::UnexpectedFailure);
     let _ = writeln!(
         out,
-        "\nrun: {} runs: {} passed, {not_applicable} not applicable, {} failed as expected, {unexpected} failed unexpectedly, {} stale baseline entries in {:.1}s",
+        "\nrun: {} runs: {} passed, {} not applicable, {} failed as expected, {} failed unexpectedly, {} stale baseline entries in {:.1}s",
         ran.len(),
         summary.count(|j| *j == Judged::Passed),
+        summary.count(|j| *j == Judged::NotApplicable),
         summary.count(|j| matches!(j, Judged::ExpectedFailure(_))),
+        summary.count(|j| *j == Judged::UnexpectedFailure),
         summary.stale.len(),
         elapsed.as_secs_f64()
     );
-    let _ = writeln!(out, "{}", crate::run::RulesJudged::of(&ran).line());
-    drop(out);
+    let _ = writeln!(out, "{}", crate::run::RulesJudged::of(ran).line());
+}
+
+/// Writes the reports `--report` asked for: the JUnit files, the JSON summary, the HTML page.
+fn write_reports(
+    reports: &Reports,
+    ran: &[Ran],
+    summary: &Summary,
+    elapsed: std::time::Duration,
+    quiet: bool,
+) -> Result<(), Error> {
     if let Some(dir) = &reports.junit {
-        match crate::run::write_junit(dir, &ran) {
-            Ok(files) => {
-                if !args.quiet {
-                    let _ = writeln!(
-                        std::io::stdout(),
-                        "wrote {} JUnit files to {}",
-                        files.len(),
-                        dir.display()
-                    );
-                }
-            }
-            Err(e) => {
-                eprintln!("error: cannot write the JUnit reports: {e}");
-                return Exit::Internal;
-            }
+        let files = crate::run::write_junit(dir, ran).map_err(Error::Junit)?;
+        if !quiet {
+            let _ = writeln!(
+                std::io::stdout(),
+                "wrote {} JUnit files to {}",
+                files.len(),
+                dir.display()
+            );
         }
     }
+    let write = |path: &PathBuf, text: String| {
+        std::fs::write(path, text).map_err(|source| Error::Write {
+            path: path.clone(),
+            source,
+        })
+    };
     if let Some(path) = &reports.json {
-        let json = crate::run::json_summary(&ran, &summary, elapsed);
-        let text = serde_json::to_string_pretty(&json).unwrap_or_default();
-        if let Err(e) = std::fs::write(path, text) {
-            eprintln!("error: cannot write {}: {e}", path.display());
-            return Exit::Internal;
-        }
+        let json = crate::run::json_summary(ran, summary, elapsed);
+        write(
+            path,
+            serde_json::to_string_pretty(&json).unwrap_or_default(),
+        )?;
     }
     if let Some(path) = &reports.html {
         let outcomes: Vec<std::borrow::Cow<'_, harness::engine::RunOutcome>> =
@@ -315,13 +345,20 @@ pub fn command(args: RunArgs) -> Exit {
                 entries: r.recent(),
             })
             .collect();
-        let page = harness::report::html::render_many("harness run", &pages);
-        if let Err(e) = std::fs::write(path, page) {
-            eprintln!("error: cannot write {}: {e}", path.display());
-            return Exit::Internal;
-        }
+        write(
+            path,
+            harness::report::html::render_many("harness run", &pages),
+        )?;
     }
-    if summary.passed() && !(args.strict && not_applicable > 0) {
+    Ok(())
+}
+
+/// The matrix's exit: passed (runs that do not apply fail it only with `--strict`), a usage
+/// error when only set-up broke, else the peer failed.
+fn verdict(summary: &Summary, strict: bool) -> Exit {
+    let not_applicable = summary.count(|j| *j == Judged::NotApplicable);
+    let unexpected = summary.count(|j| *j == Judged::UnexpectedFailure);
+    if summary.passed() && !(strict && not_applicable > 0) {
         Exit::Passed
     } else if unexpected > 0 && summary.stale.is_empty() && summary.only_set_up_broke() {
         // Nothing the peer did: a run could not run, or its set-up (a hook) broke.

@@ -14,6 +14,7 @@ use harness::journal::Entry;
 use harness::process::SutSpec;
 use harness::scenario::{Family, Scenario, Side};
 
+use crate::Error;
 use crate::baseline::{self, Expected, Judged, RunSeen};
 use crate::pace::Pace;
 
@@ -51,7 +52,7 @@ pub struct Ran {
     /// What ran.
     pub planned: Planned,
     /// Its outcome and last messages, or why it could not run.
-    pub outcome: Result<(RunOutcome, Vec<Entry>), String>,
+    pub outcome: Result<(RunOutcome, Vec<Entry>), Error>,
     /// How long it took.
     pub elapsed: Duration,
 }
@@ -83,7 +84,7 @@ impl Ran {
                 ..RunOutcome::broken(
                     self.planned.scenario.name.clone(),
                     self.planned.cell.clone(),
-                    why.clone(),
+                    why.to_string(),
                 )
             }),
         }
@@ -115,26 +116,27 @@ impl Ran {
 pub fn select(
     args: &[String],
     side: Option<Side>,
-) -> Result<Vec<(Side, String, Arc<Scenario>)>, String> {
+) -> Result<Vec<(Side, String, Arc<Scenario>)>, Error> {
     let mut found = Vec::new();
     for arg in args {
         let path = Path::new(arg);
         if path.is_dir() {
             let mut files = Vec::new();
-            yaml_files(path, &mut files).map_err(|e| format!("{arg}: {e}"))?;
+            yaml_files(path, &mut files).map_err(|source| Error::Folder {
+                folder: arg.clone(),
+                source,
+            })?;
             if files.is_empty() {
-                return Err(format!("{arg}: no .yaml scenario in it"));
+                return Err(Error::EmptyFolder(arg.clone()));
             }
             for file in files {
                 let side = side_of(&file, side)?;
-                let scenario =
-                    harness::scenario::load_file(&file, Some(side)).map_err(|e| e.to_string())?;
+                let scenario = harness::scenario::load_file(&file, Some(side))?;
                 found.push((side, file.display().to_string(), Arc::new(scenario)));
             }
         } else if path.is_file() {
             let side = side_of(path, side)?;
-            let scenario =
-                harness::scenario::load_file(path, Some(side)).map_err(|e| e.to_string())?;
+            let scenario = harness::scenario::load_file(path, Some(side))?;
             found.push((side, arg.clone(), Arc::new(scenario)));
         } else if let Some((family, whole)) = Family::ALL
             .into_iter()
@@ -142,7 +144,7 @@ pub fn select(
             .find(|(f, s)| format!("{}{}", f.folder(), s.folder()) == *arg)
         {
             for embedded in harness::scenario::catalogue::embedded_of(whole, family) {
-                let scenario = embedded.load().map_err(|e| e.to_string())?;
+                let scenario = embedded.load()?;
                 found.push((whole, embedded.label(), Arc::new(scenario)));
             }
         } else {
@@ -155,14 +157,9 @@ pub fn select(
                 (Some(side), _) => side,
                 (None, Some(("instance", _))) => Side::Instance,
                 (None, Some(("device", _))) => Side::Device,
-                _ => {
-                    return Err(format!(
-                        "`{arg}` is neither a file nor a folder; name an embedded scenario as instance/NAME or device/NAME (lvmh/instance/NAME for lvmh), or say --side"
-                    ));
-                }
+                _ => return Err(Error::NotAScenario(arg.clone())),
             };
-            let scenario = harness::scenario::catalogue::resolve_in(named, side, family)
-                .map_err(|e| e.to_string())?;
+            let scenario = harness::scenario::catalogue::resolve_in(named, side, family)?;
             found.push((
                 side,
                 format!(
@@ -187,7 +184,7 @@ pub fn select(
     if let Some(first) = found.first().map(|f| f.0)
         && found.iter().any(|f| f.0 != first)
     {
-        return Err("the scenarios are for both doubles; one run tests one project (a CLI with instance/ scenarios, a web server with device/ ones)".into());
+        return Err(Error::BothSides);
     }
     Ok(found)
 }
@@ -208,13 +205,9 @@ fn yaml_files(dir: &Path, into: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-fn side_of(path: &Path, side: Option<Side>) -> Result<Side, String> {
-    side.or_else(|| Side::from_path(path)).ok_or_else(|| {
-        format!(
-            "{}: which double runs it? Keep it in an instance/ or device/ folder, or say --side",
-            path.display()
-        )
-    })
+fn side_of(path: &Path, side: Option<Side>) -> Result<Side, Error> {
+    side.or_else(|| Side::from_path(path))
+        .ok_or_else(|| Error::NoSide(path.to_path_buf()))
 }
 
 /// Every run: each scenario in each cell of `protocols` × `specs` its matrix holds.
@@ -259,7 +252,7 @@ pub fn plan(
 }
 
 /// Runs one: its double in this process, the system under test as the setup says.
-pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Vec<Entry>), String> {
+pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Vec<Entry>), Error> {
     let scenario = (*planned.scenario).clone();
     let spec = setup
         .exec
@@ -269,7 +262,7 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
     match planned.side {
         Side::Instance => {
             if spec.is_none() {
-                return Err("a CLI under test must be started by the run: say --exec CMD (with {url} and {token} in it)".into());
+                return Err(Error::NoExec);
             }
             let options = fake_instance::Options {
                 family: scenario.family,
@@ -286,30 +279,35 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
                 ..fake_instance::Options::default()
             };
             let finished =
-                fake_instance::run(options, Some(scenario), |_| {}, std::future::pending())
-                    .await
-                    .map_err(|e| e.to_string())?;
-            let outcome = finished
-                .outcome
-                .ok_or("fake-instance ended without a verdict")?;
+                fake_instance::run(options, Some(scenario), |_| {}, std::future::pending()).await?;
+            let outcome = finished.outcome.ok_or(Error::NoVerdict("fake-instance"))?;
             Ok((outcome, finished.recent))
         }
         Side::Device => {
-            let scratch = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
+            let scratch = tempfile::tempdir().map_err(Error::Root)?;
             let root = scratch.path().join("root");
-            std::fs::create_dir_all(&root).map_err(|e| format!("cannot make a root: {e}"))?;
+            std::fs::create_dir_all(&root).map_err(Error::Root)?;
             let token = setup
                 .token
                 .clone()
                 .unwrap_or_else(|| "lembas-test-token".into());
             let (sut, instance) = match spec {
                 Some(spec) => {
-                    let (sut, url) = fake_device::start_instance(spec, setup.instance.as_deref(), &token, &planned.cell, &root, scenario.family).await?;
+                    let (sut, url) = fake_device::start_instance(
+                        spec,
+                        setup.instance.as_deref(),
+                        &token,
+                        &planned.cell,
+                        &root,
+                        scenario.family,
+                    )
+                    .await
+                    .map_err(Error::SystemUnderTest)?;
                     (Some(sut), url)
                 }
                 None => match &setup.instance {
                     Some(url) => (None, url.clone()),
-                    None => return Err("a web server under test is started by the run (--exec CMD, with {port} in it) or already running (--instance URL)".into()),
+                    None => return Err(Error::NoInstance),
                 },
             };
             let options = fake_device::Options {
@@ -324,12 +322,9 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
                 arranged: setup.arranged.clone(),
                 ..fake_device::Options::for_instance(instance)
             };
-            let finished = fake_device::run(options, Some(scenario), std::future::pending())
-                .await
-                .map_err(|e| e.to_string())?;
-            let outcome = finished
-                .outcome
-                .ok_or("fake-device ended without a verdict")?;
+            let finished =
+                fake_device::run(options, Some(scenario), std::future::pending()).await?;
+            let outcome = finished.outcome.ok_or(Error::NoVerdict("fake-device"))?;
             Ok((outcome, finished.recent))
         }
     }
@@ -377,7 +372,7 @@ pub async fn run_all(
             // so the matrix cannot pass over it.
             Err(e) => all.push(Ran {
                 planned,
-                outcome: Err(format!("the run panicked: {e}")),
+                outcome: Err(Error::Panicked(e)),
                 elapsed: Duration::ZERO,
             }),
         }
@@ -583,7 +578,7 @@ pub fn json_summary(ran: &[Ran], summary: &Summary, elapsed: Duration) -> serde_
                 Verdict::ScenarioError => "scenario_error",
             };
             let why = match (&r.outcome, r.verdict()) {
-                (Err(e), _) => Some(e.clone()),
+                (Err(e), _) => Some(e.to_string()),
                 (_, Verdict::NotApplicable(why)) => Some(why),
                 _ => None,
             };

@@ -21,6 +21,7 @@ use harness::rules::{Binds, catalogue};
 use harness::scenario::catalogue::embedded_of;
 use harness::scenario::{Family, Scenario, Side};
 
+use crate::Error;
 use crate::pace::Pace;
 
 /// One run of the self-test.
@@ -83,7 +84,7 @@ pub struct CaseResult {
 const PATIENCE: Duration = Duration::from_secs(5);
 
 /// Builds every case, and the list of misbehaviours no scenario checks.
-pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
+pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), Error> {
     let mut cases = Vec::new();
     let mut unchecked = Vec::new();
     for (family, side) in Family::ALL
@@ -102,7 +103,7 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
         };
         let mut checked = std::collections::BTreeSet::new();
         for file in embedded_of(side, family) {
-            let scenario = Arc::new(file.load_for_selftest().map_err(|e| e.to_string())?);
+            let scenario = Arc::new(file.load_for_selftest()?);
             checked.extend(scenario.rules.iter().cloned());
             if filter.is_some_and(|f| !scenario.name.contains(f) && !file.file.contains(f)) {
                 continue;
@@ -157,7 +158,7 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), String> {
 /// Runs one case: the scenario's double with the scenario, the other double playing the peer
 /// its `peer:` section describes (or a reduced peer given no set-up), restarted when a step
 /// says so.
-pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), String> {
+pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), Error> {
     if case.scenario.family == Family::Lvmh {
         return run_lvmh_case(case).await;
     }
@@ -184,8 +185,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 .end_at_finding(case.broken_rule())
                 .stdio_link(instance_end)
                 .start()
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             let (device, _root) = match peer_device(case, &instance.url(), peer, device_end).await {
                 Ok(started) => started,
                 Err(e) => {
@@ -203,20 +203,18 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 .patience(PATIENCE)
                 .restarted_by(peer);
             let instance = match &case.misbehave {
-                Some(rule) => instance.misbehave(rule).map_err(|e| e.to_string())?,
+                Some(rule) => instance.misbehave(rule)?,
                 None => instance,
             };
             // An instance whose web UI nobody drives is given no set-up.
             let instance = if case.reduced {
                 instance
             } else {
-                instance
-                    .as_peer_of(&case.scenario)
-                    .map_err(|e| e.to_string())?
+                instance.as_peer_of(&case.scenario)?
             };
-            let instance = instance.start().await.map_err(|e| e.to_string())?;
+            let instance = instance.start().await?;
             // One trusted root, as a web server's test would give the device (`--root`).
-            let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
+            let root = tempfile::tempdir().map_err(Error::Root)?;
             let device = FakeDevice::builder(instance.url())
                 .with_scenario((*case.scenario).clone())
                 .cell(case.cell.clone())
@@ -227,8 +225,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
                 // A misbehaviour case is decided by its rule's first finding.
                 .end_at_finding(case.broken_rule())
                 .start()
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             let report = device.verdict().await;
             let _ = instance.verdict().await;
             report
@@ -240,7 +237,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
 /// Runs one lvmh case: the fake daemon against the fake plugin, one of them running the
 /// scenario, the other playing the peer its `peer:` section describes (restarted when a step
 /// says so).
-async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), String> {
+async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::Entry>), Error> {
     let peer = InProcessPeer::new();
     let process: Arc<dyn harness::engine::PeerProcess> = peer.clone();
     let scenario = (*case.scenario).clone();
@@ -254,9 +251,9 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .peer_process(process)
                 .end_at_finding(case.broken_rule())
                 .start()
-                .await
-                .map_err(|e| e.to_string())?;
-            let settings = fake_device::lvmh::PluginSettings::of_peer(&scenario)?;
+                .await?;
+            let settings = fake_device::lvmh::PluginSettings::of_peer(&scenario)
+                .map_err(Error::PeerSettings)?;
             let plugin = FakeDevice::builder(daemon.url())
                 .cell(case.cell.clone())
                 .patience(PATIENCE)
@@ -265,14 +262,14 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .plugin(settings)
                 .peer_steps(scenario.peer_steps().to_vec());
             let plugin = match &case.misbehave {
-                Some(rule) => plugin.misbehave(rule).map_err(|e| e.to_string())?,
+                Some(rule) => plugin.misbehave(rule)?,
                 None => plugin,
             };
             let plugin = match plugin.start().await {
                 Ok(plugin) => plugin,
                 Err(e) => {
                     daemon.dismiss();
-                    return Err(e.to_string());
+                    return Err(e.into());
                 }
             };
             let report = daemon.verdict().await;
@@ -286,10 +283,10 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .restarted_by(peer)
                 .family(Family::Lvmh);
             let daemon = match &case.misbehave {
-                Some(rule) => daemon.misbehave(rule).map_err(|e| e.to_string())?,
+                Some(rule) => daemon.misbehave(rule)?,
                 None => daemon,
             };
-            let daemon = daemon.start().await.map_err(|e| e.to_string())?;
+            let daemon = daemon.start().await?;
             let plugin = FakeDevice::builder(daemon.url())
                 .with_scenario(scenario)
                 .cell(case.cell.clone())
@@ -298,8 +295,7 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
                 .peer_process(process)
                 .end_at_finding(case.broken_rule())
                 .start()
-                .await
-                .map_err(|e| e.to_string())?;
+                .await?;
             let report = plugin.verdict().await;
             let _ = daemon.verdict().await;
             report
@@ -316,7 +312,7 @@ async fn peer_device(
     url: &str,
     peer: Arc<InProcessPeer>,
     stdio: Option<harness::transport::Connection>,
-) -> Result<(FakeDevice, Option<tempfile::TempDir>), String> {
+) -> Result<(FakeDevice, Option<tempfile::TempDir>), Error> {
     let device = FakeDevice::builder(url)
         .cell(case.cell.clone())
         .patience(PATIENCE)
@@ -327,13 +323,13 @@ async fn peer_device(
         None => device,
     };
     let device = match &case.misbehave {
-        Some(rule) => device.misbehave(rule).map_err(|e| e.to_string())?,
+        Some(rule) => device.misbehave(rule)?,
         None => device,
     };
     // A reduced device is given no set-up: one root, a model of its own, only some
     // capabilities.
     let (device, root) = if case.reduced {
-        let root = tempfile::tempdir().map_err(|e| format!("cannot make a root: {e}"))?;
+        let root = tempfile::tempdir().map_err(Error::Root)?;
         // It also answers initialize a little later, as a CLI on the official ACP SDK may:
         // an instance that sends anything before that answer is refused and caught.
         let device = device
@@ -343,12 +339,10 @@ async fn peer_device(
             .initialize_after(REDUCED_INITIALIZE_AFTER);
         (device, Some(root))
     } else {
-        let device = device
-            .as_peer_of(&case.scenario)
-            .map_err(|e| e.to_string())?;
+        let device = device.as_peer_of(&case.scenario)?;
         (device, None)
     };
-    let device = device.start().await.map_err(|e| e.to_string())?;
+    let device = device.start().await?;
     Ok((device, root))
 }
 
@@ -390,7 +384,7 @@ fn arranged(reduced: bool) -> harness::engine::Arranged {
 
 fn judge(
     case: Case,
-    result: Result<(RunOutcome, Vec<harness::journal::Entry>), String>,
+    result: Result<(RunOutcome, Vec<harness::journal::Entry>), Error>,
     (started, elapsed): (Duration, Duration),
     keep: bool,
 ) -> CaseResult {
@@ -468,7 +462,7 @@ fn peer_of(case: &Case) -> String {
 }
 
 /// The self-test as one HTML page: a row a scenario and peer, a column a cell.
-fn write_html(path: &std::path::Path, results: &[CaseResult]) -> Result<(), String> {
+fn write_html(path: &std::path::Path, results: &[CaseResult]) -> Result<(), Error> {
     let labels: Vec<String> = results
         .iter()
         .map(|r| {
@@ -498,7 +492,10 @@ fn write_html(path: &std::path::Path, results: &[CaseResult]) -> Result<(), Stri
         path,
         harness::report::html::render_many("harness selftest", &pages),
     )
-    .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    .map_err(|source| Error::SelftestReport {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// The cases judged, and the stalls of the machine seen meanwhile.
@@ -656,7 +653,7 @@ pub async fn selftest(
     verbose: bool,
     quiet: bool,
     html: Option<&std::path::Path>,
-) -> Result<bool, String> {
+) -> Result<bool, Error> {
     let started = Instant::now();
     let (cases, unchecked) = plan(filter)?;
     let total = cases.len();

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use harness::journal::Journal;
 
+use crate::RecordError;
+
 pub use proxy::{MESSAGES_KEPT, Recorder};
 
 /// `harness record`'s arguments.
@@ -63,20 +65,28 @@ impl Recording {
         upstream: &str,
         out: &Path,
         name: &str,
-    ) -> Result<Recording, String> {
-        std::fs::create_dir_all(out).map_err(|e| format!("cannot make {}: {e}", out.display()))?;
+    ) -> Result<Recording, RecordError> {
+        std::fs::create_dir_all(out).map_err(|source| RecordError::MakeDir {
+            path: out.to_path_buf(),
+            source,
+        })?;
         let journal_path = out.join("journal.jsonl");
-        let journal = Arc::new(
-            Journal::to_file(&journal_path)
-                .map_err(|e| format!("cannot write {}: {e}", journal_path.display()))?,
-        );
+        let journal =
+            Arc::new(
+                Journal::to_file(&journal_path).map_err(|source| RecordError::Write {
+                    path: journal_path.clone(),
+                    source,
+                })?,
+            );
         let recorder = Recorder::new(upstream, journal)?;
+        let cannot_listen = |source| RecordError::Listen {
+            addr: listen,
+            source,
+        };
         let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+            .map_err(cannot_listen)?;
+        let addr = listener.local_addr().map_err(cannot_listen)?;
         let app =
             proxy::router(recorder.clone()).into_make_service_with_connect_info::<SocketAddr>();
         let server = tokio::spawn(async move {
@@ -104,7 +114,7 @@ impl Recording {
     }
 
     /// Stops passing things on, and writes the drafts beside the journal.
-    pub fn finish(self) -> Result<Written, String> {
+    pub fn finish(self) -> Result<Written, RecordError> {
         self.server.abort();
         let messages = self.recorder.messages();
         let mut note = String::new();
@@ -128,14 +138,15 @@ impl Recording {
                 "fake-device",
             ),
         ] {
-            let yaml = serde_saphyr::to_string(&scenario)
-                .map_err(|e| format!("cannot write the draft as YAML: {e}"))?;
+            let yaml = serde_saphyr::to_string(&scenario).map_err(RecordError::Yaml)?;
             let text = format!(
                 "# Drafted by `harness record` for {double}: review it (`harness check` this file),\n\
                  # name the rules it checks, and loosen what may differ on another run.\n{note}{yaml}"
             );
-            std::fs::write(path, text)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            std::fs::write(path, text).map_err(|source| RecordError::Write {
+                path: path.clone(),
+                source,
+            })?;
         }
         Ok(Written {
             journal: self.out.join("journal.jsonl"),
@@ -147,7 +158,7 @@ impl Recording {
 }
 
 /// Runs `harness record` until Ctrl-C or `--for`.
-pub async fn run(args: &RecordArgs) -> Result<Written, String> {
+pub async fn run(args: &RecordArgs) -> Result<Written, RecordError> {
     let recording = Recording::start(args.listen, &args.upstream, &args.out, &args.name).await?;
     println!(
         "recording {} -> {} (point the device at the first; Ctrl-C to stop)",

@@ -21,6 +21,7 @@ use harness::transport::{CloseInfo, Connection, FrameLimits, Incoming, Outgoing}
 use serde_json::{Value, json};
 
 use super::draft::Recorded;
+use crate::RecordError;
 
 /// How many link messages a recording keeps for its drafts (the journal file has them all).
 pub const MESSAGES_KEPT: usize = 20_000;
@@ -59,7 +60,7 @@ pub struct Recorder {
 impl Recorder {
     /// A recorder in front of the instance at `upstream` (`http://host:port`), writing its
     /// journal to `journal`.
-    pub fn new(upstream: &str, journal: Arc<Journal>) -> Result<Arc<Recorder>, String> {
+    pub fn new(upstream: &str, journal: Arc<Journal>) -> Result<Arc<Recorder>, RecordError> {
         // Passed through as they come: a redirect goes back to the device, and an answer streams
         // (its pacing is part of what is recorded), bounded by a pause, not by its length.
         let http = reqwest::Client::builder()
@@ -67,7 +68,7 @@ impl Recorder {
             .connect_timeout(UPSTREAM_PATIENCE)
             .read_timeout(UPSTREAM_QUIET)
             .build()
-            .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+            .map_err(RecordError::HttpClient)?;
         Ok(Arc::new(Recorder {
             upstream: upstream.trim_end_matches('/').to_string(),
             journal,
