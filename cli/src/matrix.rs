@@ -368,7 +368,6 @@ fn verdict(summary: &Summary, strict: bool) -> Exit {
     }
 }
 
-/// A line a run, then the whole report of each failure (of each run with --verbose).
 /// One run's line of the table: scenario, cell, time and `verdict` (painted or not).
 fn run_line(r: &Ran, verdict: &str) -> String {
     format!(

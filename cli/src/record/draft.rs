@@ -196,9 +196,11 @@ fn is_response(msg: &Value) -> bool {
 /// The scenario fake-instance runs to play the recorded instance against a device.
 pub fn for_instance(name: &str, messages: &[Recorded]) -> Value {
     let (link, links) = first_link(messages);
-    let mut steps: Vec<Value> = vec![json!({ "expect_link": { "within": STEP_TIMEOUT } })];
-    let mut captures = Captures::default();
-    let mut handlers: Vec<Value> = Vec::new();
+    let mut draft = InstanceDraft {
+        steps: vec![json!({ "expect_link": { "within": STEP_TIMEOUT } })],
+        captures: Captures::default(),
+        handlers: Vec::new(),
+    };
     // The device's answers, by the id of the instance's request they answer.
     let answers: BTreeMap<String, &Value> = link
         .iter()
@@ -207,115 +209,137 @@ pub fn for_instance(name: &str, messages: &[Recorded]) -> Value {
         .collect();
     for recorded in &link {
         let msg = &recorded.msg;
-        if recorded.from_device {
-            if is_response(msg) {
-                // Folded into the request step it answers.
-                continue;
-            }
-            let Some(method) = method(msg) else { continue };
-            let index = steps.len();
-            captures.learn(index, "params", msg.get("params").unwrap_or(&Value::Null));
-            let mut expect = Map::new();
-            expect.insert("method".into(), json!(method));
-            if let Some(params) = msg.get("params") {
-                expect.insert("params".into(), pattern_of(params));
-            }
-            expect.insert("timeout".into(), json!(STEP_TIMEOUT));
-            steps.push(json!({ "expect": expect }));
-            if is_request(msg) {
-                // The instance's recorded answer, from the first request of this method.
-                let answered = link.iter().find(|m| {
-                    !m.from_device && is_response(&m.msg) && m.msg.get("id") == msg.get("id")
-                });
-                if let Some(answer) = answered
-                    && !handlers.iter().any(|h| h["method"] == json!(method))
-                {
-                    // A value of the request itself is read from the request being answered:
-                    // the handler answers before any step could capture it.
-                    let mut found = Vec::new();
-                    strings_with_paths(
-                        msg.get("params").unwrap_or(&Value::Null),
-                        "params".into(),
-                        &mut found,
-                    );
-                    let own: BTreeMap<String, String> = found.into_iter().collect();
-                    let mut handler = Map::new();
-                    handler.insert("method".into(), json!(method));
-                    for field in ["result", "error"] {
-                        if let Some(value) = answer.msg.get(field) {
-                            handler.insert(field.into(), captures.substitute(value, &own));
-                        }
-                    }
-                    handlers.push(Value::Object(handler));
-                }
-            }
-            continue;
-        }
-        // The instance's own messages: what the double does.
+        // An answer is folded into the step of the request it answers (the device's), or given
+        // by a handler (the instance's).
         if is_response(msg) {
-            // An answer to the device's request: a handler gives it.
             continue;
         }
         let Some(method) = method(msg) else { continue };
+        match recorded.from_device {
+            true => draft.expect_from_device(&link, msg, method),
+            false => draft.send_as_instance(&answers, msg, method),
+        }
+    }
+    draft.into_scenario(name, links)
+}
+
+/// A fake-instance scenario being drafted: its steps, the values later steps take from earlier
+/// ones, and the handlers that answer the device's requests.
+struct InstanceDraft {
+    steps: Vec<Value>,
+    captures: Captures,
+    handlers: Vec<Value>,
+}
+
+impl InstanceDraft {
+    /// A message of the device's: expected; a request of its is answered by a handler giving
+    /// the instance's recorded answer (from the first request of its method).
+    fn expect_from_device(&mut self, link: &[&Recorded], msg: &Value, method: &str) {
+        let index = self.steps.len();
+        self.captures
+            .learn(index, "params", msg.get("params").unwrap_or(&Value::Null));
+        let mut expect = Map::new();
+        expect.insert("method".into(), json!(method));
+        if let Some(params) = msg.get("params") {
+            expect.insert("params".into(), pattern_of(params));
+        }
+        expect.insert("timeout".into(), json!(STEP_TIMEOUT));
+        self.steps.push(json!({ "expect": expect }));
+        if !is_request(msg) {
+            return;
+        }
+        let answered = link
+            .iter()
+            .find(|m| !m.from_device && is_response(&m.msg) && m.msg.get("id") == msg.get("id"));
+        let Some(answer) = answered else { return };
+        if self.handlers.iter().any(|h| h["method"] == json!(method)) {
+            return;
+        }
+        // A value of the request itself is read from the request being answered: the handler
+        // answers before any step could capture it.
+        let mut found = Vec::new();
+        strings_with_paths(
+            msg.get("params").unwrap_or(&Value::Null),
+            "params".into(),
+            &mut found,
+        );
+        let own: BTreeMap<String, String> = found.into_iter().collect();
+        let mut handler = Map::new();
+        handler.insert("method".into(), json!(method));
+        for field in ["result", "error"] {
+            if let Some(value) = answer.msg.get(field) {
+                handler.insert(field.into(), self.captures.substitute(value, &own));
+            }
+        }
+        self.handlers.push(Value::Object(handler));
+    }
+
+    /// A message of the instance's: what the double sends, a request with the device's
+    /// recorded answer as what it awaits.
+    fn send_as_instance(&mut self, answers: &BTreeMap<String, &Value>, msg: &Value, method: &str) {
         let params = msg
             .get("params")
-            .map(|p| captures.substitute(p, &BTreeMap::new()));
-        if is_request(msg) {
-            let index = steps.len();
-            let mut request = Map::new();
-            request.insert("method".into(), json!(method));
-            if let Some(params) = params {
-                request.insert("params".into(), params);
-            }
-            if let Some(answer) = msg.get("id").and_then(|id| answers.get(&id.to_string())) {
-                for field in ["result", "error"] {
-                    if let Some(value) = answer.get(field) {
-                        request.insert(field.into(), pattern_of(value));
-                        captures.learn(index, field, value);
-                    }
-                }
-            }
-            request.insert("timeout".into(), json!(STEP_TIMEOUT));
-            if method == harness::lembas::methods::INITIALIZE {
-                // Its answer is where the device says what it claims: nothing to wait for first.
-                request.insert("unlisted".into(), json!(true));
-            }
-            steps.push(json!({ "request": request }));
-        } else {
+            .map(|p| self.captures.substitute(p, &BTreeMap::new()));
+        if !is_request(msg) {
             let mut notify = Map::new();
             notify.insert("method".into(), json!(method));
             if let Some(params) = params {
                 notify.insert("params".into(), params);
             }
-            steps.push(json!({ "notify": notify }));
+            self.steps.push(json!({ "notify": notify }));
+            return;
         }
-    }
-    // Each step takes the captures a later message of the instance needs.
-    for (index, taken) in captures.taken {
-        if let Some(Value::Object(step)) = steps.get_mut(index)
-            && let Some(Value::Object(inner)) = step.values_mut().next()
-        {
-            inner.insert("capture".into(), json!(taken));
+        let index = self.steps.len();
+        let mut request = Map::new();
+        request.insert("method".into(), json!(method));
+        if let Some(params) = params {
+            request.insert("params".into(), params);
         }
+        if let Some(answer) = msg.get("id").and_then(|id| answers.get(&id.to_string())) {
+            for field in ["result", "error"] {
+                if let Some(value) = answer.get(field) {
+                    request.insert(field.into(), pattern_of(value));
+                    self.captures.learn(index, field, value);
+                }
+            }
+        }
+        request.insert("timeout".into(), json!(STEP_TIMEOUT));
+        if method == harness::lembas::methods::INITIALIZE {
+            // Its answer is where the device says what it claims: nothing to wait for first.
+            request.insert("unlisted".into(), json!(true));
+        }
+        self.steps.push(json!({ "request": request }));
     }
-    let mut about = "Recorded from a device and an instance: the instance's messages are sent as \
-                     they were, the device's are expected, ids and times matched by type."
-        .to_string();
-    if links > 1 {
-        about.push_str(&format!(
-            " Only the first of the {links} links recorded is drafted."
-        ));
+
+    /// The scenario: each step takes the captures a later message of the instance needs.
+    fn into_scenario(mut self, name: &str, links: usize) -> Value {
+        for (index, taken) in self.captures.taken {
+            if let Some(Value::Object(step)) = self.steps.get_mut(index)
+                && let Some(Value::Object(inner)) = step.values_mut().next()
+            {
+                inner.insert("capture".into(), json!(taken));
+            }
+        }
+        let mut about = "Recorded from a device and an instance: the instance's messages are \
+                         sent as they were, the device's are expected, ids and times matched by \
+                         type."
+            .to_string();
+        if links > 1 {
+            about.push_str(&format!(
+                " Only the first of the {links} links recorded is drafted."
+            ));
+        }
+        let mut scenario = Map::new();
+        scenario.insert("name".into(), json!(name));
+        scenario.insert("about".into(), json!(about));
+        // The steps send initialize themselves, as the recorded instance did.
+        scenario.insert("instance".into(), json!({ "initialize": "manual" }));
+        if !self.handlers.is_empty() {
+            scenario.insert("handlers".into(), Value::Array(self.handlers));
+        }
+        scenario.insert("steps".into(), Value::Array(self.steps));
+        Value::Object(scenario)
     }
-    let mut scenario = Map::new();
-    scenario.insert("name".into(), json!(name));
-    scenario.insert("about".into(), json!(about));
-    // The steps send initialize themselves, as the recorded instance did.
-    scenario.insert("instance".into(), json!({ "initialize": "manual" }));
-    if !handlers.is_empty() {
-        scenario.insert("handlers".into(), Value::Array(handlers));
-    }
-    scenario.insert("steps".into(), Value::Array(steps));
-    Value::Object(scenario)
 }
 
 /// The scenario fake-device runs to play the recorded device against an instance: the
