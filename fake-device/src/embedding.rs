@@ -157,7 +157,7 @@ impl DeviceBuilder {
     }
 
     /// The protocol family it plays: LLeMbas CLI (the default) or lvmh's plugin.
-    pub fn family(mut self, family: crate::Family) -> Self {
+    pub fn family(mut self, family: harness::family::Family) -> Self {
         self.options.family = family;
         self
     }
@@ -169,20 +169,23 @@ impl DeviceBuilder {
     }
 
     /// Steps it does by itself, as a scenario's `peer.steps` describe (the lvmh plugin's).
-    pub fn peer_steps(mut self, steps: Vec<crate::Spanned<crate::Step>>) -> Self {
+    pub fn peer_steps(
+        mut self,
+        steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
+    ) -> Self {
         self.options.steps = steps;
         self
     }
 
     /// What the instance's own test has set up, so the scenario's `needs_setup` steps apply.
-    pub fn arranged(mut self, arranged: crate::Arranged) -> Self {
+    pub fn arranged(mut self, arranged: harness::engine::Arranged) -> Self {
         self.options.arranged = arranged;
         self
     }
 
     /// The instance's process, for a scenario that restarts it (`restart_peer`) and reads its
     /// output; [`DeviceBuilder::restarted_by`] is the usual way in a test.
-    pub fn peer_process(mut self, process: Arc<dyn crate::PeerProcess>) -> Self {
+    pub fn peer_process(mut self, process: Arc<dyn harness::engine::PeerProcess>) -> Self {
         self.options.process = Some(process);
         self
     }

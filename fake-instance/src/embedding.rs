@@ -118,7 +118,7 @@ impl InstanceBuilder {
     }
 
     /// The protocol family it plays: LLeMbas (the default) or lvmh's daemon.
-    pub fn family(mut self, family: crate::Family) -> Self {
+    pub fn family(mut self, family: harness::family::Family) -> Self {
         self.options.family = family;
         self
     }
@@ -130,14 +130,14 @@ impl InstanceBuilder {
     }
 
     /// What the device's own test has set up, so the scenario's `needs_setup` steps apply.
-    pub fn arranged(mut self, arranged: crate::Arranged) -> Self {
+    pub fn arranged(mut self, arranged: harness::engine::Arranged) -> Self {
         self.options.arranged = arranged;
         self
     }
 
     /// The device's process, for a scenario that restarts it (`restart_peer`) and reads its
     /// output; [`InstanceBuilder::restarted_by`] is the usual way in a test.
-    pub fn peer_process(mut self, process: Arc<dyn crate::PeerProcess>) -> Self {
+    pub fn peer_process(mut self, process: Arc<dyn harness::engine::PeerProcess>) -> Self {
         self.options.process = Some(process);
         self
     }
@@ -150,13 +150,13 @@ impl InstanceBuilder {
     }
 
     /// Links to the device over this pipe (`serve --stdio`) instead of a WebSocket.
-    pub fn stdio_link(mut self, link: Option<crate::StdioLink>) -> Self {
+    pub fn stdio_link(mut self, link: Option<crate::run::StdioLink>) -> Self {
         self.options.stdio_link = link;
         self
     }
 
     /// How the web UI answers cards (approvals, questions, plans).
-    pub fn cards(mut self, cards: crate::CardPolicy) -> Self {
+    pub fn cards(mut self, cards: crate::settings::CardPolicy) -> Self {
         self.options.cards = cards;
         self
     }

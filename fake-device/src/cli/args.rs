@@ -1,7 +1,7 @@
 //! The `fake-device` command line: its flags, `serve`'s, and `--agent`'s values.
 
 use clap::{Parser, Subcommand};
-use harness::cli::CommonArgs;
+use harness::cli::{CliError, CommonArgs};
 
 const EXAMPLE: &str = "\
 Example: check a web server's initialize for a protocol-2 device
@@ -46,7 +46,7 @@ pub(super) struct Cli {
     pub(super) scripts: Option<std::path::PathBuf>,
     /// How long a card (approval, question, plan) waits for an answer before it is a denial
     /// or a dismissal (`remote.approval_timeout`; default 30s).
-    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(super) approval_timeout: Option<harness::scenario::Dur>,
     /// `remote.max_mode`: the most permissive mode a client may put a session in; a mode asked
     /// above it is lowered to it (default edit).
@@ -178,7 +178,7 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub(super) scripts: Option<std::path::PathBuf>,
     /// How long an approval waits for the editor's answer (default 30s).
-    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(super) approval_timeout: Option<harness::scenario::Dur>,
     /// Where sessions are kept (default: a temporary directory of the run's own).
     #[arg(long, value_name = "DIR")]
@@ -190,4 +190,21 @@ pub(super) struct ServeArgs {
     /// harness's check catches it (`device.stdio.*`).
     #[arg(long, value_name = "RULE")]
     pub(super) misbehave: Vec<String>,
+}
+
+/// The scripts of `--scripts FILE`, or the usage error saying why they do not load.
+pub(super) fn scripts_of(
+    path: Option<&std::path::Path>,
+) -> Result<Vec<crate::AgentScript>, CliError> {
+    let Some(path) = path else {
+        return Ok(Vec::new());
+    };
+    harness::scenario::load_yaml_file(path).map_err(|e| CliError::Usage(e.to_string()))
+}
+
+/// A duration flag's value (`500ms`, `5s`).
+fn parse_duration(text: &str) -> Result<harness::scenario::Dur, String> {
+    humantime::parse_duration(text.trim())
+        .map(harness::scenario::Dur)
+        .map_err(|e| format!("`{text}` is not a duration like 500ms or 5s ({e})"))
 }

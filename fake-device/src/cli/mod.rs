@@ -15,25 +15,11 @@ use harness::rules::Binds;
 use harness::scenario::Side;
 
 use crate::{ProtocolChoice, Stopped};
-use args::{Cli, Command};
+use args::{Cli, Command, scripts_of};
 
 /// Runs the `fake-device` command with the process's arguments.
 pub fn main() -> ExitCode {
     harness::cli::exit_with(run(Cli::parse()))
-}
-
-/// The scripts of `--scripts FILE`, or the usage error saying why they do not load.
-fn scripts_of(path: Option<&std::path::Path>) -> Result<Vec<crate::AgentScript>, CliError> {
-    let Some(path) = path else {
-        return Ok(Vec::new());
-    };
-    harness::scenario::load_yaml_file(path).map_err(|e| CliError::Usage(e.to_string()))
-}
-
-fn parse_duration(text: &str) -> Result<harness::scenario::Dur, String> {
-    humantime::parse_duration(text.trim())
-        .map(harness::scenario::Dur)
-        .map_err(|e| format!("`{text}` is not a duration like 500ms or 5s ({e})"))
 }
 
 /// The command's run; every error says which exit code it ends with.

@@ -4,7 +4,7 @@ use harness::Exit;
 use harness::cli::CliError;
 use harness::rules::Binds;
 
-use super::args::{AgentArg, ServeArgs};
+use super::args::{AgentArg, ServeArgs, scripts_of};
 
 /// `fake-device serve --stdio`.
 pub(super) fn serve(args: ServeArgs) -> Result<Exit, CliError> {
@@ -18,7 +18,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<Exit, CliError> {
             "--agent model asks an instance's model: give --instance URL".into(),
         ));
     }
-    let scripts = super::scripts_of(args.scripts.as_deref())?;
+    let scripts = scripts_of(args.scripts.as_deref())?;
     let mut options = crate::Options::for_instance(args.instance.unwrap_or_default());
     options.token = args.token;
     options.agent = args.agent.into();

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::Rule;
+use super::rule::{Binds, Rule};
 
 /// The whole catalogue, by id, and the section files it was read from, in their order.
 #[derive(Debug, Clone)]
@@ -153,7 +153,7 @@ impl Catalogue {
 
     /// The rules with a misbehaviour that `double` can act out (it breaks the rules binding
     /// its own side).
-    pub fn misbehaviours_of(&self, side: super::Binds) -> impl Iterator<Item = &Rule> {
+    pub fn misbehaviours_of(&self, side: Binds) -> impl Iterator<Item = &Rule> {
         self.rules
             .values()
             .filter(move |r| r.binds == side && r.misbehaviour.is_some())
