@@ -1,0 +1,114 @@
+//! Loading a scenario: YAML to the model, then the checks YAML cannot express, every error
+//! naming the file, line, column and key path at fault.
+//!
+//! The parts, by job: `error` is the error and where it points, `yaml` reads text with
+//! located errors, `variables` reads the variables ahead of the rest, `checks` and `steps`
+//! check the scenario and its steps, `rules` its ties to the rule catalogue, and `sections`
+//! reads what a double types itself.
+
+use std::path::Path;
+
+use super::model::Scenario;
+
+mod checks;
+mod error;
+mod rules;
+mod sections;
+mod steps;
+mod variables;
+mod yaml;
+
+pub use error::LoadError;
+pub use rules::unruled;
+pub use sections::{check_actions, read_section};
+pub use steps::step_key;
+pub(crate) use yaml::parse;
+
+/// Which double runs a scenario.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// fake-instance runs it (it checks a device).
+    Instance,
+    /// fake-device runs it (it checks an instance).
+    Device,
+}
+
+impl Side {
+    /// The double's name.
+    pub fn double(self) -> &'static str {
+        match self {
+            Side::Instance => "fake-instance",
+            Side::Device => "fake-device",
+        }
+    }
+
+    /// The scenario folder this double's scenarios live in.
+    pub fn folder(self) -> &'static str {
+        match self {
+            Side::Instance => "instance",
+            Side::Device => "device",
+        }
+    }
+
+    /// Guesses the side from a path (`scenarios/instance/x.yaml`).
+    pub fn from_path(path: &Path) -> Option<Side> {
+        let parent = path.parent()?.file_name()?.to_str()?;
+        match parent {
+            "instance" => Some(Side::Instance),
+            "device" => Some(Side::Device),
+            _ => None,
+        }
+    }
+}
+
+/// Reads and checks a scenario file.
+pub fn load_file(path: &Path, side: Option<Side>) -> Result<Scenario, LoadError> {
+    let (text, file) = yaml::read(path)?;
+    load_str(&text, &file, side.or_else(|| Side::from_path(path)))
+}
+
+/// Reads a YAML file as a `T` of a double's own (fake-device's `--scripts`), with the same
+/// located errors as a scenario and the same reading of YAML (only `true`/`false` are booleans).
+pub fn load_yaml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+    let (text, file) = yaml::read(path)?;
+    parse(&text, &file)
+}
+
+/// Parses and checks a scenario from text; `file` names it in errors.
+pub fn load_str(text: &str, file: &str, side: Option<Side>) -> Result<Scenario, LoadError> {
+    load_str_for(text, file, side, Reader::Peer)
+}
+
+/// Who a scenario is loaded for, which decides the values of its variables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// A run against a peer: the variables as `vars:` gives them.
+    Peer,
+    /// `harness selftest`: `selftest.vars` over `vars:`.
+    Selftest,
+}
+
+/// [`load_str`] for `reader`: the variables it sees are set before anything else is read, so
+/// a duration written `${name}` takes their value.
+pub fn load_str_for(
+    text: &str,
+    file: &str,
+    side: Option<Side>,
+    reader: Reader,
+) -> Result<Scenario, LoadError> {
+    let variables = variables::variables_of(text, file, reader)?;
+    let mut scenario: Scenario =
+        crate::duration::with_variables(variables.clone(), || parse(text, file))?;
+    scenario.vars = variables;
+    scenario.source = file.to_string();
+    checks::check(&scenario, file, side, text)?;
+    if scenario.family == crate::family::Family::Lvmh {
+        checks::check_lvmh(&scenario, file, text)?;
+        // lvmh has one version (the envelope's `v: 1`): one cell, whose protocol is that `v`.
+        scenario.matrix = super::model::Matrix {
+            protocol: vec![1],
+            spec: vec![crate::lembas::Spec::V1_1_0.as_str().to_string()],
+        };
+    }
+    Ok(scenario)
+}
