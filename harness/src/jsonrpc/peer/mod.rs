@@ -21,11 +21,12 @@ use crate::journal::{Direction, Journal};
 use crate::transport::{CloseInfo, Connection, Outbox};
 
 mod link;
+mod pending;
 mod reading;
 mod requests;
 mod sending;
 
-use requests::PendingTable;
+use pending::PendingTable;
 
 /// Rule ids for what any JSON-RPC peer must not do; they bind both sides.
 pub mod rules {

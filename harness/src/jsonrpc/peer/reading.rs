@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::requests::Pending;
+use super::pending::Pending;
 use super::{IncomingRequest, LinkEvent, Peer, id_key, rules};
 use crate::finding::Finding;
 use crate::journal::Direction;

@@ -2,7 +2,6 @@
 //! the ids that timed out, so a late answer is not a stray one), and the peer's waiting for
 //! ours.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -10,31 +9,11 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use super::pending::{EXPIRED_KEPT, Pending};
 use super::{Peer, RequestError, id_key};
 use crate::jsonrpc::message::{Message, RpcError};
 use crate::jsonrpc::watch::Part;
 use crate::size::approx_bytes;
-
-/// One of our requests waiting for its answer: what the answer is judged against, and
-/// who waits for it.
-pub(super) struct Pending {
-    pub(super) method: String,
-    pub(super) params: Value,
-    pub(super) reply: oneshot::Sender<Result<Value, RpcError>>,
-}
-
-/// How many timed-out request ids are remembered, so a late answer is not taken for a stray one.
-const EXPIRED_KEPT: usize = 1024;
-
-/// Our requests waiting for answers, and what the table knows besides.
-#[derive(Default)]
-pub(super) struct PendingTable {
-    pub(super) waiting: HashMap<String, Pending>,
-    /// Ids we stopped waiting for (timed out), newest last.
-    pub(super) expired: std::collections::VecDeque<String>,
-    /// The link ended: nothing will be answered any more.
-    pub(super) closed: bool,
-}
 
 impl Peer {
     /// Sends a request and waits for its answer, at most `timeout`.

@@ -5,7 +5,8 @@
 //! scenario or a peer.
 //!
 //! This module walks the pattern's tree; `outcome` is what a match gives,
-//! `equality` how values compare, `contains` the assignment `$contains` needs.
+//! `equality` how values compare; the assignment `$contains` needs is here, as it matches each
+//! element by walking the tree again.
 
 use std::collections::BTreeMap;
 
@@ -14,11 +15,9 @@ use serde_json::Value;
 use crate::pattern::compile::{Node, Pattern, truncate};
 use crate::pattern::path;
 
-mod contains;
 mod equality;
 mod outcome;
 
-use contains::match_contains;
 use equality::{has_kind, values_equal};
 pub use outcome::{MatchOutcome, Mismatch, nearest};
 
@@ -278,6 +277,86 @@ fn match_array(items: &[Node], values: &[Value], at: &str, acc: &mut Acc) {
     for (i, item) in items.iter().enumerate() {
         match_node(item, values.get(i), &path::child_index(at, i), acc);
     }
+}
+
+/// `$contains`: each wanted pattern needs its own element. Finds a maximum
+/// assignment with augmenting paths (Kuhn), which unlike a greedy pass never
+/// fails when an assignment exists, and stays cheap for message-sized arrays.
+fn match_contains(wanted: &[(Node, String)], values: &[Value], at: &str, acc: &mut Acc) {
+    // trials[w][e]: outcome of wanted pattern w against element e.
+    let trials: Vec<Vec<Acc>> = wanted
+        .iter()
+        .map(|(node, _)| {
+            values
+                .iter()
+                .enumerate()
+                .map(|(e, v)| Acc::trial(node, Some(v), &path::child_index(at, e)))
+                .collect()
+        })
+        .collect();
+    let fits = |w: usize, e: usize| {
+        trials
+            .get(w)
+            .and_then(|row| row.get(e))
+            .is_some_and(|t| t.mismatches.is_empty())
+    };
+    // owner[e] = wanted pattern currently assigned to element e.
+    let mut owner: Vec<Option<usize>> = vec![None; values.len()];
+    for w in 0..wanted.len() {
+        let mut seen = vec![false; values.len()];
+        augment(w, &fits, &mut owner, &mut seen);
+    }
+    let mut assigned = vec![false; wanted.len()];
+    for (e, o) in owner.iter().enumerate() {
+        if let Some(w) = *o {
+            assigned[w] = true;
+            if let Some(trial) = trials.get(w).and_then(|row| row.get(e)) {
+                acc.captures.extend(trial.captures.clone());
+            }
+        }
+    }
+    let missing: Vec<&str> = wanted
+        .iter()
+        .zip(&assigned)
+        .filter(|(_, a)| !**a)
+        .map(|((_, text), _)| text.as_str())
+        .collect();
+    acc.pass(wanted.len() - missing.len());
+    if wanted.is_empty() {
+        acc.pass(1);
+    }
+    if !missing.is_empty() {
+        let expected = truncate(format!("an array containing {}", missing.join(", ")), 160);
+        acc.fail(
+            missing.len(),
+            at,
+            expected,
+            Some(&Value::Array(values.to_vec())),
+        );
+    }
+}
+
+fn augment(
+    w: usize,
+    fits: &impl Fn(usize, usize) -> bool,
+    owner: &mut [Option<usize>],
+    seen: &mut [bool],
+) -> bool {
+    for e in 0..owner.len() {
+        if !fits(w, e) || seen[e] {
+            continue;
+        }
+        seen[e] = true;
+        let free = match owner[e] {
+            None => true,
+            Some(other) => augment(other, fits, owner, seen),
+        };
+        if free {
+            owner[e] = Some(w);
+            return true;
+        }
+    }
+    false
 }
 
 #[cfg(test)]

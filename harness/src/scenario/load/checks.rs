@@ -1,55 +1,16 @@
 //! The checks YAML cannot express, on a scenario read whole: the double and section that fit
 //! its folder, the matrix and capabilities, the handlers, what an lvmh scenario cannot say, and
-//! (through [`Checker`]) its steps.
+//! (through [`Checker`](super::checker::Checker)) its steps.
 
-use serde_saphyr::Spanned;
-
-use super::Side;
-use super::error::{LoadError, place, span_of};
+use super::checker::Checker;
+use super::error::{LoadError, place};
 use super::rules::check_rules;
 use super::steps::step_key;
 use super::variables::unknown_start_variable;
+use super::who::Side;
 use super::yaml::top_key_at;
 use crate::pattern::Pattern;
 use crate::scenario::model::{Scenario, Step};
-
-/// Checks the parts of one file, whose errors name it.
-pub(super) struct Checker<'a> {
-    pub(super) file: &'a str,
-}
-
-impl Checker<'_> {
-    /// An error at `key_path` of the step or handler `at`.
-    pub(super) fn error<T>(&self, at: &Spanned<T>, key_path: String, message: String) -> LoadError {
-        LoadError::found(self.file, span_of(at), key_path, message)
-    }
-
-    /// A pattern given at `path` of the step `at` must compile.
-    pub(super) fn pattern(
-        &self,
-        at: &Spanned<Step>,
-        path: &str,
-        value: Option<&serde_json::Value>,
-    ) -> Result<(), LoadError> {
-        if let Some(value) = value {
-            Pattern::compile(value)
-                .map_err(|e| self.error(at, path.to_string(), format!("bad pattern: {e}")))?;
-        }
-        Ok(())
-    }
-}
-
-/// How many of a request's answer patterns are given (at most one may be).
-pub(super) fn answer_patterns(
-    result: &Option<serde_json::Value>,
-    error: &Option<serde_json::Value>,
-    answer: &Option<serde_json::Value>,
-) -> usize {
-    [result, error, answer]
-        .iter()
-        .filter(|p| p.is_some())
-        .count()
-}
 
 /// Every check of a scenario of any family, in the order its errors are reported.
 pub(super) fn check(

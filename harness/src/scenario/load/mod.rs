@@ -10,56 +10,22 @@ use std::path::Path;
 
 use super::model::Scenario;
 
+mod checker;
 mod checks;
 mod error;
 mod rules;
 mod sections;
 mod steps;
 mod variables;
+mod who;
 mod yaml;
 
 pub use error::LoadError;
 pub use rules::unruled;
 pub use sections::{check_actions, read_section};
 pub use steps::step_key;
+pub use who::{Reader, Side};
 pub(crate) use yaml::parse;
-
-/// Which double runs a scenario.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    /// fake-instance runs it (it checks a device).
-    Instance,
-    /// fake-device runs it (it checks an instance).
-    Device,
-}
-
-impl Side {
-    /// The double's name.
-    pub fn double(self) -> &'static str {
-        match self {
-            Side::Instance => "fake-instance",
-            Side::Device => "fake-device",
-        }
-    }
-
-    /// The scenario folder this double's scenarios live in.
-    pub fn folder(self) -> &'static str {
-        match self {
-            Side::Instance => "instance",
-            Side::Device => "device",
-        }
-    }
-
-    /// Guesses the side from a path (`scenarios/instance/x.yaml`).
-    pub fn from_path(path: &Path) -> Option<Side> {
-        let parent = path.parent()?.file_name()?.to_str()?;
-        match parent {
-            "instance" => Some(Side::Instance),
-            "device" => Some(Side::Device),
-            _ => None,
-        }
-    }
-}
 
 /// Reads and checks a scenario file.
 pub fn load_file(path: &Path, side: Option<Side>) -> Result<Scenario, LoadError> {
@@ -77,15 +43,6 @@ pub fn load_yaml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, 
 /// Parses and checks a scenario from text; `file` names it in errors.
 pub fn load_str(text: &str, file: &str, side: Option<Side>) -> Result<Scenario, LoadError> {
     load_str_for(text, file, side, Reader::Peer)
-}
-
-/// Who a scenario is loaded for, which decides the values of its variables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reader {
-    /// A run against a peer: the variables as `vars:` gives them.
-    Peer,
-    /// `harness selftest`: `selftest.vars` over `vars:`.
-    Selftest,
 }
 
 /// [`load_str`] for `reader`: the variables it sees are set before anything else is read, so

@@ -4,9 +4,9 @@
 
 use serde_saphyr::Spanned;
 
-use super::Side;
-use super::checks::{Checker, answer_patterns};
+use super::checker::{Checker, answer_patterns};
 use super::error::LoadError;
+use super::who::Side;
 use crate::scenario::model::{ExpectStep, RequestStep, Step, WhenStep};
 
 impl Checker<'_> {

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::Reader;
 use super::error::LoadError;
+use super::who::Reader;
 use super::yaml::{parse, top_key_at};
 use crate::scenario::model::Scenario;
 

@@ -19,6 +19,7 @@ use serde_saphyr::Spanned;
 
 use crate::duration::Dur;
 
+mod captures;
 mod expecting;
 mod handler;
 mod links;
@@ -29,6 +30,7 @@ mod peer_process;
 mod sending;
 mod step;
 
+pub use captures::Captures;
 pub use expecting::{CheckStep, ExpectNoneStep, ExpectStep};
 pub use handler::Handler;
 pub use links::{
@@ -40,7 +42,7 @@ pub use off_link::{ActStep, WaitForSignalStep};
 pub use peer::PeerSetup;
 pub use peer_process::{ExpectExitStep, ExpectOutputStep, RestartPeerStep};
 pub use sending::{AwaitStep, NotifyStep, ReplyStep, RequestStep, SendStep, StartStep};
-pub use step::{Captures, Step, WhenStep};
+pub use step::{Step, WhenStep};
 
 /// The deadline of a step that waits, when neither it nor its scenario gives one.
 pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::Step;
+use super::step::Step;
 
 /// The peer under test's set-up: what the other double does by itself (`steps`), and the rest
 /// of the section as written, which the double running the scenario reads as a type of its own

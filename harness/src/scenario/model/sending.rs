@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::Captures;
+use super::captures::Captures;
 use crate::duration::Dur;
 
 /// Send a notification.

@@ -1,19 +1,19 @@
 //! The step, one key of a kind per step, and the groups whose steps run together (`any_order`,
 //! `when`). The kinds' own types live beside it, grouped by what they work on.
 
-use std::collections::BTreeMap;
-
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::{
-    ActStep, AwaitStep, CheckStep, CloseStep, DialStep, ExpectCloseStep, ExpectExitStep,
-    ExpectLinkStep, ExpectNoReconnectStep, ExpectNoneStep, ExpectOutputStep, ExpectReconnectStep,
-    ExpectStep, NotifyStep, ReplyStep, RequestStep, RestartPeerStep, SendStep, StartStep,
-    WaitForSignalStep,
+use super::expecting::{CheckStep, ExpectNoneStep, ExpectStep};
+use super::links::{
+    CloseStep, DialStep, ExpectCloseStep, ExpectLinkStep, ExpectNoReconnectStep,
+    ExpectReconnectStep,
 };
+use super::off_link::{ActStep, WaitForSignalStep};
+use super::peer_process::{ExpectExitStep, ExpectOutputStep, RestartPeerStep};
+use super::sending::{AwaitStep, NotifyStep, ReplyStep, RequestStep, SendStep, StartStep};
 use crate::duration::Dur;
 
 /// One step. Each is a map with exactly one of these keys.
@@ -120,10 +120,6 @@ impl Step {
         }
     }
 }
-
-/// What to capture: variable name → path in the matched message (`result.sessionId`,
-/// `params.questions[0]`; `$` for the whole message).
-pub type Captures = BTreeMap<String, String>;
 
 /// Steps that run only in some cells, or only when a value (a capture) matches a pattern: for
 /// a peer the spec lets do one of several things, each reading's own checks.
