@@ -10,7 +10,6 @@ use harness::lvmh::envelope::{is_persisted, kinds};
 use harness::lvmh::{Envelope, RESULT_PREVIEW_MAX, rules};
 use serde_json::{Value, json};
 
-use super::sequence::Order;
 use super::{Daemon, find};
 
 /// How far past 2048 characters a cut preview may run: room for a marker saying it was cut
@@ -19,22 +18,38 @@ use super::{Daemon, find};
 const PREVIEW_MARKER_ALLOWANCE: usize = 32;
 
 impl Daemon {
+    /// A plugin's frame: its envelope checked, then a hello welcomed, or an event judged,
+    /// followed, kept and shown to the browsers.
     pub(super) fn on_event(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, kind: &str, frame: &Value) {
-        let envelope = match Envelope::read(frame) {
-            Ok(envelope) if envelope.version == harness::lvmh::VERSION => envelope,
-            Ok(envelope) => {
-                let why = format!("`v` is {}, not 1", envelope.version);
-                return find(hub, peer, rules::ENVELOPE, why, frame);
-            }
-            Err(why) => return find(hub, peer, rules::ENVELOPE, why, frame),
+        let Some(envelope) = read_envelope(hub, peer, frame) else {
+            return;
         };
-        // Reported, and the frame still taken: its time is only wrongly stamped.
-        if let Some(why) = envelope.ts_unit_error() {
-            find(hub, peer, rules::ENVELOPE, why, frame);
-        }
         if kind == kinds::HELLO {
             return self.on_hello(hub, peer, frame);
         }
+        if !self.is_links_session(hub, peer, &envelope, frame) {
+            return;
+        }
+        if !self.judge_order(hub, peer, kind, &envelope, frame) {
+            return;
+        }
+        self.note_overflow(kind, &envelope);
+        self.note_session_info(kind, &envelope, frame);
+        self.follow_messages(hub, peer, &envelope, frame);
+        check_preview(hub, peer, kind, frame);
+        self.persist(kind, &envelope, frame);
+        self.fan_out(kind, &envelope, frame);
+    }
+
+    /// Whether the event is of the session this link's hello named; one of another session
+    /// is reported and not kept.
+    fn is_links_session(
+        &self,
+        hub: &Arc<Hub>,
+        peer: &Arc<Peer>,
+        envelope: &Envelope,
+        frame: &Value,
+    ) -> bool {
         let named = self
             .agents
             .lock()
@@ -47,34 +62,15 @@ impl Daemon {
                 "sessionId `{}` is not the session this link's hello named (`{named}`); the event is not kept",
                 envelope.session_id
             );
-            return find(hub, peer, rules::ENVELOPE, why, frame);
+            find(hub, peer, rules::ENVELOPE, why, frame);
+            return false;
         }
-        let Some(check) = self.check_order(peer, &envelope) else {
-            return find(
-                hub,
-                peer,
-                rules::HELLO_FIRST,
-                format!("`{kind}` came before hello"),
-                frame,
-            );
-        };
-        match check {
-            Order::Fine => {}
-            Order::Broken(rule, why) => find(hub, peer, rule, why, frame),
-            Order::Gap(from, to) => {
-                self.not_whole(&envelope.session_id);
-                let why = format!(
-                    "after welcome said lastSeq {}, the first event had seq {to}: {from}..{} were lost, and no buffer_overflow said so",
-                    from - 1,
-                    to - 1
-                );
-                let session = envelope.session_id.clone();
-                if let Ok(mut gaps) = self.gaps.lock() {
-                    gaps.insert(session.clone(), why.clone());
-                }
-                self.watch_gap(hub, peer, &session, why);
-            }
-        }
+        true
+    }
+
+    /// A `buffer_overflow`: the daemon lacks events of the session, and a gap waiting for the
+    /// notice is excused.
+    fn note_overflow(&self, kind: &str, envelope: &Envelope) {
         if kind == kinds::BUFFER_OVERFLOW {
             self.not_whole(&envelope.session_id);
         }
@@ -83,6 +79,10 @@ impl Daemon {
         {
             gaps.remove(&envelope.session_id);
         }
+    }
+
+    /// A `session_info`: the stored session takes the new snapshot, and the browsers the list.
+    fn note_session_info(&self, kind: &str, envelope: &Envelope, frame: &Value) {
         if kind == kinds::SESSION_INFO
             && let Some(session) = frame.get("session").filter(|s| s.is_object())
         {
@@ -94,22 +94,10 @@ impl Daemon {
             }
             self.list_changed();
         }
-        self.follow_messages(hub, peer, &envelope, frame);
-        if kind == kinds::TOOL_END
-            && let Some(preview) = frame.get("resultPreview").and_then(Value::as_str)
-            && preview.chars().count() > RESULT_PREVIEW_MAX + PREVIEW_MARKER_ALLOWANCE
-        {
-            find(
-                hub,
-                peer,
-                rules::RESULT_PREVIEW,
-                format!(
-                    "resultPreview is {} characters, not cut to 2 KB",
-                    preview.chars().count()
-                ),
-                frame,
-            );
-        }
+    }
+
+    /// Keeps the event if its kind is kept (spec, "Persistence"), as the misbehaviours bend it.
+    fn persist(&self, kind: &str, envelope: &Envelope, frame: &Value) {
         let persist = is_persisted(kind)
             || self.misbehave.breaks(rules::UPDATES_NOT_PERSISTED)
             || kind == kinds::BUFFER_OVERFLOW;
@@ -125,37 +113,9 @@ impl Daemon {
                 if let Some(text) = cut.pointer_mut("/message/text") {
                     *text = json!("");
                 }
-                store.persist(&envelope, &cut);
+                store.persist(envelope, &cut);
             } else {
-                store.persist(&envelope, frame);
-            }
-        }
-        // Misbehaving: the live deltas go out in batches naming another session.
-        let named = match kind == kinds::MESSAGE_UPDATE
-            && self
-                .misbehave
-                .breaks_way(rules::UPDATES_LIVE, "wrong_session")
-        {
-            true => format!("{}-other", envelope.session_id),
-            false => envelope.session_id.clone(),
-        };
-        let batch = json!({
-            "type": kinds::EVENTS,
-            "sessionId": named,
-            "after": envelope.seq.saturating_sub(1),
-            "events": [frame],
-        });
-        let withheld = !is_persisted(kind) && self.misbehave.breaks(rules::UPDATES_LIVE);
-        let mut to = self.browser_peers(Some(&envelope.session_id));
-        if kind == kinds::MESSAGE_UPDATE && self.misbehave.breaks_way(rules::UNSUBSCRIBE, "deltas")
-        {
-            to.extend(self.left_browsers(&envelope.session_id));
-        }
-        for browser in to {
-            if !withheld {
-                browser.send_frame(batch.clone());
-                self.web
-                    .shown(&envelope.session_id, envelope.seq, is_persisted(kind));
+                store.persist(envelope, frame);
             }
         }
     }
@@ -212,9 +172,49 @@ impl Daemon {
     }
 
     /// The daemon lacks events of `session` (lost to a full buffer).
-    fn not_whole(&self, session: &str) {
+    pub(super) fn not_whole(&self, session: &str) {
         if let Ok(mut seen) = self.seen.lock() {
             seen.entry(session.to_string()).or_default().whole = Some(false);
         }
+    }
+}
+
+/// The frame's envelope, or none when it is not one lvmh v1 reads (reported).
+fn read_envelope(hub: &Arc<Hub>, peer: &Arc<Peer>, frame: &Value) -> Option<Envelope> {
+    let envelope = match Envelope::read(frame) {
+        Ok(envelope) if envelope.version == harness::lvmh::VERSION => envelope,
+        Ok(envelope) => {
+            let why = format!("`v` is {}, not 1", envelope.version);
+            find(hub, peer, rules::ENVELOPE, why, frame);
+            return None;
+        }
+        Err(why) => {
+            find(hub, peer, rules::ENVELOPE, why, frame);
+            return None;
+        }
+    };
+    // Reported, and the frame still taken: its time is only wrongly stamped.
+    if let Some(why) = envelope.ts_unit_error() {
+        find(hub, peer, rules::ENVELOPE, why, frame);
+    }
+    Some(envelope)
+}
+
+/// A `tool_execution_end`'s `resultPreview` must be cut to 2 KB (with room for a marker).
+fn check_preview(hub: &Arc<Hub>, peer: &Arc<Peer>, kind: &str, frame: &Value) {
+    if kind == kinds::TOOL_END
+        && let Some(preview) = frame.get("resultPreview").and_then(Value::as_str)
+        && preview.chars().count() > RESULT_PREVIEW_MAX + PREVIEW_MARKER_ALLOWANCE
+    {
+        find(
+            hub,
+            peer,
+            rules::RESULT_PREVIEW,
+            format!(
+                "resultPreview is {} characters, not cut to 2 KB",
+                preview.chars().count()
+            ),
+            frame,
+        );
     }
 }

@@ -24,10 +24,8 @@ use std::time::Duration;
 use harness::engine::{Behaviour, Hub};
 use harness::finding::Finding;
 use harness::jsonrpc::{LinkEvent, Peer};
-use harness::lvmh::envelope::kinds;
-use harness::lvmh::rules;
 use harness::rules::Misbehaviours;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::store::Store;
 
@@ -161,39 +159,9 @@ fn find(hub: &Arc<Hub>, peer: &Arc<Peer>, rule: &str, why: String, frame: &Value
 impl Behaviour for Daemon {
     fn on_open(&self, _hub: &Arc<Hub>, peer: &Arc<Peer>) {
         if peer.remote().starts_with(BROWSER_PREFIX) {
-            if let Ok(mut browsers) = self.browsers.lock() {
-                browsers.insert(
-                    peer.link(),
-                    BrowserLink {
-                        peer: peer.clone(),
-                        subscribed: None,
-                        left: None,
-                    },
-                );
-            }
-            let mut list = json!({"type": kinds::SESSION_LIST, "sessions": self.session_list()});
-            if self
-                .misbehave
-                .breaks_way(rules::GITLAB_TOKEN_HIDDEN, "in_frame")
-                && let Some(token) = self
-                    .with_store(|s| s.setting(super::gitlab::TOKEN_KEY).map(str::to_string))
-                    .flatten()
-            {
-                // Misbehaving: the kept GitLab token rides along in a browser's frame.
-                list["gitlab"] = json!({ "token": token });
-            }
-            peer.send_frame(list);
-            if let Some(frame) = self.spawn_status_now() {
-                peer.send_frame(frame);
-            }
-        } else if let Ok(mut agents) = self.agents.lock() {
-            agents.insert(
-                peer.link(),
-                AgentLink {
-                    peer: Some(peer.clone()),
-                    ..AgentLink::default()
-                },
-            );
+            self.browser_opened(peer);
+        } else {
+            self.plugin_opened(peer);
         }
     }
 

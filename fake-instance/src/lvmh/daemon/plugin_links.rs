@@ -10,9 +10,11 @@ use harness::lvmh::envelope::{fields, kinds};
 use harness::lvmh::{Envelope, rules};
 use serde_json::{Value, json};
 
-use super::{Daemon, find};
+use super::{AgentLink, Daemon, find};
 
 impl Daemon {
+    /// A plugin's hello: the session stored and online, the link expecting the replay from
+    /// the daemon's `lastSeq` on, and the `welcome` saying it.
     pub(super) fn on_hello(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, frame: &Value) {
         let Some(session) = frame.get("session").filter(|s| s.is_object()).cloned() else {
             find(
@@ -37,20 +39,7 @@ impl Daemon {
             }
             Err(_) => 0,
         };
-        if let Ok(mut agents) = self.agents.lock() {
-            let link = agents.entry(peer.link()).or_default();
-            link.session = Some(id.clone());
-            // A hostile plugin's seq may be the largest there is.
-            link.replay_from = Some(last.saturating_add(1));
-            link.last_seq = None;
-            link.seen_at_welcome = self
-                .seen
-                .lock()
-                .ok()
-                .and_then(|s| s.get(&id).map(|s| s.max_seq))
-                .unwrap_or(0)
-                .max(last);
-        }
+        self.expect_replay(peer, &id, last);
         // A gap of the session's last link may still be excused by a notice on this one.
         let carried = self.gaps.lock().ok().and_then(|g| g.get(&id).cloned());
         if let Some(why) = carried {
@@ -59,6 +48,30 @@ impl Daemon {
         if let Ok(mut online) = self.online.lock() {
             online.insert(id.clone(), peer.clone());
         }
+        peer.send_frame(self.welcome(&id, last));
+        self.list_changed();
+    }
+
+    /// The link of session `id` must go on from `last`, the daemon's last persisted seq.
+    fn expect_replay(&self, peer: &Arc<Peer>, id: &str, last: u64) {
+        if let Ok(mut agents) = self.agents.lock() {
+            let link = agents.entry(peer.link()).or_default();
+            link.session = Some(id.to_string());
+            // A hostile plugin's seq may be the largest there is.
+            link.replay_from = Some(last.saturating_add(1));
+            link.last_seq = None;
+            link.seen_at_welcome = self
+                .seen
+                .lock()
+                .ok()
+                .and_then(|s| s.get(id).map(|s| s.max_seq))
+                .unwrap_or(0)
+                .max(last);
+        }
+    }
+
+    /// The `welcome` saying `last` (as the misbehaviours bend it and its envelope).
+    fn welcome(&self, id: &str, last: u64) -> Value {
         let said = match self.misbehave.breaks(rules::WELCOME_LAST_SEQ) && last > 0 {
             // Says it has one event less than it has.
             true => last - 1,
@@ -74,7 +87,7 @@ impl Daemon {
             false => last,
         };
         let mut welcome =
-            Envelope::frame(kinds::WELCOME, &id, 0, fields(json!({ "lastSeq": said })));
+            Envelope::frame(kinds::WELCOME, id, 0, fields(json!({ "lastSeq": said })));
         if self.misbehave.breaks(rules::DAEMON_ENVELOPE)
             && let Some(fields) = welcome.as_object_mut()
         {
@@ -83,10 +96,24 @@ impl Daemon {
         if self.misbehave.breaks_way(rules::DAEMON_ENVELOPE, "v2") {
             welcome["v"] = json!(2);
         }
-        peer.send_frame(welcome);
-        self.list_changed();
+        welcome
     }
 
+    /// A plugin's link opened: followed from now on, its session unknown until its hello.
+    pub(super) fn plugin_opened(&self, peer: &Arc<Peer>) {
+        if let Ok(mut agents) = self.agents.lock() {
+            agents.insert(
+                peer.link(),
+                AgentLink {
+                    peer: Some(peer.clone()),
+                    ..AgentLink::default()
+                },
+            );
+        }
+    }
+
+    /// A link closed: a plugin's session goes offline (if this link was its own), a
+    /// browser's link stops being fed.
     pub(super) fn on_closed(&self, peer: &Arc<Peer>) {
         let link = self
             .agents
