@@ -162,23 +162,8 @@ pub(crate) async fn run_started(
     let server =
         harness::double::serve(listener, routes::router(state), "the daemon's HTTP server");
     started(addr, hub.progress().clone());
-    let mut placeholders = harness::under_test::placeholders(
-        &format!("http://{addr}"),
-        Some(addr.port()),
-        &token,
-        tmp.path(),
-        &tmp.path().display().to_string(),
-        &options.cell,
-    );
-    placeholders.set("ws_url", format!("ws://{addr}{AGENT_PATH}"));
-    let sut = options
-        .sut
-        .clone()
-        .or_else(|| scenario.as_ref().and_then(|s| s.sut.clone()));
     let mut under_test =
-        harness::under_test::UnderTest::start(sut, placeholders, options.hooks.clone(), &[], None)
-            .await
-            .map_err(DaemonError::Setup)?;
+        start_under_test(&options, scenario.as_ref(), addr, &token, tmp.path()).await?;
     let process = under_test.process(options.process.clone());
     let arranged = under_test.arranged(options.arranged.clone(), &[]);
     let actor = Arc::new(DaemonActor {
@@ -227,4 +212,31 @@ pub(crate) async fn run_started(
     let mut outcome = outcome;
     under_test.finish(outcome.as_mut()).await;
     Ok(harness::double::ended(outcome, &journal, &findings))
+}
+
+/// The plugin under test (when one is given), started with the daemon's address, token and
+/// agent WebSocket in its command's placeholders.
+async fn start_under_test(
+    options: &DaemonPlan,
+    scenario: Option<&Scenario>,
+    addr: std::net::SocketAddr,
+    token: &str,
+    tmp: &std::path::Path,
+) -> Result<harness::under_test::UnderTest, DaemonError> {
+    let mut placeholders = harness::under_test::placeholders(
+        &format!("http://{addr}"),
+        Some(addr.port()),
+        token,
+        tmp,
+        &tmp.display().to_string(),
+        &options.cell,
+    );
+    placeholders.set("ws_url", format!("ws://{addr}{AGENT_PATH}"));
+    let sut = options
+        .sut
+        .clone()
+        .or_else(|| scenario.and_then(|s| s.sut.clone()));
+    harness::under_test::UnderTest::start(sut, placeholders, options.hooks.clone(), &[], None)
+        .await
+        .map_err(DaemonError::Setup)
 }
