@@ -1,6 +1,6 @@
 //! The run as one self-contained HTML page, for people: its verdict, its steps with their times,
 //! and a sequence diagram of the link. The page needs no network: its style, its script and its
-//! data are inline, and the diagram is drawn here (in [`diagram`]), as SVG, so it shows with
+//! data are inline, and the diagram is drawn here (in `diagram`), as SVG, so it shows with
 //! scripts off too.
 //!
 //! The diagram has a lane for the double, one for the system under test and, when the run saw
@@ -11,6 +11,8 @@
 //! Clicking an arrow shows its JSON.
 
 mod diagram;
+mod escape;
+mod run_page;
 
 use std::fmt::Write as _;
 
@@ -19,19 +21,8 @@ use serde_json::Value;
 use crate::engine::{RunOutcome, StepStatus, Verdict};
 use crate::journal::Entry;
 use diagram::diagram;
-
-/// One run on a page.
-#[derive(Debug, Clone, Copy)]
-pub struct RunPage<'a> {
-    /// The double that ran it (`fake-instance`).
-    pub double: &'a str,
-    /// Where its scenario came from, for the heading.
-    pub label: &'a str,
-    /// Its outcome.
-    pub outcome: &'a RunOutcome,
-    /// Its messages (the journal's last ones).
-    pub entries: &'a [Entry],
-}
+use escape::esc;
+pub use run_page::RunPage;
 
 /// One run's page.
 pub fn render(double: &str, outcome: &RunOutcome, recent: &[Entry]) -> String {
@@ -268,22 +259,6 @@ fn steps(out: &mut String, outcome: &RunOutcome) {
         );
     }
     let _ = writeln!(out, "</table>");
-}
-
-/// Text for HTML (and SVG): the five characters that could start markup or end an attribute.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const STYLE: &str = r#"

@@ -1,11 +1,12 @@
 //! How a plugin runs: the daemon it dials, the session it is, and what its scripted agent
 //! answers. Kept apart from the running plugin so a double can build one before it starts.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::lvmh::BUFFER_CAP;
+use crate::lvmh::{BACKOFF_CAP, BUFFER_CAP};
 use crate::rules::Misbehaviours;
 use crate::transport::FrameLimits;
 
@@ -96,4 +97,18 @@ impl PluginConfig {
             .unwrap_or_default()
             .to_string()
     }
+}
+
+/// A check of each frame the daemon sends (the double judging a daemon): what it broke.
+pub type FrameCheck = Arc<dyn Fn(&str, &Value) -> Vec<crate::finding::Finding> + Send + Sync>;
+
+/// The pause before dial number `attempt` (0 for the first redial): `first · 2^attempt`, at most
+/// [`BACKOFF_CAP`], of which a random half is taken off (jitter), so plugins that lost the same
+/// daemon do not all come back at once.
+pub fn backoff(first: Duration, attempt: u32) -> Duration {
+    let full = first
+        .checked_mul(1u32 << attempt.min(20))
+        .unwrap_or(BACKOFF_CAP)
+        .min(BACKOFF_CAP);
+    full.mul_f64(crate::random::between(0.5, 1.0))
 }

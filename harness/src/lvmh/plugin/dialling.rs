@@ -7,22 +7,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use super::config::backoff;
 use super::{GOING_AWAY, Plugin};
 use crate::jsonrpc::Peer;
 use crate::lvmh::envelope::{Envelope, fields, kinds};
-use crate::lvmh::{BACKOFF_CAP, rules};
+use crate::lvmh::rules;
 use crate::transport::ws_client;
-
-/// The pause before dial number `attempt` (0 for the first redial): `first · 2^attempt`, at most
-/// [`BACKOFF_CAP`], of which a random half is taken off (jitter), so plugins that lost the same
-/// daemon do not all come back at once.
-pub fn backoff(first: Duration, attempt: u32) -> Duration {
-    let full = first
-        .checked_mul(1u32 << attempt.min(20))
-        .unwrap_or(BACKOFF_CAP)
-        .min(BACKOFF_CAP);
-    full.mul_f64(crate::random::between(0.5, 1.0))
-}
 
 /// How long a plugin waits for `welcome` after its hello before it tries another link.
 const WELCOME_WITHIN: Duration = Duration::from_secs(30);
@@ -192,6 +182,7 @@ impl Plugin {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lvmh::BACKOFF_CAP;
 
     #[test]
     fn the_backoff_doubles_to_its_cap_and_jitter_only_shortens_it() {

@@ -3,8 +3,6 @@
 
 use serde_json::Value;
 
-use super::Plugin;
-
 /// How many of the last events keep a fingerprint of their fields, to compare with what a
 /// daemon serves back (a field's value is kept as a hash, so a long text costs eight bytes).
 pub(super) const PRINTS_KEPT: usize = 10_000;
@@ -47,33 +45,6 @@ pub(super) fn print_of(frame: &Value) -> Print {
             (key.clone(), std::hash::Hasher::finish(&hasher))
         })
         .collect()
-}
-
-impl Plugin {
-    /// The seqs of the `served` events (a daemon's `GET …/events`) that are not what this
-    /// plugin sent under that seq: a field it sent is missing or has another value (a field
-    /// the daemon adds is its own). Only the last events sent keep what they held.
-    pub fn altered(&self, served: &[Value]) -> Vec<u64> {
-        let Ok(state) = self.state.lock() else {
-            return Vec::new();
-        };
-        let prints: std::collections::HashMap<u64, &Print> = state
-            .prints
-            .iter()
-            .map(|(seq, print)| (*seq, print))
-            .collect();
-        served
-            .iter()
-            .filter_map(|event| {
-                let seq = event.get("seq").and_then(Value::as_u64)?;
-                let sent = prints.get(&seq)?;
-                let came = print_of(event);
-                sent.iter()
-                    .any(|field| !came.contains(field))
-                    .then_some(seq)
-            })
-            .collect()
-    }
 }
 
 #[cfg(test)]

@@ -12,9 +12,6 @@ use crate::jsonrpc::{LinkEvent, Peer};
 use crate::lvmh::envelope::kinds;
 use crate::lvmh::rules;
 
-/// A check of each frame the daemon sends (the double judging a daemon): what it broke.
-pub type FrameCheck = Arc<dyn Fn(&str, &Value) -> Vec<crate::finding::Finding> + Send + Sync>;
-
 /// The plugin as its hub's behaviour: it follows the daemon's frames.
 pub(super) struct Follow(pub(super) Weak<Plugin>);
 

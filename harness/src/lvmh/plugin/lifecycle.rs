@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex, Weak};
 use serde_json::json;
 use tokio::sync::{Notify, mpsc, watch};
 
-use super::inbox::{Follow, FrameCheck};
+use super::config::FrameCheck;
+use super::inbox::Follow;
 use super::{GOING_AWAY, Plugin, PluginConfig, State};
 use crate::engine::Hub;
 use crate::lvmh::envelope::{fields, kinds};

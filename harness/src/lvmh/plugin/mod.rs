@@ -9,10 +9,10 @@
 //! fake-device runs it as the plugin under a daemon's test; the fake daemon runs it for each
 //! spawn (a session "in a container").
 //!
-//! Its jobs, one a module: [`config`] (how it runs), [`lifecycle`] (its start and its stops),
-//! [`dialling`] (the link, with backoff), [`outbox`] (the numbered, buffered events and their
-//! replay), [`fingerprint`] (what a daemon serves back, compared), [`inbox`] (the daemon's
-//! frames, checked and followed) and [`agent`] (the scripted agent's runs).
+//! Its jobs, one a module: `config` (how it runs, its backoff), `lifecycle` (its start and its
+//! stops), `dialling` (the link, with backoff), `outbox` (the numbered, buffered events, their
+//! replay, and what a daemon serves back compared), `fingerprint` (an event's), `inbox` (the
+//! daemon's frames, checked and followed) and `agent` (the scripted agent's runs).
 
 mod agent;
 mod config;
@@ -33,9 +33,7 @@ use crate::engine::Hub;
 use crate::jsonrpc::Peer;
 use fingerprint::Print;
 
-pub use config::{AgentScript, PluginConfig};
-pub use dialling::backoff;
-pub use inbox::FrameCheck;
+pub use config::{AgentScript, FrameCheck, PluginConfig, backoff};
 
 /// The plugin's state.
 #[derive(Default)]

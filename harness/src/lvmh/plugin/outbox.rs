@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::fingerprint::{PRINTS_KEPT, print_of};
+use super::fingerprint::{PRINTS_KEPT, Print, print_of};
 use super::{Plugin, State};
 use crate::jsonrpc::Peer;
 use crate::lvmh::envelope::{Envelope, fields, kinds};
@@ -190,5 +190,32 @@ fn deliver(state: &mut State, seq: u64) {
     state.delivered.insert(seq);
     while state.delivered.len() > SENT_KEPT {
         state.delivered.pop_first();
+    }
+}
+
+impl Plugin {
+    /// The seqs of the `served` events (a daemon's `GET …/events`) that are not what this
+    /// plugin sent under that seq: a field it sent is missing or has another value (a field
+    /// the daemon adds is its own). Only the last events sent keep what they held.
+    pub fn altered(&self, served: &[Value]) -> Vec<u64> {
+        let Ok(state) = self.state.lock() else {
+            return Vec::new();
+        };
+        let prints: std::collections::HashMap<u64, &Print> = state
+            .prints
+            .iter()
+            .map(|(seq, print)| (*seq, print))
+            .collect();
+        served
+            .iter()
+            .filter_map(|event| {
+                let seq = event.get("seq").and_then(Value::as_u64)?;
+                let sent = prints.get(&seq)?;
+                let came = print_of(event);
+                sent.iter()
+                    .any(|field| !came.contains(field))
+                    .then_some(seq)
+            })
+            .collect()
     }
 }

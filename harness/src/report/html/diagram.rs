@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{RunPage, esc};
+use super::escape::esc;
+use super::run_page::RunPage;
 use crate::engine::StepVerdict;
 use crate::journal::{Direction, Entry};
 
