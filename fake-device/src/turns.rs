@@ -156,18 +156,20 @@ impl<'r> Turns<'r> {
             let reach = crate::mentions::Reach {
                 project: &project,
                 limits: &limits,
-                judges_unresolved: self.registry.breaks(ids::DEVICE_FILES_MENTION),
-                misreads_hash: self.registry.breaks(ids::DEVICE_FILES_HASH_ESCAPE),
-                lists_no_dirs: self.registry.breaks(ids::DEVICE_FILES_DIR_LISTING),
-                whole_file: self
-                    .registry
-                    .breaks_way(ids::DEVICE_FILES_MENTION, "whole_file"),
-                hash_in_name: self
-                    .registry
-                    .breaks_way(ids::DEVICE_FILES_HASH_ESCAPE, "hash_in_name"),
-                lists_project: self
-                    .registry
-                    .breaks_way(ids::DEVICE_FILES_DIR_LISTING, "project_listed"),
+                misreads: crate::mentions::Misreads {
+                    judges_unresolved: self.registry.breaks(ids::DEVICE_FILES_MENTION),
+                    misreads_hash: self.registry.breaks(ids::DEVICE_FILES_HASH_ESCAPE),
+                    lists_no_dirs: self.registry.breaks(ids::DEVICE_FILES_DIR_LISTING),
+                    whole_file: self
+                        .registry
+                        .breaks_way(ids::DEVICE_FILES_MENTION, "whole_file"),
+                    hash_in_name: self
+                        .registry
+                        .breaks_way(ids::DEVICE_FILES_HASH_ESCAPE, "hash_in_name"),
+                    lists_project: self
+                        .registry
+                        .breaks_way(ids::DEVICE_FILES_DIR_LISTING, "project_listed"),
+                },
             };
             let expanded = crate::mentions::expand(text, &reach);
             for path in &expanded.used {
