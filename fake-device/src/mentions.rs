@@ -127,6 +127,13 @@ pub struct Reach<'a> {
     pub project: &'a Path,
     /// The device's limits now.
     pub limits: &'a Limits,
+    /// How a misbehaving device misreads the mentions.
+    pub misreads: Misreads,
+}
+
+/// How a misbehaving device reads `@path` mentions (all `false`: as the spec says).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Misreads {
     /// Misbehaving: the path is judged as written, before its symlinks are followed.
     pub judges_unresolved: bool,
     /// Misbehaving: an escaped `#` is read as a range's mark, so a name holding one is never
@@ -154,7 +161,7 @@ impl Reach<'_> {
         // Metadata only: following the links opens no file.
         let resolved = std::fs::canonicalize(&candidate).ok()?;
         let project = std::fs::canonicalize(self.project).ok()?;
-        let judged = if self.judges_unresolved {
+        let judged = if self.misreads.judges_unresolved {
             lexical(&candidate)
         } else {
             resolved.clone()
@@ -191,17 +198,17 @@ fn lexical(path: &Path) -> PathBuf {
 pub fn expand(typed: &str, reach: &Reach<'_>) -> Expanded {
     let mut expanded = Expanded::default();
     for mention in find(typed) {
-        if reach.misreads_hash && mention.path.contains('#') {
+        if reach.misreads.misreads_hash && mention.path.contains('#') {
             continue;
         }
         // Misbehaving: `name#2-3` taken for a file of that name, which there is not.
-        if reach.hash_in_name && mention.range.is_some() {
+        if reach.misreads.hash_in_name && mention.range.is_some() {
             continue;
         }
         let Some(path) = reach.allows(&mention) else {
             continue;
         };
-        if reach.lists_no_dirs && path.is_dir() {
+        if reach.misreads.lists_no_dirs && path.is_dir() {
             continue;
         }
         let shown = match mention.range {
@@ -209,8 +216,8 @@ pub fn expand(typed: &str, reach: &Reach<'_>) -> Expanded {
             None => format!("@{}", mention.path),
         };
         // Misbehaving: the range is dropped; a folder's listing is the project's.
-        let range = mention.range.filter(|_| !reach.whole_file);
-        let path = match path.is_dir() && reach.lists_project {
+        let range = mention.range.filter(|_| !reach.misreads.whole_file);
+        let path = match path.is_dir() && reach.misreads.lists_project {
             true => reach.project.to_path_buf(),
             false => path,
         };
@@ -339,12 +346,7 @@ mod tests {
         let reach = Reach {
             project: &root,
             limits: &limits,
-            judges_unresolved: false,
-            misreads_hash: false,
-            lists_no_dirs: false,
-            whole_file: false,
-            hash_in_name: false,
-            lists_project: false,
+            misreads: Misreads::default(),
         };
         let expanded = expand(
             r"look @src/main.rs#2-3 @my\ notes.md @src/ @.env @../outside/secret.txt @link.txt",
@@ -374,12 +376,7 @@ mod tests {
                 let reach = Reach {
                     project: &project,
                     limits: &limits,
-                    judges_unresolved: false,
-                    misreads_hash: false,
-                    lists_no_dirs: false,
-                    whole_file: false,
-                    hash_in_name: false,
-                    lists_project: false,
+                    misreads: Misreads::default(),
                 };
                 let _ = done_tx.send(expand("@pipe-link @../outside/pipe", &reach));
             });
@@ -389,9 +386,10 @@ mod tests {
             assert!(expanded.used.is_empty());
         }
         let careless = Reach {
-            judges_unresolved: true,
-            misreads_hash: false,
-            lists_no_dirs: false,
+            misreads: Misreads {
+                judges_unresolved: true,
+                ..Misreads::default()
+            },
             ..reach
         };
         assert!(expand("@link.txt", &careless).text.contains("the secret"));

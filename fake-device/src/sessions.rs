@@ -17,7 +17,7 @@ use crate::live::{JobQueue, Live, State, TITLE_MAX};
 use crate::model_ref;
 use crate::registry::{ModeReport, Opened, Registry, SessionsConfig};
 use crate::store::{Store, StoredSession, TurnLog};
-use crate::turns::Turns;
+use crate::turns::{Faults, Turns};
 
 /// A session's model and effort: its default, and `_lembas/configure`.
 mod model;
@@ -34,13 +34,17 @@ const CONTEXT_FIELDS: [(&str, &str); 4] = [
 #[derive(Debug)]
 pub struct Sessions {
     registry: Arc<Registry>,
+    /// What the turns get wrong on purpose, resolved once from the configured misbehaviours.
+    turn_faults: Faults,
 }
 
 impl Sessions {
     /// Sessions over a store.
     pub fn new(store: Store, limits: Limits, config: SessionsConfig) -> Arc<Sessions> {
+        let turn_faults = Faults::of(&config.misbehave);
         Arc::new(Sessions {
             registry: Arc::new(Registry::new(store, limits, config)),
+            turn_faults,
         })
     }
 
@@ -72,6 +76,7 @@ impl Sessions {
             Arc::downgrade(&self.registry),
             Arc::downgrade(live),
             queue,
+            self.turn_faults,
         ));
     }
 
@@ -88,7 +93,7 @@ impl Sessions {
             return Err(refuse(format!("session `{id}` is in use at the terminal")));
         }
         let live = self.session(params).await?;
-        Turns::new(&self.registry)
+        Turns::new(&self.registry, &self.turn_faults)
             .prompt(&live, params, client)
             .await
     }
@@ -99,7 +104,9 @@ impl Sessions {
             return;
         };
         if let Some(live) = self.open(id).await {
-            Turns::new(&self.registry).cancel(&live).await;
+            Turns::new(&self.registry, &self.turn_faults)
+                .cancel(&live)
+                .await;
         }
     }
 
@@ -143,7 +150,7 @@ impl Sessions {
             ))));
         }
         let has = |capability| self.registry.has(capability);
-        let turns = Turns::new(&self.registry);
+        let turns = Turns::new(&self.registry, &self.turn_faults);
         let answer = match method {
             methods::SESSION_NEW => self.new_session(params, client).await,
             methods::SESSION_PROMPT => {
