@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::Turns;
-use super::run::Underway;
+use super::turn::Underway;
 use crate::commands::Slash;
 use crate::live::{Job, Live};
 use crate::registry::ModeReport;

@@ -8,23 +8,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::Turns;
-use super::intake::ReadPrompt;
+use super::intake::{Admitting, ReadPrompt};
 use crate::answers::{Reply, refuse};
-use crate::events::Client;
 use crate::live::{Job, Live, State};
 use crate::store::{StoredTurn, TurnState};
-
-/// Who sent a prompt, and the turn it names.
-pub(super) struct Admitting<'a> {
-    /// The prompt's `_meta` (its `Context`, its turn id).
-    pub meta: Option<&'a Value>,
-    /// The client it came from.
-    pub client: &'a Client,
-    /// Its turn id, given or made.
-    pub turn_id: &'a str,
-    /// Whether the device made the id (the prompt came without one).
-    pub made_id: bool,
-}
 
 impl Turns<'_> {
     /// Reads the prompt's `Context` into the session and admits its turn: `Some` when the

@@ -6,24 +6,10 @@ use serde_json::{Map, Value, json};
 
 use super::Turns;
 use super::model_agent::TurnRecord;
-use super::run::Underway;
+use super::turn::{Ended, Underway};
 use crate::answers::fresh_id;
 use crate::live::{Job, Live, State};
 use crate::store::{StoredMessage, TurnState};
-
-/// What a turn came to, once its agent (or action) is done.
-pub(super) struct Ended {
-    /// What the answer's `_meta.lembas` says besides the turn id (a command's doing).
-    pub extra: Map<String, Value>,
-    /// What the agent said.
-    pub reply: String,
-    /// Why it stopped.
-    pub stop: &'static str,
-    /// What the history keeps besides the text.
-    pub record: TurnRecord,
-    /// Whether the turn was an action (it leaves nothing in the conversation).
-    pub action: bool,
-}
 
 impl Turns<'_> {
     /// Ends the turn: the next one runs, the answer is kept and given to the prompts waiting.

@@ -99,7 +99,7 @@ impl Turns<'_> {
             .filter(|_| self.registry.has("turns"));
         let turn_id = given.map(String::from).unwrap_or_else(|| fresh_id("turn_"));
         let (tx, rx) = oneshot::channel();
-        let admitted = super::admission::Admitting {
+        let admitted = Admitting {
             meta,
             client,
             turn_id: &turn_id,
@@ -260,4 +260,16 @@ impl Turns<'_> {
         }
         given_text
     }
+}
+
+/// Who sent a prompt, and the turn it names.
+pub(super) struct Admitting<'a> {
+    /// The prompt's `_meta` (its `Context`, its turn id).
+    pub meta: Option<&'a Value>,
+    /// The client it came from.
+    pub client: &'a Client,
+    /// Its turn id, given or made.
+    pub turn_id: &'a str,
+    /// Whether the device made the id (the prompt came without one).
+    pub made_id: bool,
 }

@@ -24,6 +24,7 @@ mod history;
 mod intake;
 mod model_agent;
 mod run;
+mod turn;
 
 pub use faults::Faults;
 

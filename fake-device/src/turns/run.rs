@@ -3,36 +3,15 @@
 //! ([`super::actions`]), and otherwise a script, the model ([`super::model_agent`]) or the echo
 //! agent ([`super::echo`]) answers; then the turn is finished ([`super::finish`]).
 
-use std::path::PathBuf;
-
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::Turns;
 use super::model_agent::TurnRecord;
+use super::turn::Underway;
 use crate::commands::Slash;
-use crate::events::Client;
 use crate::live::{Job, Live};
 use crate::script::Scripted;
-
-/// The session a turn runs in, and the client that hears it (if one is there).
-pub(super) struct Underway {
-    /// The session's client when the turn started.
-    pub client: Option<Client>,
-    /// The session's id.
-    pub session_id: String,
-    /// The session's project (its working directory).
-    pub project: PathBuf,
-}
-
-impl Underway {
-    /// Tells the client a lembas event of the turn.
-    pub fn say(&self, event: Value) {
-        if let Some(client) = &self.client {
-            client.event(&self.session_id, event);
-        }
-    }
-}
 
 impl Turns<'_> {
     /// Runs one turn, reporting to the session's client.
@@ -58,7 +37,7 @@ impl Turns<'_> {
             turn.say(self.task_event(&job, &turn.session_id, "end"));
         }
         turn.say(json!({ "type": "done", "stopReason": stop }));
-        let ended = super::finish::Ended {
+        let ended = super::turn::Ended {
             extra,
             reply,
             stop,
