@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Value, json};
 
-use super::LinkFacts;
+use super::link_facts::LinkFacts;
 
 /// One line of a chat's transcript.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -273,4 +273,17 @@ pub(super) fn offered_modes(answer: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
         .collect()
+}
+
+/// Where message ids start counting. From the clock, so a restarted instance never reuses one
+/// its chats kept; a seeded run counts from a draw instead (a restart in the same process
+/// draws another), so its ids repeat with the seed.
+pub(super) fn first_message_number() -> u64 {
+    if harness::random::seeded() {
+        harness::random::u64() >> 12
+    } else {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2))
+    }
 }

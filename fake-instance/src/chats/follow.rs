@@ -2,33 +2,12 @@
 //! about its sessions (streamed text, announces, lets-go, deletes, turn ends, cards taken
 //! down), and the `session/new` and `session/prompt` requests sent on the link.
 
-use std::collections::HashSet;
-
 use harness::lembas::methods;
 use harness::rules::ids;
 use serde_json::Value;
 
 use super::book::offered_modes;
 use super::{Chat, Chats};
-
-/// The cards taken down (`_lembas/permission/settled`): by toolCallId, and by session for a
-/// client that (wrongly) keys cards by session.
-#[derive(Debug, Default)]
-pub(super) struct SettledCards {
-    calls: HashSet<String>,
-    sessions: HashSet<String>,
-}
-
-impl SettledCards {
-    fn settle(&mut self, call: Option<&str>, session: Option<&str>) {
-        if let Some(call) = call {
-            self.calls.insert(call.to_string());
-        }
-        if let Some(session) = session {
-            self.sessions.insert(session.to_string());
-        }
-    }
-}
 
 impl Chats {
     /// Follows what the device tells the client about its sessions.

@@ -13,12 +13,15 @@ mod book;
 mod delete;
 mod follow;
 mod link_facts;
+mod link_life;
 mod open;
 mod pending_deletes;
 mod persist;
 mod reattach;
 mod rewind;
 mod scopes;
+mod settled_cards;
+mod state_dir;
 mod turns;
 mod web_ui;
 
@@ -38,9 +41,9 @@ pub use link_facts::LinkFacts;
 pub use pending_deletes::{DELETE_REFUSALS, PendingDelete};
 
 use book::ChatBook;
-use follow::SettledCards;
 use link_facts::Links;
 use pending_deletes::PendingDeletes;
+use settled_cards::SettledCards;
 
 /// How the chats behave.
 #[derive(Debug, Clone)]
@@ -80,13 +83,13 @@ pub struct Chats {
 impl Chats {
     /// No chats yet; undelivered deletes from an earlier run are read from the state directory.
     pub fn new(config: ChatsConfig) -> Arc<Chats> {
-        let (pending_deletes, chats) = persist::load(&config);
+        let (pending_deletes, chats) = state_dir::load(config.state_dir.as_deref());
         Arc::new(Chats {
             config,
             inner: Mutex::new(Inner {
                 pending_deletes: PendingDeletes::from_kept(pending_deletes),
                 book: ChatBook::from_kept(chats),
-                next_message: turns::first_message_number(),
+                next_message: book::first_message_number(),
                 ..Inner::default()
             }),
         })

@@ -3,38 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Chat, Chats, ChatsConfig, PendingDelete};
-
-/// The file undelivered deletes are kept in.
-const PENDING_DELETES: &str = "pending-deletes.json";
-/// The file chats are kept in.
-const CHATS: &str = "chats.json";
-
-/// Makes the state directory, and reads what an earlier run kept in it: the deletes pending
-/// and the chats (none of either when there is no directory or nothing readable in it).
-pub(super) fn load(
-    config: &ChatsConfig,
-) -> (BTreeMap<String, PendingDelete>, BTreeMap<String, Chat>) {
-    if let Some(dir) = &config.state_dir
-        && let Err(e) = std::fs::create_dir_all(dir)
-    {
-        tracing::error!("cannot make the state directory {}: {e}", dir.display());
-    }
-    let read = |name: &str| {
-        config
-            .state_dir
-            .as_ref()
-            .and_then(|dir| std::fs::read(dir.join(name)).ok())
-    };
-    let pending_deletes = read(PENDING_DELETES)
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default();
-    // Chats and their turns in flight outlive a restart: the next link reattaches to them.
-    let chats = read(CHATS)
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default();
-    (pending_deletes, chats)
-}
+use super::state_dir::{CHATS, PENDING_DELETES};
+use super::{Chats, PendingDelete};
 
 impl Chats {
     pub(super) fn save_pending_deletes(&self, pending: &BTreeMap<String, PendingDelete>) {

@@ -15,19 +15,6 @@ use super::{Chats, LinkFacts};
 /// How long a turn may run before the client stops waiting for its answer.
 pub(super) const TURN_PATIENCE: Duration = Duration::from_secs(600);
 
-/// Where message ids start counting. From the clock, so a restarted instance never reuses one
-/// its chats kept; a seeded run counts from a draw instead (a restart in the same process
-/// draws another), so its ids repeat with the seed.
-pub(super) fn first_message_number() -> u64 {
-    if harness::random::seeded() {
-        harness::random::u64() >> 12
-    } else {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX / 2))
-    }
-}
-
 impl Chats {
     /// A message id never given before (a turn's or a steer's).
     pub(super) fn fresh_message_id(&self) -> String {
