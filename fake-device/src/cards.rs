@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::completion::{ToolCall, ToolOutcome};
 use crate::events::Client;
-use crate::methods::card::Asker;
+use crate::methods::card::{Asker, may_ask};
 use crate::methods::{plan, plan_update, question, request_permission};
 use crate::registry::Registry;
 
@@ -56,7 +56,7 @@ impl<'r> Cards<'r> {
 
     /// Whether this client may be asked questions and plans now.
     pub(crate) fn may_ask(&self, client: &Client, capability: &str) -> bool {
-        Asker::new(self.registry).may_ask(client, capability)
+        may_ask(self.registry, client, capability)
     }
 
     /// Runs one tool call of the model, with the card it needs.
@@ -66,15 +66,15 @@ impl<'r> Cards<'r> {
         session_id: &str,
         call: &ToolCall,
     ) -> ToolOutcome {
-        let asker = Asker::new(self.registry);
+        let asker = Asker::new(self.registry, client, session_id);
         match call.name.as_str() {
-            "ask_user" => question::ask_user(&asker, client, session_id, call).await,
-            "plan_submit" => plan::submit(&asker, client, session_id, call).await,
+            "ask_user" => question::ask_user(&asker, call).await,
+            "plan_submit" => plan::submit(&asker, call).await,
             "plan_write" => plan_update::write(self.registry, client, session_id, call).await,
             "library_search" => {
                 crate::library::search_library(self.registry, session_id, call).await
             }
-            _ => request_permission::approve_and_run(&asker, client, session_id, call).await,
+            _ => request_permission::approve_and_run(&asker, call).await,
         }
     }
 }

@@ -14,6 +14,7 @@ use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use crate::completion::ToolOutcome;
 use crate::events::Client;
 use crate::registry::Registry;
 use crate::terminal_card::{CardAnswer, TerminalCard};
@@ -72,37 +73,50 @@ impl Faults {
     }
 }
 
-/// Sends the cards of the device's sessions, over its registry.
+/// Whether `client` may be asked questions and plans now (`capability`: `ask` or `plan`).
+pub(crate) fn may_ask(registry: &Registry, client: &Client, capability: &str) -> bool {
+    let faults = Faults::of(&registry.config.misbehave);
+    // Misbehaving: a client that refused a question still gets plans.
+    let still_asked = capability == "plan" && faults.plans_still_asked;
+    registry.has(capability)
+        && (faults.asks_all
+            || (client.lembas() && client.protocol() >= 2 && (client.asks() || still_asked)))
+}
+
+/// Sends the cards of one session's turn to its client.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Asker<'r> {
+pub(crate) struct Asker<'a> {
     /// The sessions a card belongs to, and how the device behaves.
-    pub(crate) registry: &'r Registry,
+    pub(crate) registry: &'a Registry,
+    /// Who is asked.
+    pub(crate) client: &'a Client,
+    /// The session whose turn asks.
+    pub(crate) session_id: &'a str,
     faults: Faults,
 }
 
-impl<'r> Asker<'r> {
-    /// Cards over `registry`, with its misbehaviours resolved.
-    pub(crate) fn new(registry: &'r Registry) -> Asker<'r> {
+impl<'a> Asker<'a> {
+    /// The cards of session `session_id`'s turn, to `client`, with the device's misbehaviours
+    /// resolved.
+    pub(crate) fn new(registry: &'a Registry, client: &'a Client, session_id: &'a str) -> Self {
         Asker {
             registry,
+            client,
+            session_id,
             faults: Faults::of(&registry.config.misbehave),
         }
     }
 
-    /// Whether this client may be asked questions and plans now.
-    pub(crate) fn may_ask(&self, client: &Client, capability: &str) -> bool {
-        // Misbehaving: a client that refused a question still gets plans.
-        let still_asked = capability == "plan" && self.faults.plans_still_asked;
-        self.registry.has(capability)
-            && (self.faults.asks_all
-                || (client.lembas() && client.protocol() >= 2 && (client.asks() || still_asked)))
+    /// Whether the client may be asked questions and plans now.
+    pub(crate) fn may_ask(&self, capability: &str) -> bool {
+        may_ask(self.registry, self.client, capability)
     }
 
     /// The client answered a question or plan with method-not-found: it is treated as protocol
     /// 1 from now on.
-    pub(crate) fn refused(&self, client: &Client) {
+    pub(crate) fn refused(&self) {
         if !self.faults.keeps_asking {
-            client.stop_asking();
+            self.client.stop_asking();
         }
     }
 
@@ -111,18 +125,17 @@ impl<'r> Asker<'r> {
     ///
     /// In a session a terminal shares, the card is also shown at the terminal (`patient`), and
     /// the first answer wins: when the person there answers first (after
-    /// `terminal_answers_after`, as `at_terminal` says), the client is told to take its card
-    /// down.
+    /// `terminal_answers_after`), the client is told to take its card down, and the model is
+    /// given what `at_terminal` makes of that answer.
     pub(crate) async fn ask(
         &self,
-        client: &Client,
         card: Card<'_>,
         params: Value,
         at_terminal: AtTerminal,
     ) -> Result<Option<Value>, i64> {
         let wait: Duration = self.registry.config.approval_timeout;
         // A cancelled turn stops waiting for its card too (and takes it down).
-        let mut cancelled = match self.registry.live_session(card.session_id) {
+        let mut cancelled = match self.registry.live_session(self.session_id) {
             Some(live) => live
                 .state
                 .lock()
@@ -141,10 +154,10 @@ impl<'r> Asker<'r> {
             }
         };
         tokio::select! {
-            asked = self.ask_or_terminal(client, card, params, wait, at_terminal) => asked,
+            asked = self.ask_or_terminal(card, params, wait, at_terminal) => asked,
             () = on_cancel => {
-                if client.lembas() {
-                    settle(client, card.session_id, card.call_id);
+                if self.client.lembas() {
+                    self.settle(self.session_id, card.call_id);
                 }
                 Ok(None)
             }
@@ -154,13 +167,12 @@ impl<'r> Asker<'r> {
     /// [`Self::ask`], without the turn's cancel.
     async fn ask_or_terminal(
         &self,
-        client: &Client,
         card: Card<'_>,
         mut params: Value,
         wait: Duration,
         at_terminal: AtTerminal,
     ) -> Result<Option<Value>, i64> {
-        let shared = self.registry.is_terminal_session(card.session_id);
+        let shared = self.registry.is_terminal_session(self.session_id);
         params["_meta"]["lembas"]["patient"] = json!(shared && !self.faults.impatient);
         if shared && self.faults.patience_absent {
             // Misbehaving: the cards of a terminal-shared session say nothing of patience.
@@ -170,23 +182,22 @@ impl<'r> Asker<'r> {
         }
         let answered = if shared {
             match self
-                .raced_with_terminal(client, card, params, wait, at_terminal)
+                .raced_with_terminal(card, params, wait, at_terminal)
                 .await
             {
                 Ok(answered) => answered,
                 Err(at_terminal) => return Ok(at_terminal),
             }
         } else {
-            client.peer().request(card.method, params, wait).await
+            self.client.peer().request(card.method, params, wait).await
         };
-        self.read_reply(client, card, answered)
+        self.read_reply(card, answered)
     }
 
     /// A card shown at the terminal too: the first answer wins. `Err`: the terminal's answer
     /// came first, as the model is given it.
     async fn raced_with_terminal(
         &self,
-        client: &Client,
         card: Card<'_>,
         params: Value,
         wait: Duration,
@@ -209,7 +220,7 @@ impl<'r> Asker<'r> {
                 None => answered_there.await.ok(),
             }
         };
-        let peer = client.peer();
+        let peer = self.client.peer();
         let web = peer.request(card.method, params.clone(), wait);
         tokio::pin!(web);
         let first = tokio::select! {
@@ -229,13 +240,13 @@ impl<'r> Asker<'r> {
             Ok(answered) => return Ok(answered),
             Err(answer) => answer,
         };
-        if client.lembas() && !self.faults.unsettled_at_terminal {
+        if self.client.lembas() && !self.faults.unsettled_at_terminal {
             // Misbehaving: the settled names a toolCallId of no card.
             let named = match self.faults.settles_other_call {
                 true => format!("{}_other", card.call_id),
                 false => card.call_id.to_string(),
             };
-            settle(client, card.session_id, &named);
+            self.settle(self.session_id, &named);
         }
         if card.is_question_or_plan() && self.faults.terminal_dropped {
             // Misbehaving: the terminal's first answer is dropped; the model hears nobody
@@ -247,12 +258,7 @@ impl<'r> Asker<'r> {
 
     /// What the client's reply to a card comes to: its answer, its error's code, or `None` when
     /// nobody answered in time (and the card is settled).
-    fn read_reply(
-        &self,
-        client: &Client,
-        card: Card<'_>,
-        answered: Web,
-    ) -> Result<Option<Value>, i64> {
+    fn read_reply(&self, card: Card<'_>, answered: Web) -> Result<Option<Value>, i64> {
         match answered {
             Ok(Ok(answer)) => Ok(Some(answer)),
             Ok(Err(error)) => Err(error.code),
@@ -260,31 +266,37 @@ impl<'r> Asker<'r> {
                 // `_lembas` notifications are for a LLeMbas client only.
                 // Misbehaving: questions and plans left up after the device stopped waiting.
                 let keeps_card_up = card.is_question_or_plan() && self.faults.question_left_up;
-                if self.faults.unsettled_on_timeout || keeps_card_up || !client.lembas() {
+                if self.faults.unsettled_on_timeout || keeps_card_up || !self.client.lembas() {
                     return Ok(None);
                 }
                 // Misbehaving: a question or plan's settled names another session.
                 let session = match card.is_question_or_plan() && self.faults.settles_other_session
                 {
-                    true => format!("{}_other", card.session_id),
-                    false => card.session_id.to_string(),
+                    true => format!("{}_other", self.session_id),
+                    false => self.session_id.to_string(),
                 };
-                settle(client, &session, card.call_id);
+                self.settle(&session, card.call_id);
                 Ok(None)
             }
             // A device's own cards go after initialize: its gate holds nothing.
             Err(RequestError::Closed { .. } | RequestError::Held { .. }) => Ok(None),
         }
     }
+
+    /// Tells the (LLeMbas) client to take the card of tool call `call_id` down.
+    fn settle(&self, session_id: &str, call_id: &str) {
+        self.client.peer().notify(
+            methods::LEMBAS_PERMISSION_SETTLED,
+            json!({ "sessionId": session_id, "toolCallId": call_id }),
+        );
+    }
 }
 
-/// Which card is asked: its method, and the session and tool call it is for.
+/// Which card is asked: its method, and the tool call it is for.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Card<'a> {
     /// The card's method.
     pub(crate) method: &'a str,
-    /// The session whose turn asks.
-    pub(crate) session_id: &'a str,
     /// The tool call the card is for.
     pub(crate) call_id: &'a str,
 }
@@ -297,14 +309,6 @@ impl Card<'_> {
     }
 }
 
-/// Tells a LLeMbas client to take the card of tool call `call_id` down.
-fn settle(client: &Client, session_id: &str, call_id: &str) {
-    client.peer().notify(
-        methods::LEMBAS_PERMISSION_SETTLED,
-        json!({ "sessionId": session_id, "toolCallId": call_id }),
-    );
-}
-
 /// The finding for an answer to `card` of `method` that the spec does not allow.
 pub(crate) fn wrong_answer(method: &str, card: &Value, answer: &Value, why: String) -> Finding {
     Finding::new(
@@ -312,4 +316,12 @@ pub(crate) fn wrong_answer(method: &str, card: &Value, answer: &Value, why: Stri
         format!("the answer to `{method}` {why}"),
     )
     .with_detail(format!("card: {card}\nanswer: {answer}"))
+}
+
+/// A tool's outcome with a fixed text.
+pub(crate) fn outcome(text: &str, ran: bool) -> ToolOutcome {
+    ToolOutcome {
+        text: text.into(),
+        ran,
+    }
 }

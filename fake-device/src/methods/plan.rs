@@ -10,9 +10,8 @@ use harness::lembas::methods;
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
-use super::card::{Asker, Card, wrong_answer};
+use super::card::{Asker, Card, outcome, wrong_answer};
 use crate::completion::{ToolCall, ToolOutcome};
-use crate::events::Client;
 use crate::registry::ModeReport;
 use crate::terminal_card::CardAnswer;
 
@@ -89,12 +88,7 @@ impl Faults {
 
 /// The model's `plan_submit` call: the plan is written to its file, then shown as a card when
 /// the client may be asked, and the answer decides the session's mode.
-pub(crate) async fn submit(
-    asker: &Asker<'_>,
-    client: &Client,
-    session_id: &str,
-    call: &ToolCall,
-) -> ToolOutcome {
+pub(crate) async fn submit(asker: &Asker<'_>, call: &ToolCall) -> ToolOutcome {
     let faults = Faults::of(&asker.registry.config.misbehave);
     let text = call
         .arguments
@@ -103,13 +97,13 @@ pub(crate) async fn submit(
         .unwrap_or_default()
         .to_string();
     let path = plan_path(&call.arguments);
-    let asks = asker.may_ask(client, "plan");
-    write_record(asker, &faults, session_id, asks, &path, &text).await;
+    let asks = asker.may_ask("plan");
+    write_record(asker, &faults, asks, &path, &text).await;
     if !asks {
         return outcome(UNASKED, false);
     }
     let mut params = json!({
-        "sessionId": session_id,
+        "sessionId": asker.session_id,
         "toolCallId": call.id,
         "path": path,
         "text": text,
@@ -117,20 +111,19 @@ pub(crate) async fn submit(
     });
     // With plan_state the card also carries the plan's structure, for LLeMbas to draw.
     if asker.registry.has("plan_state")
-        && let Some(live) = asker.registry.live_session(session_id)
+        && let Some(live) = asker.registry.live_session(asker.session_id)
         && let Some(plan) = live.state.lock().await.stored.plan.clone()
     {
         params["plan"] = plan;
     }
     let card = Card {
         method: methods::LEMBAS_PLAN,
-        session_id,
         call_id: &call.id,
     };
-    match asker.ask(client, card, params, at_terminal).await {
-        Ok(Some(answer)) => read_answer(asker, &faults, client, session_id, &answer).await,
+    match asker.ask(card, params, at_terminal).await {
+        Ok(Some(answer)) => read_answer(asker, &faults, &answer).await,
         Err(METHOD_NOT_FOUND) => {
-            asker.refused(client);
+            asker.refused();
             outcome(UNASKED, false)
         }
         _ => outcome("The plan was dismissed.", false),
@@ -138,14 +131,7 @@ pub(crate) async fn submit(
 }
 
 /// Writes the plan for the record in the project, asked or not (spec, `_lembas/plan`).
-async fn write_record(
-    asker: &Asker<'_>,
-    faults: &Faults,
-    session_id: &str,
-    asks: bool,
-    path: &str,
-    text: &str,
-) {
+async fn write_record(asker: &Asker<'_>, faults: &Faults, asks: bool, path: &str, text: &str) {
     // Misbehaving: no file, for the card's plan or for one nobody can be asked about.
     let writes = match asks {
         true => !faults.unwritten,
@@ -159,7 +145,7 @@ async fn write_record(
     if !writes {
         return;
     }
-    let Some(live) = asker.registry.live_session(session_id) else {
+    let Some(live) = asker.registry.live_session(asker.session_id) else {
         return;
     };
     let file = if misplaced {
@@ -176,31 +162,17 @@ async fn write_record(
     }
 }
 
-/// A tool's outcome with a fixed text.
-fn outcome(text: &str, ran: bool) -> ToolOutcome {
-    ToolOutcome {
-        text: text.into(),
-        ran,
-    }
-}
-
 /// The plan card's answer, for the model and the session's mode.
-async fn read_answer(
-    asker: &Asker<'_>,
-    faults: &Faults,
-    client: &Client,
-    session_id: &str,
-    answer: &Value,
-) -> ToolOutcome {
+async fn read_answer(asker: &Asker<'_>, faults: &Faults, answer: &Value) -> ToolOutcome {
     let feedback = answer.get("feedback").and_then(Value::as_str);
     match answer.get("outcome").and_then(Value::as_str) {
-        Some("approve") => approved(asker, faults, client, session_id, answer).await,
+        Some("approve") => approved(asker, faults, answer).await,
         Some("revise") if faults.revise_leaves_plan => {
             // Misbehaving: a revise answer takes the session out of plan mode.
-            if let Some(live) = asker.registry.live_session(session_id) {
+            if let Some(live) = asker.registry.live_session(asker.session_id) {
                 asker
                     .registry
-                    .change_mode(&live, "manual", Some(client))
+                    .change_mode(&live, "manual", Some(asker.client))
                     .await;
             }
             ToolOutcome {
@@ -223,14 +195,9 @@ async fn read_answer(
 
 /// An approved plan: the session goes on in the mode asked, lowered to `max_mode`; where even
 /// `manual` is beyond it, nothing is decided.
-async fn approved(
-    asker: &Asker<'_>,
-    faults: &Faults,
-    client: &Client,
-    session_id: &str,
-    answer: &Value,
-) -> ToolOutcome {
+async fn approved(asker: &Asker<'_>, faults: &Faults, answer: &Value) -> ToolOutcome {
     let registry = asker.registry;
+    let client = asker.client;
     let asked = answer
         .get("mode")
         .and_then(Value::as_str)
@@ -241,7 +208,7 @@ async fn approved(
     } else {
         registry.limits().lower_mode(asked)
     };
-    let live = registry.live_session(session_id);
+    let live = registry.live_session(asker.session_id);
     if let Some(live) = &live
         && faults.manual_event_only
     {

@@ -9,9 +9,8 @@ use harness::lembas::methods;
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
-use super::card::{Asker, Card, wrong_answer};
+use super::card::{Asker, Card, outcome, wrong_answer};
 use crate::completion::{ToolCall, ToolOutcome};
-use crate::events::Client;
 use crate::terminal_card::CardAnswer;
 
 /// At most this many questions on one card, of at most this many options (spec, `_lembas/question`).
@@ -124,22 +123,17 @@ struct Reading {
 
 /// The model's `ask_user` call: the questions go to the client as a card, when it may be asked,
 /// and its answer is read back for the model.
-pub(crate) async fn ask_user(
-    asker: &Asker<'_>,
-    client: &Client,
-    session_id: &str,
-    call: &ToolCall,
-) -> ToolOutcome {
+pub(crate) async fn ask_user(asker: &Asker<'_>, call: &ToolCall) -> ToolOutcome {
     let faults = Faults::of(&asker.registry.config.misbehave);
-    if !asker.may_ask(client, "ask") && faults.model_untold {
+    if !asker.may_ask("ask") && faults.model_untold {
         // Misbehaving: nobody can be asked, and the turn ends without telling the model.
         return outcome(TURN_STOPS, false);
     }
-    if !asker.may_ask(client, "ask") {
+    if !asker.may_ask("ask") {
         return outcome(NOBODY, false);
     }
     let mut params = json!({
-        "sessionId": session_id,
+        "sessionId": asker.session_id,
         "toolCallId": call.id,
         "questions": questions(&call.arguments, &faults),
         "_meta": { "lembas": {} },
@@ -149,10 +143,9 @@ pub(crate) async fn ask_user(
     }
     let card = Card {
         method: methods::LEMBAS_QUESTION,
-        session_id,
         call_id: &call.id,
     };
-    match asker.ask(client, card, params, at_terminal).await {
+    match asker.ask(card, params, at_terminal).await {
         Ok(Some(answer))
             if !matches!(
                 answer.get("outcome").and_then(Value::as_str),
@@ -169,18 +162,10 @@ pub(crate) async fn ask_user(
         },
         Ok(None) => outcome("The person did not answer in time (dismissed).", false),
         Err(METHOD_NOT_FOUND) => {
-            asker.refused(client);
+            asker.refused();
             outcome(NOBODY, false)
         }
         Err(_) => outcome("The question could not be asked (dismissed).", false),
-    }
-}
-
-/// A tool's outcome with a fixed text.
-fn outcome(text: &str, ran: bool) -> ToolOutcome {
-    ToolOutcome {
-        text: text.into(),
-        ran,
     }
 }
 
@@ -344,16 +329,10 @@ pub(crate) fn check_answer(card: &Value, answer: &Value) -> Option<Finding> {
             questions.len()
         ));
     }
-    for (n, (a, q)) in answers.iter().zip(&questions).enumerate() {
+    for (n, a) in answers.iter().enumerate() {
         match text(a.get("kind")).as_deref() {
             Some("options") => {
-                let labels: Vec<String> = q
-                    .get("options")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|o| text(o.get("label")))
-                    .collect();
+                let labels: Vec<&str> = labels(card, n).collect();
                 let chosen = a.get("labels").and_then(Value::as_array);
                 let Some(chosen) = chosen else {
                     return wrong(format!("answer {n} has no `labels`"));
@@ -363,7 +342,7 @@ pub(crate) fn check_answer(card: &Value, answer: &Value) -> Option<Finding> {
                 let offered = |l: &str| {
                     labels
                         .iter()
-                        .any(|x| x == l || x.chars().take(MAX_LABEL).eq(l.chars()))
+                        .any(|x| *x == l || x.chars().take(MAX_LABEL).eq(l.chars()))
                 };
                 if let Some(bad) = chosen.iter().find(|l| !l.as_str().is_some_and(offered)) {
                     return wrong(format!(

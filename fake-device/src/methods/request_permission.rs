@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 
 use super::card::{Asker, Card, wrong_answer};
 use crate::completion::{ToolCall, ToolOutcome};
-use crate::events::Client;
 use crate::terminal_card::CardAnswer;
 
 /// What a misbehaving device gets wrong with its approvals; all off by default.
@@ -54,12 +53,7 @@ impl Faults {
 }
 
 /// Any other tool of the model: it runs when the person allows it.
-pub(crate) async fn approve_and_run(
-    asker: &Asker<'_>,
-    client: &Client,
-    session_id: &str,
-    call: &ToolCall,
-) -> ToolOutcome {
+pub(crate) async fn approve_and_run(asker: &Asker<'_>, call: &ToolCall) -> ToolOutcome {
     let faults = Faults::of(&asker.registry.config.misbehave);
     let command = call.arguments.get("command").and_then(Value::as_str);
     let title = match command {
@@ -70,7 +64,7 @@ pub(crate) async fn approve_and_run(
         text: format!("{title}: done (exit 0)."),
         ran: true,
     };
-    let live = asker.registry.live_session(session_id);
+    let live = asker.registry.live_session(asker.session_id);
     // Allowed for this session already: it runs without asking again.
     if let (Some(live), Some(command)) = (&live, command)
         && live.state.lock().await.allowed.contains(command)
@@ -84,13 +78,12 @@ pub(crate) async fn approve_and_run(
         // Misbehaving: it runs without asking.
         return done;
     }
-    let params = card_params(&faults, session_id, call, &title);
+    let params = card_params(&faults, asker.session_id, call, &title);
     let card = Card {
         method: methods::SESSION_REQUEST_PERMISSION,
-        session_id,
         call_id: &call.id,
     };
-    let answer = asker.ask(client, card, params, at_terminal).await;
+    let answer = asker.ask(card, params, at_terminal).await;
     if matches!(answer, Ok(None)) && faults.timeout_runs {
         // Misbehaving: a card unanswered in time is read as allowed, and the tool runs.
         return done;
