@@ -50,6 +50,7 @@ mod link_watch;
 mod live;
 pub mod lvmh;
 mod mentions;
+mod methods;
 mod model;
 mod model_ref;
 mod monitor;

@@ -79,14 +79,14 @@ impl Turns<'_> {
             // Misbehaving: the plan files the reverted turns wrote are removed with them.
             if faults.rewind_removes_plans {
                 for tool in message.tools.iter().filter(|t| t["name"] == "plan_submit") {
-                    let file = cwd.join(crate::cards::plan_path(&tool["args"]));
+                    let file = cwd.join(crate::methods::plan::plan_path(&tool["args"]));
                     let _ = std::fs::remove_file(file);
                 }
             }
             // Misbehaving: the plan files the reverted turns wrote are moved to a hidden folder.
             if faults.rewind_moves_plans {
                 for tool in message.tools.iter().filter(|t| t["name"] == "plan_submit") {
-                    let path = crate::cards::plan_path(&tool["args"]);
+                    let path = crate::methods::plan::plan_path(&tool["args"]);
                     let aside = cwd.join(".reverted").join(&path);
                     if let Some(parent) = aside.parent() {
                         let _ = std::fs::create_dir_all(parent);

@@ -208,7 +208,7 @@ impl Turns<'_> {
             messages
                 .push(json!({ "role": "tool", "tool_call_id": call.id, "content": outcome.text }));
             // Misbehaving: a question ends the turn, the model told nothing.
-            if outcome.text == crate::cards::TURN_STOPS {
+            if outcome.text == crate::methods::question::TURN_STOPS {
                 return true;
             }
             plan_kept |= call.name == "plan_submit"
