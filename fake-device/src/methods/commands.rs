@@ -2,11 +2,11 @@
 //! (judged by the `session/new` rules), for the web UI's `/` picker.
 
 use harness::rules::{Misbehaviours, ids};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::call::Call;
 use crate::answers::{Answer, param_str, refuse};
 use crate::commands::Kind;
-use crate::sessions::Sessions;
 
 /// What a misbehaving device's command list gets wrong; all off by default.
 #[derive(Debug, Clone, Copy, Default)]
@@ -28,7 +28,8 @@ impl Faults {
 }
 
 /// Answers `_lembas/commands`.
-pub(crate) async fn answer(sessions: &Sessions, faults: &Faults, params: &Value) -> Answer {
+pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
+    let (sessions, params) = (call.sessions, call.params);
     let of_session = params.get("sessionId").is_some();
     let project = if of_session {
         let live = sessions.session(params).await?;

@@ -5,10 +5,9 @@ use harness::jsonrpc::RpcError;
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
+use super::call::Call;
 use crate::answers::{Answer, refuse};
-use crate::events::Client;
 use crate::model_ref;
-use crate::sessions::Sessions;
 
 /// The effort a configure that names only the model falls back to, when misbehaving.
 const RESET_EFFORT: &str = "medium";
@@ -58,12 +57,8 @@ impl Faults {
 
 /// Answers `_lembas/configure`: sets the session's model (the instance's served name) and/or
 /// its effort.
-pub(crate) async fn answer(
-    sessions: &Sessions,
-    faults: &Faults,
-    params: &Value,
-    client: &Client,
-) -> Answer {
+pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
+    let (sessions, params, client) = (call.sessions, call.params, call.client);
     let registry = sessions.registry();
     let asked_model = optional_str(params, "model")?;
     let asked_effort = optional_str(params, "effort")?;

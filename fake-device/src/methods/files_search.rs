@@ -4,9 +4,9 @@
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
+use super::call::Call;
 use crate::answers::{Answer, param_str, refuse};
 use crate::files::{DEFAULT_LIMIT, Entry, MAX_LIMIT};
-use crate::sessions::Sessions;
 
 /// What a misbehaving device's file search gets wrong; all off by default.
 #[derive(Debug, Clone, Copy, Default)]
@@ -40,7 +40,8 @@ impl Faults {
 }
 
 /// Answers `_lembas/files/search`.
-pub(crate) async fn answer(sessions: &Sessions, faults: &Faults, params: &Value) -> Answer {
+pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
+    let (sessions, params) = (call.sessions, call.params);
     let registry = sessions.registry();
     let root = if params.get("sessionId").is_some() {
         let live = sessions.session(params).await?;

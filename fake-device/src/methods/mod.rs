@@ -1,6 +1,7 @@
 //! One room per spec method the device answers: each holds the well-behaved answer, the
 //! section's misbehaviours (its `Faults`, resolved once per link) and what it checks of the peer.
 
+pub(crate) mod call;
 pub(crate) mod commands;
 pub(crate) mod configure;
 pub(crate) mod directories;

@@ -12,6 +12,7 @@ use harness::rules::{Misbehaviours, ids};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::call::Call;
 use super::{
     commands, configure, directories, files_search, session_delete, session_history, session_new,
     session_set_mode, session_status, session_title,
@@ -185,9 +186,14 @@ pub(crate) async fn handle(
         ))));
     }
     let has = |capability| registry.has(capability);
+    let call = Call {
+        sessions,
+        params,
+        client,
+    };
     let turns = sessions.turns();
     let answer = match method {
-        methods::SESSION_NEW => session_new::answer(sessions, &faults.new, params, client).await,
+        methods::SESSION_NEW => session_new::answer(call, &faults.new).await,
         methods::SESSION_PROMPT => {
             return Some(
                 sessions
@@ -196,24 +202,22 @@ pub(crate) async fn handle(
                     .unwrap_or_else(|e| Reply::Now(Err(e))),
             );
         }
-        methods::SESSION_SET_MODE => {
-            session_set_mode::answer(sessions, &faults.set_mode, params, client).await
-        }
+        methods::SESSION_SET_MODE => session_set_mode::answer(call, &faults.set_mode).await,
         methods::LEMBAS_CONFIGURE if has("configure") => {
-            configure::answer(sessions, &faults.configure, params, client).await
+            configure::answer(call, &faults.configure).await
         }
         methods::LEMBAS_STEER if has("steer") => match sessions.session(params).await {
             Ok(live) => turns.steer(&live, params).await,
             Err(e) => Err(e),
         },
         methods::LEMBAS_SESSION_STATUS if has("status") => {
-            session_status::answer(registry, &faults.status, params).await
+            session_status::answer(call, &faults.status).await
         }
         methods::LEMBAS_SESSION_HISTORY if has("sessions") => {
-            session_history::answer(sessions, &faults.history, params).await
+            session_history::answer(call, &faults.history).await
         }
         methods::LEMBAS_SESSION_DELETE if has("delete") => {
-            session_delete::answer(sessions, &faults.delete, params).await
+            session_delete::answer(call, &faults.delete).await
         }
         methods::LEMBAS_SESSION_REWIND if has("rewind") => match sessions.session(params).await {
             Ok(live) => turns.rewind(&live, params).await,
@@ -227,16 +231,16 @@ pub(crate) async fn handle(
             }
         }
         methods::LEMBAS_SESSION_TITLE if has("title") => {
-            session_title::answer(sessions, &faults.title, params, client).await
+            session_title::answer(call, &faults.title).await
         }
         methods::LEMBAS_DIRECTORIES if has("directories") => {
             directories::answer(&registry.limits(), params, faults.directories)
         }
         methods::LEMBAS_COMMANDS if has("commands") => {
-            commands::answer(sessions, &faults.commands, params).await
+            commands::answer(call, &faults.commands).await
         }
         methods::LEMBAS_FILES_SEARCH if has("files") => {
-            files_search::answer(sessions, &faults.files, params).await
+            files_search::answer(call, &faults.files).await
         }
         _ => return None,
     };

@@ -4,10 +4,10 @@
 
 use harness::jsonrpc::{INTERNAL_ERROR, RpcError};
 use harness::rules::{Misbehaviours, ids};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::call::Call;
 use crate::answers::{Answer, param_str, refuse};
-use crate::sessions::Sessions;
 use crate::store::{StoredSession, TurnLog};
 
 /// What a misbehaving device's delete gets wrong; all off by default.
@@ -57,7 +57,8 @@ impl Faults {
 }
 
 /// Answers `_lembas/session/delete`.
-pub(crate) async fn answer(sessions: &Sessions, faults: &Faults, params: &Value) -> Answer {
+pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
+    let (sessions, params) = (call.sessions, call.params);
     let registry = sessions.registry();
     let id = param_str(params, "sessionId")?;
     let Some(live) = sessions.open(id).await else {

@@ -5,8 +5,8 @@
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
+use super::call::Call;
 use crate::answers::Answer;
-use crate::sessions::Sessions;
 
 /// What a misbehaving device's history gets wrong; all off by default.
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,7 +52,8 @@ impl Faults {
 }
 
 /// Answers `_lembas/session/history`.
-pub(crate) async fn answer(sessions: &Sessions, faults: &Faults, params: &Value) -> Answer {
+pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
+    let (sessions, params) = (call.sessions, call.params);
     let live = sessions.session(params).await?;
     let state = live.state.lock().await;
     let mut turns: Vec<Value> = state

@@ -9,6 +9,7 @@ use harness::lembas::methods;
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
+use super::call::Call;
 use crate::answers::{Answer, fresh_id, param_str, refuse};
 use crate::events::Client;
 use crate::limits::{Limits, MODES};
@@ -150,12 +151,8 @@ pub(crate) fn unlisted_context_refused(registry: &Registry, params: &Value) -> O
 }
 
 /// Answers `session/new`.
-pub(crate) async fn answer(
-    sessions: &Sessions,
-    faults: &Faults,
-    params: &Value,
-    client: &Client,
-) -> Answer {
+pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
+    let (sessions, params, client) = (call.sessions, call.params, call.client);
     let registry = sessions.registry();
     let (limits, cwd) = folder(registry, faults, param_str(params, "cwd")?)?;
     let meta = params.get("_meta");

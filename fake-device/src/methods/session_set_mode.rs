@@ -2,12 +2,11 @@
 //! `max_mode`, and hears the mode the session is now in.
 
 use harness::rules::{Misbehaviours, ids};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::call::Call;
 use crate::answers::{Answer, param_str, refuse};
-use crate::events::Client;
 use crate::registry::ModeReport;
-use crate::sessions::Sessions;
 
 /// What a misbehaving device's mode change gets wrong; all off by default.
 #[derive(Debug, Clone, Copy, Default)]
@@ -29,12 +28,8 @@ impl Faults {
 }
 
 /// Answers `session/set_mode`.
-pub(crate) async fn answer(
-    sessions: &Sessions,
-    faults: &Faults,
-    params: &Value,
-    client: &Client,
-) -> Answer {
+pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
+    let (sessions, params, client) = (call.sessions, call.params, call.client);
     let registry = sessions.registry();
     let live = sessions.session(params).await?;
     let asked = param_str(params, "modeId")?;

@@ -5,6 +5,7 @@
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
+use super::call::Call;
 use crate::answers::{Answer, param_str, refuse};
 use crate::registry::Registry;
 use crate::store::{StoredSession, TurnLog, TurnState};
@@ -53,7 +54,8 @@ impl Faults {
 }
 
 /// Answers `_lembas/session/status`.
-pub(crate) async fn answer(registry: &Registry, faults: &Faults, params: &Value) -> Answer {
+pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
+    let (registry, params) = (call.sessions.registry(), call.params);
     let id = param_str(params, "sessionId")?;
     // Misbehaving: a session it does not have is refused, not said not to exist.
     if faults.unknown_refused

@@ -2,12 +2,11 @@
 //! own, kept, and told to the clients as a `title` event.
 
 use harness::rules::{Misbehaviours, ids};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::call::Call;
 use crate::answers::{Answer, param_str};
-use crate::events::Client;
 use crate::live::TITLE_MAX;
-use crate::sessions::Sessions;
 
 /// What a misbehaving device's titling gets wrong; all off by default.
 #[derive(Debug, Clone, Copy, Default)]
@@ -38,12 +37,8 @@ impl Faults {
 }
 
 /// Answers `_lembas/session/title`.
-pub(crate) async fn answer(
-    sessions: &Sessions,
-    faults: &Faults,
-    params: &Value,
-    client: &Client,
-) -> Answer {
+pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
+    let (sessions, params, client) = (call.sessions, call.params, call.client);
     let asked = param_str(params, "title")?;
     if faults.unknown_titled && sessions.session(params).await.is_err() {
         // Misbehaving: a session it does not have is titled as if it did.
