@@ -1,7 +1,6 @@
 //! The device as an ACP agent on each link: hello when the link opens, then the answer to
 //! `initialize`, shaped for its harness spec. The monitors check the instance on the way.
 
-use harness::lembas::methods;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -9,16 +8,16 @@ use std::time::Duration;
 use harness::engine::{Behaviour, Hub};
 use harness::finding::Finding;
 use harness::jsonrpc::{IncomingRequest, LinkEvent, METHOD_NOT_FOUND, Peer, RpcError};
-use harness::lembas::Spec;
-use harness::rules::Misbehaviours;
-use harness::rules::ids;
-use serde_json::{Value, json};
+use harness::lembas::{Spec, methods};
+use harness::rules::{Misbehaviours, ids};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::answers::Reply;
 use crate::client_watch::ClientWatch;
 use crate::events::{Client, Quirks, Route};
 use crate::link_watch::LinkWatch;
+use crate::methods::route::{Work, serve_link};
+use crate::methods::{hello, initialize, session_announce, terminal_open};
 use crate::monitor;
 use crate::sessions::Sessions;
 use crate::terminal_watch::TerminalWatch;
@@ -93,118 +92,37 @@ impl Default for LinkState {
     }
 }
 
-/// Session work from a link, in the order it arrived.
-#[derive(Debug)]
-enum Work {
-    /// A request for the sessions.
-    Request {
-        method: String,
-        params: Value,
-        id: Value,
-        client: Client,
-    },
-    /// `session/cancel`.
-    Cancel(Value),
-}
-
-/// Serves one link's session work in arrival order (a prompt is queued before the next message
-/// is read, as a device does); answers that wait for a turn are sent from tasks of their own,
-/// so a long turn never holds up a `status` or a `steer`.
-async fn serve_link(sessions: Arc<Sessions>, mut work: mpsc::UnboundedReceiver<Box<Work>>) {
-    while let Some(item) = work.recv().await {
-        // The work's futures are boxed so the task an idle link keeps (waiting for work) is
-        // small: its size would otherwise be that of the largest of them.
-        match *item {
-            Work::Cancel(params) => Box::pin(sessions.cancel(&params)).await,
-            Work::Request {
-                method,
-                params,
-                id,
-                client,
-            } => match Box::pin(sessions.handle(&method, &params, &client)).await {
-                // Misbehaving: a method it does not have goes unanswered.
-                None if sessions.registry().breaks(ids::DEVICE_METHOD_UNKNOWN) => {}
-                // Misbehaving: a method it does not have is answered as if done.
-                None if sessions
-                    .registry()
-                    .breaks_way(ids::DEVICE_METHOD_UNKNOWN, "pretends") =>
-                {
-                    client.peer().respond(&id, Ok(serde_json::json!({})));
-                }
-                None => {
-                    client.peer().respond(
-                        &id,
-                        Err(RpcError::new(
-                            METHOD_NOT_FOUND,
-                            format!("method not found: {method}"),
-                        )),
-                    );
-                }
-                // Misbehaving: what follows session/new's answer goes before it.
-                Some(Reply::Now(answer))
-                    if sessions
-                        .registry()
-                        .breaks_way(ids::DEVICE_COMMANDS_AFTER_NEW, "before_answer") =>
-                {
-                    Box::pin(sessions.after(&method, &answer, &client)).await;
-                    client.peer().respond(&id, answer);
-                }
-                Some(Reply::Now(answer)) => {
-                    client.peer().respond(&id, answer.clone());
-                    Box::pin(sessions.after(&method, &answer, &client)).await;
-                }
-                Some(later) => {
-                    tokio::spawn(async move {
-                        let answer = later.wait().await;
-                        client.peer().respond(&id, answer);
-                    });
-                }
-            },
-        }
-    }
-}
-
-/// The capabilities that come only with `remote.terminal: true`.
-const TERMINAL_ONLY: [&str; 2] = ["terminal", "shell"];
-
 impl AgentConfig {
     /// The capabilities listed in initialize: the spec's, less the terminal ones unless remote
     /// terminals are on (`shell` comes only with `terminal`), reduced by the scenario.
     pub fn capabilities(&self) -> Vec<String> {
-        let mut list: Vec<String> = self
-            .spec
-            .capabilities()
-            .into_iter()
-            // Misbehaving: the terminal capabilities though `remote.terminal` is off.
-            .filter(|c| {
-                self.terminal
-                    || self
-                        .misbehave
-                        .breaks(ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG)
-                    || !TERMINAL_ONLY.contains(c)
-            })
-            .filter(|c| {
-                self.only
-                    .as_ref()
-                    .is_none_or(|only| only.iter().any(|o| o == c))
-            })
-            .map(String::from)
-            .collect();
-        if self.misbehave.breaks(ids::DEVICE_COMMANDS_CAPABILITY) {
-            // Misbehaving: `commands` left out of the list (its updates are still sent).
-            list.retain(|c| c != "commands");
+        initialize::capabilities(
+            self.spec,
+            self.only.as_deref(),
+            self.terminal,
+            &initialize::CapabilityFaults::of(&self.misbehave),
+        )
+    }
+}
+
+/// What the rooms the device answers on the link itself get wrong on purpose, resolved once
+/// when the device starts.
+#[derive(Debug, Clone, Copy)]
+struct Faults {
+    hello: hello::Faults,
+    initialize: initialize::Faults,
+    announce: session_announce::Faults,
+    terminal: terminal_open::Faults,
+}
+
+impl Faults {
+    fn of(m: &Misbehaviours) -> Faults {
+        Faults {
+            hello: hello::Faults::of(m),
+            initialize: initialize::Faults::of(m),
+            announce: session_announce::Faults::of(m),
+            terminal: terminal_open::Faults::of(m),
         }
-        if self.misbehave.breaks(ids::DEVICE_INITIALIZE_CAPABILITIES) {
-            list.push(
-                if self.spec == Spec::V1_0_0 {
-                    "rewind"
-                } else {
-                    "shell"
-                }
-                .into(),
-            );
-        }
-        list
     }
 }
 
@@ -214,6 +132,9 @@ pub struct AgentModel {
     /// Whether a shared session was announced on some link already.
     announced: std::sync::atomic::AtomicBool,
     config: AgentConfig,
+    /// The capabilities listed in initialize.
+    capabilities: Vec<String>,
+    faults: Faults,
     sessions: Arc<Sessions>,
     terminals: Arc<crate::terminals::Terminals>,
     links: Arc<Mutex<HashMap<u32, LinkState>>>,
@@ -246,8 +167,11 @@ impl AgentModel {
             &config.misbehave,
             config.spec.as_str(),
         );
+        let (capabilities, faults) = (config.capabilities(), Faults::of(&config.misbehave));
         Arc::new_cyclic(|me| Self {
             shapes,
+            capabilities,
+            faults,
             announced: std::sync::atomic::AtomicBool::new(false),
             config,
             sessions,
@@ -325,82 +249,31 @@ impl AgentModel {
 
     /// The capabilities listed in initialize.
     pub fn capabilities(&self) -> Vec<String> {
-        self.config.capabilities()
+        self.capabilities.clone()
     }
 
     /// Announces the session a terminal shares, if any, to the client on `peer` (a LLeMbas
     /// client: announce is a `_lembas` notification).
     pub fn announce(&self, peer: &Arc<Peer>) {
         let (sessions, client) = (self.sessions.clone(), self.client(peer));
-        tokio::spawn(async move { Self::announce_with(&sessions, &client).await });
+        let faults = self.faults.announce;
+        tokio::spawn(async move { Self::announce_with(&sessions, &faults, &client).await });
     }
 
     /// Announces the shared session now: whatever the session sends next comes after it.
     pub async fn announce_now(&self, peer: &Arc<Peer>) {
-        Self::announce_with(&self.sessions, &self.client(peer)).await;
+        let client = self.client(peer);
+        Self::announce_with(&self.sessions, &self.faults.announce, &client).await;
     }
 
-    async fn announce_with(sessions: &Sessions, client: &Client) {
+    async fn announce_with(
+        sessions: &Sessions,
+        faults: &session_announce::Faults,
+        client: &Client,
+    ) {
         if sessions.registry().has("sessions") {
-            sessions.announce_to(client).await;
+            session_announce::announce_to(sessions, faults, client).await;
         }
-    }
-
-    /// A terminal's directory: the one asked for, inside the roots, or the first root.
-    fn terminal_cwd(&self, params: &Value) -> Result<std::path::PathBuf, String> {
-        let limits = self
-            .sessions
-            .registry()
-            .limits
-            .read()
-            .map(|l| l.clone())
-            .map_err(|_| "the limits are unavailable".to_string())?;
-        // Misbehaving: `cwd: null` is taken for a wrong path, not for no `cwd`.
-        if params.get("cwd").is_some_and(Value::is_null)
-            && self
-                .config
-                .misbehave
-                .breaks_way(ids::DEVICE_TERMINAL_DEFAULT_CWD, "null_refused")
-        {
-            return Err("`cwd` must be a path".into());
-        }
-        let unasked = matches!(params.get("cwd"), None | Some(Value::Null));
-        // Misbehaving: a terminal without `cwd` starts in the user's home, whatever the roots
-        // (none at all, or a first one it should have started in).
-        let homeward = if limits.roots.is_empty() {
-            self.breaks(ids::DEVICE_TERMINAL_NO_ROOTS)
-        } else {
-            self.breaks(ids::DEVICE_TERMINAL_DEFAULT_CWD)
-        };
-        if unasked && homeward {
-            return self
-                .config
-                .terminal_home
-                .clone()
-                .or_else(|| std::env::var_os("HOME").map(std::path::PathBuf::from))
-                .ok_or_else(|| "no home".to_string());
-        }
-        let asked = match params.get("cwd") {
-            None | Some(Value::Null) => limits
-                .roots
-                .first()
-                .cloned()
-                .ok_or("this device has no root to open a terminal in")?,
-            Some(Value::String(cwd)) => std::path::PathBuf::from(cwd),
-            Some(_) => return Err("`cwd` must be a path".into()),
-        };
-        let resolved = std::fs::canonicalize(&asked)
-            .map_err(|_| format!("`{}` is not a directory here", asked.display()))?;
-        // Misbehaving: any directory, inside the roots or not.
-        let outside =
-            !limits.inside_roots(&resolved) && !self.breaks(ids::DEVICE_TERMINAL_CWD_ROOTS);
-        if !resolved.is_dir() || outside {
-            return Err(format!(
-                "`{}` is not a directory inside the device's roots",
-                asked.display()
-            ));
-        }
-        Ok(resolved)
     }
 
     /// Whether the client on `peer` said `_meta.lembas`.
@@ -479,172 +352,30 @@ impl AgentModel {
         route
     }
 
-    fn limits(&self) -> Value {
-        // Misbehaving: the device's own limits to an editor.
-        // Misbehaving: limits said false on stdio, not null.
-        if self.config.stdio
-            && self
-                .config
-                .misbehave
-                .breaks_way(ids::DEVICE_STDIO_LIMITS_NULL, "false")
-        {
-            return Value::Bool(false);
-        }
-        if self.config.stdio && !self.breaks(ids::DEVICE_STDIO_LIMITS_NULL) {
-            return Value::Null;
-        }
-        let mut limits = self
-            .sessions
-            .registry()
-            .limits
-            .read()
-            .map(|l| l.to_value())
-            .unwrap_or(Value::Null);
-        if self.breaks(ids::DEVICE_LIMITS_NO_ROOTS)
-            && limits["roots"].as_array().is_some_and(Vec::is_empty)
-        {
-            limits["roots"] = json!([std::env::temp_dir().display().to_string()]);
-        }
-        if self.breaks_way(ids::DEVICE_LIMITS_NO_ROOTS, "null_roots")
-            && limits["roots"].as_array().is_some_and(Vec::is_empty)
-        {
-            // Misbehaving: no roots said as null, not [].
-            limits["roots"] = Value::Null;
-        }
-        limits
-    }
-
     /// The hello this device sends on a link of `protocol`.
     pub fn hello(&self, protocol: u8) -> Value {
-        // Misbehaving: a hello after a change of limits says those of the hello before.
-        let stale = self
-            .sessions
-            .registry()
-            .said_limits()
-            .filter(|_| self.breaks_way(ids::DEVICE_LIMITS_RELINK, "old_hello"));
-        self.sessions.registry().said_in_hello();
-        let protocol = if self.breaks(ids::DEVICE_HELLO_PROTOCOL) {
-            3 - protocol
-        } else {
-            protocol
-        };
-        let spec = if self.breaks(ids::DEVICE_HELLO_SPEC) {
-            other_spec(self.config.spec)
-        } else {
-            self.config.spec
-        };
-        // Misbehaving: a harness spec that does not exist.
-        let unknown_spec = self
-            .config
-            .misbehave
-            .breaks_way(ids::DEVICE_HELLO_SPEC, "unknown");
-        let mut hello = json!({
-            "protocol": protocol,
-            "version": spec.cli_version(),
-            "harness_spec": spec.as_str(),
-            "device": { "host": "fake-device", "platform": std::env::consts::OS },
-            "limits": self.limits(),
-        });
-        if self.breaks(ids::DEVICE_HELLO_SHAPE) {
-            hello.as_object_mut().map(|o| o.remove("device"));
-        }
-        if self
-            .config
-            .misbehave
-            .breaks_way(ids::DEVICE_HELLO_SHAPE, "version_number")
-        {
-            hello["version"] = json!(1);
-        }
-        if unknown_spec {
-            hello["harness_spec"] = json!("9.9.9");
-        }
-        if let Some(stale) = stale {
-            hello["limits"] = stale.to_value();
-        }
-        if self.breaks_way(ids::DEVICE_HELLO_PROTOCOL, "three") {
-            // Misbehaving: a protocol above any the instance lists.
-            hello["protocol"] = json!(3);
-        }
-        hello
+        let (registry, stdio) = (self.sessions.registry(), self.config.stdio);
+        hello::payload(
+            registry,
+            self.config.spec,
+            stdio,
+            protocol,
+            &self.faults.hello,
+        )
     }
 
     /// The answer to initialize on a link whose hello said `protocol`.
     pub fn initialize_result(&self, protocol: u8) -> Value {
-        let protocol = match (
-            self.breaks(ids::DEVICE_HELLO_PROTOCOL),
-            self.breaks(ids::DEVICE_INITIALIZE_PROTOCOL),
-        ) {
-            (true, false) | (false, true) => 3 - protocol,
-            _ => protocol,
+        let (registry, stdio) = (self.sessions.registry(), self.config.stdio);
+        let device = initialize::Device {
+            spec: self.config.spec,
+            connection: &self.config.connection,
+            capabilities: &self.capabilities,
+            limits: hello::limits(registry, stdio, &self.faults.hello.limits),
         };
-        let spec = self.config.spec;
-        let takes_attachments = self.capabilities().iter().any(|c| c == "attachments");
-        let mut result = json!({
-            "protocolVersion": 1,
-            "agentCapabilities": {
-                "loadSession": false,
-                "promptCapabilities": { "image": takes_attachments, "audio": false, "embeddedContext": takes_attachments },
-                "mcpCapabilities": { "http": false, "sse": false }
-            },
-            "authMethods": [],
-            "agentInfo": { "name": "LLeMbas CLI", "version": spec.cli_version() },
-            "_meta": { "lembas": {
-                "protocol": protocol,
-                "harness_spec": spec.as_str(),
-                "limits": self.limits(),
-                "connection": self.config.connection,
-                "capabilities": self.capabilities(),
-            }}
-        });
-        if self.breaks(ids::DEVICE_INITIALIZE_RESULT) {
-            result.as_object_mut().map(|o| o.remove("agentInfo"));
-        }
-        if self.breaks_way(ids::DEVICE_INITIALIZE_RESULT, "protocol_version") {
-            // Misbehaving: an ACP protocol version the spec does not say.
-            result["protocolVersion"] = json!(2);
-        }
-        if self.breaks_way(ids::DEVICE_INITIALIZE_CAPABILITIES, "not_string")
-            && let Some(list) = result
-                .pointer_mut("/_meta/lembas/capabilities")
-                .and_then(Value::as_array_mut)
-        {
-            // Misbehaving: a capability listed as an object, not a string.
-            list.push(json!({ "name": "turns" }));
-        }
-        if self.breaks_way(ids::DEVICE_INITIALIZE_MATCHES_HELLO, "extra_root")
-            && let Some(roots) = result
-                .pointer_mut("/_meta/lembas/limits/roots")
-                .and_then(Value::as_array_mut)
-        {
-            // Misbehaving: initialize names one root more than hello did.
-            roots.push(json!(
-                std::env::temp_dir().join("elsewhere").display().to_string()
-            ));
-        }
-        if self.breaks(ids::DEVICE_INITIALIZE_MATCHES_HELLO)
-            && let Some(limits) = result.pointer_mut("/_meta/lembas/limits")
-            && limits.is_object()
-        {
-            // Misbehaving: initialize names another max_mode than hello did.
-            let other = if limits["max_mode"] == "manual" {
-                "auto"
-            } else {
-                "manual"
-            };
-            limits["max_mode"] = json!(other);
-        }
-        result
+        initialize::result(device, protocol, &self.faults.initialize)
     }
-}
 
-fn other_spec(spec: Spec) -> Spec {
-    match spec {
-        Spec::V1_0_0 => Spec::V1_1_0,
-        Spec::V1_1_0 => Spec::V1_0_0,
-    }
-}
-
-impl AgentModel {
     /// Answers initialize (request `id`), then sends what follows it on a new link: the
     /// shared sessions' announcements and the deletes kept while no link was up.
     fn answer_initialize(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, id: &Value) {
@@ -658,83 +389,101 @@ impl AgentModel {
             Err(_) => 1,
         };
         peer.respond(id, Ok(self.initialize_result(protocol)));
-        if self
-            .config
-            .misbehave
-            .breaks_way(ids::DEVICE_HELLO_ONCE, "after_initialize")
-        {
+        if self.faults.hello.again_after_initialize {
             // Misbehaving: hello again, once initialize is answered.
             peer.notify(methods::LEMBAS_HELLO, self.hello(protocol));
         }
         let _ = hub.progress().signal(INITIALIZED);
-        // Deletes made while no link was up follow initialize, to a LLeMbas client
-        // (spec, `_lembas/session/deleted`), and are then forgotten.
-        let lembas = self.is_lembas(peer);
         // A session a terminal shares is announced again whenever the link comes up.
-        let announced_before = self
-            .announced
-            .swap(true, std::sync::atomic::Ordering::Relaxed);
-        let other_id = announced_before
-            && self
-                .config
-                .misbehave
-                .breaks_way(ids::DEVICE_ANNOUNCE_RELINK, "other_id");
-        if lembas
-            && other_id
-            && let Some(cwd) = self.sessions.registry().terminal_session().and_then(|_| {
-                let limits = self.sessions.registry().limits.read().ok()?;
-                limits.roots.first().cloned()
-            })
-        {
-            // Misbehaving: a new link hears of a made-up session in place of the shared one.
-            peer.notify(
-                methods::LEMBAS_SESSION_ANNOUNCE,
-                json!({
-                    "sessionId": crate::answers::fresh_id("ses_"),
-                    "cwd": cwd.display().to_string(),
-                    "title": "a terminal session",
-                    "model": null,
-                    "instance": false,
-                    "mode": "edit",
-                    "effort": "off",
-                    "busy": false,
-                    "origin": "terminal",
-                }),
-            );
-        } else if lembas && !(announced_before && self.breaks(ids::DEVICE_ANNOUNCE_RELINK)) {
-            self.announce(peer);
-        }
-        // Misbehaving (device.left.shape/next_link): the `left`s kept from the last link.
-        let kept: Vec<String> = self
-            .sessions
-            .registry()
-            .lefts_kept
-            .lock()
-            .map(|mut kept| std::mem::take(&mut *kept))
-            .unwrap_or_default();
-        for id in kept.into_iter().filter(|_| lembas) {
-            peer.notify(
-                methods::LEMBAS_SESSION_LEFT,
-                json!({ "sessionId": id, "available": true }),
-            );
-        }
-        match (
-            lembas && self.sessions.registry().has("delete"),
-            self.breaks(ids::DEVICE_DELETED_PENDING),
+        let link = initialize::Relink {
+            lembas: self.is_lembas(peer),
             protocol,
-        ) {
-            // Misbehaving: the first link after the delete gets none of them; the next does.
-            (true, false, _)
-                if !announced_before
-                    && self
-                        .config
-                        .misbehave
-                        .breaks_way(ids::DEVICE_DELETED_PENDING, "one_link_late") => {}
-            (true, false, _) => self.sessions.registry().send_pending_deletes(peer, true),
-            // Misbehaving: at protocol 1 it never sends them; at 2 it never forgets them.
-            (true, true, 2) => self.sessions.registry().send_pending_deletes(peer, false),
-            _ => {}
+            announced_before: self
+                .announced
+                .swap(true, std::sync::atomic::Ordering::Relaxed),
+        };
+        let faults = (&self.faults.initialize, &self.faults.announce);
+        let registry = self.sessions.registry();
+        initialize::follow_up(peer, registry, faults, link, || self.announce(peer));
+    }
+
+    /// The client's initialize came on `peer`: what it said of itself is kept with the link,
+    /// its route made, and the instance judged for it.
+    fn initialize_came(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) {
+        let stdio = self.config.stdio;
+        let said = initialize::client_said(&request.params, stdio, &self.faults.initialize);
+        let (protocol, waiting) = {
+            let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
+            // An initialize again on a link that had one, while another open link's hello
+            // still waits for its own: the answer to that hello went on the wrong link.
+            let again = links.get(&peer.link()).is_some_and(|s| s.initialized);
+            let waiting: Vec<u32> = links
+                .iter()
+                .filter(|(link, s)| **link != peer.link() && !s.initialized)
+                .map(|(link, _)| *link)
+                .filter(|_| again && !stdio)
+                .collect();
+            let state = links.entry(peer.link()).or_default();
+            state.initialized = true;
+            state.initialize_id = Some(request.id.clone());
+            state.lembas = said.lembas;
+            (state.protocol, waiting)
+        };
+        for link in waiting {
+            hub.findings()
+                .push(initialize::came_again(peer.link(), link));
         }
+        // Questions and plans follow what the client says it speaks, within the link's.
+        let route = self.route_link(peer, said.lembas, said.protocol.min(protocol).max(1));
+        if let Ok(mut links) = self.links.lock() {
+            links.entry(peer.link()).or_default().route = Some(route);
+        }
+        // An editor on stdio is not an instance: the instance's rules are not its.
+        let judged = if stdio {
+            Vec::new()
+        } else {
+            monitor::check_initialize(&request.params, protocol)
+        };
+        for finding in judged {
+            hub.findings().push(finding.on_link(peer.link()));
+        }
+    }
+
+    /// Judges a request or notification from the instance: its order (initialize first), the
+    /// capabilities it relies on, what it asks of what the device gave it, and what it still
+    /// waits for on the link.
+    fn judge_instance(
+        &self,
+        peer: &Arc<Peer>,
+        event: &LinkEvent,
+        method: &str,
+        params: &Value,
+    ) -> Vec<Finding> {
+        let mut found = Vec::new();
+        if method != methods::INITIALIZE && !self.initialize_answered(peer) {
+            let what = match event {
+                LinkEvent::Request(_) => "request",
+                _ => "notification",
+            };
+            found.push(initialize::came_early(what, method));
+        }
+        found.extend(monitor::check_capabilities(
+            method,
+            params,
+            &self.capabilities,
+        ));
+        found.extend(self.judge_client(peer, event));
+        if method == methods::LEMBAS_CONFIGURE {
+            found.extend(monitor::check_configure(params));
+        }
+        if let LinkEvent::Request(request) = event
+            && let Ok(mut links) = self.links.lock()
+            && let Some(state) = links.get_mut(&peer.link())
+        {
+            let waits = |id: &Value| peer.is_unanswered(id);
+            found.extend(state.watch.request(method, &request.id, params, waits));
+        }
+        found
     }
 
     /// Whether this link's initialize has been answered with a result (an editor on stdio
@@ -770,27 +519,10 @@ impl Behaviour for AgentModel {
         if self.config.stdio {
             return;
         }
-        match (self.breaks(ids::DEVICE_HELLO_FIRST), protocol) {
-            (false, _) => peer.notify(methods::LEMBAS_HELLO, self.hello(protocol)),
-            // Misbehaving: no hello at protocol 1; at 2, something else first, then hello.
-            (true, 1) => {}
-            (true, _) => {
-                peer.notify(
-                    methods::LEMBAS_SESSION_DELETED,
-                    json!({ "sessionId": "ses_early" }),
-                );
-                peer.notify(methods::LEMBAS_HELLO, self.hello(protocol));
-            }
-        }
-        if self.breaks(ids::DEVICE_HELLO_ONCE) {
-            peer.notify(methods::LEMBAS_HELLO, self.hello(protocol));
-        }
+        hello::send(peer, protocol, &self.faults.hello, || self.hello(protocol));
         // An instance that never sends initialize leaves the device unusable: say so.
         let (links, link, patience) = (self.links.clone(), peer.link(), self.config.patience);
-        let finding = Finding::new(
-            ids::INSTANCE_INITIALIZE_AFTER_HELLO,
-            format!("no initialize within {patience:?} of hello"),
-        );
+        let finding = initialize::never_came(patience);
         // The link stays up: an instance may still initialize late, and the device would only
         // dial again.
         hub.watchdog(peer, patience, finding, None, move || {
@@ -805,123 +537,18 @@ impl Behaviour for AgentModel {
         if let LinkEvent::Request(request) = event
             && request.method == methods::INITIALIZE
         {
-            let said = request.params.pointer("/clientCapabilities/_meta/lembas");
-            // `lembas: true` is protocol 1, `{protocol: N}` says N; false or null is no LLeMbas.
-            // On stdio the client is an editor whatever it says: plain ACP only (spec, intro).
-            // Misbehaving: an editor that says `_meta.lembas` is taken for LLeMbas on stdio too.
-            let lembas = (!self.config.stdio || self.breaks(ids::DEVICE_STDIO_PLAIN_ACP))
-                && said.is_some_and(|l| l.as_bool() == Some(true) || l.is_object())
-                // Misbehaving: a `_meta.lembas` naming no protocol is taken for no LLeMbas.
-                && !(self.breaks_way(ids::DEVICE_CLIENT_PROTOCOL_ABSENT, "plain")
-                    && said.is_some_and(|l| l.get("protocol").is_none()));
-            // Misbehaving: a `_meta.lembas` naming no protocol is read as protocol 2.
-            let unsaid = if self.breaks(ids::DEVICE_CLIENT_PROTOCOL_ABSENT) {
-                2
-            } else {
-                1
-            };
-            let client_protocol = said
-                .and_then(|l| l.get("protocol"))
-                .and_then(Value::as_u64)
-                .map_or(unsaid, |p| u8::try_from(p).unwrap_or(u8::MAX));
-            let (protocol, waiting) = {
-                let mut links = self.links.lock().unwrap_or_else(|p| p.into_inner());
-                // An initialize again on a link that had one, while another open link's hello
-                // still waits for its own: the answer to that hello went on the wrong link.
-                let again = links.get(&peer.link()).is_some_and(|s| s.initialized);
-                let waiting: Vec<u32> = links
-                    .iter()
-                    .filter(|(link, s)| **link != peer.link() && !s.initialized)
-                    .map(|(link, _)| *link)
-                    .filter(|_| again && !self.config.stdio)
-                    .collect();
-                let state = links.entry(peer.link()).or_default();
-                state.initialized = true;
-                state.initialize_id = Some(request.id.clone());
-                state.lembas = lembas;
-                (state.protocol, waiting)
-            };
-            for link in waiting {
-                hub.findings().push(
-                    Finding::new(
-                        ids::INSTANCE_INITIALIZE_AFTER_HELLO,
-                        format!(
-                            "initialize came again on link {}, already initialized, while link {link}'s hello still waits for one",
-                            peer.link()
-                        ),
-                    )
-                    .on_link(link),
-                );
-            }
-            // Questions and plans follow what the client says it speaks, within the link's.
-            let route = self.route_link(peer, lembas, client_protocol.min(protocol).max(1));
-            if let Ok(mut links) = self.links.lock() {
-                links.entry(peer.link()).or_default().route = Some(route);
-            }
-            // An editor on stdio is not an instance: the instance's rules are not its.
-            let judged = if self.config.stdio {
-                Vec::new()
-            } else {
-                monitor::check_initialize(&request.params, protocol)
-            };
-            for finding in judged {
-                hub.findings().push(finding.on_link(peer.link()));
-            }
+            self.initialize_came(hub, peer, request);
         }
         let from_instance = match event {
             LinkEvent::Request(request) => Some((&request.method, &request.params)),
             LinkEvent::Notification { method, params, .. } => Some((method, params)),
             _ => None,
         };
-        if let Some((method, _)) = from_instance.filter(|(m, _)| *m != methods::INITIALIZE)
-            && !self.config.stdio
-            && !self.initialize_answered(peer)
-        {
-            let what = match event {
-                LinkEvent::Request(_) => "request",
-                _ => "notification",
-            };
-            hub.findings().push(
-                Finding::new(
-                    ids::INSTANCE_INITIALIZE_FIRST,
-                    format!(
-                        "the {what} `{method}` came before the device had answered initialize; a device on the official ACP SDK refuses such a request with -32600"
-                    ),
-                )
-                .on_link(peer.link()),
-            );
-        }
-        if let Some((method, params)) = from_instance.filter(|_| !self.config.stdio) {
-            for finding in monitor::check_capabilities(method, params, &self.capabilities()) {
-                hub.findings().push(finding.on_link(peer.link()));
-            }
-            for finding in self.judge_client(peer, event) {
-                hub.findings().push(finding.on_link(peer.link()));
-            }
-            if method == methods::LEMBAS_CONFIGURE
-                && let Some(finding) = monitor::check_configure(params)
-            {
-                hub.findings().push(finding.on_link(peer.link()));
-            }
-        }
-        if let LinkEvent::Request(request) = event
+        // An editor on stdio is not an instance: the instance's rules are not its.
+        if let Some((method, params)) = from_instance
             && !self.config.stdio
         {
-            let found = self
-                .links
-                .lock()
-                .ok()
-                .and_then(|mut links| {
-                    links.get_mut(&peer.link()).map(|state| {
-                        state
-                            .watch
-                            .request(&request.method, &request.id, &request.params, |id| {
-                                peer.is_unanswered(id)
-                            })
-                    })
-                })
-                .unwrap_or_default();
-            for finding in found {
+            for finding in self.judge_instance(peer, event, method, params) {
                 hub.findings().push(finding.on_link(peer.link()));
             }
         }
@@ -945,7 +572,7 @@ impl Behaviour for AgentModel {
         }
         if let LinkEvent::Notification { method, params, .. } = event
             && method.starts_with("_lembas/terminal/")
-            && self.capabilities().iter().any(|c| c == "terminal")
+            && self.capabilities.iter().any(|c| c == "terminal")
         {
             self.terminals.notified(peer.link(), method, params);
         }
@@ -988,16 +615,7 @@ impl Behaviour for AgentModel {
     fn answer(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, request: &IncomingRequest) -> bool {
         if request.method != methods::INITIALIZE && !self.initialize_answered(peer) {
             // ACP: the connection is initialized first; the official SDKs refuse this way.
-            peer.respond(
-                &request.id,
-                Err(RpcError::new(
-                    harness::jsonrpc::INVALID_REQUEST,
-                    format!(
-                        "ACP connection must be initialized before '{}'",
-                        request.method
-                    ),
-                )),
-            );
+            peer.respond(&request.id, Err(initialize::refusal(&request.method)));
             return true;
         }
         match request.method.as_str() {
@@ -1017,47 +635,17 @@ impl Behaviour for AgentModel {
             }
             methods::LEMBAS_TERMINAL_OPEN
                 if !self.config.stdio
-                    && (self.capabilities().iter().any(|c| c == "terminal")
-                        || self.breaks_way(
-                            ids::DEVICE_CAPABILITIES_TERMINAL_CONFIG,
-                            "opens_unlisted",
-                        )) =>
+                    && (self.capabilities.iter().any(|c| c == "terminal")
+                        || self.faults.terminal.opens_unlisted) =>
             {
-                let answer = self
-                    .terminal_cwd(&request.params)
-                    .and_then(|cwd| {
-                        self.terminals.open(
-                            peer,
-                            &request.params,
-                            cwd,
-                            self.capabilities().iter().any(|c| c == "shell"),
-                        )
-                    })
-                    .map_err(|why| {
-                        // Misbehaving: with no root, refused as an internal error.
-                        let rootless = self
-                            .config
-                            .misbehave
-                            .breaks_way(ids::DEVICE_TERMINAL_NO_ROOTS, "other_code")
-                            && self
-                                .sessions
-                                .registry()
-                                .limits
-                                .read()
-                                .is_ok_and(|l| l.roots.is_empty());
-                        // Misbehaving: a cwd outside the roots refused with another code.
-                        let code = match rootless
-                            || (self
-                                .config
-                                .misbehave
-                                .breaks_way(ids::DEVICE_TERMINAL_CWD_ROOTS, "other_code")
-                                && why.contains("inside the device's roots"))
-                        {
-                            true => harness::jsonrpc::INTERNAL_ERROR,
-                            false => harness::jsonrpc::INVALID_PARAMS,
-                        };
-                        RpcError::new(code, why)
-                    });
+                let desk = terminal_open::Desk {
+                    terminals: &self.terminals,
+                    registry: self.sessions.registry(),
+                    home: self.config.terminal_home.as_ref(),
+                    shell: self.capabilities.iter().any(|c| c == "shell"),
+                };
+                let answer =
+                    terminal_open::answer(&desk, &self.faults.terminal, peer, &request.params);
                 peer.respond(&request.id, answer);
                 true
             }

@@ -39,7 +39,6 @@ mod client_watch;
 mod commands;
 mod completion;
 mod dial;
-mod directories;
 mod embedding;
 mod events;
 mod files;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::events::{Client, Quirks, Route};
 use crate::limits::Limits;
+use crate::methods::route::{Faults, handle};
 use crate::registry::SessionsConfig;
 use crate::sessions::Sessions;
 use crate::store::Store;
@@ -101,8 +102,8 @@ fn sessions_stepping(
 
 /// Calls a session method and waits for its answer, which must be a success.
 async fn call(sessions: &Arc<Sessions>, method: &str, params: &Value, client: &Client) -> Value {
-    let reply = sessions
-        .handle(method, params, client)
+    let faults = Faults::of(&sessions.registry().config.misbehave);
+    let reply = handle(sessions, &faults, method, params, client)
         .await
         .unwrap_or_else(|| panic!("{method} is a session method"));
     reply
@@ -184,9 +185,15 @@ async fn a_turn_cut_short_by_a_restart_runs_when_its_prompt_comes_again() {
     .await;
     let sid = created["sessionId"].as_str().expect("an id").to_string();
     // t1 starts and is stored as running; then the device "stops" before it ends.
-    let pending = slow
-        .handle("session/prompt", &prompt(&sid), &first_client)
-        .await;
+    let faults = Faults::of(&slow.registry().config.misbehave);
+    let pending = handle(
+        &slow,
+        &faults,
+        "session/prompt",
+        &prompt(&sid),
+        &first_client,
+    )
+    .await;
     assert!(pending.is_some());
     drop(pending);
 

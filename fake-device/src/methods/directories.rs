@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use harness::jsonrpc::RpcError;
+use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
 use crate::answers::refuse;
@@ -41,6 +42,19 @@ pub struct Faults {
     pub other_code: bool,
     /// Lists the parent's subfolders in place of the folder's own.
     pub parent_entries: bool,
+}
+
+impl Faults {
+    /// The faults `m` asks for.
+    pub(crate) fn of(m: &Misbehaviours) -> Faults {
+        Faults {
+            any_path: m.breaks(ids::DEVICE_DIRECTORIES_ROOTS),
+            no_subfolders: m.breaks(ids::DEVICE_DIRECTORIES_LISTING),
+            refuses_entries: m.breaks(ids::DEVICE_DIRECTORIES_ACCEPTED),
+            other_code: m.breaks_way(ids::DEVICE_DIRECTORIES_ROOTS, "other_code"),
+            parent_entries: m.breaks_way(ids::DEVICE_DIRECTORIES_LISTING, "siblings"),
+        }
+    }
 }
 
 /// Answers `_lembas/directories` under the limits as they are now.
