@@ -4,11 +4,15 @@
 //! its actor, its server) around these calls; nothing here knows what a double plays.
 
 mod closing;
+mod course;
+mod opening;
 mod scripted;
 mod serving;
 mod unattended;
 
 pub use closing::{RECENT_KEPT, close_links, ended};
+pub use course::{Beside, Course, SetUp, needs_as_keyed};
+pub use opening::{OpenError, Opened, check_steps};
 pub use scripted::Scripted;
 pub use serving::{bind, serve, stop};
 pub use unattended::Unattended;

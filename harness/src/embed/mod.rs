@@ -4,8 +4,10 @@
 //! drop does.
 
 mod in_process;
+mod started;
 
 pub use in_process::{InProcessPeer, isolated};
+pub use started::{Ready, Started};
 
 use std::fmt::Display;
 use std::future::Future;
@@ -22,18 +24,6 @@ use crate::report::RunReport;
 
 /// How long a run without a scenario may take to stop once told.
 const STOP_WITHIN: Duration = Duration::from_secs(30);
-
-/// What a double tells whoever runs it once it is up: where it listens (fake-instance), where
-/// its control API listens (`--control`), and its progress, for `--events`.
-#[derive(Debug, Clone)]
-pub struct Ready {
-    /// The instance's address (fake-instance only).
-    pub addr: Option<std::net::SocketAddr>,
-    /// The control API's address, when asked for.
-    pub control: Option<std::net::SocketAddr>,
-    /// How the run is getting on.
-    pub progress: std::sync::Arc<crate::engine::Progress>,
-}
 
 /// The double's hands in its current run (its actor), replaced when a restart starts the next
 /// run; shared by the handle and the runs.
