@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::actions::{InstanceActor, OpenChat, SendMessage, WebAction};
-use crate::run::{Live, Options, StartError};
+use crate::run::{Options, StartError, Started};
 
 /// How long [`InstanceBuilder::start`] waits for the instance to listen.
 const START_WITHIN: Duration = Duration::from_secs(10);
@@ -286,7 +286,7 @@ impl InstanceBuilder {
 async fn runs(
     mut options: Options,
     peer: Arc<InProcessPeer>,
-    up: oneshot::Sender<Live>,
+    up: oneshot::Sender<Started>,
     actor: Arc<Hands<InstanceActor>>,
     shutdown: Shutdown,
 ) -> Result<Ended, StartError> {
