@@ -19,7 +19,7 @@ use serde_json::Value;
 use crate::actions::{DeviceAction, DeviceActor};
 use crate::dial::{ProtocolChoice, Stopped};
 use crate::peer_of::PeerPlay;
-use crate::run::{Live, Options, StartError, last_words};
+use crate::run::{Options, StartError, Started, last_words};
 use crate::settings::AgentKind;
 
 /// How long [`DeviceBuilder::start`] waits for the device to be set up, and for discovery
@@ -392,7 +392,7 @@ async fn runs(
     mut options: Options,
     peer: Arc<InProcessPeer>,
     own_runtime: bool,
-    up: tokio::sync::oneshot::Sender<Live>,
+    up: tokio::sync::oneshot::Sender<Started>,
     actor: Arc<Hands<DeviceActor>>,
     shutdown: Shutdown,
 ) -> Result<Ended, StartError> {
@@ -410,7 +410,7 @@ async fn runs(
         let slot = actor.clone();
         let controlled = Arc::new(Mutex::new(None));
         let seen = controlled.clone();
-        let started = move |live: Live| {
+        let started = move |live: Started| {
             if let Ok(mut seen) = seen.lock() {
                 *seen = live.control;
             }

@@ -3,11 +3,9 @@
 //! which capabilities it lists.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
-use harness::finding::Findings;
-use harness::journal::Journal;
+use harness::double::Opened;
 use harness::lembas::Spec;
 use harness::rules::ids;
 
@@ -35,34 +33,23 @@ pub(crate) fn reduced(
     }
 }
 
-/// What every run starts from: its spec, journal and findings, a temporary directory of its own,
-/// and the store.
+/// What every run starts from: its journal, findings and directory, its spec, and the store.
 pub(crate) struct Basics {
+    pub(crate) opened: Opened,
     pub(crate) spec: Spec,
-    pub(crate) journal: Arc<Journal>,
-    pub(crate) findings: Arc<Findings>,
-    pub(crate) tmp: tempfile::TempDir,
     pub(crate) state_dir: PathBuf,
     pub(crate) store: Store,
 }
 
 impl Basics {
     pub(crate) fn open(options: &Options) -> Result<Basics, StartError> {
-        let spec = options.cell.spec;
-        let journal = Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?;
-        let journal = Arc::new(if options.lean {
-            journal.keeping_nothing()
-        } else {
-            journal
-        });
-        let tmp = harness::random::temp_dir()
-            .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
+        let opened = Opened::open(options.journal.as_deref(), options.lean)?;
         // The store lives in --state-dir, so a restart finds its sessions; else in this run's
         // own temporary directory.
         let state_dir = options
             .state_dir
             .clone()
-            .unwrap_or_else(|| tmp.path().join("state"));
+            .unwrap_or_else(|| opened.tmp.path().join("state"));
         let store = Store::open(&state_dir).map_err(|e| {
             StartError::Scenario(format!(
                 "cannot open the state directory {}: {e}",
@@ -70,10 +57,8 @@ impl Basics {
             ))
         })?;
         Ok(Basics {
-            spec,
-            journal,
-            findings: Arc::new(Findings::default()),
-            tmp,
+            opened,
+            spec: options.cell.spec,
             state_dir,
             store,
         })

@@ -53,6 +53,18 @@ pub struct Finished {
     pub stopped: Option<Stopped>,
 }
 
+impl Finished {
+    /// What a run `ended` with, and why its device stopped dialling, if it did by itself.
+    pub(crate) fn of(ended: harness::embed::Ended, stopped: Option<Stopped>) -> Finished {
+        Finished {
+            outcome: ended.outcome,
+            findings: ended.findings,
+            recent: ended.recent,
+            stopped,
+        }
+    }
+}
+
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -75,6 +87,15 @@ impl From<StartError> for harness::cli::CliError {
             StartError::Journal(_) | StartError::NotUp(_) => {
                 harness::cli::CliError::Internal(e.to_string())
             }
+        }
+    }
+}
+
+impl From<harness::double::OpenError> for StartError {
+    fn from(e: harness::double::OpenError) -> Self {
+        match e {
+            harness::double::OpenError::Journal(e) => StartError::Journal(e),
+            harness::double::OpenError::Scratch(_) => StartError::Scenario(e.to_string()),
         }
     }
 }

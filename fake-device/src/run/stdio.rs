@@ -4,8 +4,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use harness::engine::Hub;
-
 use crate::agent::{AgentConfig, AgentModel};
 use crate::limits::Limits;
 use crate::sessions::Sessions;
@@ -27,10 +25,8 @@ pub async fn serve_stdio(
 ) -> Result<Finished, StartError> {
     let settings = DeviceSettings::default();
     let Basics {
+        opened,
         spec,
-        journal,
-        findings,
-        tmp,
         store,
         ..
     } = Basics::open(&options)?;
@@ -56,8 +52,9 @@ pub async fn serve_stdio(
     model.set_next_protocol(2);
     let vars = options
         .cell
-        .builtin_vars(&options.instance, &options.token, tmp.path());
-    let hub = Hub::for_scenario(model, None, vars, journal.clone(), findings.clone())
+        .builtin_vars(&options.instance, &options.token, opened.tmp.path());
+    let hub = opened
+        .hub(model, None, vars)
         .map_err(StartError::Scenario)?;
     // No step reads what the editor sends: none of it is kept.
     hub.keep_nothing();
@@ -106,13 +103,5 @@ pub async fn serve_stdio(
         _ = peer.closed() => {}
         () = shutdown => peer.close(harness::transport::CLOSE_NORMAL, "fake-device is done"),
     }
-    Ok(Finished {
-        outcome: None,
-        findings: findings.all(),
-        recent: {
-            journal.finish();
-            journal.recent(200)
-        },
-        stopped: None,
-    })
+    Ok(Finished::of(opened.ended(None), None))
 }
