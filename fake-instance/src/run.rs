@@ -293,7 +293,7 @@ pub(crate) async fn run_started(
     started(Started {
         addr,
         actor: Some(wired.actor.clone()),
-        control,
+        control: control.as_ref().map(|c| c.addr),
         progress: hub.progress().clone(),
     });
     let token = options.tokens.first().cloned().unwrap_or_default();
@@ -470,12 +470,12 @@ fn observe_http(
     }));
 }
 
-/// The control API, when asked for (`--control`); gives where it listens.
+/// The control API, when asked for (`--control`), served until its server is dropped.
 async fn serve_control(
     options: &Options,
     scenario: Option<&Scenario>,
     wired: &Wired,
-) -> Result<Option<SocketAddr>, StartError> {
+) -> Result<Option<harness::control::ControlServer>, StartError> {
     let Some(config) = &options.control else {
         return Ok(None);
     };
@@ -503,7 +503,7 @@ async fn serve_control(
             addr: config.listen,
             source,
         })?;
-    Ok(Some(served.addr))
+    Ok(Some(served))
 }
 
 /// The device under test, started once the instance answers so its first dial finds it (what

@@ -142,7 +142,7 @@ pub(crate) async fn run_started(
     started(Started {
         addr: (),
         actor: Some(wired.actor.clone()),
-        control,
+        control: control.as_ref().map(|c| c.addr),
         progress: hub.progress().clone(),
     });
     let mut under_test = UnderTest::adopt(

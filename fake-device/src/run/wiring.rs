@@ -126,12 +126,12 @@ impl Wired {
         Box::pin(async move { dialer.keep_linked(initial, cap, patience).await })
     }
 
-    /// The control API, when asked for (`--control`); gives where it listens.
+    /// The control API, when asked for (`--control`), served until its server is dropped.
     pub(crate) async fn serve_control(
         &self,
         options: &Options,
         scenario: Option<&Scenario>,
-    ) -> Result<Option<std::net::SocketAddr>, StartError> {
+    ) -> Result<Option<harness::control::ControlServer>, StartError> {
         let Some(config) = &options.control else {
             return Ok(None);
         };
@@ -152,6 +152,6 @@ impl Wired {
                     config.listen
                 ))
             })?;
-        Ok(Some(served.addr))
+        Ok(Some(served))
     }
 }
