@@ -3,10 +3,14 @@
 //! and never taken fails the test when the handle is dropped, as a mock server that verifies on
 //! drop does.
 
+mod builder;
 mod in_process;
+mod plan;
 mod started;
 
+pub use builder::{BuilderCore, START_WITHIN, VERDICT_WITHIN, control_url};
 pub use in_process::{InProcessPeer, isolated};
+pub use plan::RunPlan;
 pub use started::{Ready, Started};
 
 use std::fmt::Display;
@@ -90,21 +94,6 @@ pub enum EmbedError<E> {
         /// How long it had.
         within: Duration,
     },
-}
-
-/// How a run is started and judged.
-#[derive(Debug, Clone)]
-pub struct RunPlan {
-    /// `fake-instance` or `fake-device`, for reports.
-    pub double: &'static str,
-    /// The protocol and spec of the run.
-    pub cell: Cell,
-    /// The scenario's name, when one runs: its verdict is then owed.
-    pub scenario: Option<String>,
-    /// How long it may take to come up.
-    pub up_within: Duration,
-    /// How long a scenario may take to end once its verdict is asked for.
-    pub verdict_within: Duration,
 }
 
 /// A double's run on the test's runtime.
