@@ -13,7 +13,6 @@ use harness::embed::{
 };
 use harness::engine::{ActError, Cell};
 use harness::lembas::setup::DeviceSetup;
-use harness::report::RunReport;
 use harness::rules::Binds;
 use harness::scenario::{LoadError, Scenario, Side};
 use serde_json::Value;
@@ -408,21 +407,11 @@ pub struct FakeDevice {
 }
 
 impl FakeDevice {
+    harness::double_handle_methods! { double: "device" }
+
     /// A builder for a device that dials the instance at `instance` (`http://host:port`).
     pub fn builder(instance: impl Into<String>) -> DeviceBuilder {
         DeviceBuilder::new(instance)
-    }
-
-    /// The control API's URL and token, when the builder asked for it.
-    pub fn control(&self) -> Option<(&str, &str)> {
-        self.control
-            .as_ref()
-            .map(|(url, token)| (url.as_str(), token.as_str()))
-    }
-
-    /// The protocol and spec of the run.
-    pub fn cell(&self) -> &Cell {
-        self.running.cell()
     }
 
     /// The person's hands in the current run.
@@ -486,18 +475,6 @@ impl FakeDevice {
     /// The session is deleted at the device; the instance is told now, or on the next link.
     pub async fn delete_session(&self, id: &str) -> Result<Value, ActError> {
         self.act(DeviceAction::DeleteSession(id.into())).await
-    }
-
-    /// The verdict: with a scenario, once it has ended (within the builder's `verdict_within`);
-    /// without one, what the monitors found until now. The device shuts down either way.
-    pub async fn verdict(self) -> RunReport {
-        self.running.verdict().await
-    }
-
-    /// Stops the double without taking its verdict: for a test that failed before the run
-    /// could end (its own error is then the one it reports).
-    pub fn dismiss(self) {
-        self.running.dismiss();
     }
 }
 

@@ -10,7 +10,6 @@ use harness::embed::{BuilderCore, Ended, Hands, InProcessPeer, Running, Shutdown
 use harness::engine::{ActError, Cell};
 use harness::lembas::LINK_PATH;
 use harness::process::SutSpec;
-use harness::report::RunReport;
 use harness::rules::Binds;
 use harness::scenario::{LoadError, Scenario, Side};
 use serde_json::Value;
@@ -295,6 +294,8 @@ pub struct FakeInstance {
 }
 
 impl FakeInstance {
+    harness::double_handle_methods! { double: "instance" }
+
     /// A builder, for a scenario, a protocol, a token.
     pub fn builder() -> InstanceBuilder {
         InstanceBuilder::default()
@@ -323,18 +324,6 @@ impl FakeInstance {
     /// The device token it accepts.
     pub fn token(&self) -> &str {
         &self.token
-    }
-
-    /// The control API's URL and token, when the builder asked for it.
-    pub fn control(&self) -> Option<(&str, &str)> {
-        self.control
-            .as_ref()
-            .map(|(url, token)| (url.as_str(), token.as_str()))
-    }
-
-    /// The protocol and spec of the run.
-    pub fn cell(&self) -> &Cell {
-        self.running.cell()
     }
 
     /// Does what a person does in the web UI, waiting up to 10 s for a linked device; gives the
@@ -413,18 +402,6 @@ impl FakeInstance {
     /// Deletes a chat; the delete is kept and sent again until the device answers it.
     pub async fn delete_chat(&self, chat: &str) -> Result<Value, ActError> {
         self.act(WebAction::DeleteChat(chat.into())).await
-    }
-
-    /// The verdict: with a scenario, once it has ended (within the builder's `verdict_within`);
-    /// without one, what the monitors found until now. The instance shuts down either way.
-    pub async fn verdict(self) -> RunReport {
-        self.running.verdict().await
-    }
-
-    /// Stops the double without taking its verdict: for a test that failed before the run
-    /// could end (its own error is then the one it reports).
-    pub fn dismiss(self) {
-        self.running.dismiss();
     }
 }
 

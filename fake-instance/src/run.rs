@@ -174,6 +174,13 @@ pub enum StartError {
     Scenario(String),
 }
 
+impl From<harness::double::OpenError> for StartError {
+    fn from(e: harness::double::OpenError) -> Self {
+        e.journal_or_said()
+            .map_or_else(StartError::Scenario, StartError::Journal)
+    }
+}
+
 /// The discovery a run serves: the scenario's list, else the options', else what the cell's
 /// protocol implies (`[1, 2]` for 2, `[1]` for 1).
 fn discovery_for(options: &Options, settings: &InstanceSettings) -> Discovery {
@@ -650,15 +657,6 @@ impl From<StartError> for harness::cli::CliError {
             StartError::Listen { .. } | StartError::Journal(_) | StartError::NotUp(_) => {
                 harness::cli::CliError::Internal(e.to_string())
             }
-        }
-    }
-}
-
-impl From<harness::double::OpenError> for StartError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => StartError::Journal(e),
-            harness::double::OpenError::Scratch(_) => StartError::Scenario(e.to_string()),
         }
     }
 }

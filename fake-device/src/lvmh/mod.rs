@@ -244,6 +244,13 @@ pub(crate) enum PluginError {
     Setup(String),
 }
 
+impl From<harness::double::OpenError> for PluginError {
+    fn from(e: harness::double::OpenError) -> Self {
+        e.journal_or_said()
+            .map_or_else(PluginError::Setup, PluginError::Journal)
+    }
+}
+
 /// Runs fake-device as the lvmh plugin; `started` gets its progress once the plugin runs.
 pub(crate) async fn run_started(
     options: PluginPlan,
@@ -430,13 +437,4 @@ fn set_gitlab_vars(
     vars.set("gitlab_token", json!(harness::lvmh::gitlab::TOKEN));
     vars.set("gitlab_user", json!(harness::lvmh::gitlab::USERNAME));
     Ok(())
-}
-
-impl From<harness::double::OpenError> for PluginError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => PluginError::Journal(e),
-            harness::double::OpenError::Scratch(_) => PluginError::Setup(e.to_string()),
-        }
-    }
 }

@@ -93,6 +93,7 @@ pub(crate) fn sessions_config(
     agent: &AgentConfig,
     http: &reqwest::Client,
 ) -> SessionsConfig {
+    let m = &options.misbehave;
     SessionsConfig {
         spec: agent.spec,
         capabilities: agent.capabilities(),
@@ -107,49 +108,33 @@ pub(crate) fn sessions_config(
             base: options.instance.clone(),
             token: options.token.clone(),
             http: http.clone(),
-            writes_whole: options
-                .misbehave
-                .breaks(ids::DEVICE_PERSONALIZATION_PARTIAL),
-            ignores_enabled: options.misbehave.breaks(ids::DEVICE_PERSONALIZATION_USE),
-            invents_presets: options
-                .misbehave
-                .breaks(ids::DEVICE_PERSONALIZATION_UNKNOWN_PRESET),
+            writes_whole: m.breaks(ids::DEVICE_PERSONALIZATION_PARTIAL),
+            ignores_enabled: m.breaks(ids::DEVICE_PERSONALIZATION_USE),
+            invents_presets: m.breaks(ids::DEVICE_PERSONALIZATION_UNKNOWN_PRESET),
             ways: account::Ways {
-                no_enabled: options
-                    .misbehave
-                    .breaks_way(ids::DEVICE_PERSONALIZATION_PARTIAL, "no_enabled"),
-                unused_when_enabled: options
-                    .misbehave
+                no_enabled: m.breaks_way(ids::DEVICE_PERSONALIZATION_PARTIAL, "no_enabled"),
+                unused_when_enabled: m
                     .breaks_way(ids::DEVICE_PERSONALIZATION_USE, "unused_when_enabled"),
-                account_too: options
-                    .misbehave
+                account_too: m
                     .breaks_way(ids::DEVICE_PERSONALIZATION_LOCAL_OTHERWISE, "account_too"),
-                unknown_as_custom: options
-                    .misbehave
+                unknown_as_custom: m
                     .breaks_way(ids::DEVICE_PERSONALIZATION_UNKNOWN_PRESET, "as_custom"),
             },
             // Misbehaving: the local settings are never used.
-            local: options.local_personalization.clone().filter(|_| {
-                !options
-                    .misbehave
-                    .breaks(ids::DEVICE_PERSONALIZATION_LOCAL_OTHERWISE)
-            }),
+            local: options
+                .local_personalization
+                .clone()
+                .filter(|_| !m.breaks(ids::DEVICE_PERSONALIZATION_LOCAL_OTHERWISE)),
         },
         model: (settings.agent.unwrap_or(options.agent) == AgentKind::Model).then(|| ModelClient {
             base: options.instance.clone(),
             token: options.token.clone(),
             http: http.clone(),
-            index_less_is_zero: options.misbehave.breaks(ids::DEVICE_MODEL_TOOLCALL_INDEX),
-            any_kind: options.misbehave.breaks(ids::DEVICE_MODELS_CHAT_ONLY),
-            index_less_new: options
-                .misbehave
-                .breaks_way(ids::DEVICE_MODEL_TOOLCALL_INDEX, "new_call"),
-            no_model: options
-                .misbehave
-                .breaks_way(ids::DEVICE_MODEL_SERVED_ID, "no_model"),
-            first_listed: options
-                .misbehave
-                .breaks_way(ids::DEVICE_MODELS_CHAT_ONLY, "asks_first_listed"),
+            index_less_is_zero: m.breaks(ids::DEVICE_MODEL_TOOLCALL_INDEX),
+            any_kind: m.breaks(ids::DEVICE_MODELS_CHAT_ONLY),
+            index_less_new: m.breaks_way(ids::DEVICE_MODEL_TOOLCALL_INDEX, "new_call"),
+            no_model: m.breaks_way(ids::DEVICE_MODEL_SERVED_ID, "no_model"),
+            first_listed: m.breaks_way(ids::DEVICE_MODELS_CHAT_ONLY, "asks_first_listed"),
         }),
         approval_timeout: settings
             .approval_timeout

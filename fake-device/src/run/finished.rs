@@ -78,6 +78,13 @@ pub enum StartError {
     #[error("{0}")]
     Scenario(String),
 }
+
+impl From<harness::double::OpenError> for StartError {
+    fn from(e: harness::double::OpenError) -> Self {
+        e.journal_or_said()
+            .map_or_else(StartError::Scenario, StartError::Journal)
+    }
+}
 /// The exit code of a run that could not start: one place for the command's mapping.
 #[cfg(feature = "cli")]
 impl From<StartError> for harness::cli::CliError {
@@ -87,15 +94,6 @@ impl From<StartError> for harness::cli::CliError {
             StartError::Journal(_) | StartError::NotUp(_) => {
                 harness::cli::CliError::Internal(e.to_string())
             }
-        }
-    }
-}
-
-impl From<harness::double::OpenError> for StartError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => StartError::Journal(e),
-            harness::double::OpenError::Scratch(_) => StartError::Scenario(e.to_string()),
         }
     }
 }

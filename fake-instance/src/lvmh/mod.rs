@@ -94,6 +94,13 @@ pub(crate) enum DaemonError {
     Setup(String),
 }
 
+impl From<harness::double::OpenError> for DaemonError {
+    fn from(e: harness::double::OpenError) -> Self {
+        e.journal_or_said()
+            .map_or_else(DaemonError::Setup, DaemonError::Journal)
+    }
+}
+
 /// Checks what the daemon reads of a plugin-side lvmh scenario beyond the format: its settings
 /// and its steps' actions.
 pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
@@ -186,15 +193,6 @@ pub(crate) async fn run_started(
     harness::double::stop(server).await;
     under_test.finish(outcome.as_mut()).await;
     Ok(opened.ended(outcome))
-}
-
-impl From<harness::double::OpenError> for DaemonError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => DaemonError::Journal(e),
-            harness::double::OpenError::Scratch(_) => DaemonError::Setup(e.to_string()),
-        }
-    }
 }
 
 /// The plugin under test (when one is given), started with the daemon's address, token and

@@ -4,6 +4,7 @@
 //! drop does.
 
 mod builder;
+mod handle;
 mod in_process;
 mod plan;
 mod started;
