@@ -401,8 +401,8 @@ impl Wired {
         let model = ClientModel::new(
             ClientConfig {
                 spec: options.cell.spec,
-                initialize: settings.initialize.clone(),
-                client: settings.client.clone(),
+                initialize: settings.initialize,
+                client: settings.client,
                 misbehave: options.misbehave.clone(),
                 patience: options.patience,
                 cards,

@@ -83,7 +83,7 @@ pub struct Options {
     /// self-test's fake-instance does all of it; a real web server's test says what it does
     /// with `--arranged`). A scenario needing more is not applicable.
     pub arranged: Arranged,
-    /// The instance under test, started for this run ([`start_instance`]): `restart_peer` and the
+    /// The instance under test, started for this run ([`crate::start_instance`]): `restart_peer` and the
     /// process steps use it, and the run ends it with every process it started.
     pub sut: Option<Arc<Sut>>,
     /// The instance as a process something else runs (the self-test's fake-instance in this

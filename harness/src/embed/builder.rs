@@ -152,7 +152,9 @@ macro_rules! double_builder_setters {
             self
         }
 
-        #[doc = concat!("The protocol family it plays: LLeMbas (the default) or lvmh's ", $lvmh, ".")]
+        #[doc = concat!(
+            "The protocol family it plays: LLeMbas (the default) or lvmh's ", $lvmh, "."
+        )]
         pub fn family(mut self, family: $crate::family::Family) -> Self {
             self.options.family = family;
             self

@@ -19,11 +19,9 @@ macro_rules! double_handle_methods {
             self.running.cell()
         }
 
-        #[doc = concat!(
-                    "The verdict: with a scenario, once it has ended (within the builder's \
-             `verdict_within`); without one, what the monitors found until now. The ",
-                    $double, " shuts down either way."
-                )]
+        /// The verdict: with a scenario, once it has ended (within the builder's
+        /// `verdict_within`); without one, what the monitors found until now.
+        #[doc = concat!("The ", $double, " shuts down either way.")]
         pub async fn verdict(self) -> $crate::report::RunReport {
             self.running.verdict().await
         }
