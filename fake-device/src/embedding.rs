@@ -8,26 +8,20 @@ use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use harness::Exit;
-use harness::embed::{Ended, Hands, InProcessPeer, RunPlan, Running, Shutdown, isolated};
+use harness::embed::{
+    BuilderCore, Ended, Hands, InProcessPeer, RunPlan, Running, Shutdown, isolated,
+};
 use harness::engine::{ActError, Cell};
 use harness::lembas::setup::DeviceSetup;
-use harness::report::RunReport;
-use harness::rules::{Binds, Misbehaviours};
+use harness::rules::Binds;
 use harness::scenario::{LoadError, Scenario, Side};
 use serde_json::Value;
 
 use crate::actions::{DeviceAction, DeviceActor};
 use crate::dial::{ProtocolChoice, Stopped};
 use crate::peer_of::PeerPlay;
-use crate::run::{Live, Options, StartError, last_words};
+use crate::run::{Options, StartError, Started, last_words};
 use crate::settings::AgentKind;
-
-/// How long [`DeviceBuilder::start`] waits for the device to be set up, and for discovery
-/// when the protocol is chosen from it.
-const START_WITHIN: Duration = Duration::from_secs(10);
-
-/// How long [`FakeDevice::verdict`] waits for a scenario to end, unless the builder says.
-const VERDICT_WITHIN: Duration = Duration::from_secs(300);
 
 /// How long an action waits, unless the call says.
 const ACT_WITHIN: Duration = Duration::from_secs(10);
@@ -40,27 +34,33 @@ const LINK_POLL: Duration = Duration::from_millis(10);
 #[must_use = "a builder does nothing until `start().await`"]
 pub struct DeviceBuilder {
     options: Options,
-    scenario: Option<Scenario>,
-    spec: Option<harness::lembas::Spec>,
+    core: BuilderCore,
     cell: Option<Cell>,
-    verdict_within: Option<Duration>,
     play: Option<PeerPlay>,
-    restarts: Option<Arc<InProcessPeer>>,
     own_runtime: bool,
     stdio: Option<harness::transport::Connection>,
 }
 
 impl DeviceBuilder {
+    harness::double_builder_setters! {
+        handle: "FakeDevice",
+        builder: "DeviceBuilder",
+        side: Side::Device,
+        binds: Binds::Device,
+        error: StartError,
+        peer: "instance",
+        example: "prompt",
+        patience: "to answer or to send initialize",
+        lvmh: "plugin",
+    }
+
     /// A device for the instance whose base URL is `instance` (`http://host:port`).
     pub fn new(instance: impl Into<String>) -> Self {
         Self {
             options: Options::for_instance(instance),
-            scenario: None,
-            spec: None,
+            core: BuilderCore::default(),
             cell: None,
-            verdict_within: None,
             play: None,
-            restarts: None,
             own_runtime: false,
             stdio: None,
         }
@@ -87,31 +87,9 @@ impl DeviceBuilder {
         self
     }
 
-    /// The spec version it follows (default: the scenario's newest, else 1.1.0).
-    pub fn spec(mut self, spec: harness::lembas::Spec) -> Self {
-        self.spec = Some(spec);
-        self
-    }
-
     /// The device token (default `lembas-test-token`, fake-instance's default).
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.options.token = token.into();
-        self
-    }
-
-    /// Runs a scenario: an embedded one by name (`"prompt"`, `"prompt.yaml"`) or a file.
-    pub fn scenario(mut self, name_or_path: &str) -> Result<Self, LoadError> {
-        self.scenario = Some(harness::scenario::catalogue::resolve(
-            name_or_path,
-            Side::Device,
-        )?);
-        Ok(self)
-    }
-
-    /// Runs a scenario already loaded (or written in the test with
-    /// [`harness::scenario::load_str`]).
-    pub fn with_scenario(mut self, scenario: Scenario) -> Self {
-        self.scenario = Some(scenario);
         self
     }
 
@@ -125,40 +103,6 @@ impl DeviceBuilder {
     /// What drives its turns (default: the echo agent, a model of its own).
     pub fn agent(mut self, agent: AgentKind) -> Self {
         self.options.agent = agent;
-        self
-    }
-
-    /// Breaks a rule of the catalogue on purpose, to show an instance's check catches it.
-    pub fn misbehave(mut self, rule: &str) -> Result<Self, StartError> {
-        let mut rules: Vec<String> = self.options.misbehave.iter().cloned().collect();
-        rules.push(rule.to_string());
-        self.options.misbehave =
-            Misbehaviours::parse(&rules, Binds::Device).map_err(StartError::Scenario)?;
-        Ok(self)
-    }
-
-    /// How long the instance may take to answer or to send initialize (default 5 s).
-    pub fn patience(mut self, patience: Duration) -> Self {
-        self.options.patience = patience;
-        self
-    }
-
-    /// How long [`FakeDevice::verdict`] waits for the scenario to end (default 5 minutes).
-    pub fn verdict_within(mut self, within: Duration) -> Self {
-        self.verdict_within = Some(within);
-        self
-    }
-
-    /// Serves the control API on a free loopback port with a fresh token, for a program in
-    /// another language that the test starts ([`FakeDevice::control`] says where).
-    pub fn control(mut self) -> Self {
-        self.options.control = Some(harness::control::ControlConfig::loopback(0));
-        self
-    }
-
-    /// The protocol family it plays: LLeMbas CLI (the default) or lvmh's plugin.
-    pub fn family(mut self, family: harness::family::Family) -> Self {
-        self.options.family = family;
         self
     }
 
@@ -177,26 +121,6 @@ impl DeviceBuilder {
         self
     }
 
-    /// What the instance's own test has set up, so the scenario's `needs_setup` steps apply.
-    pub fn arranged(mut self, arranged: harness::engine::Arranged) -> Self {
-        self.options.arranged = arranged;
-        self
-    }
-
-    /// The instance's process, for a scenario that restarts it (`restart_peer`) and reads its
-    /// output; [`DeviceBuilder::restarted_by`] is the usual way in a test.
-    pub fn peer_process(mut self, process: Arc<dyn harness::engine::PeerProcess>) -> Self {
-        self.options.process = Some(process);
-        self
-    }
-
-    /// Ends the run at the first finding of this rule: what decides a misbehaviour case of the
-    /// self-test, so it need not wait out the scenario.
-    pub fn end_at_finding(mut self, rule: Option<String>) -> Self {
-        self.options.end_at_finding = rule;
-        self
-    }
-
     /// Answers `initialize` only this long after it came, as a CLI on the official ACP SDK may;
     /// an instance that sends anything before the answer is caught.
     pub fn initialize_after(mut self, after: Duration) -> Self {
@@ -207,13 +131,6 @@ impl DeviceBuilder {
     /// The largest message taken from the instance; a larger one ends the link.
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.options.limits.max_message_bytes = bytes;
-        self
-    }
-
-    /// How long a link may say nothing before it is closed as gone (the transport's
-    /// keep-alive).
-    pub fn silence(mut self, silence: Duration) -> Self {
-        self.options.limits.silence = silence;
         self
     }
 
@@ -250,7 +167,7 @@ impl DeviceBuilder {
     /// and starts again on the same store. `peer` also hears the code the command would have
     /// exited with.
     pub fn restarted_by(mut self, peer: Arc<InProcessPeer>) -> Self {
-        self.restarts = Some(peer);
+        self.core.restarts = Some(peer);
         self
     }
 
@@ -266,35 +183,28 @@ impl DeviceBuilder {
     /// Starts the device on the current tokio runtime: it reads discovery and dials (a
     /// scenario's `dial: manual` waits for its steps), and the handle comes back at once.
     pub async fn start(self) -> Result<FakeDevice, StartError> {
-        if self.restarts.is_some() && self.scenario.is_some() {
-            // A restarted run plays a peer; a scenario's steps would start over with it.
-            return Err(StartError::Scenario(
-                "a double restarted by its peer runs no scenario of its own".into(),
-            ));
+        let core = self.core;
+        if let Some(why) = core.refusal() {
+            return Err(StartError::Scenario(why));
         }
         let mut options = self.options;
-        let matrix = self.scenario.as_ref().map(|s| &s.matrix);
         // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which
         // by default is what discovery allows.
-        let protocol = match (options.protocol, &self.scenario, &self.cell) {
+        let protocol = match (options.protocol, &core.scenario, &self.cell) {
             (ProtocolChoice::Fixed(p), _, _) => p,
             (ProtocolChoice::Auto, _, Some(cell)) => cell.protocol,
             (ProtocolChoice::Auto, None, None) => 2,
             (ProtocolChoice::Auto, Some(_), None) => {
-                crate::dial::probe_protocol(&options.instance, START_WITHIN)
+                crate::dial::probe_protocol(&options.instance, harness::embed::START_WITHIN)
                     .await
                     .map_err(StartError::Scenario)?
             }
         };
         options.cell = Cell {
             protocol,
-            spec: self
-                .spec
-                .or_else(|| self.cell.map(|c| c.spec))
-                .or_else(|| matrix.and_then(|m| m.spec.iter().filter_map(|s| s.parse().ok()).max()))
-                .unwrap_or(options.cell.spec),
+            spec: core.spec_or(self.cell.as_ref(), options.cell.spec),
         };
-        let scratch = if self.play.is_some() || self.restarts.is_some() {
+        let scratch = if self.play.is_some() || core.restarts.is_some() {
             Some(tempfile::tempdir().map_err(|e| {
                 StartError::Scenario(format!("cannot make a temporary directory: {e}"))
             })?)
@@ -305,23 +215,16 @@ impl DeviceBuilder {
             crate::peer_of::apply(play, &mut options, scratch.path())
                 .map_err(StartError::Scenario)?;
         }
-        if let (Some(_), Some(scratch), None) = (&self.restarts, &scratch, &options.state_dir) {
+        if let (Some(_), Some(scratch), None) = (&core.restarts, &scratch, &options.state_dir) {
             // A restart finds the sessions of the run before it.
             options.state_dir = Some(scratch.path().join("state"));
         }
         let control_token = options.control.as_ref().map(|c| c.token.clone());
-        let plan = RunPlan {
-            double: "fake-device",
-            cell: options.cell.clone(),
-            scenario: self.scenario.as_ref().map(|s| s.name.clone()),
-            up_within: START_WITHIN,
-            verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
-        };
+        let plan = core.plan("fake-device", options.cell.clone());
         if let Some(connection) = self.stdio {
-            return Self::start_stdio(options, plan, connection, self.restarts, scratch).await;
+            return Self::start_stdio(options, plan, connection, core.restarts, scratch).await;
         }
-        let scenario = self.scenario;
-        let restarts = self.restarts;
+        let (scenario, restarts) = (core.scenario, core.restarts);
         let own_runtime = self.own_runtime;
         let actor = Arc::new(Hands::<DeviceActor>::default());
         let slot = actor.clone();
@@ -341,10 +244,7 @@ impl DeviceBuilder {
             }
         })
         .await?;
-        let control = live
-            .control
-            .zip(control_token)
-            .map(|(addr, token)| (format!("http://{addr}"), token));
+        let control = harness::embed::control_url(live.control, control_token);
         if let Some(hands) = live.actor {
             actor.set(hands);
         }
@@ -392,7 +292,7 @@ async fn runs(
     mut options: Options,
     peer: Arc<InProcessPeer>,
     own_runtime: bool,
-    up: tokio::sync::oneshot::Sender<Live>,
+    up: tokio::sync::oneshot::Sender<Started>,
     actor: Arc<Hands<DeviceActor>>,
     shutdown: Shutdown,
 ) -> Result<Ended, StartError> {
@@ -410,7 +310,7 @@ async fn runs(
         let slot = actor.clone();
         let controlled = Arc::new(Mutex::new(None));
         let seen = controlled.clone();
-        let started = move |live: Live| {
+        let started = move |live: Started| {
             if let Ok(mut seen) = seen.lock() {
                 *seen = live.control;
             }
@@ -507,21 +407,11 @@ pub struct FakeDevice {
 }
 
 impl FakeDevice {
+    harness::double_handle_methods! { double: "device" }
+
     /// A builder for a device that dials the instance at `instance` (`http://host:port`).
     pub fn builder(instance: impl Into<String>) -> DeviceBuilder {
         DeviceBuilder::new(instance)
-    }
-
-    /// The control API's URL and token, when the builder asked for it.
-    pub fn control(&self) -> Option<(&str, &str)> {
-        self.control
-            .as_ref()
-            .map(|(url, token)| (url.as_str(), token.as_str()))
-    }
-
-    /// The protocol and spec of the run.
-    pub fn cell(&self) -> &Cell {
-        self.running.cell()
     }
 
     /// The person's hands in the current run.
@@ -585,18 +475,6 @@ impl FakeDevice {
     /// The session is deleted at the device; the instance is told now, or on the next link.
     pub async fn delete_session(&self, id: &str) -> Result<Value, ActError> {
         self.act(DeviceAction::DeleteSession(id.into())).await
-    }
-
-    /// The verdict: with a scenario, once it has ended (within the builder's `verdict_within`);
-    /// without one, what the monitors found until now. The device shuts down either way.
-    pub async fn verdict(self) -> RunReport {
-        self.running.verdict().await
-    }
-
-    /// Stops the double without taking its verdict: for a test that failed before the run
-    /// could end (its own error is then the one it reports).
-    pub fn dismiss(self) {
-        self.running.dismiss();
     }
 }
 

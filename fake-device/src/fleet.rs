@@ -218,7 +218,7 @@ pub async fn run_fleet(
                 let (actors, mut stopping) = (actors.clone(), stopping.clone());
                 running.spawn(async move {
                     let keep = actors.clone();
-                    let set_up = move |live: crate::run::Live| {
+                    let set_up = move |live: crate::run::Started| {
                         if let Some(actor) = live.actor {
                             let _ = keep[slot].set(actor);
                         }

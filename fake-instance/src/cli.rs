@@ -93,12 +93,7 @@ pub fn main() -> ExitCode {
 
 /// The command's run; every error says which exit code it ends with.
 fn run(cli: Cli) -> Result<Exit, CliError> {
-    harness::cli::init_logs(if cli.common.verbose { "debug" } else { "warn" });
-    if let Some(seed) = cli.common.seed {
-        harness::random::seed(seed);
-    }
-    harness::cli::init_tls();
-    harness::cli::return_freed_memory();
+    cli.common.start_process();
     if cli.common.list_scenarios {
         harness::cli::list_scenarios_in(Side::Instance, cli.common.family.unwrap_or_default());
         return Ok(Exit::Passed);

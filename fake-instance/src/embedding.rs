@@ -6,24 +6,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use harness::embed::{Ended, Hands, InProcessPeer, RunPlan, Running, Shutdown};
+use harness::embed::{BuilderCore, Ended, Hands, InProcessPeer, Running, Shutdown};
 use harness::engine::{ActError, Cell};
 use harness::lembas::LINK_PATH;
 use harness::process::SutSpec;
-use harness::report::RunReport;
-use harness::rules::{Binds, Misbehaviours};
+use harness::rules::Binds;
 use harness::scenario::{LoadError, Scenario, Side};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::actions::{InstanceActor, OpenChat, SendMessage, WebAction};
-use crate::run::{Live, Options, StartError};
-
-/// How long [`InstanceBuilder::start`] waits for the instance to listen.
-const START_WITHIN: Duration = Duration::from_secs(10);
-
-/// How long [`FakeInstance::verdict`] waits for a scenario to end, unless the builder says.
-const VERDICT_WITHIN: Duration = Duration::from_secs(300);
+use crate::run::{Options, StartError, Started};
 
 /// How long an action waits for a linked device, unless the call says.
 const ACT_WITHIN: Duration = Duration::from_secs(10);
@@ -33,39 +26,26 @@ const ACT_WITHIN: Duration = Duration::from_secs(10);
 #[must_use = "a builder does nothing until `start().await`"]
 pub struct InstanceBuilder {
     options: Options,
-    scenario: Option<Scenario>,
+    core: BuilderCore,
     protocol: Option<u8>,
-    spec: Option<harness::lembas::Spec>,
-    verdict_within: Option<Duration>,
-    restarts: Option<Arc<InProcessPeer>>,
 }
 
 impl InstanceBuilder {
+    harness::double_builder_setters! {
+        handle: "FakeInstance",
+        builder: "InstanceBuilder",
+        side: Side::Instance,
+        binds: Binds::Instance,
+        error: StartError,
+        peer: "device",
+        example: "reattach",
+        patience: "to say hello or to answer",
+        lvmh: "daemon",
+    }
+
     /// The link protocol of the run (default: the scenario's newest, else 2).
     pub fn protocol(mut self, protocol: u8) -> Self {
         self.protocol = Some(protocol);
-        self
-    }
-
-    /// The spec version of the run (default: the scenario's newest, else 1.1.0).
-    pub fn spec(mut self, spec: harness::lembas::Spec) -> Self {
-        self.spec = Some(spec);
-        self
-    }
-
-    /// Runs a scenario: an embedded one by name (`"reattach"`, `"reattach.yaml"`) or a file.
-    pub fn scenario(mut self, name_or_path: &str) -> Result<Self, LoadError> {
-        self.scenario = Some(harness::scenario::catalogue::resolve(
-            name_or_path,
-            Side::Instance,
-        )?);
-        Ok(self)
-    }
-
-    /// Runs a scenario already loaded (or written in the test with
-    /// [`harness::scenario::load_str`]).
-    pub fn with_scenario(mut self, scenario: Scenario) -> Self {
-        self.scenario = Some(scenario);
         self
     }
 
@@ -81,15 +61,6 @@ impl InstanceBuilder {
         self
     }
 
-    /// Breaks a rule of the catalogue on purpose, to show a device's check catches it.
-    pub fn misbehave(mut self, rule: &str) -> Result<Self, StartError> {
-        let mut rules: Vec<String> = self.options.misbehave.iter().cloned().collect();
-        rules.push(rule.to_string());
-        self.options.misbehave =
-            Misbehaviours::parse(&rules, Binds::Instance).map_err(StartError::Scenario)?;
-        Ok(self)
-    }
-
     /// Starts the device under test once the instance listens (as `--exec`), with `{url}`,
     /// `{token}`, `{root}` and the rest in its command and environment; it is ended with every
     /// process it started when the run ends.
@@ -98,54 +69,9 @@ impl InstanceBuilder {
         self
     }
 
-    /// How long the device may take to say hello or to answer (default 5 s).
-    pub fn patience(mut self, patience: Duration) -> Self {
-        self.options.patience = patience;
-        self
-    }
-
-    /// How long [`FakeInstance::verdict`] waits for the scenario to end (default 5 minutes).
-    pub fn verdict_within(mut self, within: Duration) -> Self {
-        self.verdict_within = Some(within);
-        self
-    }
-
-    /// Serves the control API on a free loopback port with a fresh token, for a program in
-    /// another language that the test starts ([`FakeInstance::control`] says where).
-    pub fn control(mut self) -> Self {
-        self.options.control = Some(harness::control::ControlConfig::loopback(0));
-        self
-    }
-
-    /// The protocol family it plays: LLeMbas (the default) or lvmh's daemon.
-    pub fn family(mut self, family: harness::family::Family) -> Self {
-        self.options.family = family;
-        self
-    }
-
     /// Listens on this address (default: a free loopback port).
     pub fn listen(mut self, addr: SocketAddr) -> Self {
         self.options.listen = addr;
-        self
-    }
-
-    /// What the device's own test has set up, so the scenario's `needs_setup` steps apply.
-    pub fn arranged(mut self, arranged: harness::engine::Arranged) -> Self {
-        self.options.arranged = arranged;
-        self
-    }
-
-    /// The device's process, for a scenario that restarts it (`restart_peer`) and reads its
-    /// output; [`InstanceBuilder::restarted_by`] is the usual way in a test.
-    pub fn peer_process(mut self, process: Arc<dyn harness::engine::PeerProcess>) -> Self {
-        self.options.process = Some(process);
-        self
-    }
-
-    /// Ends the run at the first finding of this rule: what decides a misbehaviour case of the
-    /// self-test, so it need not wait out the scenario.
-    pub fn end_at_finding(mut self, rule: Option<String>) -> Self {
-        self.options.end_at_finding = rule;
         self
     }
 
@@ -158,13 +84,6 @@ impl InstanceBuilder {
     /// How the web UI answers cards (approvals, questions, plans).
     pub fn cards(mut self, cards: crate::settings::CardPolicy) -> Self {
         self.options.cards = cards;
-        self
-    }
-
-    /// How long a link may say nothing before it is closed as gone (the transport's
-    /// keep-alive).
-    pub fn silence(mut self, silence: Duration) -> Self {
-        self.options.limits.silence = silence;
         self
     }
 
@@ -188,7 +107,7 @@ impl InstanceBuilder {
     /// The protocol and spec of the run, as a matrix cell names them.
     pub fn cell(mut self, cell: Cell) -> Self {
         self.protocol = Some(cell.protocol);
-        self.spec = Some(cell.spec);
+        self.core.spec = Some(cell.spec);
         self
     }
 
@@ -196,31 +115,26 @@ impl InstanceBuilder {
     /// again on the same address and state (its chats, their undelivered deletes), its own
     /// steps done already.
     pub fn restarted_by(mut self, peer: Arc<InProcessPeer>) -> Self {
-        self.restarts = Some(peer);
+        self.core.restarts = Some(peer);
         self
     }
 
     /// Starts the instance on the current tokio runtime and gives its handle once it listens.
     pub async fn start(self) -> Result<FakeInstance, StartError> {
-        if self.restarts.is_some() && self.scenario.is_some() {
-            // A restarted run plays a peer; a scenario's steps would start over with it.
-            return Err(StartError::Scenario(
-                "a double restarted by its peer runs no scenario of its own".into(),
-            ));
+        let core = self.core;
+        if let Some(why) = core.refusal() {
+            return Err(StartError::Scenario(why));
         }
         let mut options = self.options;
-        let matrix = self.scenario.as_ref().map(|s| &s.matrix);
+        let matrix = core.scenario.as_ref().map(|s| &s.matrix);
         options.cell = Cell {
             protocol: self
                 .protocol
                 .or_else(|| matrix.and_then(|m| m.protocol.iter().max().copied()))
                 .unwrap_or(options.cell.protocol),
-            spec: self
-                .spec
-                .or_else(|| matrix.and_then(|m| m.spec.iter().filter_map(|s| s.parse().ok()).max()))
-                .unwrap_or(options.cell.spec),
+            spec: core.spec_or(None, options.cell.spec),
         };
-        let scratch = match (&self.restarts, &options.state_dir) {
+        let scratch = match (&core.restarts, &options.state_dir) {
             (Some(_), None) => {
                 let scratch = tempfile::tempdir().map_err(|e| {
                     StartError::Scenario(format!("cannot make a state directory: {e}"))
@@ -233,15 +147,8 @@ impl InstanceBuilder {
         };
         let token = options.tokens.first().cloned().unwrap_or_default();
         let control_token = options.control.as_ref().map(|c| c.token.clone());
-        let plan = RunPlan {
-            double: "fake-instance",
-            cell: options.cell.clone(),
-            scenario: self.scenario.as_ref().map(|s| s.name.clone()),
-            up_within: START_WITHIN,
-            verdict_within: self.verdict_within.unwrap_or(VERDICT_WITHIN),
-        };
-        let scenario = self.scenario;
-        let restarts = self.restarts;
+        let plan = core.plan("fake-instance", options.cell.clone());
+        let (scenario, restarts) = (core.scenario, core.restarts);
         let actor = Arc::new(Hands::<InstanceActor>::default());
         let slot = actor.clone();
         let (live, running) = Running::start(plan, |up, shutdown| async move {
@@ -261,10 +168,7 @@ impl InstanceBuilder {
             }
         })
         .await?;
-        let control = live
-            .control
-            .zip(control_token)
-            .map(|(addr, token)| (format!("http://{addr}"), token));
+        let control = harness::embed::control_url(live.control, control_token);
         if let Some(hands) = live.actor {
             actor.set(hands);
         }
@@ -286,7 +190,7 @@ impl InstanceBuilder {
 async fn runs(
     mut options: Options,
     peer: Arc<InProcessPeer>,
-    up: oneshot::Sender<Live>,
+    up: oneshot::Sender<Started>,
     actor: Arc<Hands<InstanceActor>>,
     shutdown: Shutdown,
 ) -> Result<Ended, StartError> {
@@ -390,6 +294,8 @@ pub struct FakeInstance {
 }
 
 impl FakeInstance {
+    harness::double_handle_methods! { double: "instance" }
+
     /// A builder, for a scenario, a protocol, a token.
     pub fn builder() -> InstanceBuilder {
         InstanceBuilder::default()
@@ -418,18 +324,6 @@ impl FakeInstance {
     /// The device token it accepts.
     pub fn token(&self) -> &str {
         &self.token
-    }
-
-    /// The control API's URL and token, when the builder asked for it.
-    pub fn control(&self) -> Option<(&str, &str)> {
-        self.control
-            .as_ref()
-            .map(|(url, token)| (url.as_str(), token.as_str()))
-    }
-
-    /// The protocol and spec of the run.
-    pub fn cell(&self) -> &Cell {
-        self.running.cell()
     }
 
     /// Does what a person does in the web UI, waiting up to 10 s for a linked device; gives the
@@ -508,18 +402,6 @@ impl FakeInstance {
     /// Deletes a chat; the delete is kept and sent again until the device answers it.
     pub async fn delete_chat(&self, chat: &str) -> Result<Value, ActError> {
         self.act(WebAction::DeleteChat(chat.into())).await
-    }
-
-    /// The verdict: with a scenario, once it has ended (within the builder's `verdict_within`);
-    /// without one, what the monitors found until now. The instance shuts down either way.
-    pub async fn verdict(self) -> RunReport {
-        self.running.verdict().await
-    }
-
-    /// Stops the double without taking its verdict: for a test that failed before the run
-    /// could end (its own error is then the one it reports).
-    pub fn dismiss(self) {
-        self.running.dismiss();
     }
 }
 

@@ -8,15 +8,15 @@ use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use harness::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome};
-use harness::finding::Findings;
+use harness::double::{Course, Opened, SetUp};
+use harness::engine::{Arranged, Cell, Hub, PeerProcess};
 use harness::hooks::Hooks;
 use harness::journal::Journal;
 use harness::lembas::setup::DeviceSetup;
 use harness::lembas::{Discovery, LINK_PATH};
 use harness::process::{Placeholders, SutSpec};
 use harness::rules::Misbehaviours;
-use harness::scenario::{Scenario, Spanned, Step, check_actions};
+use harness::scenario::{Scenario, Spanned, Step};
 
 use crate::http::{self, HTTP_CHAT};
 use crate::settings::{self, CardPolicy, InstanceSettings};
@@ -174,6 +174,13 @@ pub enum StartError {
     Scenario(String),
 }
 
+impl From<harness::double::OpenError> for StartError {
+    fn from(e: harness::double::OpenError) -> Self {
+        e.journal_or_said()
+            .map_or_else(StartError::Scenario, StartError::Journal)
+    }
+}
+
 /// The discovery a run serves: the scenario's list, else the options', else what the cell's
 /// protocol implies (`[1, 2]` for 2, `[1]` for 1).
 fn discovery_for(options: &Options, settings: &InstanceSettings) -> Discovery {
@@ -242,47 +249,27 @@ pub async fn run_with(
 }
 
 /// What a running instance hands whoever embeds it, once it listens: its address, the web
-/// UI's hands, its control API and its progress.
-pub(crate) struct Live {
-    /// Where it listens.
-    pub addr: SocketAddr,
-    /// Its web UI, for actions from Rust (none for the lvmh daemon).
-    pub actor: Option<Arc<InstanceActor>>,
-    /// Where its control API listens.
-    pub control: Option<SocketAddr>,
-    /// How the run is getting on.
-    pub progress: Arc<harness::engine::Progress>,
-}
-
-impl Live {
-    fn ready(&self) -> harness::embed::Ready {
-        harness::embed::Ready {
-            addr: Some(self.addr),
-            control: self.control,
-            progress: self.progress.clone(),
-        }
-    }
-}
+/// UI's hands (none for the lvmh daemon), its control API and its progress.
+pub(crate) type Started = harness::embed::Started<InstanceActor, SocketAddr>;
 
 /// [`run`], handing `started` what an embedding handle needs once the instance listens.
 pub(crate) async fn run_started(
     options: Options,
     scenario: Option<Scenario>,
-    started: impl FnOnce(Live),
+    started: impl FnOnce(Started),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
     let family = scenario.as_ref().map_or(options.family, |s| s.family);
     if family == harness::scenario::Family::Lvmh {
         return run_daemon(options, scenario, started, shutdown).await;
     }
-    let spec = options.cell.spec;
     // The actions are this double's vocabulary: checked here, each against its own type.
-    if let Some(scenario) = &scenario {
-        check_actions::<actions::WebAction>(&scenario.steps, "steps", &scenario.source)
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
-    }
-    check_actions::<actions::WebAction>(&options.steps, "peer.steps", "the web UI's own steps")
-        .map_err(|e| StartError::Scenario(e.to_string()))?;
+    harness::double::check_steps::<actions::WebAction>(
+        scenario.as_ref(),
+        &options.steps,
+        "the web UI's own steps",
+    )
+    .map_err(|e| StartError::Scenario(e.to_string()))?;
     let (settings, device_setup) = match &scenario {
         Some(scenario) => (
             settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
@@ -290,79 +277,191 @@ pub(crate) async fn run_started(
         ),
         None => Default::default(),
     };
-    let http_config = settings
-        .http
-        .clone()
-        .unwrap_or_else(|| options.http.clone());
-    let journal = Arc::new(Journal::open(options.journal.as_deref()).map_err(StartError::Journal)?);
-    let findings = Arc::new(Findings::default());
+    let opened = Opened::open(options.journal.as_deref(), false)?;
     let (listener, addr) = harness::double::bind(options.listen, options.bound.as_ref())
         .await
         .map_err(|source| StartError::Listen {
             addr: options.listen,
             source,
         })?;
-    let discovery = Arc::new(RwLock::new(discovery_for(&options, &settings)));
-    let chats = Chats::new(ChatsConfig {
-        patience: options.patience,
-        misbehave: options.misbehave.clone(),
-        state_dir: options.state_dir.clone(),
-    });
-    let cards = match &scenario {
-        Some(_) => settings.cards.clone(),
-        None => options.cards.clone(),
-    };
-    // Whether the device ever asks the instance's model: a step waiting for a model request from
-    // a device that talks to a model of its own does not apply to it.
-    let model_use = Arc::new(applicability::ModelUse::default());
-    let applicability = applicability::Applicability::new(
-        applicability::Standing::of(scenario.as_ref(), &settings, &device_setup),
-        chats.clone(),
-        model_use.clone(),
-    );
-    let model = ClientModel::new(
-        ClientConfig {
-            spec,
-            initialize: settings.initialize,
-            client: settings.client,
-            misbehave: options.misbehave.clone(),
-            patience: options.patience,
-            cards,
-            stdio: settings.link == settings::LinkKind::Stdio,
-        },
-        discovery.clone(),
-        chats.clone(),
-    )
-    .with_applicability(applicability);
-    let tmp = harness::random::temp_dir()
-        .map_err(|e| StartError::Scenario(format!("cannot make a temporary directory: {e}")))?;
-    let token = options.tokens.first().cloned().unwrap_or_default();
-    let mut vars = options
-        .cell
-        .builtin_vars(&format!("http://{addr}"), &token, tmp.path());
-    vars.set("link_url", json!(format!("ws://{addr}{LINK_PATH}")));
-    let hub = Hub::for_scenario(
-        Arc::new(model),
+    let wired = Wired::new(
+        &options,
         scenario.as_ref(),
-        vars,
-        journal.clone(),
-        findings.clone(),
+        &settings,
+        &device_setup,
+        &opened,
+        addr,
+    )?;
+    let hub = wired.state.hub.clone();
+    // The control API binds before the server starts: a port it cannot have ends the run
+    // with nothing left serving.
+    let control = serve_control(&options, scenario.as_ref(), &wired).await?;
+    let server = harness::double::serve(listener, server::router(wired.state), "the HTTP server");
+    started(Started {
+        addr,
+        actor: Some(wired.actor.clone()),
+        control: control.as_ref().map(|c| c.addr),
+        progress: hub.progress().clone(),
+    });
+    let token = options.tokens.first().cloned().unwrap_or_default();
+    let (mut under_test, no_stdio) = start_device(
+        &options,
+        scenario.as_ref(),
+        &settings,
+        &device_setup,
+        &hub,
+        (addr, &token, opened.tmp.path()),
     )
-    .map_err(StartError::Scenario)?;
-    // A scenario configures its device tokens with their scopes: each token `token_scopes`
-    // names is a device's token too, after the command line's (so `device-N` numbers stay).
-    let mut tokens = options.tokens.clone();
-    for token in http_config.token_scopes.keys() {
-        if !tokens.contains(token) {
-            tokens.push(token.clone());
-        }
+    .await?;
+    let set_up = match (&scenario, under_test.set_up_failed()) {
+        (Some(_), Some(why)) => SetUp::Broke(why),
+        (Some(scenario), None) => set_up_of(
+            &options,
+            scenario,
+            &settings,
+            &device_setup,
+            &under_test,
+            no_stdio,
+        ),
+        (None, _) => SetUp::Ready,
+    };
+    // The device's project plays its part by hooks, unless the run cannot apply.
+    if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
+        let timeline =
+            harness::hooks::steps_of(&device_setup.timeline()).map_err(StartError::Scenario)?;
+        under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
+        let steps =
+            harness::hooks::from_first_link(scenario.peer_steps()).map_err(StartError::Scenario)?;
+        under_test.drive(&hub, &options.cell, "the device's own steps", steps);
     }
-    let tokens = Arc::new(tokens);
-    let http = http::HttpState::new(http_config, tokens.clone(), discovery.clone())
-        .with_scopes(chats.clone())
-        .misbehaving(options.misbehave.clone());
-    // Each request on the HTTP API is a message a step can expect, on link 0 (the HTTP side):
-    // "the model was asked exactly once for this turn" is an expect and an expect_none.
+    let mut outcome = Course::new(
+        "fake-instance",
+        hub.clone(),
+        options.cell.clone(),
+        wired.actor,
+    )
+    .with_process(under_test.process(options.process.clone()))
+    .ending_at_finding(options.end_at_finding.clone())
+    .own_steps(
+        "the web UI's own steps",
+        options.steps.clone(),
+        options.console,
+    )
+    .run(scenario.as_ref(), set_up, shutdown)
+    .await;
+    // Links hold the server open; the run is over, so the server goes without waiting for them
+    // past a short while: the device hears the close and answers it before the system under
+    // test is stopped.
+    harness::double::close_links(&hub, "fake-instance is done", Some(CLOSING_GRACE)).await;
+    harness::double::stop(server).await;
+    under_test.finish(outcome.as_mut()).await;
+    Ok(opened.ended(outcome))
+}
+
+/// What a LLeMbas run serves and acts with: the server's state (the hub, the HTTP API, the
+/// chats) and the web UI's hands.
+struct Wired {
+    state: ServerState,
+    actor: Arc<InstanceActor>,
+}
+
+impl Wired {
+    /// The client model, its hub, the HTTP API (each of whose requests a step can expect) and
+    /// the web UI, for an instance listening on `addr`.
+    fn new(
+        options: &Options,
+        scenario: Option<&Scenario>,
+        settings: &InstanceSettings,
+        device_setup: &DeviceSetup,
+        opened: &Opened,
+        addr: SocketAddr,
+    ) -> Result<Wired, StartError> {
+        let http_config = settings
+            .http
+            .clone()
+            .unwrap_or_else(|| options.http.clone());
+        let discovery = Arc::new(RwLock::new(discovery_for(options, settings)));
+        let chats = Chats::new(ChatsConfig {
+            patience: options.patience,
+            misbehave: options.misbehave.clone(),
+            state_dir: options.state_dir.clone(),
+        });
+        let cards = match scenario {
+            Some(_) => settings.cards.clone(),
+            None => options.cards.clone(),
+        };
+        // Whether the device ever asks the instance's model: a step waiting for a model request
+        // from a device that talks to a model of its own does not apply to it.
+        let model_use = Arc::new(applicability::ModelUse::default());
+        let applicability = applicability::Applicability::new(
+            applicability::Standing::of(scenario, settings, device_setup),
+            chats.clone(),
+            model_use.clone(),
+        );
+        let model = ClientModel::new(
+            ClientConfig {
+                spec: options.cell.spec,
+                initialize: settings.initialize,
+                client: settings.client,
+                misbehave: options.misbehave.clone(),
+                patience: options.patience,
+                cards,
+                stdio: settings.link == settings::LinkKind::Stdio,
+            },
+            discovery.clone(),
+            chats.clone(),
+        )
+        .with_applicability(applicability);
+        let token = options.tokens.first().cloned().unwrap_or_default();
+        let mut vars =
+            options
+                .cell
+                .builtin_vars(&format!("http://{addr}"), &token, opened.tmp.path());
+        vars.set("link_url", json!(format!("ws://{addr}{LINK_PATH}")));
+        let hub = opened
+            .hub(Arc::new(model), scenario, vars)
+            .map_err(StartError::Scenario)?;
+        // A scenario configures its device tokens with their scopes: each token `token_scopes`
+        // names is a device's token too, after the command line's (so `device-N` numbers stay).
+        let mut tokens = options.tokens.clone();
+        for token in http_config.token_scopes.keys() {
+            if !tokens.contains(token) {
+                tokens.push(token.clone());
+            }
+        }
+        let tokens = Arc::new(tokens);
+        let http = http::HttpState::new(http_config, tokens.clone(), discovery.clone())
+            .with_scopes(chats.clone())
+            .misbehaving(options.misbehave.clone());
+        observe_http(&http, &hub, &opened.journal, model_use);
+        let actor = Arc::new(InstanceActor {
+            chats: chats.clone(),
+            hub: hub.clone(),
+            discovery: discovery.clone(),
+            own_steps: scenario.is_none(),
+            http: http.clone(),
+        });
+        let state = ServerState {
+            hub,
+            tokens,
+            discovery,
+            http,
+            misbehave: options.misbehave.clone(),
+            limits: options.limits,
+            chats,
+        };
+        Ok(Wired { state, actor })
+    }
+}
+
+/// Each request on the HTTP API is a message a step can expect, on link 0 (the HTTP side):
+/// "the model was asked exactly once for this turn" is an expect and an expect_none.
+fn observe_http(
+    http: &http::HttpState,
+    hub: &Arc<Hub>,
+    journal: &Arc<Journal>,
+    model_use: Arc<applicability::ModelUse>,
+) {
     let inbox_hub = hub.clone();
     let http_journal = journal.clone();
     http.observe(Arc::new(move |method, params| {
@@ -376,75 +475,67 @@ pub(crate) async fn run_started(
         let kept = inbox_hub.inbox.keeps().then_some(message);
         inbox_hub.inbox.push(HTTP_LINK, kept.unwrap_or_default());
     }));
-    let discovery_for_actor = discovery.clone();
-    // The control API binds before the server starts: a port it cannot have ends the run
-    // with nothing left serving.
-    let actor = Arc::new(InstanceActor {
-        chats: chats.clone(),
-        hub: hub.clone(),
-        discovery: discovery_for_actor.clone(),
-        own_steps: scenario.is_none(),
-        http: http.clone(),
-    });
-    let control = match &options.control {
-        Some(config) => {
-            let snapshot = chats.clone();
-            let target = harness::control::ControlTarget {
-                double: "fake-instance",
-                cell: options.cell.clone(),
-                scenario: scenario.as_ref().map(|s| s.name.clone()),
-                hub: hub.clone(),
-                // The control API's actions are the test program's: one the device cannot take
-                // says so (409) rather than being skipped as the web UI's own steps are.
-                actor: Arc::new(InstanceActor {
-                    chats: chats.clone(),
-                    hub: hub.clone(),
-                    discovery: discovery_for_actor,
-                    own_steps: false,
-                    http: http.clone(),
-                }),
-                peer_state: Arc::new(move || snapshot.snapshot()),
-            };
-            let served = harness::control::serve(config, target)
-                .await
-                .map_err(|source| StartError::Listen {
-                    addr: config.listen,
-                    source,
-                })?;
-            Some(served)
-        }
-        None => None,
+}
+
+/// The control API, when asked for (`--control`), served until its server is dropped.
+async fn serve_control(
+    options: &Options,
+    scenario: Option<&Scenario>,
+    wired: &Wired,
+) -> Result<Option<harness::control::ControlServer>, StartError> {
+    let Some(config) = &options.control else {
+        return Ok(None);
     };
-    let state = ServerState {
-        hub: hub.clone(),
-        tokens,
-        discovery,
-        http,
-        misbehave: options.misbehave.clone(),
-        limits: options.limits,
-        chats: chats.clone(),
+    let state = &wired.state;
+    let snapshot = state.chats.clone();
+    let target = harness::control::ControlTarget {
+        double: "fake-instance",
+        cell: options.cell.clone(),
+        scenario: scenario.map(|s| s.name.clone()),
+        hub: state.hub.clone(),
+        // The control API's actions are the test program's: one the device cannot take says so
+        // (409) rather than being skipped as the web UI's own steps are.
+        actor: Arc::new(InstanceActor {
+            chats: state.chats.clone(),
+            hub: state.hub.clone(),
+            discovery: state.discovery.clone(),
+            own_steps: false,
+            http: state.http.clone(),
+        }),
+        peer_state: Arc::new(move || snapshot.snapshot()),
     };
-    let server = harness::double::serve(listener, server::router(state), "the HTTP server");
-    started(Live {
-        addr,
-        actor: Some(actor.clone()),
-        control: control.as_ref().map(|c| c.addr),
-        progress: hub.progress().clone(),
-    });
-    // The device under test starts once the instance answers, so its first dial finds it;
-    // what its project must set up before it starts is done first.
+    let served = harness::control::serve(config, target)
+        .await
+        .map_err(|source| StartError::Listen {
+            addr: config.listen,
+            source,
+        })?;
+    Ok(Some(served))
+}
+
+/// The device under test, started once the instance answers so its first dial finds it (what
+/// its project must set up before it starts done first), and the stdio link a scenario speaks
+/// on, attached; gives it, and whether a stdio scenario has no device speaking on its pipes.
+async fn start_device(
+    options: &Options,
+    scenario: Option<&Scenario>,
+    settings: &InstanceSettings,
+    device_setup: &DeviceSetup,
+    hub: &Arc<Hub>,
+    (addr, token, tmp): (SocketAddr, &str, &std::path::Path),
+) -> Result<(UnderTest, bool), StartError> {
     let stdio = settings.link == settings::LinkKind::Stdio;
     let spec = options
         .sut
         .clone()
-        .or_else(|| scenario.as_ref().and_then(|s| s.sut.clone()))
+        .or_else(|| scenario.and_then(|s| s.sut.clone()))
         // A device that speaks on its standard input and output is started to do so.
         .map(|spec| harness::process::SutSpec {
             link_on_stdio: stdio,
             ..spec
         });
-    let placeholders = device_placeholders(&options.cell, addr, &token, tmp.path())
-        .map_err(StartError::Scenario)?;
+    let placeholders =
+        device_placeholders(&options.cell, addr, token, tmp).map_err(StartError::Scenario)?;
     if spec.is_some() {
         device_setup
             .lay_out(std::path::Path::new(
@@ -452,14 +543,13 @@ pub(crate) async fn run_started(
             ))
             .map_err(StartError::Scenario)?;
     }
-    let before = match &scenario {
+    let before = match scenario {
         Some(_) => device_setup.before_start(),
         None => Vec::new(),
     };
-    let mut under_test = UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None)
+    let under_test = UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None)
         .await
         .map_err(StartError::Scenario)?;
-    let process = under_test.process(options.process.clone());
     // The stdio link, made by whoever runs the device, or over the process started here.
     let stdio_link = match stdio {
         true => options
@@ -476,28 +566,29 @@ pub(crate) async fn run_started(
             hub.findings().clone(),
         ));
     }
-    // A device it starts gets its root laid out by fake-instance itself.
+    Ok((under_test, no_stdio))
+}
+
+/// Whether the scenario applies: what it needs arranged (a device it starts gets its root
+/// laid out by fake-instance itself), and a device speaking on its pipes for a stdio one.
+fn set_up_of(
+    options: &Options,
+    scenario: &Scenario,
+    settings: &InstanceSettings,
+    device_setup: &DeviceSetup,
+    under_test: &UnderTest,
+    no_stdio: bool,
+) -> SetUp {
     let arranged = under_test.arranged(options.arranged.clone(), &["lay_out_root"]);
-    let set_up_broke = under_test.set_up_failed();
-    let outcome = match (&scenario, set_up_broke) {
-        (Some(scenario), Some(why)) => Some(RunOutcome::broken(
-            scenario.name.clone(),
-            options.cell.clone(),
-            why,
-        )),
-        (Some(scenario), None) => {
-            let mut needs = scenario.set_up_needs(device_setup.needs());
-            // The device's link command is not its `serve --stdio`: a stdio scenario runs only
-            // where the test says its device command speaks on its pipes (`--arranged
-            // serve_stdio`; the self-test's fake-device does).
-            if stdio {
-                needs.push("serve_stdio".to_string());
-            }
-            let unarranged = harness::engine::applicability::unarranged_but(
-                &needs,
-                &arranged,
-                &["lay_out_root"],
-            )
+    let mut needs = scenario.set_up_needs(device_setup.needs());
+    // The device's link command is not its `serve --stdio`: a stdio scenario runs only where
+    // the test says its device command speaks on its pipes (`--arranged serve_stdio`; the
+    // self-test's fake-device does).
+    if settings.link == settings::LinkKind::Stdio {
+        needs.push("serve_stdio".to_string());
+    }
+    let unarranged =
+        harness::engine::applicability::unarranged_but(&needs, &arranged, &["lay_out_root"])
             .or_else(|| under_test.set_up_not_applicable())
             .or_else(|| {
                 no_stdio.then(|| {
@@ -506,55 +597,14 @@ pub(crate) async fn run_started(
                         .to_string()
                 })
             });
-            // The device's project plays its part by hooks, unless the run cannot apply.
-            if unarranged.is_none() {
-                let timeline = harness::hooks::steps_of(&device_setup.timeline())
-                    .map_err(StartError::Scenario)?;
-                under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
-                let steps = harness::hooks::from_first_link(scenario.peer_steps())
-                    .map_err(StartError::Scenario)?;
-                under_test.drive(&hub, &options.cell, "the device's own steps", steps);
-            }
-            let scripted = harness::double::Scripted {
-                hub: hub.clone(),
-                cell: options.cell.clone(),
-                dialer: None,
-                actor,
-                process,
-                unarranged,
-                end_at_finding: options.end_at_finding.clone(),
-            };
-            scripted.run(scenario, shutdown).await
-        }
-        (None, _) => {
-            let unattended = harness::double::Unattended {
-                hub: hub.clone(),
-                cell: options.cell.clone(),
-                actor,
-                console: options.console,
-                steps: options.steps.clone(),
-                steps_of: "the web UI's own steps",
-                double: "fake-instance",
-            };
-            unattended.until(shutdown).await;
-            None
-        }
-    };
-    // Links hold the server open; the run is over, so the server goes without waiting for them
-    // past a short while: the device hears the close and answers it before the system under
-    // test is stopped.
-    harness::double::close_links(&hub, "fake-instance is done", Some(CLOSING_GRACE)).await;
-    harness::double::stop(server).await;
-    let mut outcome = outcome;
-    under_test.finish(outcome.as_mut()).await;
-    Ok(harness::double::ended(outcome, &journal, &findings))
+    SetUp::unarranged(unarranged)
 }
 
 /// [`run_started`] for the lvmh daemon.
 async fn run_daemon(
     options: Options,
     scenario: Option<Scenario>,
-    started: impl FnOnce(Live),
+    started: impl FnOnce(Started),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
     use crate::lvmh::{DaemonError, DaemonPlan};
@@ -578,7 +628,7 @@ async fn run_daemon(
         plan,
         scenario,
         |addr, progress| {
-            started(Live {
+            started(Started {
                 addr,
                 actor: None,
                 control: None,

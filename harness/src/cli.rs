@@ -128,6 +128,17 @@ pub struct CommonArgs {
 }
 
 impl CommonArgs {
+    /// Sets a double's command going: its logs (debug with `--verbose`), the `--seed`, the
+    /// rustls provider, and freed memory handed back to the system.
+    pub fn start_process(&self) {
+        init_logs(if self.verbose { "debug" } else { "warn" });
+        if let Some(seed) = self.seed {
+            crate::random::seed(seed);
+        }
+        init_tls();
+        return_freed_memory();
+    }
+
     /// The control API this run serves, if asked for; an empty token is a usage error (no
     /// request could ever bear it).
     pub fn control_config(&self) -> Result<Option<crate::control::ControlConfig>, CliError> {

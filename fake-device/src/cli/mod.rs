@@ -24,12 +24,7 @@ pub fn main() -> ExitCode {
 
 /// The command's run; every error says which exit code it ends with.
 fn run(cli: Cli) -> Result<Exit, CliError> {
-    harness::cli::init_logs(if cli.common.verbose { "debug" } else { "warn" });
-    if let Some(seed) = cli.common.seed {
-        harness::random::seed(seed);
-    }
-    harness::cli::init_tls();
-    harness::cli::return_freed_memory();
+    cli.common.start_process();
     if let Some(Command::Serve(args)) = cli.command {
         return serve::serve(args);
     }

@@ -11,8 +11,8 @@ mod web_ui;
 
 use std::sync::Arc;
 
-use harness::finding::{Finding, Findings};
-use harness::journal::Journal;
+use harness::double::{Course, Opened, SetUp};
+use harness::finding::Finding;
 use harness::lvmh::plugin::{FrameCheck, Plugin, PluginConfig};
 use harness::lvmh::{AGENT_PATH, kinds, rules};
 use harness::scenario::{Dur, Scenario, check_actions};
@@ -244,6 +244,13 @@ pub(crate) enum PluginError {
     Setup(String),
 }
 
+impl From<harness::double::OpenError> for PluginError {
+    fn from(e: harness::double::OpenError) -> Self {
+        e.journal_or_said()
+            .map_or_else(PluginError::Setup, PluginError::Journal)
+    }
+}
+
 /// Runs fake-device as the lvmh plugin; `started` gets its progress once the plugin runs.
 pub(crate) async fn run_started(
     options: PluginPlan,
@@ -257,25 +264,111 @@ pub(crate) async fn run_started(
         shutdown.await;
         asked_to_stop.store(true, std::sync::atomic::Ordering::Relaxed);
     };
-    if let Some(scenario) = &scenario {
-        check_actions::<PluginAction>(&scenario.steps, "steps", &scenario.source)
-            .map_err(|e| PluginError::Setup(e.to_string()))?;
-    }
-    check_actions::<PluginAction>(&options.steps, "peer.steps", "the plugin's own steps")
-        .map_err(|e| PluginError::Setup(e.to_string()))?;
+    harness::double::check_steps::<PluginAction>(
+        scenario.as_ref(),
+        &options.steps,
+        "the plugin's own steps",
+    )
+    .map_err(|e| PluginError::Setup(e.to_string()))?;
     let settings = match &scenario {
         Some(s) => PluginSettings::of(s.device.as_ref(), &s.source).map_err(PluginError::Setup)?,
         None => options.plugin.clone().unwrap_or_default(),
     };
-    let journal =
-        Arc::new(Journal::open(options.journal.as_deref()).map_err(PluginError::Journal)?);
-    let findings = Arc::new(Findings::default());
+    let opened = Opened::open(options.journal.as_deref(), false)?;
     let base = options.instance.trim_end_matches('/').to_string();
     let url = format!("{}{AGENT_PATH}", base.replacen("http", "ws", 1));
-    // A session of its own each run, as pi's are (a daemon under test keeps the sessions of
-    // the runs before, and several runs may share it), unless one left in the state directory
-    // is resumed.
-    let resumed = options
+    let resumed = resumed(&options, &settings);
+    let session = match &resumed {
+        Some(saved) => saved.session["id"].as_str().unwrap_or_default().to_string(),
+        None => settings.session.clone().unwrap_or_else(|| {
+            let [a, b] = [harness::random::u64(), harness::random::u64()];
+            format!("pi-{a:016x}{b:016x}")
+        }),
+    };
+    let tmp = opened.tmp.path();
+    let mut config = PluginConfig::new(&url, &options.token, &session, &tmp.display().to_string());
+    configure(&mut config, &options, &settings, resumed.as_ref());
+    // Open for the whole run, closed when it ends.
+    let _web_ui = settings.web_ui.then(|| {
+        web_ui::WebUi::start(web_ui::WebUiConfig {
+            base: base.clone(),
+            token: options.token.clone(),
+            limits: options.limits,
+            misbehave: options.misbehave.clone(),
+        })
+    });
+    let mut vars = options.cell.builtin_vars(&base, &options.token, tmp);
+    vars.set("link_url", json!(url));
+    vars.set("session", json!(session));
+    set_gitlab_vars(&mut vars, scenario.as_ref())?;
+    let last_seq: Arc<std::sync::OnceLock<std::sync::Weak<Plugin>>> = Arc::default();
+    let seen = last_seq.clone();
+    let check = daemon_checks(
+        session.clone(),
+        Arc::new(move || {
+            seen.get()
+                .and_then(std::sync::Weak::upgrade)
+                .map_or(u64::MAX, |p| p.last_seq())
+        }),
+    );
+    let (journal, findings) = (opened.journal.clone(), opened.findings.clone());
+    let plugin = Plugin::start(
+        config,
+        journal,
+        findings,
+        vars,
+        scenario.as_ref(),
+        Some(check),
+    )
+    .map_err(PluginError::Setup)?;
+    let _ = last_seq.set(Arc::downgrade(&plugin));
+    let hub = plugin.hub().clone();
+    started(hub.progress().clone());
+    let actor = Arc::new(PluginActor {
+        plugin: plugin.clone(),
+        base,
+        token: options.token.clone(),
+        http: harness::transport::http_client(),
+        // The daemon's rules bind the serving side: every answer the fake browser gets is
+        // checked against their shapes.
+        shapes: harness::lvmh::shape_watch(harness::rules::Binds::Instance, &Default::default()),
+    });
+    // What the daemon under test must be able to do (spawn containers): the keys of the
+    // `peer:` set-up.
+    let set_up = match &scenario {
+        Some(scenario) => SetUp::unarranged(harness::engine::applicability::unarranged(
+            &harness::double::needs_as_keyed(scenario),
+            &options.arranged,
+        )),
+        None => SetUp::Ready,
+    };
+    let outcome = Course::new("fake-device", hub, options.cell.clone(), actor)
+        .with_process(options.process.clone())
+        .ending_at_finding(options.end_at_finding.clone())
+        .own_steps("the plugin's own steps", options.steps.clone(), false)
+        .run(scenario.as_ref(), set_up, shutdown)
+        .await;
+    match asked_to_stop.load(std::sync::atomic::Ordering::Relaxed) {
+        true => plugin.quit_and_wait(BYE_WITHIN).await,
+        false => plugin.kill(),
+    }
+    if let Some(dir) = &options.state_dir {
+        let saved = resume::Saved {
+            session: plugin.snapshot(),
+            last_seq: plugin.last_seq(),
+        };
+        if let Err(e) = resume::save(dir, &saved) {
+            tracing::warn!("the pi session could not be kept in {}: {e}", dir.display());
+        }
+    }
+    Ok(opened.ended(outcome))
+}
+
+/// The pi session a restart resumes, left in the state directory. A session of its own each
+/// run otherwise, as pi's are (a daemon under test keeps the sessions of the runs before, and
+/// several runs may share it).
+fn resumed(options: &PluginPlan, settings: &PluginSettings) -> Option<resume::Saved> {
+    options
         .state_dir
         .as_deref()
         .and_then(resume::load)
@@ -290,25 +383,20 @@ pub(crate) async fn run_started(
                 .session
                 .as_deref()
                 .is_none_or(|id| saved.session["id"] == id)
-        });
-    let session = match &resumed {
-        Some(saved) => saved.session["id"].as_str().unwrap_or_default().to_string(),
-        None => settings.session.clone().unwrap_or_else(|| {
-            let [a, b] = [harness::random::u64(), harness::random::u64()];
-            format!("pi-{a:016x}{b:016x}")
-        }),
-    };
-    let tmp = harness::random::temp_dir()
-        .map_err(|e| PluginError::Setup(format!("cannot make a temporary directory: {e}")))?;
-    let mut config = PluginConfig::new(
-        &url,
-        &options.token,
-        &session,
-        &tmp.path().display().to_string(),
-    );
+        })
+}
+
+/// The plugin as the options and the scenario's settings say: what it breaks, its limits, the
+/// session it resumes, its backoff and its scripted agent.
+fn configure(
+    config: &mut PluginConfig,
+    options: &PluginPlan,
+    settings: &PluginSettings,
+    resumed: Option<&resume::Saved>,
+) {
     config.misbehave = options.misbehave.clone();
     config.limits = options.limits;
-    if let Some(saved) = &resumed {
+    if let Some(saved) = resumed {
         config.session = saved.session.clone();
         // A plugin told to break the rule numbers the resumed session from 1 again.
         if !options.misbehave.breaks(rules::SEQ_SESSION_LIFETIME) {
@@ -331,22 +419,15 @@ pub(crate) async fn run_started(
         config.agent.tool = Some((tool.name.clone(), tool.output()));
     }
     config.dial = !settings.web_ui;
-    // Open for the whole run, closed when it ends.
-    let _web_ui = settings.web_ui.then(|| {
-        web_ui::WebUi::start(web_ui::WebUiConfig {
-            base: base.clone(),
-            token: options.token.clone(),
-            limits: options.limits,
-            misbehave: options.misbehave.clone(),
-        })
-    });
-    let mut vars = options.cell.builtin_vars(&base, &options.token, tmp.path());
-    vars.set("link_url", json!(url));
-    vars.set("session", json!(session));
-    // The GitLab a daemon under test is pointed at (served when a scenario wants it), and what
-    // it accepts.
+}
+
+/// The GitLab a daemon under test is pointed at (served when a scenario wants it), and what it
+/// accepts.
+fn set_gitlab_vars(
+    vars: &mut harness::pattern::Vars,
+    scenario: Option<&Scenario>,
+) -> Result<(), PluginError> {
     let wants_gitlab = scenario
-        .as_ref()
         .and_then(|s| s.peer.as_ref())
         .is_some_and(|p| p.value.setup.contains_key("gitlab"));
     if wants_gitlab {
@@ -355,86 +436,5 @@ pub(crate) async fn run_started(
     }
     vars.set("gitlab_token", json!(harness::lvmh::gitlab::TOKEN));
     vars.set("gitlab_user", json!(harness::lvmh::gitlab::USERNAME));
-    let last_seq: Arc<std::sync::OnceLock<std::sync::Weak<Plugin>>> = Arc::default();
-    let seen = last_seq.clone();
-    let check = daemon_checks(
-        session.clone(),
-        Arc::new(move || {
-            seen.get()
-                .and_then(std::sync::Weak::upgrade)
-                .map_or(u64::MAX, |p| p.last_seq())
-        }),
-    );
-    let plugin = Plugin::start(
-        config,
-        journal.clone(),
-        findings.clone(),
-        vars,
-        scenario.as_ref(),
-        Some(check),
-    )
-    .map_err(PluginError::Setup)?;
-    let _ = last_seq.set(Arc::downgrade(&plugin));
-    let hub = plugin.hub().clone();
-    started(hub.progress().clone());
-    let actor = Arc::new(PluginActor {
-        plugin: plugin.clone(),
-        base,
-        token: options.token.clone(),
-        http: harness::transport::http_client(),
-        // The daemon's rules bind the serving side: every answer the fake browser gets is
-        // checked against their shapes.
-        shapes: harness::lvmh::shape_watch(harness::rules::Binds::Instance, &Default::default()),
-    });
-    let process = options.process.clone();
-    let outcome = match &scenario {
-        Some(scenario) => {
-            // What the daemon under test must be able to do (spawn containers): the keys of
-            // the `peer:` set-up.
-            let own = scenario
-                .peer
-                .as_ref()
-                .map(|p| p.value.setup.keys().cloned().collect())
-                .unwrap_or_default();
-            let needs = scenario.set_up_needs(own);
-            let unarranged = harness::engine::applicability::unarranged(&needs, &options.arranged);
-            let scripted = harness::double::Scripted {
-                hub: hub.clone(),
-                cell: options.cell.clone(),
-                dialer: None,
-                actor,
-                process,
-                unarranged,
-                end_at_finding: options.end_at_finding.clone(),
-            };
-            scripted.run(scenario, shutdown).await
-        }
-        None => {
-            let unattended = harness::double::Unattended {
-                hub: hub.clone(),
-                cell: options.cell.clone(),
-                actor,
-                console: false,
-                steps: options.steps.clone(),
-                steps_of: "the plugin's own steps",
-                double: "fake-device",
-            };
-            unattended.until(shutdown).await;
-            None
-        }
-    };
-    match asked_to_stop.load(std::sync::atomic::Ordering::Relaxed) {
-        true => plugin.quit_and_wait(BYE_WITHIN).await,
-        false => plugin.kill(),
-    }
-    if let Some(dir) = &options.state_dir {
-        let saved = resume::Saved {
-            session: plugin.snapshot(),
-            last_seq: plugin.last_seq(),
-        };
-        if let Err(e) = resume::save(dir, &saved) {
-            tracing::warn!("the pi session could not be kept in {}: {e}", dir.display());
-        }
-    }
-    Ok(harness::double::ended(outcome, &journal, &findings))
+    Ok(())
 }

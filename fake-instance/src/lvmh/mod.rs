@@ -18,9 +18,7 @@ mod web_seen;
 
 use std::sync::Arc;
 
-use harness::engine::Hub;
-use harness::finding::Findings;
-use harness::journal::Journal;
+use harness::double::{Course, Opened, SetUp};
 use harness::lvmh::AGENT_PATH;
 use harness::scenario::{Scenario, check_actions};
 use serde::Deserialize;
@@ -96,6 +94,13 @@ pub(crate) enum DaemonError {
     Setup(String),
 }
 
+impl From<harness::double::OpenError> for DaemonError {
+    fn from(e: harness::double::OpenError) -> Self {
+        e.journal_or_said()
+            .map_or_else(DaemonError::Setup, DaemonError::Journal)
+    }
+}
+
 /// Checks what the daemon reads of a plugin-side lvmh scenario beyond the format: its settings
 /// and its steps' actions.
 pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
@@ -111,17 +116,13 @@ pub(crate) async fn run_started(
     started: impl FnOnce(std::net::SocketAddr, Arc<harness::engine::Progress>),
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<harness::embed::Ended, DaemonError> {
-    if let Some(scenario) = &scenario {
-        check_actions::<DaemonAction>(&scenario.steps, "steps", &scenario.source)
-            .map_err(|e| DaemonError::Setup(e.to_string()))?;
-    }
+    harness::double::check_steps::<DaemonAction>(scenario.as_ref(), &[], "")
+        .map_err(|e| DaemonError::Setup(e.to_string()))?;
     let settings = match &scenario {
         Some(scenario) => DaemonSettings::of(scenario).map_err(DaemonError::Setup)?,
         None => DaemonSettings::default(),
     };
-    let journal =
-        Arc::new(Journal::open(options.journal.as_deref()).map_err(DaemonError::Journal)?);
-    let findings = Arc::new(Findings::default());
+    let opened = Opened::open(options.journal.as_deref(), false)?;
     let (listener, addr) = harness::double::bind(options.listen, options.bound.as_ref())
         .await
         .map_err(|source| DaemonError::Listen(options.listen, source))?;
@@ -132,24 +133,18 @@ pub(crate) async fn run_started(
         options.misbehave.clone(),
         options.patience,
     ));
-    let tmp = harness::random::temp_dir()
-        .map_err(|e| DaemonError::Setup(format!("cannot make a temporary directory: {e}")))?;
     let token = options.token.clone();
+    let agent_url = format!("ws://{addr}{AGENT_PATH}");
     let mut vars = options
         .cell
-        .builtin_vars(&format!("http://{addr}"), &token, tmp.path());
-    vars.set("link_url", json!(format!("ws://{addr}{AGENT_PATH}")));
-    let hub = Hub::for_scenario(
-        daemon.clone(),
-        scenario.as_ref(),
-        vars,
-        journal.clone(),
-        findings.clone(),
-    )
-    .map_err(DaemonError::Setup)?;
+        .builtin_vars(&format!("http://{addr}"), &token, opened.tmp.path());
+    vars.set("link_url", json!(agent_url));
+    let hub = opened
+        .hub(daemon.clone(), scenario.as_ref(), vars)
+        .map_err(DaemonError::Setup)?;
     let spawns = Arc::new(spawn::Spawns::default());
     if let Ok(mut url) = spawns.agent_url.lock() {
-        *url = format!("ws://{addr}{AGENT_PATH}");
+        *url = agent_url;
     }
     let state = state::DaemonState {
         hub: hub.clone(),
@@ -163,55 +158,41 @@ pub(crate) async fn run_started(
         harness::double::serve(listener, routes::router(state), "the daemon's HTTP server");
     started(addr, hub.progress().clone());
     let mut under_test =
-        start_under_test(&options, scenario.as_ref(), addr, &token, tmp.path()).await?;
-    let process = under_test.process(options.process.clone());
-    let arranged = under_test.arranged(options.arranged.clone(), &[]);
+        start_under_test(&options, scenario.as_ref(), addr, &token, opened.tmp.path()).await?;
+    let set_up = match &scenario {
+        Some(scenario) => {
+            // What the plugin under test must be given (an agent that calls a tool): the keys
+            // of the `peer:` set-up, beside its steps.
+            let arranged = under_test.arranged(options.arranged.clone(), &[]);
+            let needs = harness::double::needs_as_keyed(scenario);
+            SetUp::unarranged(harness::engine::applicability::unarranged(
+                &needs, &arranged,
+            ))
+        }
+        None => SetUp::Ready,
+    };
+    if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
+        let steps =
+            harness::hooks::from_first_link(scenario.peer_steps()).map_err(DaemonError::Setup)?;
+        under_test.drive(&hub, &options.cell, "the plugin's own steps", steps);
+    }
     let actor = Arc::new(DaemonActor {
         daemon: daemon.clone(),
         spawns: spawns.clone(),
         token: token.clone(),
         limits: options.limits,
     });
-    let outcome = match &scenario {
-        Some(scenario) => {
-            // What the plugin under test must be given (an agent that calls a tool): the keys
-            // of the `peer:` set-up, beside its steps.
-            let own = scenario
-                .peer
-                .as_ref()
-                .map(|p| p.value.setup.keys().cloned().collect())
-                .unwrap_or_default();
-            let needs = scenario.set_up_needs(own);
-            let unarranged = harness::engine::applicability::unarranged(&needs, &arranged);
-            if unarranged.is_none() {
-                let steps = harness::hooks::from_first_link(scenario.peer_steps())
-                    .map_err(DaemonError::Setup)?;
-                under_test.drive(&hub, &options.cell, "the plugin's own steps", steps);
-            }
-            let scripted = harness::double::Scripted {
-                hub: hub.clone(),
-                cell: options.cell.clone(),
-                dialer: None,
-                actor,
-                process,
-                unarranged,
-                end_at_finding: options.end_at_finding.clone(),
-            };
-            scripted.run(scenario, shutdown).await
-        }
-        None => {
-            hub.keep_nothing();
-            shutdown.await;
-            None
-        }
-    };
+    let mut outcome = Course::new("fake-instance", hub.clone(), options.cell.clone(), actor)
+        .with_process(under_test.process(options.process.clone()))
+        .ending_at_finding(options.end_at_finding.clone())
+        .run(scenario.as_ref(), set_up, shutdown)
+        .await;
     spawns.stop_all();
     let grace = std::time::Duration::from_secs(2);
     harness::double::close_links(&hub, "the fake daemon is done", Some(grace)).await;
     harness::double::stop(server).await;
-    let mut outcome = outcome;
     under_test.finish(outcome.as_mut()).await;
-    Ok(harness::double::ended(outcome, &journal, &findings))
+    Ok(opened.ended(outcome))
 }
 
 /// The plugin under test (when one is given), started with the daemon's address, token and

@@ -3,9 +3,16 @@
 //! and never taken fails the test when the handle is dropped, as a mock server that verifies on
 //! drop does.
 
+mod builder;
+mod handle;
 mod in_process;
+mod plan;
+mod started;
 
+pub use builder::{BuilderCore, START_WITHIN, VERDICT_WITHIN, control_url};
 pub use in_process::{InProcessPeer, isolated};
+pub use plan::RunPlan;
+pub use started::{Ready, Started};
 
 use std::fmt::Display;
 use std::future::Future;
@@ -22,18 +29,6 @@ use crate::report::RunReport;
 
 /// How long a run without a scenario may take to stop once told.
 const STOP_WITHIN: Duration = Duration::from_secs(30);
-
-/// What a double tells whoever runs it once it is up: where it listens (fake-instance), where
-/// its control API listens (`--control`), and its progress, for `--events`.
-#[derive(Debug, Clone)]
-pub struct Ready {
-    /// The instance's address (fake-instance only).
-    pub addr: Option<std::net::SocketAddr>,
-    /// The control API's address, when asked for.
-    pub control: Option<std::net::SocketAddr>,
-    /// How the run is getting on.
-    pub progress: std::sync::Arc<crate::engine::Progress>,
-}
 
 /// The double's hands in its current run (its actor), replaced when a restart starts the next
 /// run; shared by the handle and the runs.
@@ -100,21 +95,6 @@ pub enum EmbedError<E> {
         /// How long it had.
         within: Duration,
     },
-}
-
-/// How a run is started and judged.
-#[derive(Debug, Clone)]
-pub struct RunPlan {
-    /// `fake-instance` or `fake-device`, for reports.
-    pub double: &'static str,
-    /// The protocol and spec of the run.
-    pub cell: Cell,
-    /// The scenario's name, when one runs: its verdict is then owed.
-    pub scenario: Option<String>,
-    /// How long it may take to come up.
-    pub up_within: Duration,
-    /// How long a scenario may take to end once its verdict is asked for.
-    pub verdict_within: Duration,
 }
 
 /// A double's run on the test's runtime.

@@ -1,0 +1,82 @@
+//! The instance under test, as a device's run sees it: started for the run (`--exec`) on a free
+//! port and waited for until it listens, or given by URL; and what hooks are told of it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness::engine::Cell;
+use harness::process::{Placeholders, Sut, SutSpec};
+
+use super::options::Options;
+
+/// What hooks are told of an instance this run did not start: its URL, the device's token,
+/// root and a `{tmp}`, and the cell.
+pub(crate) fn instance_placeholders(options: &Options, tmp: &std::path::Path) -> Placeholders {
+    harness::under_test::placeholders(
+        &options.instance,
+        None,
+        &options.token,
+        tmp,
+        options.roots.first().map_or("", String::as_str),
+        &options.cell,
+    )
+}
+
+/// Starts the instance under test (`--exec`) for a device whose root is `root`: `{port}` is a
+/// free port for it to listen on, and `{url}` the instance's address, `instance` when given,
+/// else `http://127.0.0.1:{port}`; `{tmp}` is a directory of its own. An lvmh daemon is also
+/// told `{gitlab_url}`, the fake GitLab its GitLab routes are to ask
+/// ([`harness::lvmh::gitlab`]). Gives it and its URL.
+pub async fn start_instance(
+    spec: SutSpec,
+    instance: Option<&str>,
+    token: &str,
+    cell: &Cell,
+    root: &std::path::Path,
+    family: harness::family::Family,
+) -> Result<(Arc<Sut>, String), String> {
+    let port =
+        harness::free_port::free_port().map_err(|e| format!("cannot find a free port: {e}"))?;
+    let url = instance
+        .map(|u| u.trim_end_matches('/').to_string())
+        .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));
+    let scratch = harness::random::temp_dir()
+        .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+    let mut placeholders = harness::under_test::placeholders(
+        &url,
+        Some(port),
+        token,
+        scratch.path(),
+        &root.display().to_string(),
+        cell,
+    );
+    if family == harness::family::Family::Lvmh {
+        placeholders.set("gitlab_url", harness::lvmh::gitlab::url()?);
+    }
+    let sut = Sut::start(spec, placeholders, Some(scratch)).await?;
+    if instance.is_none() {
+        // The run starts once the server listens on the port it was given: a scenario's first
+        // step may dial at once, and a server still starting (a cold binary on a busy machine)
+        // would fail that dial through no fault of its own.
+        listening(port, LISTEN_WITHIN).await;
+    }
+    Ok((sut, url))
+}
+
+/// How long a started web server has to listen on its port before the run starts anyway (its
+/// steps then say what they could not reach).
+const LISTEN_WITHIN: Duration = Duration::from_secs(30);
+
+/// Waits until something accepts connections on `port`, at most `within`.
+async fn listening(port: u16, within: Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < deadline {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
