@@ -19,8 +19,9 @@ use crate::settings::{CardPolicy, ClientKind};
 use serde_json::{Value, json};
 
 use crate::applicability::Applicability;
-use crate::cards;
 use crate::chats::Chats;
+use crate::methods::cards;
+use crate::methods::{hello, initialize};
 use crate::monitor;
 
 /// How the client behaves.
@@ -293,7 +294,7 @@ impl ClientModel {
     fn on_hello(&self, hub: &Arc<Hub>, peer: &Arc<Peer>, params: &Value) {
         let discovery = self.discovery();
         let allowed = discovery.protocol_for_device();
-        for finding in monitor::check_hello(params, allowed, self.config.spec) {
+        for finding in hello::check_hello(params, allowed, self.config.spec) {
             hub.findings().push(finding.on_link(peer.link()));
         }
         let said = params
@@ -676,7 +677,7 @@ impl Behaviour for ClientModel {
                 }
                 let outcome = outcome.clone().map_err(|e| e.to_value());
                 for finding in
-                    monitor::check_initialize(&outcome, hello, self.config.spec, lembas_client)
+                    initialize::check_initialize(&outcome, hello, self.config.spec, lembas_client)
                 {
                     hub.findings().push(finding.on_link(peer.link()));
                 }
