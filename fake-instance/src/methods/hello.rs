@@ -1,12 +1,156 @@
-//! `_lembas/hello`, the device's first word on a link: what the instance checks in it (its
-//! shape, the protocol the discovery allows, the spec and the CLI's version).
+//! `_lembas/hello`, the device's first word on a link: that it comes first (and in time, and
+//! once), what the instance checks in it (its shape, the protocol the discovery allows, the spec
+//! and the CLI's version), and the 4400 close of a link whose protocol this instance cannot
+//! speak, with the redial that must not follow.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use harness::engine::Hub;
 use harness::finding::Finding;
-use harness::lembas::Spec;
-use harness::rules::ids;
+use harness::jsonrpc::Peer;
+use harness::lembas::{CLOSE_PROTOCOL_MISMATCH, Spec, methods};
+use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
+use crate::methods::links::{Links, OnLink, lock};
 use crate::monitor::shape;
+
+/// What the instance gets wrong about hello on purpose; all off by default.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Faults {
+    /// Keeps a link whose hello says a protocol this instance cannot speak.
+    pub keeps_unspoken_link: bool,
+    /// Closes that link as a policy violation (1008), not with 4400.
+    pub other_code: bool,
+}
+
+impl Faults {
+    /// The hello faults among `misbehave`.
+    pub(crate) fn of(misbehave: &Misbehaviours) -> Self {
+        Self {
+            keeps_unspoken_link: misbehave.breaks(ids::INSTANCE_LINK_CLOSE_4400),
+            other_code: misbehave.breaks_way(ids::INSTANCE_LINK_CLOSE_4400, "other_code"),
+        }
+    }
+}
+
+/// How soon after a 4400 close a device's new link counts as a redial.
+const REDIAL_WINDOW: Duration = Duration::from_secs(30);
+
+/// When this instance last closed each device's link with 4400.
+#[derive(Debug, Default)]
+pub(crate) struct Closed4400(Mutex<HashMap<String, Instant>>);
+
+/// On stdio (an editor's link) no hello comes, and no other `_lembas` message may; on a
+/// device's link its first message is its hello.
+pub(crate) fn first_message(link: &OnLink<'_>, method: &str, stdio: bool) {
+    if stdio {
+        if method.starts_with("_lembas/") {
+            link.found(Finding::new(
+                ids::DEVICE_STDIO_PLAIN_ACP,
+                format!("`{method}` to an editor on serve --stdio"),
+            ));
+        }
+        return;
+    }
+    let mut links = lock(link.links);
+    let state = links.entry(link.peer.link()).or_default();
+    let first = !state.spoke;
+    state.spoke = true;
+    if first && method != methods::LEMBAS_HELLO {
+        link.found(Finding::new(
+            ids::DEVICE_HELLO_FIRST,
+            format!("the device's first message is `{method}`, not `_lembas/hello`"),
+        ));
+    }
+}
+
+/// A device that never says hello would leave the link silent forever: say so, and close it
+/// (1008, a policy violation) rather than hold its socket for good.
+pub(crate) fn watch_for_hello(hub: &Arc<Hub>, peer: &Arc<Peer>, links: &Links, patience: Duration) {
+    let (links, link) = (links.clone(), peer.link());
+    let finding = Finding::new(
+        ids::DEVICE_HELLO_FIRST,
+        format!("no hello within {patience:?} of the link opening"),
+    );
+    let close = Some((1008, "no hello in time"));
+    hub.watchdog(peer, patience, finding, close, move || {
+        links
+            .lock()
+            .map(|l| l.get(&link).is_some_and(|s| s.hello_protocol.is_some()))
+            .unwrap_or(true)
+    });
+}
+
+/// Judges the device's hello (`allowed`: the protocol the discovery served allows) and closes
+/// a link whose protocol this instance cannot speak. The protocol to initialize the link at;
+/// none when the link is done with (a second hello, a 4400 close).
+pub(crate) fn on_hello(
+    link: &OnLink<'_>,
+    params: &Value,
+    allowed: u8,
+    spec: Spec,
+    closed: &Closed4400,
+    faults: Faults,
+) -> Option<u8> {
+    for finding in check_hello(params, allowed, spec) {
+        link.found(finding);
+    }
+    let said = params
+        .get("protocol")
+        .and_then(Value::as_u64)
+        .and_then(|p| u8::try_from(p).ok())
+        .unwrap_or(1);
+    let twice = {
+        let mut links = lock(link.links);
+        let state = links.entry(link.peer.link()).or_default();
+        let twice = state.hello_protocol.is_some();
+        state.hello_protocol.get_or_insert(said);
+        twice
+    };
+    if twice {
+        link.found(Finding::new(
+            ids::DEVICE_HELLO_ONCE,
+            "hello sent twice on one link",
+        ));
+        return None;
+    }
+    let device = link.chats.device_of(link.peer.link());
+    check_redial(link, closed, &device);
+    if said >= 2 && allowed < 2 && !faults.keeps_unspoken_link {
+        if let Ok(mut closed) = closed.0.lock() {
+            closed.insert(device, Instant::now());
+        }
+        // Misbehaving (close_4400/other_code): closed, but as a policy violation (1008).
+        let code = match faults.other_code {
+            true => 1008,
+            false => CLOSE_PROTOCOL_MISMATCH,
+        };
+        link.peer
+            .close(code, "this instance speaks link protocol 1 only");
+        return None;
+    }
+    Some(said.min(allowed))
+}
+
+/// A device this instance closed with 4400 must not come back (it stops, saying why): one that
+/// links again soon after is redialling. A CLI restarted by hand that soon would be reported
+/// too, and the finding says how long after it came.
+fn check_redial(link: &OnLink<'_>, closed: &Closed4400, device: &str) {
+    if let Some(closed_at) = closed.0.lock().ok().and_then(|c| c.get(device).copied())
+        && closed_at.elapsed() < REDIAL_WINDOW
+    {
+        link.found(Finding::new(
+            ids::DEVICE_LINK_NO_REDIAL_4400,
+            format!(
+                "the device linked again {} ms after this instance closed its link with 4400",
+                closed_at.elapsed().as_millis()
+            ),
+        ));
+    }
+}
 
 /// Checks a hello's params, given the protocol the discovery served allows and the spec the
 /// device is expected to implement.

@@ -6,3 +6,11 @@
 pub(crate) mod cards;
 pub(crate) mod hello;
 pub(crate) mod initialize;
+pub(crate) mod links;
+pub(crate) mod plan;
+pub(crate) mod prompt;
+pub(crate) mod question;
+pub(crate) mod request_permission;
+pub(crate) mod session_delete;
+pub(crate) mod session_new;
+pub(crate) mod unknown_method;
