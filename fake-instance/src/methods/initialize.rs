@@ -149,15 +149,17 @@ pub(crate) fn after_hello(
     if faults.chat_first {
         // Misbehaving (with no gate): a chat opened right behind initialize.
         let cwd = first_root(hello);
-        let early = peer.begin_request(
-            methods::SESSION_NEW,
-            json!({ "cwd": cwd, "mcpServers": [] }),
-            patience,
-        );
-        tokio::spawn(async move {
-            let _ = early.await;
-        });
+        let params = json!({ "cwd": cwd, "mcpServers": [] });
+        unawaited(peer, methods::SESSION_NEW, params, patience);
     }
+}
+
+/// Sends a request whose answer nobody waits for (a misbehaving client's extra).
+fn unawaited(peer: &Arc<Peer>, method: &str, params: Value, patience: Duration) {
+    let answer = peer.begin_request(method, params, patience);
+    tokio::spawn(async move {
+        let _ = answer.await;
+    });
 }
 
 /// The first root a hello names, or `/` when it names none.
@@ -190,14 +192,8 @@ pub(crate) fn on_answer(
         .is_some();
     if faults.probes_unlisted {
         // Misbehaving: a method the device may not have listed, right away.
-        let probe = peer.begin_request(
-            methods::LEMBAS_SESSION_STATUS,
-            json!({ "sessionId": "ses_probe" }),
-            patience,
-        );
-        tokio::spawn(async move {
-            let _ = probe.await;
-        });
+        let params = json!({ "sessionId": "ses_probe" });
+        unawaited(peer, methods::LEMBAS_SESSION_STATUS, params, patience);
     }
     if let Ok(result) = outcome {
         link.chats.ready(peer, result);

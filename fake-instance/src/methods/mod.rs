@@ -4,6 +4,9 @@
 //! its checks on the device; [`crate::client`] and [`crate::actions`] only route to them.
 
 pub(crate) mod cards;
+pub(crate) mod composer;
+pub(crate) mod configure;
+pub(crate) mod discovery;
 pub(crate) mod hello;
 pub(crate) mod initialize;
 pub(crate) mod links;
@@ -11,6 +14,9 @@ pub(crate) mod plan;
 pub(crate) mod prompt;
 pub(crate) mod question;
 pub(crate) mod request_permission;
+pub(crate) mod rewind;
 pub(crate) mod session_delete;
+pub(crate) mod session_menu;
 pub(crate) mod session_new;
+pub(crate) mod terminal;
 pub(crate) mod unknown_method;

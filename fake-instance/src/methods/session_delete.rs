@@ -4,10 +4,12 @@
 
 use std::time::Duration;
 
+use harness::engine::ActError;
 use harness::lembas::methods;
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
+use crate::actions::InstanceActor;
 use crate::methods::links::OnLink;
 
 /// What the instance gets wrong about deleted sessions on purpose; all off by default.
@@ -62,5 +64,13 @@ pub(crate) fn on_deleted(link: &OnLink<'_>, params: &Value, faults: &Faults) {
             Duration::from_secs(5),
         );
         tokio::spawn(answer);
+    }
+}
+
+impl InstanceActor {
+    /// Deletes a chat. A delete is kept even with no device linked: it goes when one links.
+    pub(crate) async fn delete_chat(&self, chat: String) -> Result<Value, ActError> {
+        let link = self.chats.ready_link(&self.hub, Duration::ZERO).await.ok();
+        Ok(self.chats.delete(link, &chat).await?)
     }
 }

@@ -1,0 +1,72 @@
+//! `_lembas/terminal/*`: the web UI's terminal (open, type, resize, hang up), each only when the
+//! device listed `terminal` (the terminal's messages themselves are [`crate::web_terminal`]'s).
+
+use std::time::Duration;
+
+use harness::engine::ActError;
+use serde_json::Value;
+
+use crate::actions::{InstanceActor, OpenTerminal, ResizeTerminal, TerminalInput, unlisted};
+
+impl InstanceActor {
+    /// Opens a terminal sized within the spec's bounds.
+    pub(crate) async fn open_terminal(
+        &self,
+        open: OpenTerminal,
+        timeout: Duration,
+    ) -> Result<Value, ActError> {
+        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+        unlisted(&facts, "terminal", "a terminal")?;
+        Ok(crate::web_terminal::open(
+            &self.chats,
+            &peer,
+            open.cwd.as_deref(),
+            open.cols,
+            open.rows,
+        )
+        .await?)
+    }
+
+    /// Types into a terminal.
+    pub(crate) async fn terminal_input(
+        &self,
+        typed: TerminalInput,
+        timeout: Duration,
+    ) -> Result<Value, ActError> {
+        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+        unlisted(&facts, "terminal", "a terminal")?;
+        Ok(crate::web_terminal::input(
+            &self.chats,
+            &peer,
+            &typed.terminal,
+            &typed.text,
+        ))
+    }
+
+    /// Resizes a terminal.
+    pub(crate) async fn resize_terminal(
+        &self,
+        size: ResizeTerminal,
+        timeout: Duration,
+    ) -> Result<Value, ActError> {
+        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+        unlisted(&facts, "terminal", "a terminal")?;
+        Ok(crate::web_terminal::resize(
+            &peer,
+            &size.terminal,
+            size.cols,
+            size.rows,
+        ))
+    }
+
+    /// Hangs a terminal up.
+    pub(crate) async fn close_terminal(
+        &self,
+        terminal: String,
+        timeout: Duration,
+    ) -> Result<Value, ActError> {
+        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+        unlisted(&facts, "terminal", "a terminal")?;
+        Ok(crate::web_terminal::close(&peer, &terminal))
+    }
+}
