@@ -312,6 +312,9 @@ impl InstanceActor {
     }
 }
 
+/// What an action gives: its result for `capture`, or why it failed or does not apply.
+pub(crate) type Acted = Result<Value, ActError>;
+
 /// An action needing a capability the device did not list does not apply to it (unless the web
 /// UI misbehaves on purpose: then it goes ahead, and the device's monitor catches it).
 pub(crate) fn unlisted(
@@ -325,4 +328,19 @@ pub(crate) fn unlisted(
     Err(ActError::NotApplicable(format!(
         "{what} need `{capability}`, which the device did not list"
     )))
+}
+
+impl InstanceActor {
+    /// The ready link, for an action that needs `capability` (`what` names the action when the
+    /// device did not list it).
+    pub(crate) async fn ready_for(
+        &self,
+        timeout: Duration,
+        capability: &str,
+        what: &str,
+    ) -> Result<(Arc<harness::jsonrpc::Peer>, crate::chats::LinkFacts), ActError> {
+        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+        unlisted(&facts, capability, what)?;
+        Ok((peer, facts))
+    }
 }

@@ -9,15 +9,11 @@ use harness::engine::ActError;
 use harness::lembas::methods;
 use serde_json::{Value, json};
 
-use crate::actions::{ComposerAsk, InstanceActor, MentionFile, unlisted};
+use crate::actions::{Acted, ComposerAsk, InstanceActor, MentionFile, unlisted};
 
 impl InstanceActor {
     /// The `@` picker asks the device for files.
-    pub(crate) async fn search_files(
-        &self,
-        ask: ComposerAsk,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
+    pub(crate) async fn search_files(&self, ask: ComposerAsk, timeout: Duration) -> Acted {
         let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
         let mut params = composer_params(&ask)?;
         params["query"] = json!(ask.query.clone().unwrap_or_default());
@@ -36,11 +32,7 @@ impl InstanceActor {
     }
 
     /// The composer lists the device's commands.
-    pub(crate) async fn list_commands(
-        &self,
-        ask: ComposerAsk,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
+    pub(crate) async fn list_commands(&self, ask: ComposerAsk, timeout: Duration) -> Acted {
         let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
         let params = composer_params(&ask)?;
         self.composer(
@@ -55,13 +47,10 @@ impl InstanceActor {
     }
 
     /// The `@` picker: a file searched, chosen, and sent as `@path` text.
-    pub(crate) async fn mention(
-        &self,
-        mention: MentionFile,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "files", "the composer's `@` picker")?;
+    pub(crate) async fn mention(&self, mention: MentionFile, timeout: Duration) -> Acted {
+        let (peer, facts) = self
+            .ready_for(timeout, "files", "the composer's `@` picker")
+            .await?;
         Ok(crate::mention::mention(&self.chats, &peer, &facts, &mention).await?)
     }
 

@@ -3,20 +3,14 @@
 
 use std::time::Duration;
 
-use harness::engine::ActError;
-use serde_json::Value;
-
-use crate::actions::{ConfigureChat, InstanceActor, SetMode, unlisted};
+use crate::actions::{Acted, ConfigureChat, InstanceActor, SetMode};
 
 impl InstanceActor {
     /// Changes a chat's model and/or effort.
-    pub(crate) async fn configure(
-        &self,
-        change: ConfigureChat,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "configure", "a model or effort change")?;
+    pub(crate) async fn configure(&self, change: ConfigureChat, timeout: Duration) -> Acted {
+        let (peer, _) = self
+            .ready_for(timeout, "configure", "a model or effort change")
+            .await?;
         let change = crate::configure::Change {
             chat: change.chat,
             model: change.model,
@@ -26,11 +20,7 @@ impl InstanceActor {
     }
 
     /// Switches a chat's mode to one the device offered for it.
-    pub(crate) async fn set_mode(
-        &self,
-        switch: SetMode,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
+    pub(crate) async fn set_mode(&self, switch: SetMode, timeout: Duration) -> Acted {
         let (peer, _) = self.chats.ready_link(&self.hub, timeout).await?;
         Ok(crate::modes::set_mode(&self.chats, &peer, &switch.chat, &switch.mode).await?)
     }

@@ -3,13 +3,13 @@
 
 use harness::engine::ActError;
 use harness::lembas::Discovery;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::actions::InstanceActor;
+use crate::actions::{Acted, InstanceActor};
 
 impl InstanceActor {
     /// Serves discovery with `list` from now on (`[]`: no list at all).
-    pub(crate) fn serve_protocols(&self, list: Vec<u8>) -> Result<Value, ActError> {
+    pub(crate) fn serve_protocols(&self, list: Vec<u8>) -> Acted {
         let protocols = (!list.is_empty()).then(|| list.clone());
         let mut discovery = self
             .discovery

@@ -182,11 +182,7 @@ pub(crate) fn on_answer(
     faults: &Faults,
 ) {
     let peer = link.peer;
-    let hello = link
-        .links
-        .lock()
-        .ok()
-        .and_then(|l| l.get(&peer.link()).and_then(|s| s.hello_protocol));
+    let hello = link.hello_protocol();
     let lembas_client = request
         .pointer("/clientCapabilities/_meta/lembas")
         .is_some();

@@ -48,6 +48,14 @@ pub(crate) struct OnLink<'a> {
 }
 
 impl OnLink<'_> {
+    /// The protocol the link's hello said (`None`: no hello yet).
+    pub(crate) fn hello_protocol(&self) -> Option<u8> {
+        self.links
+            .lock()
+            .ok()
+            .and_then(|l| l.get(&self.peer.link()).and_then(|s| s.hello_protocol))
+    }
+
     /// Reports `finding` against this link.
     pub(crate) fn found(&self, finding: Finding) {
         self.hub.findings().push(finding.on_link(self.peer.link()));

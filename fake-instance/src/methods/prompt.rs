@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use harness::engine::ActError;
 use harness::lembas::methods;
 use serde_json::{Value, json};
 
-use crate::actions::{InstanceActor, SendMessage, unlisted};
+use crate::actions::{Acted, InstanceActor, SendMessage, unlisted};
 use crate::applicability::Applicability;
 use crate::chats::Chats;
 
@@ -31,11 +30,7 @@ pub(crate) fn answered(applicability: Option<&Applicability>) {
 
 impl InstanceActor {
     /// Writes in a chat: a prompt, or a steer while its turn runs.
-    pub(crate) async fn send(
-        &self,
-        send: SendMessage,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
+    pub(crate) async fn send(&self, send: SendMessage, timeout: Duration) -> Acted {
         let chat = self.chats.current_chat(&send.chat);
         // A chat lives on its device: written to, it goes to that device's link.
         let device = self.chats.device_of_chat(&chat);
@@ -56,7 +51,7 @@ impl InstanceActor {
     }
 
     /// Stops the chat's running turn (`session/cancel`).
-    pub(crate) async fn cancel(&self, chat: String, timeout: Duration) -> Result<Value, ActError> {
+    pub(crate) async fn cancel(&self, chat: String, timeout: Duration) -> Acted {
         let (peer, _) = self.chats.ready_link(&self.hub, timeout).await?;
         self.chats.cancel(&peer, &chat);
         Ok(json!({ "sessionId": chat }))

@@ -3,20 +3,12 @@
 
 use std::time::Duration;
 
-use harness::engine::ActError;
-use serde_json::Value;
-
-use crate::actions::{InstanceActor, RewindChat, unlisted};
+use crate::actions::{Acted, InstanceActor, RewindChat};
 
 impl InstanceActor {
     /// Rewinds a chat to before a turn, and sends the new text when there is one.
-    pub(crate) async fn rewind(
-        &self,
-        rewind: RewindChat,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "rewind", "a rewind")?;
+    pub(crate) async fn rewind(&self, rewind: RewindChat, timeout: Duration) -> Acted {
+        let (peer, facts) = self.ready_for(timeout, "rewind", "a rewind").await?;
         Ok(self
             .chats
             .rewind(

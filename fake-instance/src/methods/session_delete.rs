@@ -4,12 +4,11 @@
 
 use std::time::Duration;
 
-use harness::engine::ActError;
 use harness::lembas::methods;
 use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
-use crate::actions::InstanceActor;
+use crate::actions::{Acted, InstanceActor};
 use crate::methods::links::OnLink;
 
 /// What the instance gets wrong about deleted sessions on purpose; all off by default.
@@ -69,7 +68,7 @@ pub(crate) fn on_deleted(link: &OnLink<'_>, params: &Value, faults: &Faults) {
 
 impl InstanceActor {
     /// Deletes a chat. A delete is kept even with no device linked: it goes when one links.
-    pub(crate) async fn delete_chat(&self, chat: String) -> Result<Value, ActError> {
+    pub(crate) async fn delete_chat(&self, chat: String) -> Acted {
         let link = self.chats.ready_link(&self.hub, Duration::ZERO).await.ok();
         Ok(self.chats.delete(link, &chat).await?)
     }

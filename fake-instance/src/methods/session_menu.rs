@@ -3,27 +3,18 @@
 
 use std::time::Duration;
 
-use harness::engine::ActError;
-use serde_json::Value;
-
-use crate::actions::{InstanceActor, RenameChat, unlisted};
+use crate::actions::{Acted, InstanceActor, RenameChat};
 
 impl InstanceActor {
     /// Renames a chat (the title cut to 200 characters).
-    pub(crate) async fn rename(
-        &self,
-        rename: RenameChat,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "title", "a rename")?;
+    pub(crate) async fn rename(&self, rename: RenameChat, timeout: Duration) -> Acted {
+        let (peer, _) = self.ready_for(timeout, "title", "a rename").await?;
         Ok(crate::chat_menu::rename(&self.chats, &peer, &rename.chat, &rename.title).await?)
     }
 
     /// Compacts a chat between its prompts.
-    pub(crate) async fn compact(&self, chat: String, timeout: Duration) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "compact", "a compaction")?;
+    pub(crate) async fn compact(&self, chat: String, timeout: Duration) -> Acted {
+        let (peer, _) = self.ready_for(timeout, "compact", "a compaction").await?;
         Ok(crate::chat_menu::compact(&self.chats, &peer, &chat).await?)
     }
 }

@@ -4,11 +4,10 @@
 
 use std::time::Duration;
 
-use harness::engine::ActError;
 use harness::lembas::methods;
 use serde_json::{Value, json};
 
-use crate::actions::{InstanceActor, OpenChat, PickFolder, unlisted};
+use crate::actions::{Acted, InstanceActor, OpenChat, PickFolder};
 use crate::chats::Chats;
 
 /// The device answered a `session/new` (`request`: what was asked): the chats learn the
@@ -19,11 +18,7 @@ pub(crate) fn answered(chats: &Chats, link: u32, request: &Value, result: &Value
 
 impl InstanceActor {
     /// Opens a chat on a device (`session/new`).
-    pub(crate) async fn open_chat(
-        &self,
-        open: OpenChat,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
+    pub(crate) async fn open_chat(&self, open: OpenChat, timeout: Duration) -> Acted {
         let (peer, facts) = self
             .chats
             .ready_link_of(&self.hub, timeout, open.device.as_deref())
@@ -48,13 +43,10 @@ impl InstanceActor {
     }
 
     /// The new chat's folder picker (`_lembas/directories`).
-    pub(crate) async fn pick_folder(
-        &self,
-        pick: PickFolder,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "directories", "the folder picker")?;
+    pub(crate) async fn pick_folder(&self, pick: PickFolder, timeout: Duration) -> Acted {
+        let (peer, _) = self
+            .ready_for(timeout, "directories", "the folder picker")
+            .await?;
         Ok(crate::chat_menu::pick_folder(&self.chats, &peer, pick.path.as_deref()).await?)
     }
 

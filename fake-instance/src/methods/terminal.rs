@@ -3,20 +3,12 @@
 
 use std::time::Duration;
 
-use harness::engine::ActError;
-use serde_json::Value;
-
-use crate::actions::{InstanceActor, OpenTerminal, ResizeTerminal, TerminalInput, unlisted};
+use crate::actions::{Acted, InstanceActor, OpenTerminal, ResizeTerminal, TerminalInput};
 
 impl InstanceActor {
     /// Opens a terminal sized within the spec's bounds.
-    pub(crate) async fn open_terminal(
-        &self,
-        open: OpenTerminal,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "terminal", "a terminal")?;
+    pub(crate) async fn open_terminal(&self, open: OpenTerminal, timeout: Duration) -> Acted {
+        let (peer, _) = self.ready_for(timeout, "terminal", "a terminal").await?;
         Ok(crate::web_terminal::open(
             &self.chats,
             &peer,
@@ -28,13 +20,8 @@ impl InstanceActor {
     }
 
     /// Types into a terminal.
-    pub(crate) async fn terminal_input(
-        &self,
-        typed: TerminalInput,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "terminal", "a terminal")?;
+    pub(crate) async fn terminal_input(&self, typed: TerminalInput, timeout: Duration) -> Acted {
+        let (peer, _) = self.ready_for(timeout, "terminal", "a terminal").await?;
         Ok(crate::web_terminal::input(
             &self.chats,
             &peer,
@@ -44,13 +31,8 @@ impl InstanceActor {
     }
 
     /// Resizes a terminal.
-    pub(crate) async fn resize_terminal(
-        &self,
-        size: ResizeTerminal,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "terminal", "a terminal")?;
+    pub(crate) async fn resize_terminal(&self, size: ResizeTerminal, timeout: Duration) -> Acted {
+        let (peer, _) = self.ready_for(timeout, "terminal", "a terminal").await?;
         Ok(crate::web_terminal::resize(
             &peer,
             &size.terminal,
@@ -60,13 +42,8 @@ impl InstanceActor {
     }
 
     /// Hangs a terminal up.
-    pub(crate) async fn close_terminal(
-        &self,
-        terminal: String,
-        timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-        unlisted(&facts, "terminal", "a terminal")?;
+    pub(crate) async fn close_terminal(&self, terminal: String, timeout: Duration) -> Acted {
+        let (peer, _) = self.ready_for(timeout, "terminal", "a terminal").await?;
         Ok(crate::web_terminal::close(&peer, &terminal))
     }
 }
