@@ -1,10 +1,11 @@
 //! What a person does in LLeMbas's web UI, for `act` steps: open a chat, write in it, rewind
-//! it, stop its turn, change its model or mode, delete it. Each waits (up to the step's deadline) for a device that is
-//! linked and initialized, and uses only what that device listed in its capabilities: an action
-//! that would call what it did not list does not apply to that device (a scenario's run ends
-//! not applicable; the simulated web UI's own steps go on without it).
+//! it, stop its turn, change its model or mode, delete it. Each waits (up to the step's deadline)
+//! for a device that is linked and initialized, and uses only what that device listed in its
+//! capabilities: an action that would call what it did not list does not apply to that device (a
+//! scenario's run ends not applicable; the simulated web UI's own steps go on without it). This
+//! file holds the actions' words and their dispatch; each action is done in the room of the
+//! method it calls ([`crate::methods`]).
 
-use harness::lembas::methods;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -275,235 +276,52 @@ impl TypedActor for InstanceActor {
 }
 
 impl InstanceActor {
+    /// Does `action` now. Each action is done in the room of the method it calls
+    /// (`crate::methods`), as an `impl InstanceActor` of its own.
     pub(crate) async fn act_now(
         &self,
         action: WebAction,
         timeout: Duration,
     ) -> Result<Value, ActError> {
         match action {
-            WebAction::ServeProtocols(list) => {
-                let protocols = (!list.is_empty()).then(|| list.clone());
-                let mut discovery = self
-                    .discovery
-                    .write()
-                    .map_err(|_| ActError::Failed("discovery is unavailable".into()))?;
-                *discovery = Discovery::for_protocols(protocols);
-                Ok(json!({ "protocols": list }))
-            }
-            WebAction::DeleteChat(chat) => {
-                // A delete is kept even with no device linked: it goes when one links.
-                let link = self.chats.ready_link(&self.hub, Duration::ZERO).await.ok();
-                Ok(self.chats.delete(link, &chat).await?)
-            }
-            WebAction::OpenChat(open) => {
-                let (peer, facts) = self
-                    .chats
-                    .ready_link_of(&self.hub, timeout, open.device.as_deref())
-                    .await?;
-                // `Context` fields the device did not list are left out, as the web UI does; a
-                // scenario that relies on them says so in its `needs`.
-                let mut context = context_of(&open);
-                if open.account_personalization && !context.contains_key("personalization") {
-                    context.insert("personalization".into(), self.account_personalization());
-                }
-                Ok(self
-                    .chats
-                    .open(
-                        &peer,
-                        &facts,
-                        open.cwd.as_deref(),
-                        open.mode.as_deref(),
-                        open.model.as_deref(),
-                        context,
-                    )
-                    .await?)
-            }
-            WebAction::Send(send) => {
-                let chat = self.chats.current_chat(&send.chat);
-                // A chat lives on its device: written to, it goes to that device's link.
-                let device = self.chats.device_of_chat(&chat);
-                let (peer, facts) = self
-                    .chats
-                    .ready_link_of(&self.hub, timeout, device.as_deref())
-                    .await?;
-                let careless = self
-                    .chats
-                    .misbehaves(harness::rules::ids::INSTANCE_PROMPT_BLOCKS);
-                if !send.attach.is_empty() && !careless {
-                    unlisted(&facts, "attachments", "attached files")?;
-                }
-                Ok(self
-                    .chats
-                    .send(&peer, &facts, &chat, &send.text, &send.attach)
-                    .await?)
-            }
-            WebAction::Rewind(rewind) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "rewind", "a rewind")?;
-                Ok(self
-                    .chats
-                    .rewind(
-                        &peer,
-                        &facts,
-                        &rewind.chat,
-                        &rewind.turn,
-                        rewind.text.as_deref(),
-                    )
-                    .await?)
-            }
-            WebAction::Cancel(chat) => {
-                let (peer, _) = self.chats.ready_link(&self.hub, timeout).await?;
-                self.chats.cancel(&peer, &chat);
-                Ok(json!({ "sessionId": chat }))
-            }
-            WebAction::Configure(change) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "configure", "a model or effort change")?;
-                let change = crate::configure::Change {
-                    chat: change.chat,
-                    model: change.model,
-                    effort: change.effort,
-                };
-                Ok(crate::configure::configure(&self.chats, &peer, change).await?)
-            }
-            WebAction::SetMode(switch) => {
-                let (peer, _) = self.chats.ready_link(&self.hub, timeout).await?;
-                Ok(crate::modes::set_mode(&self.chats, &peer, &switch.chat, &switch.mode).await?)
-            }
-            WebAction::SearchFiles(ask) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                let mut params = composer_params(&ask)?;
-                params["query"] = json!(ask.query.clone().unwrap_or_default());
-                if let Some(limit) = ask.limit {
-                    params["limit"] = json!(limit);
-                }
-                self.composer(
-                    &peer,
-                    &facts,
-                    "files",
-                    methods::LEMBAS_FILES_SEARCH,
-                    params,
-                    timeout,
-                )
-                .await
-            }
-            WebAction::Rename(rename) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "title", "a rename")?;
-                Ok(
-                    crate::chat_menu::rename(&self.chats, &peer, &rename.chat, &rename.title)
-                        .await?,
-                )
-            }
-            WebAction::Compact(chat) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "compact", "a compaction")?;
-                Ok(crate::chat_menu::compact(&self.chats, &peer, &chat).await?)
-            }
-            WebAction::PickFolder(pick) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "directories", "the folder picker")?;
-                Ok(crate::chat_menu::pick_folder(&self.chats, &peer, pick.path.as_deref()).await?)
-            }
-            WebAction::OpenTerminal(open) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "terminal", "a terminal")?;
-                Ok(crate::web_terminal::open(
-                    &self.chats,
-                    &peer,
-                    open.cwd.as_deref(),
-                    open.cols,
-                    open.rows,
-                )
-                .await?)
-            }
-            WebAction::TerminalInput(typed) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "terminal", "a terminal")?;
-                Ok(crate::web_terminal::input(
-                    &self.chats,
-                    &peer,
-                    &typed.terminal,
-                    &typed.text,
-                ))
-            }
-            WebAction::ResizeTerminal(size) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "terminal", "a terminal")?;
-                Ok(crate::web_terminal::resize(
-                    &peer,
-                    &size.terminal,
-                    size.cols,
-                    size.rows,
-                ))
-            }
-            WebAction::CloseTerminal(terminal) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "terminal", "a terminal")?;
-                Ok(crate::web_terminal::close(&peer, &terminal))
-            }
-            WebAction::Mention(mention) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                unlisted(&facts, "files", "the composer's `@` picker")?;
-                Ok(crate::mention::mention(&self.chats, &peer, &facts, &mention).await?)
-            }
-            WebAction::ListCommands(ask) => {
-                let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
-                let params = composer_params(&ask)?;
-                self.composer(
-                    &peer,
-                    &facts,
-                    "commands",
-                    methods::LEMBAS_COMMANDS,
-                    params,
-                    timeout,
-                )
-                .await
-            }
+            // Discovery.
+            WebAction::ServeProtocols(list) => self.serve_protocols(list),
+            // session/new and its folder picker.
+            WebAction::OpenChat(open) => self.open_chat(open, timeout).await,
+            WebAction::PickFolder(pick) => self.pick_folder(pick, timeout).await,
+            // session/prompt, session/cancel, rewind.
+            WebAction::Send(send) => self.send(send, timeout).await,
+            WebAction::Cancel(chat) => self.cancel(chat, timeout).await,
+            WebAction::Rewind(rewind) => self.rewind(rewind, timeout).await,
+            // A chat's settings and menu.
+            WebAction::Configure(change) => self.configure(change, timeout).await,
+            WebAction::SetMode(switch) => self.set_mode(switch, timeout).await,
+            WebAction::Rename(rename) => self.rename(rename, timeout).await,
+            WebAction::Compact(chat) => self.compact(chat, timeout).await,
+            WebAction::DeleteChat(chat) => self.delete_chat(chat).await,
+            // The composer.
+            WebAction::SearchFiles(ask) => self.search_files(ask, timeout).await,
+            WebAction::ListCommands(ask) => self.list_commands(ask, timeout).await,
+            WebAction::Mention(mention) => self.mention(mention, timeout).await,
+            // Terminals.
+            WebAction::OpenTerminal(open) => self.open_terminal(open, timeout).await,
+            WebAction::TerminalInput(typed) => self.terminal_input(typed, timeout).await,
+            WebAction::ResizeTerminal(size) => self.resize_terminal(size, timeout).await,
+            WebAction::CloseTerminal(terminal) => self.close_terminal(terminal, timeout).await,
         }
     }
 }
 
-impl InstanceActor {
-    /// The account's personalization as a chat's `Context` carries it: its three fields while it
-    /// is on and available, else `null` (the device's own apply). A misbehaving web UI sends
-    /// instructions the account never had.
-    fn account_personalization(&self) -> Value {
-        let mut saved = self.http.personalization();
-        if self.chats.misbehaves_way(
-            harness::rules::ids::INSTANCE_CONTEXT_PERSONALIZATION_SOURCE,
-            "stale",
-        ) {
-            // Misbehaving: the account's personalization as it was before its writes.
-            let first = self.http.personalization_at_start();
-            saved.personality = first.personality;
-            saved.personality_custom = first.personality_custom;
-            saved.instructions = first.instructions;
-        }
-        if self
-            .chats
-            .misbehaves(harness::rules::ids::INSTANCE_CONTEXT_PERSONALIZATION_SOURCE)
-        {
-            return json!({
-                "personality": saved.personality,
-                "personality_custom": saved.personality_custom,
-                "instructions": format!("{} (remembered from another account)", saved.instructions),
-            });
-        }
-        if !(saved.enabled && saved.available) {
-            return Value::Null;
-        }
-        json!({
-            "personality": saved.personality,
-            "personality_custom": saved.personality_custom,
-            "instructions": saved.instructions,
-        })
-    }
-}
+/// What an action gives: its result for `capture`, or why it failed or does not apply.
+pub(crate) type Acted = Result<Value, ActError>;
 
 /// An action needing a capability the device did not list does not apply to it (unless the web
 /// UI misbehaves on purpose: then it goes ahead, and the device's monitor catches it).
-fn unlisted(facts: &crate::chats::LinkFacts, capability: &str, what: &str) -> Result<(), ActError> {
+pub(crate) fn unlisted(
+    facts: &crate::chats::LinkFacts,
+    capability: &str,
+    what: &str,
+) -> Result<(), ActError> {
     if facts.capabilities.iter().any(|c| c == capability) {
         return Ok(());
     }
@@ -513,72 +331,16 @@ fn unlisted(facts: &crate::chats::LinkFacts, capability: &str, what: &str) -> Re
 }
 
 impl InstanceActor {
-    /// Asks the device for the composer, only when it listed the capability (a misbehaving web
-    /// UI asks regardless).
-    async fn composer(
+    /// The ready link, for an action that needs `capability` (`what` names the action when the
+    /// device did not list it).
+    pub(crate) async fn ready_for(
         &self,
-        peer: &Arc<harness::jsonrpc::Peer>,
-        facts: &crate::chats::LinkFacts,
-        capability: &str,
-        method: &str,
-        params: Value,
         timeout: Duration,
-    ) -> Result<Value, ActError> {
-        let careless = self
-            .chats
-            .misbehaves(harness::rules::ids::INSTANCE_COMPOSER_CAPABILITIES);
-        let elsewhere = self.chats.misbehaves_way(
-            harness::rules::ids::INSTANCE_COMPOSER_CAPABILITIES,
-            "other_session",
-        );
-        if !careless && !elsewhere {
-            unlisted(
-                facts,
-                capability,
-                &format!("the composer's `{method}` calls"),
-            )?;
-        }
-        let mut params = params;
-        if careless && let Some(fields) = params.as_object_mut() {
-            // Misbehaving: the composer forgets which session it is about.
-            fields.remove("sessionId");
-        }
-        if elsewhere && let Some(fields) = params.as_object_mut() {
-            // Misbehaving: whatever the device listed, about a session it never gave.
-            fields.remove("cwd");
-            fields.insert("sessionId".into(), json!("ses_never_given"));
-        }
-        match peer.request(method, params, timeout).await {
-            Ok(Ok(answer)) => Ok(answer),
-            Ok(Err(e)) => Ok(json!({ "error": e.to_value() })),
-            Err(e) => Err(ActError::Failed(e.to_string())),
-        }
+        capability: &str,
+        what: &str,
+    ) -> Result<(Arc<harness::jsonrpc::Peer>, crate::chats::LinkFacts), ActError> {
+        let (peer, facts) = self.chats.ready_link(&self.hub, timeout).await?;
+        unlisted(&facts, capability, what)?;
+        Ok((peer, facts))
     }
-}
-
-/// The params naming what the composer is about: a chat's session or a directory.
-fn composer_params(ask: &ComposerAsk) -> Result<Value, ActError> {
-    match (&ask.chat, &ask.cwd) {
-        (Some(chat), _) => Ok(json!({ "sessionId": chat })),
-        (None, Some(cwd)) => Ok(json!({ "cwd": cwd })),
-        (None, None) => Err("say the composer's `chat` or `cwd`".into()),
-    }
-}
-
-/// The `Context` fields a chat is opened with.
-fn context_of(open: &OpenChat) -> serde_json::Map<String, Value> {
-    let mut context = serde_json::Map::new();
-    if let Some(prompt) = &open.system_prompt {
-        context.insert("system_prompt".into(), json!(prompt));
-    }
-    for (field, value) in [
-        ("personalization", &open.personalization),
-        ("library", &open.library),
-        ("prototypes", &open.prototypes),
-    ] {
-        if let Some(value) = value {
-            context.insert(field.into(), value.clone());
-        }
-    }
-    context
 }

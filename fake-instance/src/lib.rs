@@ -27,7 +27,6 @@
 mod actions;
 mod applicability;
 mod attach;
-mod cards;
 mod chat_menu;
 mod chats;
 mod check;
@@ -40,6 +39,7 @@ pub mod http;
 mod link_rules;
 pub mod lvmh;
 mod mention;
+mod methods;
 mod mode_watch;
 mod modes;
 mod monitor;

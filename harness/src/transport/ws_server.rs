@@ -248,6 +248,71 @@ struct Orders {
     half_close: HalfCloseSwitch,
 }
 
+/// The reader's watch on the peer's silence: after `silence` with nothing heard it asks for a
+/// ping, and a peer still silent `silence` after that is taken for gone.
+///
+/// The silence timer is set once and moved only when it fires (a message does no more than
+/// note the time): re-arming a timer for every message would cost the busy link.
+struct Keepalive {
+    /// Whether the watch is on. Zero turns it off; a silence too long for the clock is as good
+    /// as none.
+    on: bool,
+    silence: Duration,
+    last_heard: Instant,
+    pinged: bool,
+}
+
+impl Keepalive {
+    fn new(silence: Duration) -> Self {
+        Self {
+            on: !silence.is_zero() && Instant::now().checked_add(silence * 2).is_some(),
+            silence,
+            last_heard: Instant::now(),
+            pinged: false,
+        }
+    }
+
+    /// When the timer first fires.
+    fn first_alarm(&self) -> Instant {
+        match self.on {
+            true => self.last_heard + self.silence,
+            false => self.last_heard,
+        }
+    }
+
+    /// A message came.
+    fn heard(&mut self) {
+        self.last_heard = Instant::now();
+        self.pinged = false;
+    }
+
+    /// Pinged, and nothing heard since for the whole silence.
+    fn overdue(&self) -> bool {
+        self.pinged && self.last_heard.elapsed() >= self.silence
+    }
+
+    /// The timer fired: moves it on, asking for a ping first when none is out. False: the
+    /// ping went unanswered, the peer is gone.
+    fn still_waiting(
+        &mut self,
+        timer: std::pin::Pin<&mut tokio::time::Sleep>,
+        ping: &mpsc::Sender<()>,
+    ) -> bool {
+        if self.last_heard.elapsed() < self.silence {
+            timer.reset(self.last_heard + self.silence);
+            return true;
+        }
+        if self.pinged {
+            return false;
+        }
+        self.pinged = true;
+        self.last_heard = Instant::now();
+        timer.reset(self.last_heard + self.silence);
+        let _ = ping.try_send(());
+        true
+    }
+}
+
 /// Reads the socket until the stream ends, fails, or the closing deadline passes.
 ///
 /// Sends `Closed` exactly once, then reports on `done` the close frame (if any) the writer
@@ -269,19 +334,9 @@ async fn read_pump<St, M, E>(
     let mut deadline: Option<Instant> = None;
     let mut reported = false;
     let mut close_for_writer = None;
-    // The silence timer is set once and moved only when it fires (a message does no more than
-    // note the time): re-arming a timer for every message would cost the busy link. Zero turns
-    // the watch off; a silence too long for the clock is as good as none.
-    let keepalive =
-        !watch.silence.is_zero() && Instant::now().checked_add(watch.silence * 2).is_some();
-    let mut last_heard = Instant::now();
-    let silence = tokio::time::sleep_until(if keepalive {
-        last_heard + watch.silence
-    } else {
-        last_heard
-    });
+    let mut alive = Keepalive::new(watch.silence);
+    let silence = tokio::time::sleep_until(alive.first_alarm());
     tokio::pin!(silence);
-    let mut pinged = false;
 
     loop {
         let step = tokio::select! {
@@ -289,12 +344,12 @@ async fn read_pump<St, M, E>(
             _ = &mut watch.writer_gone, if writer_running => ReadStep::WriterGone,
             () = tokio::time::sleep_until(deadline.unwrap_or_else(Instant::now)),
                 if deadline.is_some() => ReadStep::Deadline,
-            () = &mut silence, if keepalive && deadline.is_none() => ReadStep::Silence,
+            () = &mut silence, if alive.on && deadline.is_none() => ReadStep::Silence,
         };
         // select! picks among the ready at random: after a stall (a starved CPU) the pong may
         // be waiting beside the expired timer, and a live peer must not be let go for it.
         let step = match step {
-            ReadStep::Silence if pinged && last_heard.elapsed() >= watch.silence => {
+            ReadStep::Silence if alive.overdue() => {
                 match futures_util::FutureExt::now_or_never(stream.next()) {
                     Some(item) => ReadStep::Item(item),
                     None => ReadStep::Silence,
@@ -303,19 +358,10 @@ async fn read_pump<St, M, E>(
             step => step,
         };
         if matches!(step, ReadStep::Item(Some(_))) {
-            last_heard = Instant::now();
-            pinged = false;
+            alive.heard();
         }
         match step {
-            ReadStep::Silence if last_heard.elapsed() < watch.silence => {
-                silence.as_mut().reset(last_heard + watch.silence);
-            }
-            ReadStep::Silence if !pinged => {
-                pinged = true;
-                last_heard = Instant::now();
-                silence.as_mut().reset(last_heard + watch.silence);
-                let _ = watch.ping.try_send(());
-            }
+            ReadStep::Silence if alive.still_waiting(silence.as_mut(), &watch.ping) => {}
             ReadStep::Silence => {
                 tracing::debug!(peer = %peer, silence = ?watch.silence,
                     "nothing heard since a ping: the peer is taken for gone");
@@ -347,26 +393,10 @@ async fn read_pump<St, M, E>(
                 close_for_writer = log_read_error(&error, &peer);
                 break;
             }
-            ReadStep::Item(Some(Ok(message))) => match message.into_event() {
-                WsEvent::Text(text) => deliver(&incoming, Incoming::Text(text)).await,
-                WsEvent::Binary(bytes) => deliver(&incoming, Incoming::Binary(bytes)).await,
-                WsEvent::Control => {}
-                WsEvent::Close(info) => {
-                    if !reported {
-                        reported = true;
-                        let info = info.unwrap_or(CloseInfo {
-                            code: CLOSE_NO_STATUS,
-                            reason: String::new(),
-                        });
-                        tracing::debug!(peer = %peer, code = info.code, reason = %info.reason,
-                            "peer closed the WebSocket");
-                        deliver(&incoming, Incoming::Closed(Some(info))).await;
-                    }
-                    // Keep reading: that is what flushes the library's automatic close reply
-                    // and, on the client side, waits for the server to drop the TCP stream.
-                    deadline.get_or_insert_with(|| Instant::now() + CLOSE_TIMEOUT);
-                }
-            },
+            ReadStep::Item(Some(Ok(message))) => {
+                let event = message.into_event();
+                on_event(event, &incoming, &mut reported, &mut deadline, &peer).await;
+            }
         }
     }
 
@@ -375,6 +405,37 @@ async fn read_pump<St, M, E>(
     }
     // The writer may already be gone; then there is no one left to tell.
     let _ = done.send(close_for_writer);
+}
+
+/// Hands a message the socket read to the local side. A close frame is reported once
+/// (`reported`), and starts the closing deadline.
+async fn on_event(
+    event: WsEvent,
+    incoming: &mpsc::Sender<Incoming>,
+    reported: &mut bool,
+    deadline: &mut Option<Instant>,
+    peer: &str,
+) {
+    match event {
+        WsEvent::Text(text) => deliver(incoming, Incoming::Text(text)).await,
+        WsEvent::Binary(bytes) => deliver(incoming, Incoming::Binary(bytes)).await,
+        WsEvent::Control => {}
+        WsEvent::Close(info) => {
+            if !*reported {
+                *reported = true;
+                let info = info.unwrap_or(CloseInfo {
+                    code: CLOSE_NO_STATUS,
+                    reason: String::new(),
+                });
+                tracing::debug!(peer = %peer, code = info.code, reason = %info.reason,
+                    "peer closed the WebSocket");
+                deliver(incoming, Incoming::Closed(Some(info))).await;
+            }
+            // Keep reading: that is what flushes the library's automatic close reply
+            // and, on the client side, waits for the server to drop the TCP stream.
+            deadline.get_or_insert_with(|| Instant::now() + CLOSE_TIMEOUT);
+        }
+    }
 }
 
 /// Hands one event to the local side. A local side that dropped its receiver no longer cares,
