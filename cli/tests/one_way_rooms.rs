@@ -74,21 +74,27 @@ fn join(parent: &str, child: &str) -> String {
     }
 }
 
-/// The code of a file without its comments and its inline test module (kept at the end).
+/// The code of a file without its comments and its inline test modules: every
+/// `#[cfg(test)]` `mod NAME {` block, wherever it stands, up to its closing brace at the margin
+/// (a file may hold code after a test module, and that code must still be read).
 fn code(text: &str) -> String {
-    // From the attribute line above `mod tests {`.
-    let end = text
-        .find("\nmod tests {")
-        .map(|at| match text[..at].rfind('\n') {
-            Some(line) if text[line + 1..at].starts_with("#[cfg(") => line,
-            _ => at,
-        })
-        .unwrap_or(text.len());
-    text[..end]
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut kept = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let opens_test_module = line.starts_with("#[cfg(")
+            && line.contains("test")
+            && lines
+                .peek()
+                .is_some_and(|next| next.starts_with("mod ") && next.trim_end().ends_with('{'));
+        if opens_test_module {
+            lines.by_ref().find(|l| *l == "}");
+            continue;
+        }
+        if !line.trim_start().starts_with("//") {
+            kept.push(line);
+        }
+    }
+    kept.join("\n")
 }
 
 fn is_ident(c: char) -> bool {
@@ -411,4 +417,27 @@ fn a_loop_is_seen() {
     std::fs::write(src.join("room/inner.rs"), "pub const X: u8 = 1;\n").expect("written");
     std::fs::write(src.join("c.rs"), "pub struct C;\n").expect("written");
     assert!(loops(src).is_empty(), "{:#?}", loops(src));
+}
+
+#[test]
+fn code_after_a_test_module_is_read_and_the_test_module_is_not() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let src = dir.path();
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\npub const R: u8 = 1;\n").expect("written");
+    // `a` names `b` only inside its test module: no loop from there.
+    std::fs::write(
+        src.join("a.rs"),
+        "pub struct A;\n#[cfg(test)]\nmod tests {\n    use crate::b::B;\n}\n",
+    )
+    .expect("written");
+    std::fs::write(src.join("b.rs"), "pub struct B(crate::a::A);\n").expect("written");
+    assert!(loops(src).is_empty(), "{:#?}", loops(src));
+    // The same name after the test module is code, and closes the loop.
+    std::fs::write(
+        src.join("a.rs"),
+        "pub struct A;\n#[cfg(test)]\nmod tests {\n}\npub fn b(_: crate::b::B) {}\n",
+    )
+    .expect("written");
+    let found = loops(src).join("\n");
+    assert!(found.contains(r#"{"a", "b"}"#), "{found}");
 }
