@@ -44,6 +44,7 @@ mod embedding;
 mod events;
 mod files;
 mod fleet;
+mod instance_start;
 mod library;
 mod limits;
 mod link_watch;
@@ -79,6 +80,7 @@ pub use embedding::{DeviceBuilder, FakeDevice};
 pub use fleet::{
     FleetCount, FleetDevice, FleetFinished, FleetTokens, INDEX_PLACEHOLDER, Shard, run_fleet,
 };
+pub use instance_start::InstanceStartError;
 #[cfg(feature = "cli")]
 use run::last_words;
 pub use run::{

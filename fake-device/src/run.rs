@@ -229,14 +229,14 @@ pub async fn start_instance(
     cell: &Cell,
     root: &std::path::Path,
     family: harness::family::Family,
-) -> Result<(Arc<Sut>, String), String> {
+) -> Result<(Arc<Sut>, String), crate::instance_start::InstanceStartError> {
     let port =
-        harness::free_port::free_port().map_err(|e| format!("cannot find a free port: {e}"))?;
+        harness::free_port::free_port().map_err(crate::instance_start::InstanceStartError::Port)?;
     let url = instance
         .map(|u| u.trim_end_matches('/').to_string())
         .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));
-    let scratch = harness::random::temp_dir()
-        .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+    let scratch =
+        harness::random::temp_dir().map_err(crate::instance_start::InstanceStartError::Scratch)?;
     let mut placeholders = harness::under_test::placeholders(
         &url,
         Some(port),
@@ -483,7 +483,7 @@ pub(crate) async fn run_started(
         journal.clone(),
         findings.clone(),
     )
-    .map_err(StartError::Scenario)?;
+    .map_err(|e| StartError::Scenario(e.to_string()))?;
     if options.lean {
         hub.keep_nothing();
     }
@@ -590,7 +590,7 @@ pub(crate) async fn run_started(
                 // A person sees the device linked once the instance has initialized it.
                 let steps = harness::hooks::from_first_link(scenario.peer_steps())
                     .and_then(|s| harness::hooks::after_signal(s, crate::agent::INITIALIZED))
-                    .map_err(StartError::Scenario)?;
+                    .map_err(|e| StartError::Scenario(e.to_string()))?;
                 under_test.drive(&hub, &options.cell, "the web UI's own steps", steps);
             }
             let scripted = harness::double::Scripted {
@@ -839,7 +839,7 @@ pub async fn serve_stdio(
         .cell
         .builtin_vars(&options.instance, &options.token, tmp.path());
     let hub = Hub::for_scenario(model, None, vars, journal.clone(), findings.clone())
-        .map_err(StartError::Scenario)?;
+        .map_err(|e| StartError::Scenario(e.to_string()))?;
     // No step reads what the editor sends: none of it is kept.
     hub.keep_nothing();
     // Misbehaving: a line of its own log on standard output, before any message.

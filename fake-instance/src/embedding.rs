@@ -85,8 +85,8 @@ impl InstanceBuilder {
     pub fn misbehave(mut self, rule: &str) -> Result<Self, StartError> {
         let mut rules: Vec<String> = self.options.misbehave.iter().cloned().collect();
         rules.push(rule.to_string());
-        self.options.misbehave =
-            Misbehaviours::parse(&rules, Binds::Instance).map_err(StartError::Scenario)?;
+        self.options.misbehave = Misbehaviours::parse(&rules, Binds::Instance)
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
         Ok(self)
     }
 

@@ -348,7 +348,7 @@ pub(crate) async fn run_started(
         journal.clone(),
         findings.clone(),
     )
-    .map_err(StartError::Scenario)?;
+    .map_err(|e| StartError::Scenario(e.to_string()))?;
     // A scenario configures its device tokens with their scopes: each token `token_scopes`
     // names is a device's token too, after the command line's (so `device-N` numbers stay).
     let mut tokens = options.tokens.clone();
@@ -450,7 +450,7 @@ pub(crate) async fn run_started(
             .lay_out(std::path::Path::new(
                 placeholders.get("root").unwrap_or_default(),
             ))
-            .map_err(StartError::Scenario)?;
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
     }
     let before = match &scenario {
         Some(_) => device_setup.before_start(),
@@ -458,7 +458,7 @@ pub(crate) async fn run_started(
     };
     let mut under_test = UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None)
         .await
-        .map_err(StartError::Scenario)?;
+        .map_err(|e| StartError::Scenario(e.to_string()))?;
     let process = under_test.process(options.process.clone());
     // The stdio link, made by whoever runs the device, or over the process started here.
     let stdio_link = match stdio {
@@ -509,10 +509,10 @@ pub(crate) async fn run_started(
             // The device's project plays its part by hooks, unless the run cannot apply.
             if unarranged.is_none() {
                 let timeline = harness::hooks::steps_of(&device_setup.timeline())
-                    .map_err(StartError::Scenario)?;
+                    .map_err(|e| StartError::Scenario(e.to_string()))?;
                 under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
                 let steps = harness::hooks::from_first_link(scenario.peer_steps())
-                    .map_err(StartError::Scenario)?;
+                    .map_err(|e| StartError::Scenario(e.to_string()))?;
                 under_test.drive(&hub, &options.cell, "the device's own steps", steps);
             }
             let scripted = harness::double::Scripted {

@@ -146,7 +146,7 @@ pub(crate) async fn run_started(
         journal.clone(),
         findings.clone(),
     )
-    .map_err(DaemonError::Setup)?;
+    .map_err(|e| DaemonError::Setup(e.to_string()))?;
     let spawns = Arc::new(spawn::Spawns::default());
     if let Ok(mut url) = spawns.agent_url.lock() {
         *url = format!("ws://{addr}{AGENT_PATH}");
@@ -185,7 +185,7 @@ pub(crate) async fn run_started(
             let unarranged = harness::engine::applicability::unarranged(&needs, &arranged);
             if unarranged.is_none() {
                 let steps = harness::hooks::from_first_link(scenario.peer_steps())
-                    .map_err(DaemonError::Setup)?;
+                    .map_err(|e| DaemonError::Setup(e.to_string()))?;
                 under_test.drive(&hub, &options.cell, "the plugin's own steps", steps);
             }
             let scripted = harness::double::Scripted {
@@ -238,5 +238,5 @@ async fn start_under_test(
         .or_else(|| scenario.and_then(|s| s.sut.clone()));
     harness::under_test::UnderTest::start(sut, placeholders, options.hooks.clone(), &[], None)
         .await
-        .map_err(DaemonError::Setup)
+        .map_err(|e| DaemonError::Setup(e.to_string()))
 }
