@@ -132,18 +132,20 @@ async fn simulated_peers_act_for_the_test() -> Result<(), Box<dyn std::error::Er
 
 #[tokio::test]
 async fn errors_are_the_doubles_own_types() {
-    let unknown: fake_instance::LoadError = FakeInstance::builder()
-        .scenario("no-such-scenario")
-        .err()
-        .expect("an unknown scenario is an error");
+    let Err(unknown): Result<InstanceBuilder, fake_instance::LoadError> =
+        FakeInstance::builder().scenario("no-such-scenario")
+    else {
+        panic!("an unknown scenario is an error");
+    };
     assert!(
         unknown.to_string().contains("no-such-scenario"),
         "{unknown}"
     );
-    let refused: fake_device::StartError = FakeDevice::builder("http://127.0.0.1:9")
-        .misbehave("no.such.rule")
-        .err()
-        .expect("an unknown misbehaviour is an error");
+    let Err(refused): Result<DeviceBuilder, fake_device::StartError> =
+        FakeDevice::builder("http://127.0.0.1:9").misbehave("no.such.rule")
+    else {
+        panic!("an unknown misbehaviour is an error");
+    };
     assert!(
         refused
             .to_string()
