@@ -101,11 +101,11 @@ pub enum Error {
     NoInstance,
     /// The web server under test could not be started; fake-device says why in its own words.
     #[error("{0}")]
-    SystemUnderTest(String),
+    SystemUnderTest(#[source] fake_device::InstanceStartError),
     /// The peer settings fake-device reads from an lvmh scenario's `peer:` section are wrong;
     /// fake-device says why in its own words.
     #[error("{0}")]
-    PeerSettings(String),
+    PeerSettings(#[source] fake_device::lvmh::PeerSettingsError),
     /// fake-instance could not start (or be set up as asked).
     #[error("{0}")]
     Instance(#[from] fake_instance::StartError),

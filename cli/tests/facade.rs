@@ -50,9 +50,17 @@ fn public_signatures(text: &str) -> Vec<&str> {
     found
 }
 
-/// The names a crate's root re-exports from the engine (`pub use harness::…`).
+/// The names a crate's root re-exports from the engine (`pub use harness::…`, and the engine's
+/// one list for the doubles when it re-exports `harness::facade::*`).
 fn reexported(lib: &str) -> BTreeSet<String> {
-    engine_imports(&lib.replace("\npub use harness::", "\nuse harness::"))
+    let mut names = engine_imports(&lib.replace("\npub use harness::", "\nuse harness::"));
+    if lib.contains("\npub use harness::facade::*;") {
+        let facade = read("harness/src/facade.rs");
+        names.extend(engine_imports(
+            &facade.replace("\npub use crate::", "\nuse harness::"),
+        ));
+    }
+    names
 }
 
 #[test]
@@ -86,6 +94,7 @@ fn the_embedding_tests_and_the_guides_rust_example_name_no_engine_path() {
     for file in [
         "fake-device/tests/embedding.rs",
         "fake-instance/tests/lvmh_daemon.rs",
+        "embed-check/tests/embedding.rs",
         "docs/book/src/getting-started-rust.md",
     ] {
         let text = read(file);

@@ -264,7 +264,9 @@ pub async fn probe_protocol(instance: &str, patience: Duration) -> Result<u8, St
                 .await
                 .map_err(|e| e.to_string())?;
             let body = discovery_body(response).await?;
-            harness::lembas::Discovery::from_value(&body).map(|d| d.protocol_for_device())
+            harness::lembas::Discovery::from_value(&body)
+                .map(|d| d.protocol_for_device())
+                .map_err(|e| e.to_string())
         };
         match attempt.await {
             Ok(protocol) => return Ok(protocol),

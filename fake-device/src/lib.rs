@@ -43,6 +43,7 @@ mod embedding;
 mod events;
 mod files;
 mod fleet;
+mod instance_start;
 mod library;
 mod limits;
 mod link_watch;
@@ -70,7 +71,9 @@ mod terminal_watch;
 mod terminals;
 mod turns;
 
-pub use actions::{CardAnswer, DeviceAction, LibraryCall, LimitsChange, PersonalizationChange};
+pub use actions::{
+    CardAnswer, DeviceAction, HttpCall, LibraryCall, LimitsChange, PersonalizationChange,
+};
 pub use check::{check_as_peer_of, check_scenario};
 #[cfg(feature = "cli")]
 use dial::probe_protocol;
@@ -79,6 +82,7 @@ pub use embedding::{DeviceBuilder, FakeDevice};
 pub use fleet::{
     FleetCount, FleetDevice, FleetFinished, FleetTokens, INDEX_PLACEHOLDER, Shard, run_fleet,
 };
+pub use instance_start::InstanceStartError;
 #[cfg(feature = "cli")]
 use run::last_words;
 pub use run::{
@@ -91,16 +95,6 @@ pub use scripts::{
 };
 pub use settings::{AgentKind, DeviceSettings};
 
-// The engine's types that this crate's API takes and gives, so that a test needs this crate
-// alone (and tokio).
-pub use harness::embed::InProcessPeer;
-pub use harness::engine::{
-    ActError, Arranged, Cell, Failure, PeerProcess, RunOutcome, StepStatus, StepVerdict, Verdict,
-};
-pub use harness::family::Family;
-pub use harness::finding::Finding;
-pub use harness::journal::Entry as JournalEntry;
-pub use harness::lembas::Spec;
-pub use harness::report::RunReport;
-pub use harness::scenario::{LoadError, Scenario, Spanned, Step};
-pub use harness::transport::{Connection, FrameLimits};
+// The engine's types that this crate's API takes and gives (listed in `harness::facade`), so
+// that a test needs this crate alone (and tokio).
+pub use harness::facade::*;

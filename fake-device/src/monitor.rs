@@ -12,7 +12,7 @@ pub fn check_discovery(value: &Value) -> (Option<Discovery>, Vec<Finding>) {
         Err(why) => (
             None,
             vec![
-                Finding::new(ids::INSTANCE_DISCOVERY_SHAPE, why)
+                Finding::new(ids::INSTANCE_DISCOVERY_SHAPE, why.to_string())
                     .with_detail(format!("received: {value}")),
             ],
         ),

@@ -31,8 +31,8 @@ pub(crate) fn apply(play: &PeerPlay, options: &mut Options, scratch: &Path) -> R
     for dir in [&root, &home] {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
     }
-    setup.lay_out(&root)?;
-    setup.lay_out_home(&home)?;
+    setup.lay_out(&root).map_err(|e| e.to_string())?;
+    setup.lay_out_home(&home).map_err(|e| e.to_string())?;
     // A scenario that wants a device with no roots gets one; any other, one trusted root.
     if setup.roots != RootsNeed::None {
         options.roots.push(root.display().to_string());

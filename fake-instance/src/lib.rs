@@ -66,16 +66,6 @@ pub use settings::{
     QuestionPolicy, speaks_stdio,
 };
 
-// The engine's types that this crate's API takes and gives, so that a test needs this crate
-// alone (and tokio).
-pub use harness::embed::InProcessPeer;
-pub use harness::engine::{
-    ActError, Arranged, Cell, Failure, PeerProcess, RunOutcome, StepStatus, StepVerdict, Verdict,
-};
-pub use harness::family::Family;
-pub use harness::finding::Finding;
-pub use harness::journal::Entry as JournalEntry;
-pub use harness::lembas::Spec;
-pub use harness::report::RunReport;
-pub use harness::scenario::{LoadError, Scenario, Spanned, Step};
-pub use harness::transport::{Connection, FrameLimits};
+// The engine's types that this crate's API takes and gives (listed in `harness::facade`), so
+// that a test needs this crate alone (and tokio).
+pub use harness::facade::*;

@@ -327,11 +327,11 @@ pub(crate) async fn run_started(
     };
     // The device's project plays its part by hooks, unless the run cannot apply.
     if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
-        let timeline =
-            harness::hooks::steps_of(&device_setup.timeline()).map_err(StartError::Scenario)?;
+        let timeline = harness::hooks::steps_of(&device_setup.timeline())
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
         under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
-        let steps =
-            harness::hooks::from_first_link(scenario.peer_steps()).map_err(StartError::Scenario)?;
+        let steps = harness::hooks::from_first_link(scenario.peer_steps())
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
         under_test.drive(&hub, &options.cell, "the device's own steps", steps);
     }
     let mut outcome = Course::new(
@@ -420,7 +420,7 @@ impl Wired {
         vars.set("link_url", json!(format!("ws://{addr}{LINK_PATH}")));
         let hub = opened
             .hub(Arc::new(model), scenario, vars)
-            .map_err(StartError::Scenario)?;
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
         // A scenario configures its device tokens with their scopes: each token `token_scopes`
         // names is a device's token too, after the command line's (so `device-N` numbers stay).
         let mut tokens = options.tokens.clone();
@@ -541,7 +541,7 @@ async fn start_device(
             .lay_out(std::path::Path::new(
                 placeholders.get("root").unwrap_or_default(),
             ))
-            .map_err(StartError::Scenario)?;
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
     }
     let before = match scenario {
         Some(_) => device_setup.before_start(),
@@ -549,7 +549,7 @@ async fn start_device(
     };
     let under_test = UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None)
         .await
-        .map_err(StartError::Scenario)?;
+        .map_err(|e| StartError::Scenario(e.to_string()))?;
     // The stdio link, made by whoever runs the device, or over the process started here.
     let stdio_link = match stdio {
         true => options

@@ -350,6 +350,6 @@ async fn inject(State(served): State<Arc<Served>>, body: Bytes) -> Response {
 async fn signal(State(served): State<Arc<Served>>, Path(name): Path<String>) -> Response {
     match served.target.hub.progress().signal(&name) {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(why) => error(StatusCode::BAD_REQUEST, why),
+        Err(why) => error(StatusCode::BAD_REQUEST, why.to_string()),
     }
 }

@@ -15,6 +15,7 @@
 //! - [`control`]: the control API, an HTTP API on either double for test programs in any
 //!   language.
 //! - [`embed`]: a double's run inside a Rust test, on the test's runtime, and its verdict.
+//! - [`facade`]: the types above that the doubles' APIs show, which each double re-exports.
 //! - [`rules`]: the catalogue of protocol rules scenarios and monitors cite.
 //! - [`lembas`]: what both doubles know of the LLeMbas protocol (spec versions, capabilities,
 //!   discovery), shared so the two sides cannot disagree on facts.
@@ -30,6 +31,7 @@ pub mod duration;
 pub mod embed;
 pub mod engine;
 pub mod exit;
+pub mod facade;
 pub mod family;
 pub mod finding;
 pub mod free_port;

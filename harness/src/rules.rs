@@ -36,6 +36,16 @@ pub fn shipped_sections() -> Vec<(&'static str, &'static str)> {
     out
 }
 
+/// A `--misbehave` id the double does not know: it lists the ones it does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{id}` is not a misbehaviour of this double; it knows: {}", .known.join(", "))]
+pub struct UnknownMisbehaviour {
+    /// The id as given.
+    pub id: String,
+    /// The misbehaviours of rules that bind this double's side.
+    pub known: Vec<String>,
+}
+
 /// The misbehaviours a double was told to act out (`--misbehave RULE` for a rule's first way
 /// of breaking, `--misbehave RULE/NAME` for one of its `ways`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -45,7 +55,7 @@ pub struct Misbehaviours {
 
 impl Misbehaviours {
     /// Checks each id: it must be a misbehaviour of a catalogue rule that binds `side`.
-    pub fn parse(ids: &[String], side: Binds) -> Result<Misbehaviours, String> {
+    pub fn parse(ids: &[String], side: Binds) -> Result<Misbehaviours, UnknownMisbehaviour> {
         let mut rules = std::collections::BTreeSet::new();
         for id in ids {
             let known = catalogue().misbehaviours_of(side).any(|rule| {
@@ -58,10 +68,10 @@ impl Misbehaviours {
                     .misbehaviours_of(side)
                     .flat_map(|r| r.misbehaviour_ids().into_iter().map(|(id, _, _)| id))
                     .collect();
-                return Err(format!(
-                    "`{id}` is not a misbehaviour of this double; it knows: {}",
-                    listed.join(", ")
-                ));
+                return Err(UnknownMisbehaviour {
+                    id: id.clone(),
+                    known: listed,
+                });
             }
             rules.insert(id.clone());
         }

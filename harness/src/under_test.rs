@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::engine::{Arranged, Cell, Hub, PeerProcess, RunOutcome};
 use crate::hooks::{HookContext, Hooks};
-use crate::process::{Placeholders, Sut, SutSpec};
+use crate::process::{Placeholders, Sut, SutError, SutSpec};
 use crate::scenario::{Spanned, Step};
 
 /// What a peer under test is told of its run, as placeholders for its command and its hooks:
@@ -80,7 +80,7 @@ impl UnderTest {
         hooks: Option<Arc<Hooks>>,
         before: &[(String, Value)],
         scratch: Option<tempfile::TempDir>,
-    ) -> Result<UnderTest, String> {
+    ) -> Result<UnderTest, SutError> {
         let hooks = hooks.map(|h| Arc::new(HookContext::new(h, placeholders.clone())));
         let mut under_test = UnderTest {
             sut: None,

@@ -6,6 +6,7 @@
 //! The plugin is [`harness::lvmh::plugin`], which the fake daemon also runs for its spawns.
 
 mod actions;
+mod peer_error;
 mod resume;
 mod web_ui;
 
@@ -20,6 +21,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 pub use actions::{PluginAction, PluginActor};
+pub use peer_error::PeerSettingsError;
 
 /// What a daemon-side lvmh scenario's `peer:` section asks the daemon under test to be set up
 /// for: each is set-up its own test arranges (`--arranged`), else the run does not apply.
@@ -96,13 +98,13 @@ impl ToolSetting {
 
 impl PluginSettings {
     /// The settings a daemon scenario's `peer:` section gives its plugin (beside `steps`).
-    pub fn of_peer(scenario: &Scenario) -> Result<Self, String> {
+    pub fn of_peer(scenario: &Scenario) -> Result<Self, PeerSettingsError> {
         let setup = scenario
             .peer
             .as_ref()
             .map(|p| p.value.setup.clone())
             .unwrap_or_default();
-        serde_json::from_value(Value::Object(setup)).map_err(|e| format!("peer: {e}"))
+        Ok(serde_json::from_value(Value::Object(setup))?)
     }
 
     fn of(section: Option<&harness::scenario::Spanned<Value>>, file: &str) -> Result<Self, String> {
@@ -216,7 +218,7 @@ pub(crate) struct PluginPlan {
 /// settings and its steps' actions.
 pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
     PluginSettings::of(scenario.device.as_ref(), &scenario.source)
-        .map_err(|message| harness::scenario::LoadError::unlocated(&scenario.source, message))?;
+        .map_err(|e| harness::scenario::LoadError::unlocated(&scenario.source, e.to_string()))?;
     if let Some(peer) = &scenario.peer {
         let setup = serde_json::Value::Object(peer.value.setup.clone());
         harness::scenario::read_section::<DaemonSetup, _>(setup, "peer", &scenario.source, peer)?;
@@ -228,7 +230,7 @@ pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenari
 /// its `peer:` settings and its own steps.
 pub(crate) fn check_as_peer_of(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
     PluginSettings::of_peer(scenario)
-        .map_err(|message| harness::scenario::LoadError::unlocated(&scenario.source, message))?;
+        .map_err(|e| harness::scenario::LoadError::unlocated(&scenario.source, e.to_string()))?;
     check_actions::<PluginAction>(scenario.peer_steps(), "peer.steps", &scenario.source)
 }
 
@@ -320,7 +322,7 @@ pub(crate) async fn run_started(
         scenario.as_ref(),
         Some(check),
     )
-    .map_err(PluginError::Setup)?;
+    .map_err(|e| PluginError::Setup(e.to_string()))?;
     let _ = last_seq.set(Arc::downgrade(&plugin));
     let hub = plugin.hub().clone();
     started(hub.progress().clone());
@@ -431,7 +433,7 @@ fn set_gitlab_vars(
         .and_then(|s| s.peer.as_ref())
         .is_some_and(|p| p.value.setup.contains_key("gitlab"));
     if wants_gitlab {
-        let url = harness::lvmh::gitlab::url().map_err(PluginError::Setup)?;
+        let url = harness::lvmh::gitlab::url().map_err(|e| PluginError::Setup(e.to_string()))?;
         vars.set("gitlab_url", json!(url));
     }
     vars.set("gitlab_token", json!(harness::lvmh::gitlab::TOKEN));

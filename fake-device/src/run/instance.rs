@@ -34,14 +34,14 @@ pub async fn start_instance(
     cell: &Cell,
     root: &std::path::Path,
     family: harness::family::Family,
-) -> Result<(Arc<Sut>, String), String> {
+) -> Result<(Arc<Sut>, String), crate::instance_start::InstanceStartError> {
     let port =
-        harness::free_port::free_port().map_err(|e| format!("cannot find a free port: {e}"))?;
+        harness::free_port::free_port().map_err(crate::instance_start::InstanceStartError::Port)?;
     let url = instance
         .map(|u| u.trim_end_matches('/').to_string())
         .unwrap_or_else(|| format!("http://127.0.0.1:{port}"));
-    let scratch = harness::random::temp_dir()
-        .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+    let scratch =
+        harness::random::temp_dir().map_err(crate::instance_start::InstanceStartError::Scratch)?;
     let mut placeholders = harness::under_test::placeholders(
         &url,
         Some(port),

@@ -160,7 +160,7 @@ pub(crate) async fn run_started(
         // A person sees the device linked once the instance has initialized it.
         let steps = harness::hooks::from_first_link(scenario.peer_steps())
             .and_then(|s| harness::hooks::after_signal(s, crate::agent::INITIALIZED))
-            .map_err(StartError::Scenario)?;
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
         under_test.drive(&hub, &options.cell, "the web UI's own steps", steps);
     }
     let beside = Beside {

@@ -73,7 +73,7 @@ impl Wired {
             .builtin_vars(&options.instance, &options.token, opened.tmp.path());
         let hub = opened
             .hub(model.clone(), scenario, vars)
-            .map_err(StartError::Scenario)?;
+            .map_err(|e| StartError::Scenario(e.to_string()))?;
         if options.lean {
             hub.keep_nothing();
         }

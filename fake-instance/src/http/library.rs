@@ -93,6 +93,17 @@ pub enum ScopeError {
     Foreign(String),
 }
 
+/// Why a search cannot look in the base it names (the tool call fails with it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SearchError {
+    /// The base is in the library, outside the call's reach.
+    #[error("knowledge base `{0}` is outside this scope")]
+    OutOfScope(String),
+    /// No base has this id or name.
+    #[error("no knowledge base `{0}`")]
+    Unknown(String),
+}
+
 /// The chats a scope may name: which device each belongs to and which bases it may search.
 pub trait ChatScopes: Send + Sync {
     /// The base ids the device's chat with this session id names (empty: the whole library), or
@@ -172,7 +183,7 @@ impl LibraryConfig {
         query: &str,
         base: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<Hit>, String> {
+    ) -> Result<Vec<Hit>, SearchError> {
         let within = self.bases_within(reach);
         let searched: Vec<&KnowledgeBase> = match base {
             None => within,
@@ -183,9 +194,9 @@ impl LibraryConfig {
                 match within.iter().copied().find(names) {
                     Some(found) => vec![found],
                     None if self.bases.iter().any(|b| names(&b)) => {
-                        return Err(format!("knowledge base `{wanted}` is outside this scope"));
+                        return Err(SearchError::OutOfScope(wanted.to_string()));
                     }
-                    None => return Err(format!("no knowledge base `{wanted}`")),
+                    None => return Err(SearchError::Unknown(wanted.to_string())),
                 }
             }
         };
@@ -313,11 +324,15 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(
-            library.search(&scoped, "rust", Some("beta"), 10),
+            library
+                .search(&scoped, "rust", Some("beta"), 10)
+                .map_err(|e| e.to_string()),
             Err("knowledge base `beta` is outside this scope".into())
         );
         assert_eq!(
-            library.search(&scoped, "x", Some("gamma"), 10),
+            library
+                .search(&scoped, "x", Some("gamma"), 10)
+                .map_err(|e| e.to_string()),
             Err("no knowledge base `gamma`".into())
         );
         assert_eq!(

@@ -136,7 +136,7 @@ impl LibraryServer {
                     .unwrap_or(DEFAULT_LIMIT);
                 match library.search(&searched, query, base, limit) {
                     Ok(hits) => Outcome::Answered(reach, json!({ "results": hits })),
-                    Err(why) => Outcome::Failed(reach, why),
+                    Err(why) => Outcome::Failed(reach, why.to_string()),
                 }
             }
             BASES_TOOL => {

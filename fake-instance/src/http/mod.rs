@@ -30,14 +30,15 @@ use chat::ChatMemory;
 pub use chat::{
     ChatLog, ChatScript, Fault, LoggedRequest, Pattern, Reply, TokenUsage, ToolCallScript, When,
 };
+pub use discovery::DiscoveryFault;
 pub use events::{
     EventSink, Events, HTTP_CHAT, HTTP_DISCOVERY, HTTP_INSTANCE, HTTP_MCP, HTTP_MODELS,
     HTTP_PERSONALIZATION, HTTP_USAGE,
 };
-pub use library::{ChatScopes, LibraryConfig};
+pub use library::{ChatScopes, Document, Hit, KnowledgeBase, LibraryConfig, Reach, SearchError};
 pub use models::{ModelEntry, ProviderField};
 pub use personalization::{Personalization, PersonalizationConfig, PersonalizationWrite};
-pub use usage::UsageConfig;
+pub use usage::{DeviceUsage, MonthUsage, Plan, UsageConfig, Window};
 
 /// What the HTTP API serves. Every field has a default, so `{}` is a working instance; unknown
 /// keys are refused so a typo in a scenario is an error, not a silently ignored setting.

@@ -71,9 +71,9 @@ const GOING_AWAY: u16 = 1001;
 /// The web UI's hands on the daemon.
 pub struct DaemonActor {
     /// The daemon.
-    pub daemon: Arc<Daemon>,
+    pub(crate) daemon: Arc<Daemon>,
     /// Where sessions of its own start.
-    pub spawns: Arc<super::spawn::Spawns>,
+    pub(crate) spawns: Arc<super::spawn::Spawns>,
     /// `LVMH_TOKEN`, which those sessions' plugins dial with.
     pub token: String,
     /// Each link's frame limits.

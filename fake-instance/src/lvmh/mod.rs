@@ -141,7 +141,7 @@ pub(crate) async fn run_started(
     vars.set("link_url", json!(agent_url));
     let hub = opened
         .hub(daemon.clone(), scenario.as_ref(), vars)
-        .map_err(DaemonError::Setup)?;
+        .map_err(|e| DaemonError::Setup(e.to_string()))?;
     let spawns = Arc::new(spawn::Spawns::default());
     if let Ok(mut url) = spawns.agent_url.lock() {
         *url = agent_url;
@@ -172,8 +172,8 @@ pub(crate) async fn run_started(
         None => SetUp::Ready,
     };
     if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
-        let steps =
-            harness::hooks::from_first_link(scenario.peer_steps()).map_err(DaemonError::Setup)?;
+        let steps = harness::hooks::from_first_link(scenario.peer_steps())
+            .map_err(|e| DaemonError::Setup(e.to_string()))?;
         under_test.drive(&hub, &options.cell, "the plugin's own steps", steps);
     }
     let actor = Arc::new(DaemonActor {
@@ -219,5 +219,5 @@ async fn start_under_test(
         .or_else(|| scenario.and_then(|s| s.sut.clone()));
     harness::under_test::UnderTest::start(sut, placeholders, options.hooks.clone(), &[], None)
         .await
-        .map_err(DaemonError::Setup)
+        .map_err(|e| DaemonError::Setup(e.to_string()))
 }

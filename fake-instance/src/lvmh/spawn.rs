@@ -171,5 +171,5 @@ fn start_plugin(config: PluginConfig) -> Result<Arc<Plugin>, Refused> {
         None,
         None,
     )
-    .map_err(Refused::Failed)
+    .map_err(|e| Refused::Failed(e.to_string()))
 }

@@ -69,7 +69,7 @@ impl Opened {
         behaviour: Arc<dyn Behaviour>,
         scenario: Option<&Scenario>,
         vars: Vars,
-    ) -> Result<Arc<Hub>, String> {
+    ) -> Result<Arc<Hub>, crate::engine::HubError> {
         Hub::for_scenario(
             behaviour,
             scenario,

@@ -124,7 +124,7 @@ macro_rules! double_builder_setters {
             let mut rules: Vec<String> = self.options.misbehave.iter().cloned().collect();
             rules.push(rule.to_string());
             self.options.misbehave =
-                $crate::rules::Misbehaviours::parse(&rules, $binds).map_err($error::Scenario)?;
+                $crate::rules::Misbehaviours::parse(&rules, $binds).map_err(|e| $error::Scenario(e.to_string()))?;
             Ok(self)
         }
 

@@ -88,7 +88,7 @@ impl PeerProcess for InProcessPeer {
         })
     }
 
-    fn restart(&self) -> ProcessFuture<'_, Result<(), String>> {
+    fn restart(&self) -> ProcessFuture<'_, Result<(), crate::engine::process::RestartError>> {
         Box::pin(async move {
             let (tx, rx) = oneshot::channel();
             if let Ok(mut ack) = self.ack.lock() {
@@ -97,7 +97,9 @@ impl PeerProcess for InProcessPeer {
             self.restart.notify_one();
             match tokio::time::timeout(RESTART_WITHIN, rx).await {
                 Ok(Ok(())) => Ok(()),
-                _ => Err("the other double did not start again".into()),
+                _ => Err(crate::engine::process::RestartError::InProcess {
+                    within: RESTART_WITHIN,
+                }),
             }
         })
     }

@@ -8,8 +8,29 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use crate::jsonrpc::IncomingRequest;
-use crate::pattern::{Pattern, Vars, substitute};
+use crate::pattern::{Pattern, PatternError, SubstError, Vars, substitute};
 use crate::scenario::Handler;
+
+/// Why a scenario's handler cannot be compiled, at its line in the scenario.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandlerError {
+    /// Its `params` name a variable that is not known at the start.
+    #[error("line {line}: {source}")]
+    Vars {
+        /// The handler's line.
+        line: u64,
+        /// What the substitution found.
+        source: SubstError,
+    },
+    /// Its `params` are no pattern.
+    #[error("line {line}: {source}")]
+    Pattern {
+        /// The handler's line.
+        line: u64,
+        /// What is wrong with the pattern.
+        source: PatternError,
+    },
+}
 
 /// What a handler does with a request it takes.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +78,7 @@ impl std::fmt::Debug for HandlerSet {
 impl HandlerSet {
     /// Compiles a scenario's handlers (the loader has checked them already); `${...}` in their
     /// params patterns is substituted from `vars`, the variables known at the start.
-    pub fn compile(handlers: &[Spanned<Handler>], vars: &Vars) -> Result<HandlerSet, String> {
+    pub fn compile(handlers: &[Spanned<Handler>], vars: &Vars) -> Result<HandlerSet, HandlerError> {
         let mut live = Vec::with_capacity(handlers.len());
         for spanned in handlers {
             let h = &spanned.value;
@@ -70,11 +91,12 @@ impl HandlerSet {
                 method: h.method.clone(),
                 params: match &h.params {
                     Some(params) => {
+                        let line = spanned.referenced.line();
                         let params = substitute(params, vars)
-                            .map_err(|e| format!("line {}: {e}", spanned.referenced.line()))?;
+                            .map_err(|source| HandlerError::Vars { line, source })?;
                         Some(
                             Pattern::compile(&params)
-                                .map_err(|e| format!("line {}: {e}", spanned.referenced.line()))?,
+                                .map_err(|source| HandlerError::Pattern { line, source })?,
                         )
                     }
                     None => None,

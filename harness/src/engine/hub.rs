@@ -7,7 +7,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::applicability::{Applies, Intent};
-use super::handlers::{Answer, HandlerSet};
+use super::handlers::{Answer, HandlerError, HandlerSet};
 use super::inbox::Inbox;
 use super::progress::{Progress, RunEvent};
 use crate::finding::Findings;
@@ -18,6 +18,21 @@ use crate::jsonrpc::{
 use crate::pattern::{Vars, substitute};
 use crate::transport::{CloseInfo, Connection};
 
+/// Why a run's hub cannot be made: the scenario's variables or handlers do not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HubError {
+    /// A variable's value names one that is not known before it.
+    #[error("vars.{name}: {source}")]
+    Var {
+        /// The variable.
+        name: String,
+        /// What the substitution found.
+        source: crate::pattern::SubstError,
+    },
+    /// A handler does not compile.
+    #[error("handlers: {0}")]
+    Handlers(#[source] HandlerError),
+}
 /// A double's protocol model, as the hub sees it. Every method has a default that does nothing,
 /// so a double implements only what its side of the protocol needs.
 pub trait Behaviour: Send + Sync + 'static {
@@ -178,15 +193,17 @@ impl Hub {
         mut vars: Vars,
         journal: Arc<Journal>,
         findings: Arc<Findings>,
-    ) -> Result<Arc<Hub>, String> {
+    ) -> Result<Arc<Hub>, HubError> {
         let handlers = match scenario {
             Some(s) => {
                 for (name, value) in &s.vars {
-                    let value =
-                        substitute(value, &vars).map_err(|e| format!("vars.{name}: {e}"))?;
+                    let value = substitute(value, &vars).map_err(|source| HubError::Var {
+                        name: name.clone(),
+                        source,
+                    })?;
                     vars.set(name.clone(), value);
                 }
-                HandlerSet::compile(&s.handlers, &vars).map_err(|e| format!("handlers: {e}"))?
+                HandlerSet::compile(&s.handlers, &vars).map_err(HubError::Handlers)?
             }
             None => HandlerSet::default(),
         };

@@ -20,9 +20,10 @@ pub mod runner;
 pub mod verdict;
 
 pub use applicability::{ActError, Applies, Arranged, Intent};
-pub use hub::{Behaviour, Hub, LinkRecord};
+pub use handlers::HandlerError;
+pub use hub::{Behaviour, Hub, HubError, LinkRecord};
 pub use judged::{Judged, RuleJudgement};
-pub use process::PeerProcess;
-pub use progress::{Progress, RunEvent};
+pub use process::{PeerProcess, RestartError};
+pub use progress::{Progress, RunEvent, SignalError};
 pub use runner::{Actor, Cell, RunOutcome, Runner, TypedActor, Verdict};
 pub use verdict::{Failure, StepStatus, StepVerdict};

@@ -7,7 +7,21 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::process::{Exited, OutputLog, ProcessReport, Sut};
+use crate::process::{Exited, OutputLog, ProcessReport, Sut, SutError};
+
+/// Why the peer did not start again: a `restart_peer` step says so as a set-up error.
+#[derive(Debug, thiserror::Error)]
+pub enum RestartError {
+    /// The system under test's command would not start again.
+    #[error(transparent)]
+    Sut(#[from] SutError),
+    /// The other double, run in this process, did not say it was back in time.
+    #[error("the other double did not start again")]
+    InProcess {
+        /// How long it was given.
+        within: std::time::Duration,
+    },
+}
 
 /// A future a [`PeerProcess`] gives.
 pub type ProcessFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -19,7 +33,7 @@ pub trait PeerProcess: Send + Sync + std::fmt::Debug {
     /// Waits until it ends, or `deadline`; `None` when it still runs.
     fn wait_exit(&self, deadline: Instant) -> ProcessFuture<'_, Option<Exited>>;
     /// Stops it and starts it again on the same state.
-    fn restart(&self) -> ProcessFuture<'_, Result<(), String>>;
+    fn restart(&self) -> ProcessFuture<'_, Result<(), RestartError>>;
     /// What the report says of it.
     fn report(&self) -> Option<ProcessReport>;
 }
@@ -33,8 +47,8 @@ impl PeerProcess for Sut {
         Box::pin(Sut::wait_exit(self, deadline))
     }
 
-    fn restart(&self) -> ProcessFuture<'_, Result<(), String>> {
-        Box::pin(Sut::restart(self))
+    fn restart(&self) -> ProcessFuture<'_, Result<(), RestartError>> {
+        Box::pin(async move { Ok(Sut::restart(self).await?) })
     }
 
     fn report(&self) -> Option<ProcessReport> {

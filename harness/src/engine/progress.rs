@@ -21,6 +21,20 @@ pub const SIGNALS_KEPT: usize = 256;
 /// The longest signal name.
 pub const SIGNAL_NAME_BYTES: usize = 128;
 
+/// Why a signal was not raised (the control API answers 400 with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SignalError {
+    /// Its name is empty or longer than [`SIGNAL_NAME_BYTES`].
+    #[error("a signal's name has 1 to {} bytes", SIGNAL_NAME_BYTES)]
+    Name,
+    /// The signals' lock was poisoned by a panic elsewhere.
+    #[error("signals are unavailable")]
+    Unavailable,
+    /// A new name, with [`SIGNALS_KEPT`] raised already.
+    #[error("a run keeps at most {} signals", SIGNALS_KEPT)]
+    TooMany,
+}
+
 /// Something that happened in a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -186,16 +200,14 @@ impl Progress {
 
     /// Raises the signal `name`: a `wait_for_signal` step waiting for it goes on, and one that
     /// comes later finds it raised.
-    pub fn signal(&self, name: &str) -> Result<(), String> {
+    pub fn signal(&self, name: &str) -> Result<(), SignalError> {
         if name.is_empty() || name.len() > SIGNAL_NAME_BYTES {
-            return Err(format!(
-                "a signal's name has 1 to {SIGNAL_NAME_BYTES} bytes"
-            ));
+            return Err(SignalError::Name);
         }
         {
-            let mut signals = self.signals.lock().map_err(|_| "signals are unavailable")?;
+            let mut signals = self.signals.lock().map_err(|_| SignalError::Unavailable)?;
             if !signals.contains(name) && signals.len() >= SIGNALS_KEPT {
-                return Err(format!("a run keeps at most {SIGNALS_KEPT} signals"));
+                return Err(SignalError::TooMany);
             }
             signals.insert(name.to_string());
         }

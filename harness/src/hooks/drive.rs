@@ -10,7 +10,19 @@ use serde_json::Value;
 use super::actor::HookActor;
 use super::run::HookContext;
 use crate::engine::{Cell, Hub, Runner};
-use crate::scenario::{Dur, Scenario, Spanned, Step};
+use crate::scenario::{Dur, LoadError, Scenario, Spanned, Step};
+
+/// Why the steps hooks do for a real peer could not be made: the scenario text they are
+/// written as (from set-up names and values) did not read.
+#[derive(Debug, thiserror::Error)]
+pub enum StepsError {
+    /// A name or value would not go into JSON.
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    /// The steps did not load.
+    #[error("{0}")]
+    Load(#[from] LoadError),
+}
 
 /// One timed set-up action: this long after the peer's first link, do this action with these
 /// fields.
@@ -30,7 +42,7 @@ const LINK_WAIT: Duration = Duration::from_secs(60);
 /// Timed actions as steps: once the peer has linked, in order of time, with `wait` steps
 /// between. Times count from the link, not from the run's start: a scenario's "half a second
 /// after the CLI links" must not fire before a slow-starting CLI has said hello.
-pub fn steps_of(timeline: &[Timed]) -> Result<Vec<Spanned<Step>>, String> {
+pub fn steps_of(timeline: &[Timed]) -> Result<Vec<Spanned<Step>>, StepsError> {
     if timeline.is_empty() {
         return Ok(Vec::new());
     }
@@ -44,19 +56,17 @@ pub fn steps_of(timeline: &[Timed]) -> Result<Vec<Spanned<Step>>, String> {
             now = timed.at;
         }
         // JSON is YAML: names and values go in whatever they hold.
-        let name = serde_json::to_string(&timed.action).map_err(|e| e.to_string())?;
+        let name = serde_json::to_string(&timed.action)?;
         yaml.push_str(&format!("  - act: {{ {name}: {} }}\n", timed.value));
     }
-    let timed = crate::scenario::load_str(&yaml, "the timed set-up", None)
-        .map(|s| s.steps)
-        .map_err(|e| e.to_string())?;
+    let timed = crate::scenario::load_str(&yaml, "the timed set-up", None)?.steps;
     from_first_link(&timed)
 }
 
 /// `peer.steps` as a real peer's hooks do them: from the peer's first link, as the other double
 /// does them in the self-test (a person acts on a linked peer; a wait in them counts from the
 /// link, not from a start that may be slow under load). None: none.
-pub fn from_first_link(steps: &[Spanned<Step>]) -> Result<Vec<Spanned<Step>>, String> {
+pub fn from_first_link(steps: &[Spanned<Step>]) -> Result<Vec<Spanned<Step>>, StepsError> {
     if steps.is_empty() {
         return Ok(Vec::new());
     }
@@ -66,9 +76,8 @@ pub fn from_first_link(steps: &[Spanned<Step>]) -> Result<Vec<Spanned<Step>>, St
     );
     // Read, not loaded as a scenario: a wait of the set-up's own, which judges no rule.
     let mut all =
-        crate::scenario::load::parse::<crate::scenario::Scenario>(&yaml, "the peer's own steps")
-            .map(|s| s.steps)
-            .map_err(|e| e.to_string())?;
+        crate::scenario::load::parse::<crate::scenario::Scenario>(&yaml, "the peer's own steps")?
+            .steps;
     all.extend(steps.iter().cloned());
     Ok(all)
 }
@@ -80,18 +89,16 @@ pub fn from_first_link(steps: &[Spanned<Step>]) -> Result<Vec<Spanned<Step>>, St
 pub fn after_signal(
     mut steps: Vec<Spanned<Step>>,
     signal: &str,
-) -> Result<Vec<Spanned<Step>>, String> {
+) -> Result<Vec<Spanned<Step>>, StepsError> {
     if steps.is_empty() {
         return Ok(steps);
     }
     let yaml = format!(
         "name: ready\nabout: the link usable\nsteps:\n  - wait_for_signal: {{ name: {}, within: {} }}\n",
-        serde_json::to_string(signal).map_err(|e| e.to_string())?,
+        serde_json::to_string(signal)?,
         Dur(LINK_WAIT)
     );
-    let wait = crate::scenario::load_str(&yaml, "the peer's own steps", None)
-        .map(|s| s.steps)
-        .map_err(|e| e.to_string())?;
+    let wait = crate::scenario::load_str(&yaml, "the peer's own steps", None)?.steps;
     // After the first step, the wait for the first link.
     let at = steps.len().min(1);
     steps.splice(at..at, wait);

@@ -14,7 +14,7 @@ mod run;
 
 pub use crate::engine::verdict::HookRun;
 pub use actor::HookActor;
-pub use drive::{Timed, after_signal, drive, from_first_link, steps_of};
+pub use drive::{StepsError, Timed, after_signal, drive, from_first_link, steps_of};
 pub use file::{DEFAULT_HOOK_TIMEOUT, Hook, Hooks, HttpHook, needs_hook};
 pub use run::HookContext;
 

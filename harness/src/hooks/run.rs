@@ -138,7 +138,8 @@ impl HookContext {
         fields: &Placeholders,
     ) -> Result<(&'static str, String), String> {
         if let Some(command) = &hook.run {
-            Ok(("run", placeholders.expand(command, Quoting::Shell)?))
+            let command = placeholders.expand(command, Quoting::Shell);
+            Ok(("run", command.map_err(|e| e.to_string())?))
         } else if let Some(http) = &hook.http {
             let method = http.method.clone().unwrap_or_else(|| "POST".into());
             Ok((
@@ -146,7 +147,8 @@ impl HookContext {
                 format!("{method} {}", url(&http.url, placeholders, fields)?),
             ))
         } else if let Some(text) = &hook.stdin {
-            Ok(("stdin", placeholders.expand(text, Quoting::Line)?))
+            let text = placeholders.expand(text, Quoting::Line);
+            Ok(("stdin", text.map_err(|e| e.to_string())?))
         } else {
             Err("the hook says neither `run`, `http` nor `stdin`".into())
         }
@@ -197,12 +199,15 @@ impl HookContext {
         let url = url(&http.url, placeholders, fields)?;
         let mut request = self.http.request(method, &url).timeout(timeout);
         for (name, value) in &http.headers {
-            request = request.header(name, placeholders.expand(value, Quoting::Plain)?);
+            let value = placeholders.expand(value, Quoting::Plain);
+            request = request.header(name, value.map_err(|e| e.to_string())?);
         }
         if let Some(body) = &http.json {
-            request = request.json(&placeholders.expand_json(body)?);
+            let body = placeholders.expand_json(body);
+            request = request.json(&body.map_err(|e| e.to_string())?);
         } else if let Some(body) = &http.body {
-            request = request.body(placeholders.expand(body, Quoting::Plain)?);
+            let body = placeholders.expand(body, Quoting::Plain);
+            request = request.body(body.map_err(|e| e.to_string())?);
         }
         let mut response = request
             .send()
@@ -238,7 +243,7 @@ impl HookContext {
         let deadline = tokio::time::Instant::now() + timeout;
         match tokio::time::timeout_at(deadline, sut.write_stdin(text)).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Done::failed(None, e),
+            Ok(Err(e)) => return Done::failed(None, e.to_string()),
             Err(_) => return Done::failed(None, format!("not written within {timeout:?}")),
         }
         let Some(reply) = reply else {
@@ -311,13 +316,15 @@ fn url(
     placeholders: &Placeholders,
     fields: &Placeholders,
 ) -> Result<String, String> {
-    placeholders.expand_each(template, |name| {
-        if fields.get(name).is_some() {
-            Quoting::Url
-        } else {
-            Quoting::Plain
-        }
-    })
+    placeholders
+        .expand_each(template, |name| {
+            if fields.get(name).is_some() {
+                Quoting::Url
+            } else {
+                Quoting::Plain
+            }
+        })
+        .map_err(|e| e.to_string())
 }
 
 /// How a hook ended.
@@ -391,7 +398,7 @@ async fn run_command(
             Ok(value) => {
                 cmd.env(name, value);
             }
-            Err(e) => return Done::failed(None, e),
+            Err(e) => return Done::failed(None, e.to_string()),
         }
     }
     #[cfg(unix)]

@@ -2,6 +2,23 @@
 
 use serde_json::{Value, json};
 
+/// Why an instance's discovery cannot be read: which of its fields is missing or wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DiscoveryError {
+    /// No `protocol` field.
+    #[error("discovery has no `protocol`")]
+    NoProtocol,
+    /// `protocol` is not a number that fits a byte.
+    #[error("discovery's `protocol` is not a small whole number")]
+    ProtocolNotANumber,
+    /// An item of `protocols` is not a protocol number.
+    #[error("discovery's `protocols` holds something that is not a protocol number")]
+    ProtocolsItem,
+    /// `protocols` is there, and not a list.
+    #[error("discovery's `protocols` is not a list")]
+    ProtocolsNotAList,
+}
+
 /// Discovery as the spec shapes it: `protocol` (kept at 1 on purpose) and `protocols`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Discovery {
@@ -31,13 +48,13 @@ impl Discovery {
 
     /// Reads an instance's discovery. Peer input: every way it can be wrong is an error that says
     /// which, never a panic.
-    pub fn from_value(value: &Value) -> Result<Discovery, String> {
+    pub fn from_value(value: &Value) -> Result<Discovery, DiscoveryError> {
         let protocol = value
             .get("protocol")
-            .ok_or("discovery has no `protocol`")?
+            .ok_or(DiscoveryError::NoProtocol)?
             .as_u64()
             .and_then(|p| u8::try_from(p).ok())
-            .ok_or("discovery's `protocol` is not a small whole number")?;
+            .ok_or(DiscoveryError::ProtocolNotANumber)?;
         let protocols = match value.get("protocols") {
             None | Some(Value::Null) => None,
             Some(Value::Array(items)) => Some(
@@ -45,11 +62,9 @@ impl Discovery {
                     .iter()
                     .map(|p| p.as_u64().and_then(|p| u8::try_from(p).ok()))
                     .collect::<Option<Vec<u8>>>()
-                    .ok_or(
-                        "discovery's `protocols` holds something that is not a protocol number",
-                    )?,
+                    .ok_or(DiscoveryError::ProtocolsItem)?,
             ),
-            Some(_) => return Err("discovery's `protocols` is not a list".into()),
+            Some(_) => return Err(DiscoveryError::ProtocolsNotAList),
         };
         Ok(Discovery {
             protocol,

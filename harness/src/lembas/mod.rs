@@ -7,7 +7,7 @@ pub mod methods;
 pub mod setup;
 pub mod spec;
 
-pub use discovery::Discovery;
+pub use discovery::{Discovery, DiscoveryError};
 pub use spec::Spec;
 
 /// Where the device dials (spec, the opening paragraph).

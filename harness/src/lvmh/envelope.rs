@@ -65,6 +65,17 @@ pub fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// Why a frame has no envelope: a field of it missing, or of the wrong type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvelopeError {
+    /// `v`, `seq` or `ts` is missing or no whole number ≥ 0.
+    #[error("`{0}` is not a whole number ≥ 0")]
+    NotANumber(&'static str),
+    /// `sessionId` or `type` is missing or no string.
+    #[error("`{0}` is not a string")]
+    NotAString(&'static str),
+}
+
 /// An envelope read from a frame: its fields, when they have their types.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
@@ -82,19 +93,19 @@ pub struct Envelope {
 
 impl Envelope {
     /// Reads a frame's envelope; `Err` says which field is missing or of the wrong type.
-    pub fn read(frame: &Value) -> Result<Envelope, String> {
-        let number = |key: &str| {
+    pub fn read(frame: &Value) -> Result<Envelope, EnvelopeError> {
+        let number = |key: &'static str| {
             frame
                 .get(key)
                 .and_then(Value::as_u64)
-                .ok_or_else(|| format!("`{key}` is not a whole number ≥ 0"))
+                .ok_or(EnvelopeError::NotANumber(key))
         };
-        let text = |key: &str| {
+        let text = |key: &'static str| {
             frame
                 .get(key)
                 .and_then(Value::as_str)
                 .map(str::to_string)
-                .ok_or_else(|| format!("`{key}` is not a string"))
+                .ok_or(EnvelopeError::NotAString(key))
         };
         Ok(Envelope {
             version: number("v")?,
@@ -162,10 +173,16 @@ mod tests {
         );
         let mut broken = frame.clone();
         broken["seq"] = json!(-1);
-        assert!(Envelope::read(&broken).unwrap_err().contains("`seq`"));
+        assert_eq!(
+            Envelope::read(&broken).unwrap_err().to_string(),
+            "`seq` is not a whole number ≥ 0"
+        );
         broken["seq"] = json!(1);
         broken["sessionId"] = json!(7);
-        assert!(Envelope::read(&broken).unwrap_err().contains("`sessionId`"));
+        assert_eq!(
+            Envelope::read(&broken).unwrap_err().to_string(),
+            "`sessionId` is not a string"
+        );
         assert_eq!(read.ts_unit_error(), None, "now, in milliseconds");
         let mut seconds = frame.clone();
         seconds["ts"] = json!(1_799_999_999);

@@ -6,7 +6,7 @@
 //! token never given back. It answers the calls a daemon may validate a token with (`/user`,
 //! `/personal_access_tokens/self`, `/version`) and lists projects as GitLab does.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use axum::Json;
 use axum::Router;
@@ -97,24 +97,42 @@ pub fn token_shown(value: &Value, what: &str) -> Option<crate::finding::Finding>
     })
 }
 
+/// Why this process's fake GitLab is not there: the step of its start that failed, and what the
+/// system said (shared: the first start's outcome is every later call's).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GitLabError {
+    /// No port to listen on.
+    #[error("the fake GitLab cannot listen: {0}")]
+    Listen(#[source] Arc<std::io::Error>),
+    /// Its socket has no address.
+    #[error("the fake GitLab has no address: {0}")]
+    NoAddress(#[source] Arc<std::io::Error>),
+    /// No runtime for it.
+    #[error("the fake GitLab cannot run: {0}")]
+    Runtime(#[source] Arc<std::io::Error>),
+    /// No thread for it.
+    #[error("the fake GitLab cannot start: {0}")]
+    Thread(#[source] Arc<std::io::Error>),
+}
+
 /// The address of this process's fake GitLab (`http://127.0.0.1:PORT`), started at the
 /// first call on a thread of its own, so it outlives any one run and runtime.
-pub fn url() -> Result<String, String> {
-    static URL: OnceLock<Result<String, String>> = OnceLock::new();
+pub fn url() -> Result<String, GitLabError> {
+    static URL: OnceLock<Result<String, GitLabError>> = OnceLock::new();
     URL.get_or_init(start).clone()
 }
 
-fn start() -> Result<String, String> {
+fn start() -> Result<String, GitLabError> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
-        .map_err(|e| format!("the fake GitLab cannot listen: {e}"))?;
+        .map_err(|e| GitLabError::Listen(Arc::new(e)))?;
     let addr = listener
         .local_addr()
-        .map_err(|e| format!("the fake GitLab has no address: {e}"))?;
+        .map_err(|e| GitLabError::NoAddress(Arc::new(e)))?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("the fake GitLab cannot run: {e}"))?;
+        .map_err(|e| GitLabError::Runtime(Arc::new(e)))?;
     std::thread::Builder::new()
         .name("fake-gitlab".into())
         .spawn(move || {
@@ -127,7 +145,7 @@ fn start() -> Result<String, String> {
                 }
             });
         })
-        .map_err(|e| format!("the fake GitLab cannot start: {e}"))?;
+        .map_err(|e| GitLabError::Thread(Arc::new(e)))?;
     Ok(format!("http://{addr}"))
 }
 

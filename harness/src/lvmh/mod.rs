@@ -11,7 +11,7 @@ pub mod gitlab;
 pub mod plugin;
 pub mod rules;
 
-pub use envelope::{Envelope, VERSION, kinds, now_ms};
+pub use envelope::{Envelope, EnvelopeError, VERSION, kinds, now_ms};
 
 use std::time::Duration;
 

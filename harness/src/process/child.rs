@@ -14,7 +14,29 @@ use tokio::sync::watch;
 
 use super::output::{OutputLog, Stream};
 use super::spec::SutSpec;
-use super::template::{Placeholders, Quoting};
+use super::template::{Placeholders, Quoting, TemplateError};
+
+/// Why the system under test could not be started, or written to.
+#[derive(Debug, thiserror::Error)]
+pub enum SutError {
+    /// Its command, environment or directory is written wrong.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// `sh` would not start it.
+    #[error("cannot start `{command}`: {source}")]
+    Spawn {
+        /// The command as it was to run.
+        command: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A `stdin` hook, with no start running to take it.
+    #[error("the system under test is not running")]
+    NotRunning,
+    /// Its standard input would not take the text.
+    #[error("cannot write to its standard input: {0}")]
+    Stdin(#[source] std::io::Error),
+}
 
 /// How a start of the process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -111,7 +133,7 @@ impl Sut {
         spec: SutSpec,
         placeholders: Placeholders,
         scratch: Option<tempfile::TempDir>,
-    ) -> Result<Arc<Sut>, String> {
+    ) -> Result<Arc<Sut>, SutError> {
         let command = placeholders.expand(&spec.exec, Quoting::Shell)?;
         let sut = Arc::new(Sut {
             command,
@@ -150,7 +172,7 @@ impl Sut {
             .unwrap_or(super::spec::DEFAULT_GRACE)
     }
 
-    fn spawn(&self) -> Result<Running, String> {
+    fn spawn(&self) -> Result<Running, SutError> {
         let run = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
         let mut command = tokio::process::Command::new("sh");
         command
@@ -173,9 +195,10 @@ impl Sut {
         // the double's group (a terminal's ^C) is the double's to pass on, not the child's.
         #[cfg(unix)]
         command.process_group(0);
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("cannot start `{}`: {e}", self.command))?;
+        let mut child = command.spawn().map_err(|source| SutError::Spawn {
+            command: self.command.clone(),
+            source,
+        })?;
         let pid = child.id().unwrap_or(0);
         self.group.store(pid as i32, Ordering::SeqCst);
         let mut stdin = child.stdin.take();
@@ -285,7 +308,7 @@ impl Sut {
 
     /// Stops the current start and starts the command again, on the same placeholders (the same
     /// `{tmp}` and state).
-    pub async fn restart(&self) -> Result<(), String> {
+    pub async fn restart(&self) -> Result<(), SutError> {
         self.stop().await;
         let running = self.spawn()?;
         *self.current.lock().await = Some(running);
@@ -304,19 +327,16 @@ impl Sut {
     }
 
     /// Writes `text` to the current start's standard input (a `stdin` hook).
-    pub async fn write_stdin(&self, text: &str) -> Result<(), String> {
+    pub async fn write_stdin(&self, text: &str) -> Result<(), SutError> {
         let mut current = self.current.lock().await;
         let Some(stdin) = current.as_mut().and_then(|r| r.stdin.as_mut()) else {
-            return Err("the system under test is not running".into());
+            return Err(SutError::NotRunning);
         };
         stdin
             .write_all(text.as_bytes())
             .await
-            .map_err(|e| format!("cannot write to its standard input: {e}"))?;
-        stdin
-            .flush()
-            .await
-            .map_err(|e| format!("cannot write to its standard input: {e}"))
+            .map_err(SutError::Stdin)?;
+        stdin.flush().await.map_err(SutError::Stdin)
     }
 
     async fn note_exit(&self, exit: Exited, stopped: bool) {

@@ -8,7 +8,7 @@ mod spec;
 mod template;
 
 pub(crate) use child::kill_group;
-pub use child::{Exited, ProcessReport, RunRecord, Sut};
+pub use child::{Exited, ProcessReport, RunRecord, Sut, SutError};
 pub use output::{DEFAULT_KEPT_BYTES, MAX_LINE_BYTES, OutputLine, OutputLog, Stream};
 pub use spec::{DEFAULT_GRACE, SutSpec};
-pub use template::{Placeholders, Quoting, shell_quote};
+pub use template::{Placeholders, Quoting, TemplateError, shell_quote};

@@ -14,6 +14,51 @@ const JSON_PLACEHOLDERS: [&str; 2] = ["{json}", "{action}"];
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Placeholders(BTreeMap<String, String>);
 
+/// Why a template cannot be expanded: the user's command, request or environment is written
+/// wrong, or a value would break the line it goes on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// A `}` that closes nothing.
+    #[error("`{template}`: a lone `}}` (write `}}}}`)")]
+    LoneClose {
+        /// The template as written.
+        template: String,
+    },
+    /// A `{` with no `}` after it.
+    #[error("`{template}`: a `{{` that is never closed")]
+    Unclosed {
+        /// The template as written.
+        template: String,
+    },
+    /// A name no placeholder has.
+    #[error("`{template}`: no placeholder `{{{name}}}` here (there are: {})", braced(.known))]
+    Unknown {
+        /// The template as written.
+        template: String,
+        /// The name it asked for.
+        name: String,
+        /// The names there are.
+        known: Vec<String>,
+    },
+    /// A value with a line break, where a line break would end the line.
+    #[error(
+        "`{{{name}}}` holds a line break, which would end the line: write `{{action}}` or `{{json}}`, whose JSON keeps it escaped"
+    )]
+    LineBreak {
+        /// The placeholder whose value it is.
+        name: String,
+    },
+}
+
+/// `names` each in braces, listed.
+fn braced(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("{{{n}}}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// How a value goes into the text around it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Quoting {
@@ -65,7 +110,7 @@ impl Placeholders {
 
     /// `template` with each `{name}` replaced (`{{` and `}}` are a literal brace); an unknown
     /// name is an error that lists the known ones.
-    pub fn expand(&self, template: &str, quoting: Quoting) -> Result<String, String> {
+    pub fn expand(&self, template: &str, quoting: Quoting) -> Result<String, TemplateError> {
         self.expand_each(template, |_| quoting)
     }
 
@@ -75,7 +120,7 @@ impl Placeholders {
         &self,
         template: &str,
         quoting_of: impl Fn(&str) -> Quoting,
-    ) -> Result<String, String> {
+    ) -> Result<String, TemplateError> {
         let mut out = String::with_capacity(template.len());
         let mut rest = template;
         // The shell's quoting around each placeholder, from the literal text before it.
@@ -91,30 +136,31 @@ impl Placeholders {
                 continue;
             }
             if tail.starts_with('}') {
-                return Err(format!("`{template}`: a lone `}}` (write `}}}}`)"));
+                return Err(TemplateError::LoneClose {
+                    template: template.to_string(),
+                });
             }
             let Some(end) = tail.find('}') else {
-                return Err(format!("`{template}`: a `{{` that is never closed"));
+                return Err(TemplateError::Unclosed {
+                    template: template.to_string(),
+                });
             };
             let name = &tail[1..end];
             let Some(value) = self.get(name) else {
-                return Err(format!(
-                    "`{template}`: no placeholder `{{{name}}}` here (there are: {})",
-                    self.names()
-                        .iter()
-                        .map(|n| format!("{{{n}}}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                return Err(TemplateError::Unknown {
+                    template: template.to_string(),
+                    name: name.to_string(),
+                    known: self.names().into_iter().map(str::to_string).collect(),
+                });
             };
             match quoting_of(name) {
                 Quoting::Plain => out.push_str(value),
                 Quoting::Shell => out.push_str(&shell.quote(value)),
                 Quoting::Url => out.push_str(&percent_encode(value)),
                 Quoting::Line if value.contains(['\n', '\r']) => {
-                    return Err(format!(
-                        "`{{{name}}}` holds a line break, which would end the line: write `{{action}}` or `{{json}}`, whose JSON keeps it escaped"
-                    ));
+                    return Err(TemplateError::LineBreak {
+                        name: name.to_string(),
+                    });
                 }
                 Quoting::Line => out.push_str(value),
             }
@@ -128,7 +174,7 @@ impl Placeholders {
     ///
     /// `{json}` and `{action}` hold JSON: a string that is exactly one of them becomes that JSON
     /// value itself (`json: "{json}"` sends the action's value, an object stays an object).
-    pub fn expand_json(&self, value: &Value) -> Result<Value, String> {
+    pub fn expand_json(&self, value: &Value) -> Result<Value, TemplateError> {
         Ok(match value {
             Value::String(s) if JSON_PLACEHOLDERS.contains(&s.as_str()) => {
                 let name = &s[1..s.len() - 1];
@@ -147,7 +193,7 @@ impl Placeholders {
             Value::Object(map) => Value::Object(
                 map.iter()
                     .map(|(k, v)| Ok((k.clone(), self.expand_json(v)?)))
-                    .collect::<Result<_, String>>()?,
+                    .collect::<Result<_, TemplateError>>()?,
             ),
             other => other.clone(),
         })
@@ -336,10 +382,24 @@ mod tests {
         let e = p
             .expand("--port {port}", Quoting::Shell)
             .expect_err("unknown");
+        let e = e.to_string();
         assert!(e.contains("no placeholder `{port}`"), "{e}");
         assert!(e.contains("{tmp}, {url}"), "{e}");
-        assert!(p.expand("{url", Quoting::Plain).is_err());
-        assert!(p.expand("url}", Quoting::Plain).is_err());
+        // The words reports and hooks' records show, as they were before the errors had types.
+        assert_eq!(
+            p.expand("{url", Quoting::Plain).map_err(|e| e.to_string()),
+            Err("`{url`: a `{` that is never closed".to_string())
+        );
+        assert_eq!(
+            p.expand("url}", Quoting::Plain).map_err(|e| e.to_string()),
+            Err("`url}`: a lone `}` (write `}}`)".to_string())
+        );
+        let mut text = Placeholders::new();
+        text.set("text", "one\ntwo");
+        assert_eq!(
+            text.expand("{text}", Quoting::Line).map_err(|e| e.to_string()),
+            Err("`{text}` holds a line break, which would end the line: write `{action}` or `{json}`, whose JSON keeps it escaped".to_string())
+        );
     }
 
     #[test]

@@ -189,7 +189,7 @@ fn read_envelope(hub: &Arc<Hub>, peer: &Arc<Peer>, frame: &Value) -> Option<Enve
             return None;
         }
         Err(why) => {
-            find(hub, peer, rules::ENVELOPE, why, frame);
+            find(hub, peer, rules::ENVELOPE, why.to_string(), frame);
             return None;
         }
     };

@@ -9,6 +9,62 @@ use crate::scenario::{Dur, LoadError, Scenario};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+/// Why a set-up's files could not be laid out: a path that would leave where it belongs, or
+/// what the file system said.
+#[derive(Debug, thiserror::Error)]
+pub enum LayOutError {
+    /// A `home_files` path that is absolute or climbs out of the home.
+    #[error("`{relative}`: a path in the home, relative, that does not leave it")]
+    OutOfHome {
+        /// The path as written.
+        relative: String,
+    },
+    /// A root path that is absolute or climbs out, other than by a leading `../outside/`.
+    #[error(
+        "`{relative}`: a path in the root, relative, where only a leading `../outside/` may leave it"
+    )]
+    OutOfRoot {
+        /// The path as written.
+        relative: String,
+    },
+    /// An untrusted folder outside the root.
+    #[error("`{folder}`: an untrusted folder is inside the root")]
+    UntrustedOutside {
+        /// The folder as written.
+        folder: String,
+    },
+    /// A directory could not be made.
+    #[error("cannot make {}: {source}", .path.display())]
+    Make {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A file could not be written.
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A symbolic link could not be made.
+    #[error("cannot link {}: {source}", .path.display())]
+    Link {
+        /// The link.
+        path: std::path::PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A symbolic link, on a machine without them.
+    #[error("symbolic links ({}) need a Unix machine", .path.display())]
+    NoSymlinks {
+        /// The link.
+        path: std::path::PathBuf,
+    },
+}
+
 /// The device's set-up, as a fake-instance scenario's `peer:` says it.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -333,21 +389,19 @@ impl DeviceSetup {
 
     /// Writes the set-up's `home_files` under `home` (the home of the user the device's
     /// terminals run as); each path stays inside it.
-    pub fn lay_out_home(&self, home: &std::path::Path) -> Result<(), String> {
+    pub fn lay_out_home(&self, home: &std::path::Path) -> Result<(), LayOutError> {
         for (relative, text) in &self.home_files {
             let path = std::path::Path::new(relative);
             if path.is_absolute() || relative.split(['/', '\\']).any(|part| part == "..") {
-                return Err(format!(
-                    "`{relative}`: a path in the home, relative, that does not leave it"
-                ));
+                return Err(LayOutError::OutOfHome {
+                    relative: relative.clone(),
+                });
             }
             let path = home.join(path);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+                make_dir(parent)?;
             }
-            std::fs::write(&path, text)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            write(&path, text)?;
         }
         Ok(())
     }
@@ -355,8 +409,8 @@ impl DeviceSetup {
     /// Makes the files and links the set-up says are in the device's root, under `root`; a path
     /// under `../outside/` lands beside the root, outside it. fake-instance does this itself for
     /// a device it starts (`{root}`); the self-test does it for its fake-device.
-    pub fn lay_out(&self, root: &std::path::Path) -> Result<(), String> {
-        let place = |relative: &str| -> Result<std::path::PathBuf, String> {
+    pub fn lay_out(&self, root: &std::path::Path) -> Result<(), LayOutError> {
+        let place = |relative: &str| -> Result<std::path::PathBuf, LayOutError> {
             // Relative, and only `../outside/` at its start may leave the root: a scenario
             // never writes anywhere else on the machine.
             let (base, rest) = match relative.strip_prefix("../outside/") {
@@ -366,45 +420,51 @@ impl DeviceSetup {
             if std::path::Path::new(rest).is_absolute()
                 || rest.split(['/', '\\']).any(|part| part == "..")
             {
-                return Err(format!(
-                    "`{relative}`: a path in the root, relative, where only a leading `../outside/` may leave it"
-                ));
+                return Err(LayOutError::OutOfRoot {
+                    relative: relative.to_string(),
+                });
             }
             let path = base.join(rest);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+                make_dir(parent)?;
             }
             Ok(path)
         };
         for folder in &self.untrusted {
             if folder.starts_with("../") {
-                return Err(format!(
-                    "`{folder}`: an untrusted folder is inside the root"
-                ));
+                return Err(LayOutError::UntrustedOutside {
+                    folder: folder.clone(),
+                });
             }
-            let path = place(folder)?;
-            std::fs::create_dir_all(&path)
-                .map_err(|e| format!("cannot make {}: {e}", path.display()))?;
+            make_dir(&place(folder)?)?;
         }
         for (relative, text) in &self.files {
-            let path = place(relative)?;
-            std::fs::write(&path, text)
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            write(&place(relative)?, text)?;
         }
         for (relative, target) in &self.links {
             let path = place(relative)?;
             #[cfg(unix)]
             std::os::unix::fs::symlink(target, &path)
-                .map_err(|e| format!("cannot link {}: {e}", path.display()))?;
+                .map_err(|source| LayOutError::Link { path, source })?;
             #[cfg(not(unix))]
-            return Err(format!(
-                "symbolic links ({}) need a Unix machine",
-                path.display()
-            ));
+            return Err(LayOutError::NoSymlinks { path });
         }
         Ok(())
     }
+}
+
+fn make_dir(path: &std::path::Path) -> Result<(), LayOutError> {
+    std::fs::create_dir_all(path).map_err(|source| LayOutError::Make {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn write(path: &std::path::Path, text: &str) -> Result<(), LayOutError> {
+    std::fs::write(path, text).map_err(|source| LayOutError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Whether the device under test must have a remote root.
@@ -537,7 +597,7 @@ mod tests {
                 files: [(escape.to_string(), "x".to_string())].into(),
                 ..DeviceSetup::default()
             };
-            let e = setup.lay_out(&root).expect_err(escape);
+            let e = setup.lay_out(&root).expect_err(escape).to_string();
             assert!(e.contains("only a leading `../outside/`"), "{e}");
         }
         let setup = DeviceSetup {

@@ -8,6 +8,7 @@ mod device;
 mod instance;
 
 pub use device::{
-    DeviceSetup, LibraryChoice, LocalPersonalization, MaxMode, RootsNeed, TERMINAL_PROMPT,
+    DeviceSetup, LayOutError, LibraryChoice, LocalPersonalization, MaxMode, RootsNeed,
+    TERMINAL_PROMPT,
 };
 pub use instance::{InstanceSetup, PersonalizationSetup};

@@ -29,9 +29,9 @@ impl Plugin {
         vars: crate::pattern::Vars,
         scenario: Option<&crate::scenario::Scenario>,
         check: Option<FrameCheck>,
-    ) -> Result<Arc<Plugin>, String> {
+    ) -> Result<Arc<Plugin>, crate::engine::HubError> {
         let (prompts, prompts_rx) = mpsc::channel(PROMPT_QUEUE);
-        let mut made: Result<(), String> = Ok(());
+        let mut made: Result<(), crate::engine::HubError> = Ok(());
         let plugin = Arc::new_cyclic(|me: &Weak<Plugin>| {
             let hub = Hub::for_scenario(
                 Arc::new(Follow(me.clone())),
