@@ -176,8 +176,10 @@ pub enum StartError {
 
 impl From<harness::double::OpenError> for StartError {
     fn from(e: harness::double::OpenError) -> Self {
-        e.journal_or_said()
-            .map_or_else(StartError::Scenario, StartError::Journal)
+        match e {
+            harness::double::OpenError::Journal(e) => StartError::Journal(e),
+            other => StartError::Scenario(other.to_string()),
+        }
     }
 }
 

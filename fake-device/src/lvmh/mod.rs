@@ -248,8 +248,10 @@ pub(crate) enum PluginError {
 
 impl From<harness::double::OpenError> for PluginError {
     fn from(e: harness::double::OpenError) -> Self {
-        e.journal_or_said()
-            .map_or_else(PluginError::Setup, PluginError::Journal)
+        match e {
+            harness::double::OpenError::Journal(e) => PluginError::Journal(e),
+            other => PluginError::Setup(other.to_string()),
+        }
     }
 }
 

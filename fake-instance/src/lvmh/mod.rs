@@ -96,8 +96,10 @@ pub(crate) enum DaemonError {
 
 impl From<harness::double::OpenError> for DaemonError {
     fn from(e: harness::double::OpenError) -> Self {
-        e.journal_or_said()
-            .map_or_else(DaemonError::Setup, DaemonError::Journal)
+        match e {
+            harness::double::OpenError::Journal(e) => DaemonError::Journal(e),
+            other => DaemonError::Setup(other.to_string()),
+        }
     }
 }
 

@@ -34,16 +34,6 @@ pub enum OpenError {
     Scratch(std::io::Error),
 }
 
-impl OpenError {
-    /// The journal's error, when the journal was what failed; else what went wrong, said.
-    pub fn journal_or_said(self) -> Result<std::io::Error, String> {
-        match self {
-            OpenError::Journal(e) => Ok(e),
-            scratch => Err(scratch.to_string()),
-        }
-    }
-}
-
 impl Opened {
     /// Opens the journal (written to `journal` when given; keeping no entry in memory when
     /// `lean`, for a run nothing reads them from) and makes the run's directory.
