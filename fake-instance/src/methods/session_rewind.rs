@@ -43,29 +43,23 @@ impl InstanceActor {
     pub(crate) async fn rewind(&self, rewind: RewindChat, timeout: Duration) -> Acted {
         let (peer, facts) = self.ready_for(timeout, "rewind", "a rewind").await?;
         let faults = Faults::of(self.chats.misbehaviours());
-        Ok(rewind_chat(
-            &self.chats,
-            &peer,
-            &facts,
-            &rewind.chat,
-            &rewind.turn,
-            rewind.text.as_deref(),
-            &faults,
-        )
-        .await?)
+        Ok(rewind_chat(&self.chats, (&peer, &facts), &rewind, &faults).await?)
     }
 }
 
-/// Edits or regenerates from a turn: `_lembas/session/rewind`, then `text` as a new turn.
+/// Edits or regenerates from a turn over a ready link: `_lembas/session/rewind`, then the
+/// text (when there is one) as a new turn.
 async fn rewind_chat(
     chats: &Arc<Chats>,
-    peer: &Arc<Peer>,
-    facts: &LinkFacts,
-    chat: &str,
-    turn: &str,
-    text: Option<&str>,
+    (peer, facts): (&Arc<Peer>, &LinkFacts),
+    rewind: &RewindChat,
     faults: &Faults,
 ) -> Result<Value, String> {
+    let (chat, turn, text) = (
+        rewind.chat.as_str(),
+        rewind.turn.as_str(),
+        rewind.text.as_deref(),
+    );
     if !facts.capabilities.iter().any(|c| c == "rewind") {
         return Err("the device did not list `rewind`".into());
     }
