@@ -1,8 +1,9 @@
 //! What the device gave its client and what the client asked of it, across every link of the
 //! device's life, for the instance's rules that hang on it: a method that acts on a session
 //! names one the device gave the client (spec, the `_lembas/*` methods and standard ACP as used
-//! here), a rewind names a turn the client itself sent in that session (spec,
-//! `_lembas/session/rewind`), and `session/cancel` is a notification (spec, `session/cancel`).
+//! here). The checks of one method, on what is remembered here, live in its room: a rewind
+//! names a turn the client itself sent in that session ([`session_rewind`]), and
+//! `session/cancel` is a notification ([`session_cancel`]).
 
 use std::collections::{HashMap, HashSet};
 
@@ -10,6 +11,8 @@ use harness::finding::Finding;
 use harness::lembas::methods;
 use harness::rules::ids;
 use serde_json::Value;
+
+use crate::methods::{session_cancel, session_rewind};
 
 /// The methods that act on a session, and so must name one the client was given. Status,
 /// history and delete exist to ask about sessions that may be gone, and are not judged.
@@ -57,14 +60,8 @@ impl ClientWatch {
         given_before: impl Fn(&str) -> bool,
     ) -> Vec<Finding> {
         let mut found = Vec::new();
-        if method == methods::SESSION_CANCEL && request {
-            found.push(
-                Finding::new(
-                    ids::INSTANCE_CANCEL_IS_NOTIFICATION,
-                    "`session/cancel` came as a request (with an id); it is a notification",
-                )
-                .with_detail(format!("params: {params}")),
-            );
+        if method == methods::SESSION_CANCEL {
+            found.extend(session_cancel::came_as_request(params, request));
         }
         let Some(session) = params.get("sessionId").and_then(Value::as_str) else {
             return found;
@@ -91,33 +88,14 @@ impl ClientWatch {
                 }
             }
             (methods::LEMBAS_SESSION_REWIND, Some(turn)) => {
-                if let Some(turns) = self.prompted.get(session)
-                    && !turns.contains(turn)
-                {
-                    found.push(
-                        Finding::new(
-                            ids::INSTANCE_REWIND_KNOWN_TURN,
-                            format!(
-                                "the rewind of session `{session}` names turn `{turn}`, which the client never sent in that session's prompts"
-                            ),
-                        )
-                        .with_detail(format!(
-                            "turns it sent there: {:?}; params: {params}",
-                            sorted(turns)
-                        )),
-                    );
+                if let Some(turns) = self.prompted.get(session) {
+                    found.extend(session_rewind::unknown_turn(session, turn, turns, params));
                 }
             }
             _ => {}
         }
         found
     }
-}
-
-fn sorted(turns: &HashSet<String>) -> Vec<&String> {
-    let mut list: Vec<&String> = turns.iter().collect();
-    list.sort();
-    list
 }
 
 #[cfg(test)]

@@ -91,16 +91,6 @@ impl Sessions {
         Turns::new(&self.registry, &self.turn_faults)
     }
 
-    /// `session/cancel`: stops the running turn (a notification: nothing to answer).
-    pub async fn cancel(&self, params: &Value) {
-        let Some(id) = params.get("sessionId").and_then(Value::as_str) else {
-            return;
-        };
-        if let Some(live) = self.open(id).await {
-            self.turns().cancel(&live).await;
-        }
-    }
-
     /// A person at the device's terminal starts a session in the first root and shares it.
     /// Gives its id (`None`: the device has no root to work in).
     pub fn share_terminal_session(&self) -> Option<String> {

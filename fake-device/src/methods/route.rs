@@ -1,7 +1,7 @@
 //! Which room answers a link's session work: each request goes to its method's room, taken in
-//! arrival order per link; prompts, steer, rewind and compact go to [`crate::turns`] once the
-//! session they name is open; a method the device does not have (or whose capability it did
-//! not list) is method-not-found. The rooms' misbehaviours are resolved here once per link.
+//! arrival order per link; prompts go to [`crate::turns`] once the session they name is open;
+//! a method the device does not have (or whose capability it did not list) is
+//! method-not-found. The rooms' misbehaviours are resolved here once per link.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -14,8 +14,9 @@ use tokio::sync::mpsc;
 
 use super::call::Call;
 use super::{
-    commands, configure, directories, files_search, session_delete, session_history, session_new,
-    session_set_mode, session_status, session_title,
+    commands, configure, directories, files_search, session_cancel, session_compact,
+    session_delete, session_history, session_new, session_rewind, session_set_mode, session_status,
+    session_title, steer,
 };
 use crate::answers::{Answer, Reply};
 use crate::events::Client;
@@ -42,8 +43,6 @@ pub(crate) struct Faults {
     pub unknown_unanswered: bool,
     /// A method it does not have is answered as if done.
     pub unknown_pretends: bool,
-    /// The listed `_lembas/session/compact` is method-not-found.
-    pub compact_unserved: bool,
     /// A Context field of a capability not listed is refused on `session/prompt`.
     pub prompt_unlisted_context_refused: bool,
     /// `session/new`.
@@ -66,6 +65,14 @@ pub(crate) struct Faults {
     pub commands: commands::Faults,
     /// `_lembas/files/search`.
     pub files: files_search::Faults,
+    /// `_lembas/steer`.
+    pub steer: steer::Faults,
+    /// `session/cancel`.
+    pub cancel: session_cancel::Faults,
+    /// `_lembas/session/rewind`.
+    pub rewind: session_rewind::Faults,
+    /// `_lembas/session/compact`.
+    pub compact: session_compact::Faults,
 }
 
 impl Faults {
@@ -74,7 +81,6 @@ impl Faults {
         Faults {
             unknown_unanswered: m.breaks(ids::DEVICE_METHOD_UNKNOWN),
             unknown_pretends: m.breaks_way(ids::DEVICE_METHOD_UNKNOWN, "pretends"),
-            compact_unserved: m.breaks(ids::DEVICE_CAPABILITIES_KEPT),
             prompt_unlisted_context_refused: m
                 .breaks_way(ids::DEVICE_CONTEXT_UNLISTED_IGNORED, "on_prompt"),
             new: session_new::Faults::of(m),
@@ -87,6 +93,10 @@ impl Faults {
             directories: directories::Faults::of(m),
             commands: commands::Faults::of(m),
             files: files_search::Faults::of(m),
+            steer: steer::Faults::of(m),
+            cancel: session_cancel::Faults::of(m),
+            rewind: session_rewind::Faults::of(m),
+            compact: session_compact::Faults::of(m),
         }
     }
 }
@@ -103,7 +113,9 @@ pub(crate) async fn serve_link(
         // The work's futures are boxed so the task an idle link keeps (waiting for work) is
         // small: its size would otherwise be that of the largest of them.
         match *item {
-            Work::Cancel(params) => Box::pin(sessions.cancel(&params)).await,
+            Work::Cancel(params) => {
+                Box::pin(session_cancel::take(&sessions, &params, &faults.cancel)).await;
+            }
             Work::Request {
                 method,
                 params,
@@ -191,7 +203,6 @@ pub(crate) async fn handle(
         params,
         client,
     };
-    let turns = sessions.turns();
     let answer = match method {
         methods::SESSION_NEW => session_new::answer(call, &faults.new).await,
         methods::SESSION_PROMPT => {
@@ -206,10 +217,7 @@ pub(crate) async fn handle(
         methods::LEMBAS_CONFIGURE if has("configure") => {
             configure::answer(call, &faults.configure).await
         }
-        methods::LEMBAS_STEER if has("steer") => match sessions.session(params).await {
-            Ok(live) => turns.steer(&live, params).await,
-            Err(e) => Err(e),
-        },
+        methods::LEMBAS_STEER if has("steer") => steer::answer(call, &faults.steer).await,
         methods::LEMBAS_SESSION_STATUS if has("status") => {
             session_status::answer(call, &faults.status).await
         }
@@ -219,16 +227,12 @@ pub(crate) async fn handle(
         methods::LEMBAS_SESSION_DELETE if has("delete") => {
             session_delete::answer(call, &faults.delete).await
         }
-        methods::LEMBAS_SESSION_REWIND if has("rewind") => match sessions.session(params).await {
-            Ok(live) => turns.rewind(&live, params).await,
-            Err(e) => Err(e),
-        },
+        methods::LEMBAS_SESSION_REWIND if has("rewind") => {
+            session_rewind::answer(call, &faults.rewind).await
+        }
         // Misbehaving: compact is listed and answered method-not-found.
-        methods::LEMBAS_SESSION_COMPACT if has("compact") && !faults.compact_unserved => {
-            match sessions.session(params).await {
-                Ok(live) => turns.compact(&live, params, client).await,
-                Err(e) => Err(e),
-            }
+        methods::LEMBAS_SESSION_COMPACT if has("compact") && !faults.compact.unserved => {
+            session_compact::answer(call, &faults.compact).await
         }
         methods::LEMBAS_SESSION_TITLE if has("title") => {
             session_title::answer(call, &faults.title).await

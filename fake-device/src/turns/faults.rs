@@ -18,8 +18,6 @@ pub struct Faults {
     pub answer: AnswerFaults,
     /// How a model's turn asks the model.
     pub model: ModelFaults,
-    /// How steer, cancel, rewind and compact reach a session's turns.
-    pub controls: ControlFaults,
 }
 
 impl Faults {
@@ -31,7 +29,6 @@ impl Faults {
             commands: CommandFaults::of(misbehave),
             answer: AnswerFaults::of(misbehave),
             model: ModelFaults::of(misbehave),
-            controls: ControlFaults::of(misbehave),
         }
     }
 }
@@ -271,85 +268,6 @@ impl ModelFaults {
                     .breaks_way(ids::DEVICE_CONTEXT_INSTRUCTIONS_HEADING, "empty_section"),
                 no_sources: m.breaks_way(ids::DEVICE_CONTEXT_PROTOTYPES, "no_sources"),
             },
-        }
-    }
-}
-
-/// How a misbehaving device answers steer, cancel, rewind and compact.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ControlFaults {
-    /// A steer while a turn runs is answered as if nothing ran.
-    pub steer_running_unseen: bool,
-    /// A steer is said to be queued, and never given to the model.
-    pub steer_dropped: bool,
-    /// A steer while nothing runs is answered `queued: 0`, not refused.
-    pub steer_idle_accepted: bool,
-    /// A steer while nothing runs is refused as an internal error, not with -32602.
-    pub steer_idle_internal_error: bool,
-    /// `session/cancel` stops nothing.
-    pub cancel_ignored: bool,
-    /// A cancel that came while nothing ran is kept for the next turn.
-    pub idle_cancel_kept: bool,
-    /// A cancel that came while nothing ran refuses the next prompt.
-    pub idle_cancel_refuses_next: bool,
-    /// A rewind while the session works is not refused.
-    pub rewind_while_working: bool,
-    /// A rewind while the session works is refused as an internal error.
-    pub rewind_working_internal_error: bool,
-    /// A rewind to an unknown turn is answered `reverted: 0`, not refused.
-    pub rewind_unknown_accepted: bool,
-    /// A rewind to an unknown turn is refused as an internal error.
-    pub rewind_unknown_internal_error: bool,
-    /// A rewind says it rewound, and keeps every turn.
-    pub rewind_keeps_turns: bool,
-    /// A rewind reverts the turn before the one named too.
-    pub rewind_one_more: bool,
-    /// The plan files the reverted turns wrote are removed with them.
-    pub rewind_removes_plans: bool,
-    /// The plan files the reverted turns wrote are moved to a hidden folder.
-    pub rewind_moves_plans: bool,
-    /// The listed `_lembas/session/compact` is method-not-found while the session works.
-    pub compact_unserved_while_working: bool,
-    /// A compact while the session works is refused, and the running turn cancelled with it.
-    pub compact_cancels_turn: bool,
-    /// A compact while the session works is not refused.
-    pub compact_while_working: bool,
-    /// The `compacted` event carries another summary than the answer.
-    pub compact_event_other_summary: bool,
-    /// The method's compaction is no `compacted` event.
-    pub compact_no_event: bool,
-    /// The compact answer has no summary.
-    pub compact_empty_result: bool,
-    /// The compact answer's summary is an object, not a string.
-    pub compact_summary_object: bool,
-}
-
-impl ControlFaults {
-    fn of(m: &Misbehaviours) -> ControlFaults {
-        ControlFaults {
-            steer_running_unseen: m.breaks(ids::DEVICE_STEER_RUNNING),
-            steer_dropped: m.breaks_way(ids::DEVICE_STEER_RUNNING, "dropped"),
-            steer_idle_accepted: m.breaks(ids::DEVICE_STEER_IDLE),
-            steer_idle_internal_error: m.breaks_way(ids::DEVICE_STEER_IDLE, "internal_error"),
-            cancel_ignored: m.breaks(ids::DEVICE_CANCEL_TURN),
-            idle_cancel_kept: m.breaks(ids::DEVICE_CANCEL_IDLE),
-            idle_cancel_refuses_next: m.breaks_way(ids::DEVICE_CANCEL_IDLE, "refuses_next"),
-            rewind_while_working: m.breaks(ids::DEVICE_REWIND_WORKING),
-            rewind_working_internal_error: m.breaks_way(ids::DEVICE_REWIND_WORKING, "other_code"),
-            rewind_unknown_accepted: m.breaks(ids::DEVICE_REWIND_UNKNOWN),
-            rewind_unknown_internal_error: m.breaks_way(ids::DEVICE_REWIND_UNKNOWN, "other_code"),
-            rewind_keeps_turns: m.breaks(ids::DEVICE_REWIND_REVERTS),
-            rewind_one_more: m.breaks_way(ids::DEVICE_REWIND_REVERTS, "one_more"),
-            rewind_removes_plans: m.breaks(ids::DEVICE_REWIND_FILES_KEPT),
-            rewind_moves_plans: m.breaks_way(ids::DEVICE_REWIND_FILES_KEPT, "moved_aside"),
-            compact_unserved_while_working: m
-                .breaks_way(ids::DEVICE_CAPABILITIES_KEPT, "while_working"),
-            compact_cancels_turn: m.breaks_way(ids::DEVICE_COMPACT_WORKING, "cancels_turn"),
-            compact_while_working: m.breaks(ids::DEVICE_COMPACT_WORKING),
-            compact_event_other_summary: m.breaks_way(ids::DEVICE_COMPACT_EVENT, "other_summary"),
-            compact_no_event: m.breaks(ids::DEVICE_COMPACT_EVENT),
-            compact_empty_result: m.breaks(ids::DEVICE_COMPACT_RESULT),
-            compact_summary_object: m.breaks_way(ids::DEVICE_COMPACT_RESULT, "summary_object"),
         }
     }
 }

@@ -1,13 +1,15 @@
 //! Turns: a prompt runs once per turn id, one at a time per session, in arrival order; a
-//! repeated turn id gets the first run's answer; `session/cancel` stops the running turn and
-//! `_lembas/steer` hands it a message at its next step. The default agent echoes the prompt back
+//! repeated turn id gets the first run's answer; a turn stops when cancelled and takes in the
+//! steer messages left for it at its next step. The default agent echoes the prompt back
 //! in a few pieces.
 //!
 //! A prompt is read ([`intake`]) and admitted ([`admission`]) on the link, in its order; the
 //! session's [`worker`] then runs its turns one by one ([`run`]): an action ([`actions`]), or a
 //! script, the model ([`model_agent`]) or the echo agent ([`echo`]), then its end ([`finish`]).
-//! [`controls`] and [`history`] answer the methods that reach a session's turns from outside. What
-//! a misbehaving device gets wrong is resolved once into [`Faults`].
+//! [`history`] holds the conversation steps that actions share with the methods' rooms. What a
+//! misbehaving device gets wrong in a turn is resolved once into [`Faults`]; steer, cancel,
+//! rewind and compact, which reach a session's turns from outside, have rooms of their own in
+//! [`crate::methods`].
 
 use std::sync::Weak;
 
@@ -16,7 +18,6 @@ use crate::registry::Registry;
 
 mod actions;
 mod admission;
-mod controls;
 mod echo;
 mod faults;
 mod finish;

@@ -18,11 +18,10 @@ mod open;
 mod pending_deletes;
 mod persist;
 mod reattach;
-mod rewind;
 mod scopes;
 mod settled_cards;
 mod state_dir;
-mod turns;
+pub(crate) mod turns;
 mod web_ui;
 
 #[cfg(test)]
@@ -107,6 +106,11 @@ impl Chats {
     /// Whether this instance was told to break `rule`.
     pub fn misbehaves(&self, rule: &str) -> bool {
         self.breaks(rule)
+    }
+
+    /// The rules this instance was told to break, for a room to resolve its faults from.
+    pub(crate) fn misbehaviours(&self) -> &Misbehaviours {
+        &self.config.misbehave
     }
 
     /// Whether the instance breaks `rule` in its way `name` (one of the catalogue's `ways`).

@@ -13,19 +13,25 @@ use serde_json::{Value, json};
 use super::{Chats, LinkFacts};
 
 /// How long a turn may run before the client stops waiting for its answer.
-pub(super) const TURN_PATIENCE: Duration = Duration::from_secs(600);
+pub(crate) const TURN_PATIENCE: Duration = Duration::from_secs(600);
 
 impl Chats {
     /// A message id never given before (a turn's or a steer's).
-    pub(super) fn fresh_message_id(&self) -> String {
+    pub(crate) fn fresh_message_id(&self) -> String {
         let mut inner = self.lock();
         inner.next_message += 1;
         format!("msg_{:x}", inner.next_message)
     }
 
     /// Adds a line to a chat's transcript.
-    pub(super) fn say(&self, chat: &str, role: &str, text: &str, turn_id: Option<String>) {
+    pub(crate) fn say(&self, chat: &str, role: &str, text: &str, turn_id: Option<String>) {
         self.lock().book.say(chat, role, text, turn_id);
+    }
+
+    /// A rewind reverted `turn` and every later one: they leave the chat's transcript (kept).
+    pub(crate) fn rewound(&self, chat: &str, turn: &str) {
+        self.lock().book.rewound(chat, turn);
+        self.save_chats();
     }
 
     /// Sends a prompt as turn `turn_id` and follows it to its answer (in a task of its own: a

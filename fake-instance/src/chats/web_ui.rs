@@ -1,15 +1,15 @@
 //! The person writing in a chat, as the web UI sends it: a steer while a turn runs (when the
-//! device can take one), else a prompt as a new turn, files attached as blocks of their own.
+//! device can take one: the steer's own room, [`crate::methods::steer`]), else a prompt as a
+//! new turn, files attached as blocks of their own.
 
 use std::sync::Arc;
 
-use harness::jsonrpc::{INVALID_PARAMS, Peer};
-use harness::lembas::methods;
+use harness::jsonrpc::Peer;
 use harness::rules::ids;
 use serde_json::{Value, json};
 
-use super::turns::TURN_PATIENCE;
 use super::{Chats, LinkFacts};
+use crate::methods::steer;
 
 impl Chats {
     /// The person writes in a chat: a steer while a turn runs (when the device can take
@@ -40,11 +40,7 @@ impl Chats {
             let blocks = self.attached_blocks(facts, attach)?;
             return Ok(self.send_blocks(peer, facts, chat, text, blocks));
         }
-        if running.is_some()
-            && facts.capabilities.iter().any(|c| c == "steer")
-            && !self.breaks(ids::INSTANCE_STEER_RUNNING)
-            && let Some(steered) = self.steer(peer, facts, chat, text, running).await
-        {
+        if let Some(steered) = steer::steer(self, peer, facts, chat, text, running).await {
             return steered;
         }
         let turn_id = self.fresh_message_id();
@@ -79,53 +75,6 @@ impl Chats {
             }
         }
         Ok(blocks)
-    }
-
-    /// Steers the turn `running` with the person's message. `None`: nothing runs after all,
-    /// and the message is to go as a prompt.
-    async fn steer(
-        self: &Arc<Self>,
-        peer: &Arc<Peer>,
-        facts: &LinkFacts,
-        chat: &str,
-        text: &str,
-        running: Option<String>,
-    ) -> Option<Result<Value, String>> {
-        let message_id = self.fresh_message_id();
-        let params = json!({ "sessionId": chat, "text": text, "messageId": message_id });
-        match peer
-            .request(methods::LEMBAS_STEER, params, self.config.patience)
-            .await
-        {
-            Ok(Ok(_)) => {
-                self.say(chat, "user", text, running);
-                if self.misbehaves_way(ids::INSTANCE_STEER_RUNNING, "and_prompt") {
-                    // Misbehaving: the steered message also goes as a prompt of its own.
-                    let turn_id = self.fresh_message_id();
-                    self.prompt(peer, facts, chat, &turn_id, text);
-                }
-                Some(Ok(json!({ "steered": true, "messageId": message_id })))
-            }
-            // Nothing runs after all: the message goes as a prompt.
-            Ok(Err(e)) if e.code == INVALID_PARAMS => {
-                if self.breaks(ids::INSTANCE_STEER_FALLBACK) {
-                    return Some(Ok(json!({ "steered": false })));
-                }
-                if self.misbehaves_way(ids::INSTANCE_STEER_FALLBACK, "other_session") {
-                    // Misbehaving: the fallback prompt goes to a session never given.
-                    let params = json!({
-                        "sessionId": "ses_never_given",
-                        "prompt": [{ "type": "text", "text": text }],
-                    });
-                    let answer = peer.begin_request(methods::SESSION_PROMPT, params, TURN_PATIENCE);
-                    tokio::spawn(answer);
-                    return Some(Ok(json!({ "steered": false })));
-                }
-                None
-            }
-            Ok(Err(e)) => Some(Err(format!("the device refused the steer: {}", e.message))),
-            Err(e) => Some(Err(e.to_string())),
-        }
     }
 
     /// Sends `text` and `blocks` after it as a prompt of its own (a new turn); gives

@@ -1,11 +1,11 @@
-//! `session/prompt` and `session/cancel`: a message written in a chat (a prompt with a new turn,
-//! or a steer while a turn runs) and a turn stopped, with what the client learns as a prompt
-//! goes and is answered.
+//! `session/prompt`: a message written in a chat (a prompt with a new turn, or a steer while a
+//! turn runs, see [`super::steer`]), with what the client learns as a prompt goes and is
+//! answered. A turn is stopped from [`super::session_cancel`].
 
 use std::time::Duration;
 
 use harness::lembas::methods;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::actions::{Acted, InstanceActor, SendMessage, unlisted};
 use crate::applicability::Applicability;
@@ -48,12 +48,5 @@ impl InstanceActor {
             .chats
             .send(&peer, &facts, &chat, &send.text, &send.attach)
             .await?)
-    }
-
-    /// Stops the chat's running turn (`session/cancel`).
-    pub(crate) async fn cancel(&self, chat: String, timeout: Duration) -> Acted {
-        let (peer, _) = self.chats.ready_link(&self.hub, timeout).await?;
-        self.chats.cancel(&peer, &chat);
-        Ok(json!({ "sessionId": chat }))
     }
 }
