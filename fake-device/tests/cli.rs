@@ -7,7 +7,8 @@ use std::time::Duration;
 use harness::engine::Cell;
 use harness::rules::{Binds, Misbehaviours};
 
-const BIN: &str = env!("CARGO_BIN_EXE_fake-device");
+mod common;
+use common::BIN;
 
 /// Serves a simulated fake-instance on a thread; gives its URL and a stop switch.
 fn instance(
@@ -59,16 +60,14 @@ fn instance_doing(
             steps,
             ..fake_instance::Options::default()
         };
-        let _ = runtime.block_on(fake_instance::run(
-            options,
-            None,
-            move |addr| {
-                let _ = addr_tx.send(addr);
-            },
-            async {
+        runtime.block_on(async {
+            let (addr, task) = common::spawn_instance(options, None, async {
                 let _ = stop_rx.await;
-            },
-        ));
+            })
+            .await;
+            let _ = addr_tx.send(addr);
+            let _ = task.await;
+        });
     });
     let addr = addr_rx
         .recv_timeout(Duration::from_secs(5))

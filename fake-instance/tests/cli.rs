@@ -9,6 +9,8 @@ use fake_device::ProtocolChoice;
 use harness::engine::Cell;
 use harness::rules::{Binds, Misbehaviours};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_fake-instance");
 
 /// Starts fake-instance and reads its ready line.
@@ -469,7 +471,6 @@ fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
         .build()
         .expect("runtime");
     let findings = runtime.block_on(async {
-        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel::<std::net::SocketAddr>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let options = fake_instance::Options {
             protocols: Some(vec![1]),
@@ -479,17 +480,10 @@ fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
             },
             ..fake_instance::Options::default()
         };
-        let instance = tokio::spawn(fake_instance::run(
-            options,
-            None,
-            move |addr| {
-                let _ = addr_tx.send(addr);
-            },
-            async {
-                let _ = stop_rx.await;
-            },
-        ));
-        let addr = addr_rx.await.expect("fake-instance starts");
+        let (addr, instance) = common::spawned::spawn_instance(options, None, async {
+            let _ = stop_rx.await;
+        })
+        .await;
         // A device that says 2 to an instance speaking only 1, and (misbehaving) dials again
         // after the 4400.
         let device = fake_device::Options {

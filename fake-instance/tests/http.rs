@@ -2,7 +2,6 @@
 //! `run()` on a free port and spoken to with reqwest (and, where it is installed, with the
 //! official OpenAI Python client).
 
-use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -27,7 +26,6 @@ struct Instance {
 
 /// Starts fake-instance (no scenario) in this cell's protocol, with this HTTP configuration.
 async fn start_with(protocol: u8, http: HttpConfig, tokens: &[&str]) -> Instance {
-    let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
     let (stop, stop_rx) = oneshot::channel::<()>();
     let options = Options {
         cell: Cell {
@@ -38,20 +36,10 @@ async fn start_with(protocol: u8, http: HttpConfig, tokens: &[&str]) -> Instance
         http,
         ..Options::default()
     };
-    tokio::spawn(fake_instance::run(
-        options,
-        None,
-        move |addr| {
-            let _ = addr_tx.send(addr);
-        },
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
-    let addr = tokio::time::timeout(PATIENCE, addr_rx)
-        .await
-        .expect("fake-instance is ready in time")
-        .expect("fake-instance starts");
+    let (addr, _) = common::spawned::spawn_instance(options, None, async {
+        let _ = stop_rx.await;
+    })
+    .await;
     Instance {
         url: format!("http://{addr}"),
         _stop: Box::new(stop),

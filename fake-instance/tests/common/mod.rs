@@ -1,10 +1,15 @@
-//! What fake-instance's HTTP tests share: an `HttpState` of the test's own, served on a free
-//! loopback port, so the test can read its journals.
+//! What fake-instance's tests share: an `HttpState` of the test's own, served on a free
+//! loopback port, so the test can read its journals; and fake-instance itself spawned with
+//! options set by hand.
 
 use fake_instance::http::HttpState;
 use tokio::sync::oneshot;
 
+#[allow(dead_code)] // each test file uses what it needs of this module
+pub mod spawned;
+
 /// A served HTTP API; dropping it stops the server.
+#[allow(dead_code)] // each test file uses what it needs of this module
 pub struct Served {
     /// `http://127.0.0.1:PORT`.
     pub url: String,
@@ -12,6 +17,7 @@ pub struct Served {
 }
 
 /// Serves `state`'s routes until the returned value is dropped.
+#[allow(dead_code)] // each test file uses what it needs of this module
 pub async fn serve(state: HttpState) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
