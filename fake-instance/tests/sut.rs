@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_fake-instance");
 
 /// A scenario in a file of its own, with the steps given (its device is the `--exec` one).
@@ -41,17 +43,7 @@ fn start(args: &[&str]) -> Child {
 
 /// Waits for the process, at most `limit`; gives its exit code and stdout.
 fn finish(mut child: Child, limit: Duration) -> (i32, String) {
-    let deadline = Instant::now() + limit;
-    let code = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status.code().unwrap_or(-1);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("fake-instance did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let code = common::wait(&mut child, limit);
     let mut out = String::new();
     if let Some(mut stdout) = child.stdout.take() {
         let _ = stdout.read_to_string(&mut out);

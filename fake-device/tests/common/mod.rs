@@ -1,9 +1,14 @@
 //! What the end-to-end tests share: their data files, and fake-instance running a scenario of
 //! its own (in-process) against a fake-device the test starts as a process.
 
-// fake-instance's tests start it the same way: one copy of that wiring for both crates' tests.
+// fake-instance's tests start it, and run their command, the same way: one copy of that wiring
+// for both crates' tests.
+#[allow(dead_code)] // each test file uses what it needs of this module
+#[path = "../../../fake-instance/tests/common/process.rs"]
+pub mod process;
 #[path = "../../../fake-instance/tests/common/spawned.rs"]
 mod spawned;
+#[allow(unused_imports)] // each test file uses what it needs of this module
 pub use spawned::spawn_instance;
 
 use std::path::{Path, PathBuf};

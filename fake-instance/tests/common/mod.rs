@@ -1,10 +1,15 @@
 //! What fake-instance's tests share: an `HttpState` of the test's own, served on a free
 //! loopback port, so the test can read its journals; and fake-instance itself spawned with
-//! options set by hand.
+//! options set by hand; the wait for its process to exit.
+
+use std::process::Child;
+use std::time::{Duration, Instant};
 
 use fake_instance::http::HttpState;
 use tokio::sync::oneshot;
 
+#[allow(dead_code)] // each test file uses what it needs of this module
+pub mod process;
 #[allow(dead_code)] // each test file uses what it needs of this module
 pub mod spawned;
 
@@ -35,5 +40,21 @@ pub async fn serve(state: HttpState) -> Served {
     Served {
         url: format!("http://{addr}"),
         _stop: stop,
+    }
+}
+
+/// Waits for a fake-instance process, at most `limit`, killing it then; its exit code.
+#[allow(dead_code)] // each test file uses what it needs of this module
+pub fn wait(child: &mut Child, limit: Duration) -> i32 {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            return status.code().unwrap_or(-1);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("fake-instance did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
