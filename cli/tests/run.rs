@@ -26,27 +26,9 @@ fn stand_in(pids: &Path, misbehave: Option<&str>) -> String {
     )
 }
 
-/// Whether `pid` runs (a zombie, killed and not yet reaped, does not).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(") ")
-                .map(|(_, rest)| !rest.starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
+/// No stand-in the run started outlives it (soon after it: the kill is asynchronous).
 fn assert_none_outlived(pids: &Path) {
-    let started: Vec<i32> = std::fs::read_to_string(pids)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
-    assert!(!started.is_empty(), "no stand-in was started");
-    std::thread::sleep(Duration::from_millis(200));
-    let left: Vec<_> = started.into_iter().filter(|p| alive(*p)).collect();
-    assert!(left.is_empty(), "these outlived the run: {left:?}");
+    common::pids::assert_none_outlived(pids, Duration::from_millis(200), "no stand-in was started");
 }
 
 #[cfg(unix)]

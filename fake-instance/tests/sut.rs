@@ -51,38 +51,13 @@ fn finish(mut child: Child, limit: Duration) -> (i32, String) {
     (code, out)
 }
 
-/// Whether `pid` runs (a zombie, killed and not yet reaped, does not).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(") ")
-                .map(|(_, rest)| !rest.starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
-fn pids_in(path: &Path) -> Vec<i32> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
 /// Every pid the device wrote is gone (soon after the run: the kill is asynchronous).
 fn assert_none_outlived(path: &Path) {
-    let started = pids_in(path);
-    assert!(
-        !started.is_empty(),
-        "the device never started its grandchild"
+    common::pids::assert_none_outlived(
+        path,
+        Duration::from_secs(2),
+        "the device never started its grandchild",
     );
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while started.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let left: Vec<_> = started.into_iter().filter(|p| alive(*p)).collect();
-    assert!(left.is_empty(), "these outlived the run: {left:?}");
 }
 
 fn run_with(steps: &str, device: &str) -> (i32, String, tempfile::TempDir) {
@@ -159,7 +134,7 @@ fn no_process_outlives_an_interrupted_run() {
         &device,
     ]);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while pids_in(pids.path()).is_empty() && Instant::now() < deadline {
+    while common::pids::pids_in(pids.path()).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: kill(2) on the child we started.

@@ -1,6 +1,7 @@
 //! What fake-instance's tests share: an `HttpState` of the test's own, served on a free
 //! loopback port, so the test can read its journals; and fake-instance itself spawned with
-//! options set by hand; the wait for its process to exit.
+//! options set by hand; the wait for its process to exit; the check that no process outlives a
+//! run.
 
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -8,6 +9,8 @@ use std::time::{Duration, Instant};
 use fake_instance::http::HttpState;
 use tokio::sync::oneshot;
 
+#[allow(dead_code)] // each test file uses what it needs of this module
+pub mod pids;
 #[allow(dead_code)] // each test file uses what it needs of this module
 pub mod process;
 #[allow(dead_code)] // each test file uses what it needs of this module
