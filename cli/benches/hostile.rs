@@ -336,6 +336,43 @@ fn big_request(id: u64, bytes: usize) -> String {
     )
 }
 
+/// Ten requests of 30 MB each, each awaiting its answer; how many were answered.
+async fn big_frames<S>(socket: &mut S) -> usize
+where
+    S: futures_util::Sink<Message>
+        + futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>>
+        + Unpin,
+    S::Error: std::fmt::Debug,
+{
+    let mut answers = 0;
+    for id in 1..=10 {
+        socket
+            .send(Message::Text(big_request(id, 30 * MB).into()))
+            .await
+            .expect("sent");
+        answers += usize::from(answered(socket, &json!(id)).await);
+    }
+    answers
+}
+
+/// 200,000 notifications as fast as they go, then the request `last` (for a method nobody has)
+/// whose answer says the burst was read through.
+async fn burst<S>(sink: &mut S)
+where
+    S: futures_util::Sink<Message> + Unpin,
+    S::Error: std::fmt::Debug,
+{
+    let burst = r#"{"jsonrpc":"2.0","method":"x/burst","params":{"n":1}}"#;
+    for _ in 0..200_000 {
+        sink.feed(Message::Text(burst.into())).await.expect("fed");
+    }
+    sink.send(Message::Text(
+        r#"{"jsonrpc":"2.0","id":"last","method":"x/none"}"#.into(),
+    ))
+    .await
+    .expect("sent");
+}
+
 /// Reads `socket` until the answer to `id` (true) or the link ends (false).
 async fn answered<S>(socket: &mut S, id: &Value) -> bool
 where
@@ -406,14 +443,7 @@ fn served(yes: bool) -> &'static str {
 async fn instance_big_frames() -> Reading {
     let (mut double, addr, idle) = instance();
     let mut socket = link(&addr).await;
-    let mut answers = 0;
-    for id in 1..=10 {
-        socket
-            .send(Message::Text(big_request(id, 30 * MB).into()))
-            .await
-            .expect("sent");
-        answers += usize::from(answered(&mut socket, &json!(id)).await);
-    }
+    let answers = big_frames(&mut socket).await;
     let held = double.rss();
     let other = instance_serves(&addr).await;
     let _ = socket.close(None).await;
@@ -446,20 +476,12 @@ async fn instance_burst() -> Reading {
     let (mut double, addr, idle) = instance();
     let socket = link(&addr).await;
     let (mut sink, mut stream) = socket.split();
-    let burst = r#"{"jsonrpc":"2.0","method":"x/burst","params":{"n":1}}"#;
     let reader = tokio::spawn(async move {
         let last = answered(&mut stream, &json!("last")).await;
         (last, stream)
     });
     let started = Instant::now();
-    for _ in 0..200_000 {
-        sink.feed(Message::Text(burst.into())).await.expect("fed");
-    }
-    sink.send(Message::Text(
-        r#"{"jsonrpc":"2.0","id":"last","method":"x/none"}"#.into(),
-    ))
-    .await
-    .expect("sent");
+    burst(&mut sink).await;
     let (last, _stream) = reader.await.expect("the reader");
     let took = started.elapsed();
     let held = double.rss();
@@ -710,14 +732,7 @@ async fn device_big_frames() -> Reading {
     let Some(mut socket) = instance.initialized_link().await else {
         return Reading::failed("no link");
     };
-    let mut answers = 0;
-    for id in 1..=10 {
-        socket
-            .send(Message::Text(big_request(id, 30 * MB).into()))
-            .await
-            .expect("sent");
-        answers += usize::from(answered(&mut socket, &json!(id)).await);
-    }
+    let answers = big_frames(&mut socket).await;
     let held = double.rss();
     let serves = device_serves(&mut socket, 100).await;
     let _ = socket.close(None).await;
@@ -761,16 +776,8 @@ async fn device_burst() -> Reading {
     };
     let (mut sink, mut stream) = socket.split();
     let reader = tokio::spawn(async move { answered(&mut stream, &json!("last")).await });
-    let burst = r#"{"jsonrpc":"2.0","method":"x/burst","params":{"n":1}}"#;
     let started = Instant::now();
-    for _ in 0..200_000 {
-        sink.feed(Message::Text(burst.into())).await.expect("fed");
-    }
-    sink.send(Message::Text(
-        r#"{"jsonrpc":"2.0","id":"last","method":"x/none"}"#.into(),
-    ))
-    .await
-    .expect("sent");
+    burst(&mut sink).await;
     let last = reader.await.expect("the reader");
     let took = started.elapsed();
     let held = double.rss();

@@ -26,27 +26,49 @@ fn stand_in(pids: &Path, misbehave: Option<&str>) -> String {
     )
 }
 
-/// Whether `pid` runs (a zombie, killed and not yet reaped, does not).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(") ")
-                .map(|(_, rest)| !rest.starts_with('Z'))
-        })
-        .unwrap_or(false)
+/// No stand-in the run started outlives it (soon after it: the kill is asynchronous).
+fn assert_none_outlived(pids: &Path) {
+    common::pids::assert_none_outlived(pids, Duration::from_millis(200), "no stand-in was started");
 }
 
-fn assert_none_outlived(pids: &Path) {
-    let started: Vec<i32> = std::fs::read_to_string(pids)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect();
-    assert!(!started.is_empty(), "no stand-in was started");
-    std::thread::sleep(Duration::from_millis(200));
-    let left: Vec<_> = started.into_iter().filter(|p| alive(*p)).collect();
-    assert!(left.is_empty(), "these outlived the run: {left:?}");
+/// A shell line that runs a double's binary (built if missing) with `args` in the shell's place.
+fn exec_line(double: &str, args: &str) -> String {
+    format!("exec {} {args}", common::binary(double).display())
+}
+
+/// `harness run` with `args`, reporting in JSON to `name` in `dir`: its exit code, everything it
+/// printed, and the report (null when none was written, so that the exit code is asserted first).
+fn run_reporting(dir: &Path, name: &str, args: &[&str]) -> (i32, String, serde_json::Value) {
+    let json = format!("json:{}", dir.join(name).display());
+    let (code, out) = harness(&[&["run", "--report", json.as_str()], args].concat());
+    let summary = std::fs::read_to_string(dir.join(name))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    (code, out, summary)
+}
+
+/// [`run_reporting`] for a run that must pass: everything it printed, its report, and the
+/// report's runs.
+fn passing(
+    dir: &Path,
+    name: &str,
+    args: &[&str],
+) -> (String, serde_json::Value, Vec<serde_json::Value>) {
+    let (code, out, summary) = run_reporting(dir, name, args);
+    assert_eq!(code, 0, "{out}");
+    let runs = summary["runs"].as_array().expect("runs").clone();
+    (out, summary, runs)
+}
+
+/// Some run of `scenario` in `runs` has `verdict`.
+#[track_caller]
+fn assert_some_run(runs: &[serde_json::Value], scenario: &str, verdict: &str, out: &str) {
+    assert!(
+        runs.iter()
+            .any(|r| r["scenario"] == scenario && r["verdict"] == verdict),
+        "{scenario} is not {verdict} in any run:\n{out}"
+    );
 }
 
 #[cfg(unix)]
@@ -55,34 +77,30 @@ fn the_instance_catalogue_runs_against_a_spawned_stand_in_cli_in_every_cell() {
     let dir = tempfile::tempdir().expect("dir");
     let pids = dir.path().join("pids");
     let junit = dir.path().join("junit");
-    let json = dir.path().join("run.json");
-    let (code, out) = harness(&[
-        "run",
-        "--exec",
-        &stand_in(&pids, None),
-        "--hooks",
-        "docs/examples/stand-in-cli/hooks.yaml",
-        "--protocols",
-        "1,2",
-        "--specs",
-        "1.0.0,1.1.0",
-        "--jobs",
-        "4",
-        "--report",
-        &format!("junit:{}", junit.display()),
-        "--report",
-        &format!("json:{}", json.display()),
-        "scenarios/instance",
-    ]);
-    assert_eq!(code, 0, "{out}");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
-    let runs = summary["runs"].as_array().expect("runs");
+    let (out, summary, runs) = passing(
+        dir.path(),
+        "run.json",
+        &[
+            "--exec",
+            &stand_in(&pids, None),
+            "--hooks",
+            "docs/examples/stand-in-cli/hooks.yaml",
+            "--protocols",
+            "1,2",
+            "--specs",
+            "1.0.0,1.1.0",
+            "--jobs",
+            "4",
+            "--report",
+            &format!("junit:{}", junit.display()),
+            "scenarios/instance",
+        ],
+    );
     let scenarios = std::fs::read_dir(root().join("scenarios/instance"))
         .expect("the catalogue")
         .count();
     assert!(runs.len() > scenarios * 3, "{} runs", runs.len());
-    for run in runs {
+    for run in &runs {
         let verdict = run["verdict"].as_str().unwrap_or_default();
         assert!(
             verdict == "passed" || (verdict == "not_applicable" && run["why"].is_string()),
@@ -91,11 +109,7 @@ fn the_instance_catalogue_runs_against_a_spawned_stand_in_cli_in_every_cell() {
     }
     // The terminal person and the limits change were done by hooks, and passed somewhere.
     for scenario in ["limits-change", "restart", "model-turn"] {
-        assert!(
-            runs.iter()
-                .any(|r| r["scenario"] == scenario && r["verdict"] == "passed"),
-            "{scenario} never passed:\n{out}"
-        );
+        assert_some_run(&runs, scenario, "passed", &out);
     }
     let mut files: Vec<String> = std::fs::read_dir(&junit)
         .expect("the JUnit folder")
@@ -189,20 +203,20 @@ fn the_baseline_holds_expected_failures_and_fails_unexpected_ones_and_stale_entr
 fn a_failed_run_says_in_json_which_step_and_rule_and_a_scenario_named_twice_runs_once() {
     let dir = tempfile::tempdir().expect("dir");
     let pids = dir.path().join("pids");
-    let json = dir.path().join("run.json");
-    let (code, out) = harness(&[
-        "run",
-        "--exec",
-        &stand_in(&pids, Some("device.hello.protocol")),
-        "--protocols",
-        "1",
-        "--specs",
-        "1.1.0",
-        "--report",
-        &format!("json:{}", json.display()),
-        "instance/negotiate.yaml",
-        "scenarios/instance/negotiate.yaml",
-    ]);
+    let (code, out, summary) = run_reporting(
+        dir.path(),
+        "run.json",
+        &[
+            "--exec",
+            &stand_in(&pids, Some("device.hello.protocol")),
+            "--protocols",
+            "1",
+            "--specs",
+            "1.1.0",
+            "instance/negotiate.yaml",
+            "scenarios/instance/negotiate.yaml",
+        ],
+    );
     assert_eq!(code, 1, "{out}");
     // Redirected, each run's line comes as it ends: here, one line for the one run.
     assert_eq!(
@@ -210,8 +224,6 @@ fn a_failed_run_says_in_json_which_step_and_rule_and_a_scenario_named_twice_runs
         1,
         "{out}"
     );
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
     let runs = summary["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 1, "{summary}");
     let failures = runs[0]["failures"].as_array().expect("failures");
@@ -240,37 +252,29 @@ fn a_failed_run_says_in_json_which_step_and_rule_and_a_scenario_named_twice_runs
 #[test]
 fn the_device_catalogue_runs_against_a_spawned_stand_in_server_with_its_web_ui_by_hooks() {
     let dir = tempfile::tempdir().expect("dir");
-    let json = dir.path().join("run.json");
-    let server = format!(
-        "exec {} --listen 127.0.0.1:{{port}} --token {{token}} --protocol {{protocol}} --spec {{spec}} --console --state-dir {{tmp}}/state",
-        common::binary("fake-instance").display()
+    let server = exec_line(
+        "fake-instance",
+        "--listen 127.0.0.1:{port} --token {token} --protocol {protocol} --spec {spec} --console --state-dir {tmp}/state",
     );
-    let (code, out) = harness(&[
-        "run",
-        "--exec",
-        &server,
-        "--hooks",
-        "docs/examples/stand-in-server/hooks.yaml",
-        "--jobs",
-        "4",
-        "--report",
-        &format!("json:{}", json.display()),
-        "device",
-    ]);
-    assert_eq!(code, 0, "{out}");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
-    let runs = summary["runs"].as_array().expect("runs");
+    let (out, _, runs) = passing(
+        dir.path(),
+        "run.json",
+        &[
+            "--exec",
+            &server,
+            "--hooks",
+            "docs/examples/stand-in-server/hooks.yaml",
+            "--jobs",
+            "4",
+            "device",
+        ],
+    );
     // The web UI's chats were opened and written in by hooks, whose `reply` gave the captures;
     // the server was restarted by the run.
     // (Its person answers cards by fake-instance's own defaults: with no `answer_cards` hook
     // the card scenarios that set a policy do not apply.)
     for scenario in ["cancel", "steer", "rewind", "reattach-restart"] {
-        assert!(
-            runs.iter()
-                .any(|r| r["scenario"] == scenario && r["verdict"] == "passed"),
-            "{scenario} never passed:\n{out}"
-        );
+        assert_some_run(&runs, scenario, "passed", &out);
     }
     assert!(
         runs.iter()
@@ -338,56 +342,32 @@ fn the_lvmh_catalogues_run_against_a_spawned_plugin_and_a_spawned_daemon() {
     let dir = tempfile::tempdir().expect("dir");
     // A real daemon (fake-instance as a process of its own, its store in {tmp}): restarted by
     // `restart`, it must keep what it persisted.
-    let daemon = format!(
-        "exec {} --family lvmh --listen 127.0.0.1:{{port}} --token {{token}} --state-dir {{tmp}}/state",
-        common::binary("fake-instance").display()
+    let daemon = exec_line(
+        "fake-instance",
+        "--family lvmh --listen 127.0.0.1:{port} --token {token} --state-dir {tmp}/state",
     );
-    let json = dir.path().join("daemon.json");
-    let (code, out) = harness(&[
-        "run",
-        "--exec",
-        &daemon,
-        "--report",
-        &format!("json:{}", json.display()),
-        "lvmh/device",
-    ]);
-    assert_eq!(code, 0, "{out}");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
-    let runs = summary["runs"].as_array().expect("runs");
+    let (out, _, runs) = passing(
+        dir.path(),
+        "daemon.json",
+        &["--exec", &daemon, "lvmh/device"],
+    );
     for scenario in ["restart", "persist", "auth", "prompt", "live"] {
-        assert!(
-            runs.iter()
-                .any(|r| r["scenario"] == scenario && r["verdict"] == "passed"),
-            "{scenario} never passed:\n{out}"
-        );
+        assert_some_run(&runs, scenario, "passed", &out);
     }
     // Pointing the daemon at the fake GitLab is its test's set-up, not arranged here.
-    assert!(
-        runs.iter()
-            .any(|r| r["scenario"] == "gitlab" && r["verdict"] == "not_applicable"),
-        "gitlab is not not_applicable:\n{out}"
-    );
+    assert_some_run(&runs, "gitlab", "not_applicable", &out);
 
     // A real plugin (fake-device as a process of its own): what only its own test can make it
     // do (a long tool, a burst) is not applicable, the rest passes.
-    let plugin = format!(
-        "exec {} --family lvmh --instance {{url}} --token {{token}}",
-        fake_device().display()
+    let plugin = exec_line(
+        "fake-device",
+        "--family lvmh --instance {url} --token {token}",
     );
-    let json = dir.path().join("plugin.json");
-    let (code, out) = harness(&[
-        "run",
-        "--exec",
-        &plugin,
-        "--report",
-        &format!("json:{}", json.display()),
-        "lvmh/instance",
-    ]);
-    assert_eq!(code, 0, "{out}");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).expect("the summary")).expect("json");
-    let runs = summary["runs"].as_array().expect("runs");
+    let (out, _, runs) = passing(
+        dir.path(),
+        "plugin.json",
+        &["--exec", &plugin, "lvmh/instance"],
+    );
     for (scenario, verdict) in [
         ("handshake", "passed"),
         ("turn", "passed"),
@@ -401,10 +381,6 @@ fn the_lvmh_catalogues_run_against_a_spawned_plugin_and_a_spawned_daemon() {
         ("tool-preview", "not_applicable"),
         ("buffer-overflow", "not_applicable"),
     ] {
-        assert!(
-            runs.iter()
-                .any(|r| r["scenario"] == scenario && r["verdict"] == verdict),
-            "{scenario} is not {verdict}:\n{out}"
-        );
+        assert_some_run(&runs, scenario, verdict, &out);
     }
 }

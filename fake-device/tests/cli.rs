@@ -7,17 +7,11 @@ use std::time::Duration;
 use harness::engine::Cell;
 use harness::rules::{Binds, Misbehaviours};
 
-const BIN: &str = env!("CARGO_BIN_EXE_fake-device");
+mod common;
+use common::BIN;
 
-/// Serves a simulated fake-instance on a thread; gives its URL and a stop switch.
-fn instance(
-    protocols: Option<Vec<u8>>,
-    misbehave: &[&str],
-) -> (
-    String,
-    tokio::sync::oneshot::Sender<()>,
-    std::thread::JoinHandle<()>,
-) {
+/// Serves a simulated fake-instance on a thread until the returned value is dropped.
+fn instance(protocols: Option<Vec<u8>>, misbehave: &[&str]) -> Instance {
     instance_doing(protocols, misbehave, Vec::new())
 }
 
@@ -26,11 +20,7 @@ fn instance_doing(
     protocols: Option<Vec<u8>>,
     misbehave: &[&str],
     steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
-) -> (
-    String,
-    tokio::sync::oneshot::Sender<()>,
-    std::thread::JoinHandle<()>,
-) {
+) -> Instance {
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
     let misbehave = Misbehaviours::parse(
@@ -59,40 +49,63 @@ fn instance_doing(
             steps,
             ..fake_instance::Options::default()
         };
-        let _ = runtime.block_on(fake_instance::run(
-            options,
-            None,
-            move |addr| {
-                let _ = addr_tx.send(addr);
-            },
-            async {
+        runtime.block_on(async {
+            let (addr, task) = common::spawn_instance(options, None, async {
                 let _ = stop_rx.await;
-            },
-        ));
+            })
+            .await;
+            let _ = addr_tx.send(addr);
+            let _ = task.await;
+        });
     });
     let addr = addr_rx
         .recv_timeout(Duration::from_secs(5))
         .expect("fake-instance starts");
-    (format!("http://{addr}"), stop_tx, handle)
+    Instance {
+        url: format!("http://{addr}"),
+        stop: Some(stop_tx),
+        thread: Some(handle),
+    }
 }
 
+/// A simulated fake-instance on a thread of its own; dropping it stops it.
+struct Instance {
+    url: String,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Instance {
+    /// The command linked to this instance (`--instance URL`) with `args`.
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        run(&[&["--instance", self.url.as_str()], args].concat())
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The command with `args`: its exit code, stdout and stderr.
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    common::process::run(BIN, args)
 }
 
 #[test]
 fn the_token_reaches_no_log_even_at_trace_level() {
-    let (url, stop, handle) = instance(None, &[]);
+    let instance = instance(None, &[]);
     let token = fake_instance::DEFAULT_TOKEN;
     let out = Command::new(BIN)
         .args([
             "--instance",
-            &url,
+            &instance.url,
             "--token",
             token,
             "--scenario",
@@ -101,8 +114,6 @@ fn the_token_reaches_no_log_even_at_trace_level() {
         .env("RUST_LOG", "trace")
         .output()
         .expect("runs");
-    let _ = stop.send(());
-    let _ = handle.join();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     // tungstenite's own traces are on (so its handshake request would be logged), yet the
@@ -114,10 +125,8 @@ fn the_token_reaches_no_log_even_at_trace_level() {
 #[test]
 fn negotiate_passes_against_a_correct_instance_in_both_protocols() {
     for protocols in [vec![1], vec![1, 2]] {
-        let (url, stop, handle) = instance(Some(protocols.clone()), &[]);
-        let (code, out, err) = run(&["--instance", &url, "--scenario", "negotiate.yaml"]);
-        let _ = stop.send(());
-        let _ = handle.join();
+        let instance = instance(Some(protocols.clone()), &[]);
+        let (code, out, err) = instance.run(&["--scenario", "negotiate.yaml"]);
         assert_eq!(code, 0, "{protocols:?}\n{out}\n{err}");
         let expected_cell = if protocols.contains(&2) {
             "protocol 2"
@@ -130,20 +139,16 @@ fn negotiate_passes_against_a_correct_instance_in_both_protocols() {
 
 #[test]
 fn an_instance_that_takes_any_token_fails_with_exit_1_naming_the_rule() {
-    let (url, stop, handle) = instance(None, &["instance.link.token"]);
-    let (code, out, _) = run(&["--instance", &url, "--scenario", "negotiate"]);
-    let _ = stop.send(());
-    let _ = handle.join();
+    let instance = instance(None, &["instance.link.token"]);
+    let (code, out, _) = instance.run(&["--scenario", "negotiate"]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("instance.link.token"), "{out}");
 }
 
 #[test]
 fn a_4400_stops_the_device_with_the_sentence_and_exit_4() {
-    let (url, stop, handle) = instance(Some(vec![1]), &[]);
-    let (code, _, err) = run(&["--instance", &url, "--protocol", "2"]);
-    let _ = stop.send(());
-    let _ = handle.join();
+    let instance = instance(Some(vec![1]), &[]);
+    let (code, _, err) = instance.run(&["--protocol", "2"]);
     assert_eq!(code, 4, "{err}");
     assert!(
         err.contains(fake_device::PROTOCOL_MISMATCH_SENTENCE),
@@ -153,10 +158,8 @@ fn a_4400_stops_the_device_with_the_sentence_and_exit_4() {
 
 #[test]
 fn a_refused_token_is_exit_5_without_a_retry_loop() {
-    let (url, stop, handle) = instance(None, &[]);
-    let (code, _, err) = run(&["--instance", &url, "--token", "wrong"]);
-    let _ = stop.send(());
-    let _ = handle.join();
+    let instance = instance(None, &[]);
+    let (code, _, err) = instance.run(&["--token", "wrong"]);
     assert_eq!(code, 5, "{err}");
     assert!(err.contains("401"), "{err}");
 }
@@ -216,10 +219,8 @@ fn a_fleet_needs_a_token_a_device_and_exits_5_when_every_one_is_refused() {
         path,
     ]);
     assert_eq!(code, 2, "a file shorter than the fleet: {err}");
-    let (url, stop, handle) = instance(None, &[]);
-    let (code, out, err) = run(&["--instance", &url, "--fleet", "2", "--token", "wrong-{i}"]);
-    let _ = stop.send(());
-    let _ = handle.join();
+    let instance = instance(None, &[]);
+    let (code, out, err) = instance.run(&["--fleet", "2", "--token", "wrong-{i}"]);
     assert_eq!(code, 5, "{out}\n{err}");
     assert!(out.contains(r#""stopped":2"#), "{out}");
 }
@@ -236,7 +237,7 @@ fn capabilities_lists_only_those_and_refuses_ones_the_spec_lacks() {
     ]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("`teleport`"), "{err}");
-    let (url, stop, handle) = instance(None, &[]);
+    let instance = instance(None, &[]);
     let dir = tempfile::tempdir().expect("tmp");
     let journal = dir.path().join("j.jsonl");
     // A scenario that stays until initialize is answered (negotiate's device answers late).
@@ -246,9 +247,7 @@ fn capabilities_lists_only_those_and_refuses_ones_the_spec_lacks() {
         "name: listed\nabout: initialize answered\nsteps:\n  - expect: { method: initialize }\n  - wait: 300ms\n",
     )
     .expect("scenario written");
-    let (code, out, err) = run(&[
-        "--instance",
-        &url,
+    let (code, out, err) = instance.run(&[
         "--scenario",
         &scenario.to_string_lossy(),
         "--capabilities",
@@ -256,8 +255,6 @@ fn capabilities_lists_only_those_and_refuses_ones_the_spec_lacks() {
         "--journal",
         &journal.to_string_lossy(),
     ]);
-    let _ = stop.send(());
-    let _ = handle.join();
     assert_eq!(code, 0, "{out}{err}");
     let journal = std::fs::read_to_string(journal).expect("journal written");
     let lists: Vec<serde_json::Value> = journal
@@ -274,19 +271,15 @@ fn capabilities_lists_only_those_and_refuses_ones_the_spec_lacks() {
 
 #[test]
 fn a_scenario_whose_web_ui_nobody_drives_is_not_applicable() {
-    let (url, stop, handle) = instance(None, &[]);
-    let (code, out, _) = run(&["--instance", &url, "--scenario", "composer"]);
-    let (strict, _, _) = run(&["--instance", &url, "--scenario", "composer", "--strict"]);
-    let (arranged, arranged_out, _) = run(&[
-        "--instance",
-        &url,
+    let instance = instance(None, &[]);
+    let (code, out, _) = instance.run(&["--scenario", "composer"]);
+    let (strict, _, _) = instance.run(&["--scenario", "composer", "--strict"]);
+    let (arranged, arranged_out, _) = instance.run(&[
         "--scenario",
         "composer",
         "--arranged",
         "open_chat,search_files,list_commands,mention",
     ]);
-    let _ = stop.send(());
-    let _ = handle.join();
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("NOT APPLICABLE"), "{out}");
     assert!(
@@ -313,10 +306,8 @@ fn the_composer_must_name_the_chat_s_own_session() {
     let root = root.path().display().to_string();
     // Runs the composer scenario against a web UI doing `steps`; gives the exit code and report.
     let composer_against = |steps: &str| {
-        let (url, stop, handle) = instance_doing(None, &[], web_ui(steps));
-        let (code, out, _) = run(&[
-            "--instance",
-            &url,
+        let instance = instance_doing(None, &[], web_ui(steps));
+        let (code, out, _) = instance.run(&[
             "--scenario",
             "composer",
             "--arranged",
@@ -324,8 +315,6 @@ fn the_composer_must_name_the_chat_s_own_session() {
             "--root",
             &root,
         ]);
-        let _ = stop.send(());
-        let _ = handle.join();
         (code, out)
     };
     // The right session: passes.

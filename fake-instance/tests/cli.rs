@@ -3,11 +3,13 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fake_device::ProtocolChoice;
 use harness::engine::Cell;
 use harness::rules::{Binds, Misbehaviours};
+
+mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_fake-instance");
 
@@ -29,21 +31,6 @@ fn start(args: &[&str]) -> (Child, String, BufReader<std::process::ChildStdout>)
         .to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     (child, url, stdout)
-}
-
-/// Waits for the process, at most `limit`.
-fn wait(child: &mut Child, limit: Duration) -> i32 {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status.code().unwrap_or(-1);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("fake-instance did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Links a fake device (the library) to `url` until `stop` fires.
@@ -119,7 +106,7 @@ fn negotiate_passes_and_writes_reports_and_journal() {
         &journal.to_string_lossy(),
     ]);
     let (device, stop) = device(url, 1, "1.0.0", &[]);
-    let code = wait(&mut child, Duration::from_secs(20));
+    let code = common::wait(&mut child, Duration::from_secs(20));
     let _ = stop.send(());
     let _ = device.join();
     let out = rest(stdout);
@@ -161,7 +148,7 @@ fn negotiate_passes_and_writes_reports_and_journal() {
 fn a_misbehaving_device_fails_with_exit_1_naming_the_rule() {
     let (mut child, url, stdout) = start(&["--scenario", "negotiate", "--protocol", "2"]);
     let (device, stop) = device(url, 2, "1.1.0", &["device.initialize.protocol"]);
-    let code = wait(&mut child, Duration::from_secs(20));
+    let code = common::wait(&mut child, Duration::from_secs(20));
     let _ = stop.send(());
     let _ = device.join();
     let out = rest(stdout);
@@ -213,7 +200,7 @@ fn a_device_that_did_not_list_a_capability_is_not_asked_and_not_judged() {
         options.roots = vec![root_path];
         options.capabilities = Some(vec!["turns".into(), "status".into()]);
     });
-    let code = wait(&mut child, Duration::from_secs(20));
+    let code = common::wait(&mut child, Duration::from_secs(20));
     let _ = stop.send(());
     let _ = device.join();
     let out = rest(stdout);
@@ -225,13 +212,9 @@ fn a_device_that_did_not_list_a_capability_is_not_asked_and_not_judged() {
     assert!(out.contains("n/a "), "{out}");
 }
 
+/// The command with `args`: its exit code, stdout and stderr.
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(BIN).args(args).output().expect("runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    common::process::run(BIN, args)
 }
 
 #[test]
@@ -368,7 +351,7 @@ fn without_a_scenario_it_serves_until_sigterm_and_exits_0() {
         .status()
         .expect("kill runs");
     assert!(killed.success());
-    assert_eq!(wait(&mut child, Duration::from_secs(5)), 0);
+    assert_eq!(common::wait(&mut child, Duration::from_secs(5)), 0);
 }
 
 #[test]
@@ -410,7 +393,11 @@ fn a_scenario_run_stopped_by_a_signal_is_never_a_pass() {
             .status()
             .expect("kill runs");
         assert!(killed.success());
-        assert_eq!(wait(&mut child, Duration::from_secs(5)), 6, "{signal}");
+        assert_eq!(
+            common::wait(&mut child, Duration::from_secs(5)),
+            6,
+            "{signal}"
+        );
         for report in [&junit, &json] {
             let written = std::fs::read_to_string(report).unwrap_or_default();
             assert!(
@@ -469,7 +456,6 @@ fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
         .build()
         .expect("runtime");
     let findings = runtime.block_on(async {
-        let (addr_tx, addr_rx) = tokio::sync::oneshot::channel::<std::net::SocketAddr>();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let options = fake_instance::Options {
             protocols: Some(vec![1]),
@@ -479,17 +465,10 @@ fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
             },
             ..fake_instance::Options::default()
         };
-        let instance = tokio::spawn(fake_instance::run(
-            options,
-            None,
-            move |addr| {
-                let _ = addr_tx.send(addr);
-            },
-            async {
-                let _ = stop_rx.await;
-            },
-        ));
-        let addr = addr_rx.await.expect("fake-instance starts");
+        let (addr, instance) = common::spawned::spawn_instance(options, None, async {
+            let _ = stop_rx.await;
+        })
+        .await;
         // A device that says 2 to an instance speaking only 1, and (misbehaving) dials again
         // after the 4400.
         let device = fake_device::Options {

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_fake-instance");
 const TOKEN: &str = "control-secret";
 
@@ -257,7 +259,7 @@ async fn a_whole_run_is_driven_through_the_control_api() {
     // The signal the scenario waits on: it goes on, passes, and the double exits 0.
     let answer = post("/v1/signals/chat-opened").send().await.expect("sent");
     assert_eq!(answer.status(), 204);
-    let code = wait(&mut child, Duration::from_secs(20));
+    let code = common::wait(&mut child, Duration::from_secs(20));
     assert_eq!(code, 0, "the scenario passed");
     drop(device);
 
@@ -278,21 +280,6 @@ async fn a_whole_run_is_driven_through_the_control_api() {
             .iter()
             .any(|e| e["event"] == "signal" && e["name"] == "chat-opened")
     );
-}
-
-/// Waits for the process, at most `limit`.
-fn wait(child: &mut Child, limit: Duration) -> i32 {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            return status.code().unwrap_or(-1);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("fake-instance did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[tokio::test]

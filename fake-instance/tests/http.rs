@@ -2,7 +2,6 @@
 //! `run()` on a free port and spoken to with reqwest (and, where it is installed, with the
 //! official OpenAI Python client).
 
-use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -27,7 +26,6 @@ struct Instance {
 
 /// Starts fake-instance (no scenario) in this cell's protocol, with this HTTP configuration.
 async fn start_with(protocol: u8, http: HttpConfig, tokens: &[&str]) -> Instance {
-    let (addr_tx, addr_rx) = oneshot::channel::<SocketAddr>();
     let (stop, stop_rx) = oneshot::channel::<()>();
     let options = Options {
         cell: Cell {
@@ -38,20 +36,10 @@ async fn start_with(protocol: u8, http: HttpConfig, tokens: &[&str]) -> Instance
         http,
         ..Options::default()
     };
-    tokio::spawn(fake_instance::run(
-        options,
-        None,
-        move |addr| {
-            let _ = addr_tx.send(addr);
-        },
-        async {
-            let _ = stop_rx.await;
-        },
-    ));
-    let addr = tokio::time::timeout(PATIENCE, addr_rx)
-        .await
-        .expect("fake-instance is ready in time")
-        .expect("fake-instance starts");
+    let (addr, _) = common::spawned::spawn_instance(options, None, async {
+        let _ = stop_rx.await;
+    })
+    .await;
     Instance {
         url: format!("http://{addr}"),
         _stop: Box::new(stop),
@@ -219,22 +207,21 @@ async fn every_route_needs_a_known_device_token_and_never_echoes_one() {
 async fn the_authorization_scheme_is_read_in_any_case() {
     // HTTP's auth schemes are case-insensitive: a device writing `bearer` is a device.
     let instance = start(HttpConfig::default()).await;
-    for scheme in ["Bearer", "bearer", "BEARER"] {
+    let cases = [
+        ("Bearer", StatusCode::OK),
+        ("bearer", StatusCode::OK),
+        ("BEARER", StatusCode::OK),
+        ("Basic", StatusCode::UNAUTHORIZED),
+    ];
+    for (scheme, status) in cases {
         let response = client()
             .get(format!("{}/v1/models", instance.url))
             .header("authorization", format!("{scheme} {DEFAULT_TOKEN}"))
             .send()
             .await
             .expect("an answer");
-        assert_eq!(response.status(), StatusCode::OK, "{scheme}");
+        assert_eq!(response.status(), status, "{scheme}");
     }
-    let basic = client()
-        .get(format!("{}/v1/models", instance.url))
-        .header("authorization", format!("Basic {DEFAULT_TOKEN}"))
-        .send()
-        .await
-        .expect("an answer");
-    assert_eq!(basic.status(), StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test]
@@ -798,60 +785,45 @@ async fn malformed_bodies_get_a_detail_and_the_server_lives_on() {
             .header("content-type", "application/json")
             .body(body)
     };
-    let cases = [
+    // Each path with its method, and the bodies it gets with the status each must answer.
+    type Bodies = &'static [(&'static str, StatusCode)];
+    let cases: [(&str, reqwest::Method, Bodies); 2] = [
         (
             "/v1/chat/completions",
             reqwest::Method::POST,
-            "{\"model\": ",
-            StatusCode::BAD_REQUEST,
-        ),
-        (
-            "/v1/chat/completions",
-            reqwest::Method::POST,
-            "",
-            StatusCode::BAD_REQUEST,
-        ),
-        (
-            "/v1/chat/completions",
-            reqwest::Method::POST,
-            "[1, 2]",
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "/v1/chat/completions",
-            reqwest::Method::POST,
-            "{\"model\": \"fake/echo\", \"messages\": \"hi\"}",
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "/v1/chat/completions",
-            reqwest::Method::POST,
-            "{\"model\": \"fake/echo\", \"messages\": [{\"content\": 1}]}",
-            StatusCode::UNPROCESSABLE_ENTITY,
-        ),
-        (
-            "/v1/chat/completions",
-            reqwest::Method::POST,
-            "{\"model\": \"fake/echo\", \"messages\": [], \"stream\": 1}",
-            StatusCode::UNPROCESSABLE_ENTITY,
+            &[
+                ("{\"model\": ", StatusCode::BAD_REQUEST),
+                ("", StatusCode::BAD_REQUEST),
+                ("[1, 2]", StatusCode::UNPROCESSABLE_ENTITY),
+                (
+                    "{\"model\": \"fake/echo\", \"messages\": \"hi\"}",
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                ),
+                (
+                    "{\"model\": \"fake/echo\", \"messages\": [{\"content\": 1}]}",
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                ),
+                (
+                    "{\"model\": \"fake/echo\", \"messages\": [], \"stream\": 1}",
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                ),
+            ],
         ),
         (
             "/v1/me/personalization",
             reqwest::Method::PUT,
-            "not json",
-            StatusCode::BAD_REQUEST,
-        ),
-        (
-            "/v1/me/personalization",
-            reqwest::Method::PUT,
-            "\"a string\"",
-            StatusCode::UNPROCESSABLE_ENTITY,
+            &[
+                ("not json", StatusCode::BAD_REQUEST),
+                ("\"a string\"", StatusCode::UNPROCESSABLE_ENTITY),
+            ],
         ),
     ];
-    for (path, method, body, status) in cases {
-        let (got, answer) = call(raw(path, method, body)).await;
-        assert_eq!(got, status, "{path} {body:?}");
-        assert!(answer["detail"].is_string(), "{path} {body:?}: {answer}");
+    for (path, method, bodies) in cases {
+        for &(body, status) in bodies {
+            let (got, answer) = call(raw(path, method.clone(), body)).await;
+            assert_eq!(got, status, "{path} {body:?}");
+            assert!(answer["detail"].is_string(), "{path} {body:?}: {answer}");
+        }
     }
     let (status, _) = call(instance.chat(&ask("fake/echo", "still here", false))).await;
     assert_eq!(status, StatusCode::OK);

@@ -41,18 +41,33 @@ async fn call(
     (status, body)
 }
 
+/// `call` with the daemon's token: a GET of `path`.
+async fn get(url: &str, path: &str) -> (StatusCode, Value) {
+    call(url, reqwest::Method::GET, path, None, Some(TOKEN)).await
+}
+
+/// `call` with the daemon's token: a POST of `body` to `path`.
+async fn post(url: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    call(url, reqwest::Method::POST, path, Some(body), Some(TOKEN)).await
+}
+
+/// `call` with the daemon's token: a DELETE of `path`.
+async fn delete(url: &str, path: &str) -> (StatusCode, Value) {
+    call(url, reqwest::Method::DELETE, path, None, Some(TOKEN)).await
+}
+
+/// Spawns an agent for `group/project`; the daemon's answer, which must be a success.
+async fn spawn(url: &str) -> Value {
+    let (status, body) = post(url, "/api/spawn", json!({"repo": "group/project"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body
+}
+
 /// Polls the session list until `ready` holds for it, for at most 10 s.
 async fn sessions_until(url: &str, ready: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let (_, body) = call(
-            url,
-            reqwest::Method::GET,
-            "/api/sessions",
-            None,
-            Some(TOKEN),
-        )
-        .await;
+        let (_, body) = get(url, "/api/sessions").await;
         let list = body.as_array().cloned().unwrap_or_default();
         if ready(&list) || tokio::time::Instant::now() > deadline {
             return list;
@@ -65,15 +80,7 @@ async fn sessions_until(url: &str, ready: impl Fn(&[Value]) -> bool) -> Vec<Valu
 async fn a_spawn_starts_an_agent_session_for_its_repo_and_its_container_stops() {
     let daemon = daemon().await;
     let url = daemon.url();
-    let (status, body) = call(
-        &url,
-        reqwest::Method::POST,
-        "/api/spawn",
-        Some(json!({"repo": "group/project"})),
-        Some(TOKEN),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    let body = spawn(&url).await;
     let session = body["sessionId"]
         .as_str()
         .expect("a session id")
@@ -91,32 +98,18 @@ async fn a_spawn_starts_an_agent_session_for_its_repo_and_its_container_stops() 
         .unwrap_or_else(|| panic!("no session {session} in {list:?}"));
     assert_eq!(spawned["agent"], true);
     assert_eq!(spawned["repo"], "group/project");
-    let (_, jobs) = call(
-        &url,
-        reqwest::Method::GET,
-        "/api/spawn/status",
-        None,
-        Some(TOKEN),
-    )
-    .await;
+    let (_, jobs) = get(&url, "/api/spawn/status").await;
     assert_eq!(jobs[0]["repo"], "group/project", "{jobs}");
     assert_eq!(jobs[0]["sessionId"], session.as_str(), "{jobs}");
 
     // A prompt to it runs in its agent, and its events are persisted.
     let path = format!("/api/sessions/{session}/prompt");
-    let (status, _) = call(
-        &url,
-        reqwest::Method::POST,
-        &path,
-        Some(json!({"message": "hi"})),
-        Some(TOKEN),
-    )
-    .await;
+    let (status, _) = post(&url, &path, json!({"message": "hi"})).await;
     assert_eq!(status, StatusCode::OK);
     let events = format!("/api/sessions/{session}/events?after=0");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     loop {
-        let (_, body) = call(&url, reqwest::Method::GET, &events, None, Some(TOKEN)).await;
+        let (_, body) = get(&url, &events).await;
         if body
             .as_array()
             .is_some_and(|e| e.iter().any(|e| e["type"] == "agent_settled"))
@@ -131,7 +124,7 @@ async fn a_spawn_starts_an_agent_session_for_its_repo_and_its_container_stops() 
     }
 
     let container = format!("/api/sessions/{session}/container");
-    let (status, _) = call(&url, reqwest::Method::DELETE, &container, None, Some(TOKEN)).await;
+    let (status, _) = delete(&url, &container).await;
     assert_eq!(status, StatusCode::OK);
     let list = sessions_until(&url, |l| {
         l.iter()
@@ -143,27 +136,13 @@ async fn a_spawn_starts_an_agent_session_for_its_repo_and_its_container_stops() 
             .any(|s| s["id"] == session.as_str() && s["online"] == false),
         "{list:?}"
     );
-    let (status, _) = call(
-        &url,
-        reqwest::Method::POST,
-        &path,
-        Some(json!({"message": "hi"})),
-        Some(TOKEN),
-    )
-    .await;
+    let (status, _) = post(&url, &path, json!({"message": "hi"})).await;
     assert_eq!(
         status,
         StatusCode::CONFLICT,
         "a stopped container's session is offline"
     );
-    let (status, body) = call(
-        &url,
-        reqwest::Method::DELETE,
-        "/api/sessions/nobody/container",
-        None,
-        Some(TOKEN),
-    )
-    .await;
+    let (status, body) = delete(&url, "/api/sessions/nobody/container").await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert!(body["error"].is_string(), "{body}");
     daemon.verdict().await.strict().assert_passed();
@@ -176,15 +155,7 @@ async fn a_browser_opened_after_a_spawn_is_told_its_job() {
     use futures_util::StreamExt;
     let daemon = daemon().await;
     let url = daemon.url();
-    let (status, body) = call(
-        &url,
-        reqwest::Method::POST,
-        "/api/spawn",
-        Some(json!({"repo": "group/project"})),
-        Some(TOKEN),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    spawn(&url).await;
     let ws = format!("{}/ws?token={TOKEN}", url.replacen("http", "ws", 1));
     let (mut browser, _) = tokio_tungstenite::connect_async(ws)
         .await
@@ -211,39 +182,16 @@ async fn a_browser_opened_after_a_spawn_is_told_its_job() {
 async fn gitlab_takes_only_its_token_and_never_gives_it_back() {
     let daemon = daemon().await;
     let url = daemon.url();
-    let (_, status) = call(
-        &url,
-        reqwest::Method::GET,
-        "/api/gitlab/status",
-        None,
-        Some(TOKEN),
-    )
-    .await;
+    let (_, status) = get(&url, "/api/gitlab/status").await;
     assert_eq!(status["connected"], false, "{status}");
-    let (code, _) = call(
-        &url,
-        reqwest::Method::GET,
-        "/api/gitlab/repos",
-        None,
-        Some(TOKEN),
-    )
-    .await;
+    let (code, _) = get(&url, "/api/gitlab/repos").await;
     assert_eq!(code, StatusCode::CONFLICT, "no repos before a connect");
-    let (code, body) = call(
-        &url,
-        reqwest::Method::POST,
-        "/api/gitlab/connect",
-        Some(json!({"token": "glpat-wrong"})),
-        Some(TOKEN),
-    )
-    .await;
+    let (code, body) = post(&url, "/api/gitlab/connect", json!({"token": "glpat-wrong"})).await;
     assert_eq!(code, StatusCode::BAD_REQUEST, "{body}");
-    let (code, body) = call(
+    let (code, body) = post(
         &url,
-        reqwest::Method::POST,
         "/api/gitlab/connect",
-        Some(json!({"token": "glpat-lvmh-test"})),
-        Some(TOKEN),
+        json!({"token": "glpat-lvmh-test"}),
     )
     .await;
     assert_eq!(
@@ -257,7 +205,7 @@ async fn gitlab_takes_only_its_token_and_never_gives_it_back() {
         "/api/sessions",
         "/api/spawn/status",
     ] {
-        let (code, body) = call(&url, reqwest::Method::GET, path, None, Some(TOKEN)).await;
+        let (code, body) = get(&url, path).await;
         assert_eq!(code, StatusCode::OK, "{path}: {body}");
         said.push_str(&body.to_string());
     }
@@ -267,23 +215,9 @@ async fn gitlab_takes_only_its_token_and_never_gives_it_back() {
         !said.contains("glpat-lvmh-test"),
         "the token came back: {said}"
     );
-    let (code, _) = call(
-        &url,
-        reqwest::Method::DELETE,
-        "/api/gitlab/connect",
-        None,
-        Some(TOKEN),
-    )
-    .await;
+    let (code, _) = delete(&url, "/api/gitlab/connect").await;
     assert_eq!(code, StatusCode::OK);
-    let (_, status) = call(
-        &url,
-        reqwest::Method::GET,
-        "/api/gitlab/status",
-        None,
-        Some(TOKEN),
-    )
-    .await;
+    let (_, status) = get(&url, "/api/gitlab/status").await;
     assert_eq!(status["connected"], false, "{status}");
     daemon.verdict().await.strict().assert_passed();
 }

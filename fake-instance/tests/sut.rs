@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_fake-instance");
 
 /// A scenario in a file of its own, with the steps given (its device is the `--exec` one).
@@ -41,17 +43,7 @@ fn start(args: &[&str]) -> Child {
 
 /// Waits for the process, at most `limit`; gives its exit code and stdout.
 fn finish(mut child: Child, limit: Duration) -> (i32, String) {
-    let deadline = Instant::now() + limit;
-    let code = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status.code().unwrap_or(-1);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("fake-instance did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let code = common::wait(&mut child, limit);
     let mut out = String::new();
     if let Some(mut stdout) = child.stdout.take() {
         let _ = stdout.read_to_string(&mut out);
@@ -59,38 +51,13 @@ fn finish(mut child: Child, limit: Duration) -> (i32, String) {
     (code, out)
 }
 
-/// Whether `pid` runs (a zombie, killed and not yet reaped, does not).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(") ")
-                .map(|(_, rest)| !rest.starts_with('Z'))
-        })
-        .unwrap_or(false)
-}
-
-fn pids_in(path: &Path) -> Vec<i32> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
 /// Every pid the device wrote is gone (soon after the run: the kill is asynchronous).
 fn assert_none_outlived(path: &Path) {
-    let started = pids_in(path);
-    assert!(
-        !started.is_empty(),
-        "the device never started its grandchild"
+    common::pids::assert_none_outlived(
+        path,
+        Duration::from_secs(2),
+        "the device never started its grandchild",
     );
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while started.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let left: Vec<_> = started.into_iter().filter(|p| alive(*p)).collect();
-    assert!(left.is_empty(), "these outlived the run: {left:?}");
 }
 
 fn run_with(steps: &str, device: &str) -> (i32, String, tempfile::TempDir) {
@@ -167,7 +134,7 @@ fn no_process_outlives_an_interrupted_run() {
         &device,
     ]);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while pids_in(pids.path()).is_empty() && Instant::now() < deadline {
+    while common::pids::pids_in(pids.path()).is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     // SAFETY: kill(2) on the child we started.

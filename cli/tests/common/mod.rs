@@ -4,6 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+// fake-instance's tests check the same of the processes their runs start: one copy of the check.
+#[allow(dead_code)] // each test file uses what it needs of this module
+#[path = "../../../fake-instance/tests/common/pids.rs"]
+pub mod pids;
+
 /// The `harness` binary under test.
 pub const HARNESS: &str = env!("CARGO_BIN_EXE_harness");
 

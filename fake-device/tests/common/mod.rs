@@ -1,7 +1,16 @@
 //! What the end-to-end tests share: their data files, and fake-instance running a scenario of
 //! its own (in-process) against a fake-device the test starts as a process.
 
-use std::net::SocketAddr;
+// fake-instance's tests start it, and run their command, the same way: one copy of that wiring
+// for both crates' tests.
+#[allow(dead_code)] // each test file uses what it needs of this module
+#[path = "../../../fake-instance/tests/common/process.rs"]
+pub mod process;
+#[path = "../../../fake-instance/tests/common/spawned.rs"]
+mod spawned;
+#[allow(unused_imports)] // each test file uses what it needs of this module
+pub use spawned::spawn_instance;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -9,9 +18,11 @@ use harness::engine::Cell;
 use harness::scenario::Side;
 
 /// The fake-device binary.
+#[allow(dead_code)] // each test file uses what it needs of this module
 pub const BIN: &str = env!("CARGO_BIN_EXE_fake-device");
 
 /// A file of `tests/data`.
+#[allow(dead_code)] // each test file uses what it needs of this module
 pub fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
@@ -21,6 +32,7 @@ pub fn data(name: &str) -> PathBuf {
 /// Runs fake-instance with the instance-side scenario `scenario` (a file of `tests/data`), calls
 /// `device` with its URL once it listens, and gives the scenario's verdict as a report, or
 /// `None` when it passed.
+#[allow(dead_code)] // each test file uses what it needs of this module
 pub fn instance_checks(scenario: &str, device: impl FnOnce(String)) -> Option<String> {
     let scenario = harness::scenario::load_file(&data(scenario), Some(Side::Instance))
         .expect("the instance scenario loads");
@@ -29,7 +41,6 @@ pub fn instance_checks(scenario: &str, device: impl FnOnce(String)) -> Option<St
         .enable_all()
         .build()
         .expect("runtime");
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
     let options = fake_instance::Options {
         protocols: Some(vec![1, 2]),
         cell: Cell {
@@ -39,17 +50,11 @@ pub fn instance_checks(scenario: &str, device: impl FnOnce(String)) -> Option<St
         patience: Duration::from_secs(5),
         ..fake_instance::Options::default()
     };
-    let instance = runtime.spawn(fake_instance::run(
+    let (addr, instance) = runtime.block_on(spawn_instance(
         options,
         Some(scenario),
-        move |addr| {
-            let _ = addr_tx.send(addr);
-        },
         std::future::pending(),
     ));
-    let addr = addr_rx
-        .recv_timeout(Duration::from_secs(5))
-        .expect("fake-instance starts");
     device(format!("http://{addr}"));
     let finished = runtime
         .block_on(async { tokio::time::timeout(Duration::from_secs(30), instance).await })

@@ -98,15 +98,57 @@ async fn pair(
     let client = connect(request(server.addr, Some(TOKEN)), client_limits)
         .await
         .expect("connect");
-    let accepted = timeout(STEP, server.connections.recv())
+    let accepted = accepted(&mut server).await;
+    (server, accepted, client)
+}
+
+/// The server side of the connection `server` accepts next.
+async fn accepted(server: &mut Server) -> Connection {
+    timeout(STEP, server.connections.recv())
         .await
         .expect("server side in time")
-        .expect("server side connection");
-    (server, accepted, client)
+        .expect("server side connection")
+}
+
+/// The upgrade request a raw tungstenite client sends: the test's token and nothing else, for
+/// the frames the Connection API never sends.
+fn raw_upgrade(addr: SocketAddr) -> tokio_tungstenite::tungstenite::handshake::client::Request {
+    let mut upgrade = format!("ws://{addr}/ws").into_client_request().unwrap();
+    upgrade.headers_mut().insert(
+        http::header::AUTHORIZATION,
+        format!("Bearer {TOKEN}").parse().unwrap(),
+    );
+    upgrade
+}
+
+/// A raw tungstenite client connected to `server`, and the server side of its connection.
+async fn raw_pair(
+    server: &mut Server,
+) -> (
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<TcpStream>>,
+    Connection,
+) {
+    let (raw, _) = tokio_tungstenite::connect_async(raw_upgrade(server.addr))
+        .await
+        .expect("raw connect");
+    (raw, accepted(server).await)
+}
+
+/// The close both sides of these tests send: an application code and its reason.
+fn mismatch() -> CloseInfo {
+    CloseInfo {
+        code: 4400,
+        reason: "mismatch".into(),
+    }
 }
 
 async fn next(conn: &mut Connection) -> Option<Incoming> {
     next_within(conn, STEP).await
+}
+
+/// Asserts that the next thing `conn` hears is the text `words`.
+async fn hears(conn: &mut Connection, words: &str) {
+    assert_eq!(next(conn).await, Some(Incoming::Text(words.into())));
 }
 
 fn text(s: &str) -> Outgoing {
@@ -125,30 +167,18 @@ async fn text_flows_both_ways() {
         .send(text(r#"{"jsonrpc":"2.0","id":1}"#))
         .unwrap();
     client.outgoing.send(text("second")).unwrap();
-    assert_eq!(
-        next(&mut server_side).await,
-        Some(Incoming::Text(r#"{"jsonrpc":"2.0","id":1}"#.into()))
-    );
-    assert_eq!(
-        next(&mut server_side).await,
-        Some(Incoming::Text("second".into()))
-    );
+    hears(&mut server_side, r#"{"jsonrpc":"2.0","id":1}"#).await;
+    hears(&mut server_side, "second").await;
 
     server_side.outgoing.send(text("reply")).unwrap();
-    assert_eq!(
-        next(&mut client).await,
-        Some(Incoming::Text("reply".into()))
-    );
+    hears(&mut client, "reply").await;
 }
 
 #[tokio::test]
 async fn client_close_reaches_server_with_code_and_reason() {
     let (_server, mut server_side, mut client) =
         pair(FrameLimits::default(), FrameLimits::default()).await;
-    let info = CloseInfo {
-        code: 4400,
-        reason: "mismatch".into(),
-    };
+    let info = mismatch();
     client.outgoing.send(Outgoing::Close(info.clone())).unwrap();
 
     assert_eq!(
@@ -167,20 +197,14 @@ async fn client_close_reaches_server_with_code_and_reason() {
 async fn server_close_reaches_client_with_code_and_reason() {
     let (_server, mut server_side, mut client) =
         pair(FrameLimits::default(), FrameLimits::default()).await;
-    let info = CloseInfo {
-        code: 4400,
-        reason: "mismatch".into(),
-    };
+    let info = mismatch();
     server_side.outgoing.send(text("last words")).unwrap();
     server_side
         .outgoing
         .send(Outgoing::Close(info.clone()))
         .unwrap();
 
-    assert_eq!(
-        next(&mut client).await,
-        Some(Incoming::Text("last words".into()))
-    );
+    hears(&mut client, "last words").await;
     assert_eq!(
         next(&mut client).await,
         Some(Incoming::Closed(Some(info.clone())))
@@ -211,7 +235,7 @@ async fn a_dropped_link_ends_at_once_without_a_close_frame() {
         dropping.outgoing.send(text("last words")).unwrap();
         dropping.outgoing.send(Outgoing::Drop).unwrap();
         let started = Instant::now();
-        assert_eq!(next(other).await, Some(Incoming::Text("last words".into())));
+        hears(other, "last words").await;
         assert_eq!(next(other).await, Some(Incoming::Closed(None)));
         assert!(
             started.elapsed() < Duration::from_secs(1),
@@ -233,26 +257,17 @@ async fn a_stalled_link_sends_nothing_for_its_time_then_all_in_order() {
         .send(Outgoing::Stall(Duration::from_millis(300)))
         .unwrap();
     server_side.outgoing.send(text("after")).unwrap();
-    assert_eq!(
-        next(&mut client).await,
-        Some(Incoming::Text("before".into()))
-    );
+    hears(&mut client, "before").await;
     let started = Instant::now();
     // It still reads while stalled.
     client.outgoing.send(text("heard")).unwrap();
-    assert_eq!(
-        next(&mut server_side).await,
-        Some(Incoming::Text("heard".into()))
-    );
+    hears(&mut server_side, "heard").await;
     assert!(
         started.elapsed() < Duration::from_millis(250),
         "{:?}",
         started.elapsed()
     );
-    assert_eq!(
-        next(&mut client).await,
-        Some(Incoming::Text("after".into()))
-    );
+    hears(&mut client, "after").await;
     assert!(
         started.elapsed() >= Duration::from_millis(250),
         "{:?}",
@@ -297,20 +312,7 @@ async fn dropping_outgoing_closes_normally() {
 async fn binary_frame_arrives_as_binary() {
     // The Connection API only sends text, so a raw tungstenite client sends the binary frame.
     let mut server = start_server(FrameLimits::default()).await;
-    let mut raw_request = format!("ws://{}/ws", server.addr)
-        .into_client_request()
-        .unwrap();
-    raw_request.headers_mut().insert(
-        http::header::AUTHORIZATION,
-        format!("Bearer {TOKEN}").parse().unwrap(),
-    );
-    let (mut raw, _) = tokio_tungstenite::connect_async(raw_request)
-        .await
-        .expect("raw connect");
-    let mut accepted = timeout(STEP, server.connections.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (mut raw, mut accepted) = raw_pair(&mut server).await;
     raw.send(Message::Binary(vec![0xff, 0x00, 0x7f].into()))
         .await
         .unwrap();
@@ -321,29 +323,13 @@ async fn binary_frame_arrives_as_binary() {
     // Pings are answered by the library and never surface.
     raw.send(Message::Ping(b"p".to_vec().into())).await.unwrap();
     raw.send(Message::Text("after ping".into())).await.unwrap();
-    assert_eq!(
-        next(&mut accepted).await,
-        Some(Incoming::Text("after ping".into()))
-    );
+    hears(&mut accepted, "after ping").await;
 }
 
 #[tokio::test]
 async fn a_text_frame_that_is_not_utf8_is_said_and_closed_with_1007() {
     let mut server = start_server(FrameLimits::default()).await;
-    let mut raw_request = format!("ws://{}/ws", server.addr)
-        .into_client_request()
-        .unwrap();
-    raw_request.headers_mut().insert(
-        http::header::AUTHORIZATION,
-        format!("Bearer {TOKEN}").parse().unwrap(),
-    );
-    let (mut raw, _) = tokio_tungstenite::connect_async(raw_request)
-        .await
-        .expect("raw connect");
-    let mut accepted = timeout(STEP, server.connections.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (mut raw, mut accepted) = raw_pair(&mut server).await;
     // A text frame's payload must be UTF-8; tungstenite only sends such a frame raw.
     let frame = tungstenite::protocol::frame::Frame::message(
         vec![b'{', 0xff, 0xfe, b'}'],
@@ -375,20 +361,7 @@ async fn a_text_frame_that_is_not_utf8_is_said_and_closed_with_1007() {
 #[tokio::test]
 async fn client_vanishing_gives_server_closed_none() {
     let mut server = start_server(FrameLimits::default()).await;
-    let mut raw_request = format!("ws://{}/ws", server.addr)
-        .into_client_request()
-        .unwrap();
-    raw_request.headers_mut().insert(
-        http::header::AUTHORIZATION,
-        format!("Bearer {TOKEN}").parse().unwrap(),
-    );
-    let (raw, _) = tokio_tungstenite::connect_async(raw_request)
-        .await
-        .expect("raw connect");
-    let mut accepted = timeout(STEP, server.connections.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let (raw, mut accepted) = raw_pair(&mut server).await;
     // Dropping the stream closes TCP without a close frame.
     drop(raw);
     assert_eq!(next(&mut accepted).await, Some(Incoming::Closed(None)));
@@ -449,7 +422,7 @@ async fn message_over_client_limit_ends_connection() {
     let (_server, mut server_side, mut client) = pair(FrameLimits::default(), small).await;
     server_side.outgoing.send(text("fits")).unwrap();
     server_side.outgoing.send(text(&"y".repeat(2048))).unwrap();
-    assert_eq!(next(&mut client).await, Some(Incoming::Text("fits".into())));
+    hears(&mut client, "fits").await;
     assert_eq!(next(&mut client).await, Some(Incoming::Closed(None)));
     assert_eq!(next(&mut client).await, None);
     assert!(matches!(
@@ -612,11 +585,7 @@ async fn pump_tasks_end_when_either_side_closes() {
         let client = connect(request(server.addr, Some(TOKEN)), FrameLimits::default())
             .await
             .expect("connect");
-        let accepted = timeout(STEP, server.connections.recv())
-            .await
-            .unwrap()
-            .unwrap();
-        (accepted, client)
+        (accepted(server).await, client)
     };
 
     // The client closes; both sides keep their Connection (senders included) alive meanwhile.
@@ -628,13 +597,7 @@ async fn pump_tasks_end_when_either_side_closes() {
             .num_alive_tasks()
             >= baseline + 4
     );
-    client
-        .outgoing
-        .send(Outgoing::Close(CloseInfo {
-            code: 4400,
-            reason: "mismatch".into(),
-        }))
-        .unwrap();
+    client.outgoing.send(Outgoing::Close(mismatch())).unwrap();
     assert!(matches!(
         next(&mut server_side).await,
         Some(Incoming::Closed(Some(_)))
@@ -671,13 +634,7 @@ async fn unanswered_close_gives_up_after_the_deadline() {
     // Virtual time from here: the 2 s deadline passes without the test waiting for it.
     tokio::time::pause();
     let started = Instant::now();
-    client
-        .outgoing
-        .send(Outgoing::Close(CloseInfo {
-            code: 4400,
-            reason: "mismatch".into(),
-        }))
-        .unwrap();
+    client.outgoing.send(Outgoing::Close(mismatch())).unwrap();
     assert_eq!(next(&mut client).await, Some(Incoming::Closed(None)));
     assert_eq!(next(&mut client).await, None);
     assert!(started.elapsed() >= crate::transport::ws_server::CLOSE_TIMEOUT);
@@ -740,15 +697,9 @@ async fn a_peer_that_answers_pings_keeps_a_quiet_link() {
     // Six silences with nothing sent: each side's pings are answered by the other's library.
     tokio::time::sleep(6 * silence).await;
     client.outgoing.send(text("still here")).unwrap();
-    assert_eq!(
-        next(&mut server_side).await,
-        Some(Incoming::Text("still here".into()))
-    );
+    hears(&mut server_side, "still here").await;
     server_side.outgoing.send(text("so am I")).unwrap();
-    assert_eq!(
-        next(&mut client).await,
-        Some(Incoming::Text("so am I".into()))
-    );
+    hears(&mut client, "so am I").await;
 }
 
 async fn next_within(conn: &mut Connection, within: Duration) -> Option<Incoming> {
@@ -763,22 +714,12 @@ async fn next_within(conn: &mut Connection, within: Duration) -> Option<Incoming
 async fn a_half_closed_link_sends_no_more_and_still_hears_the_peer() {
     use futures_util::StreamExt;
     let mut server = start_server(FrameLimits::default()).await;
-    let mut upgrade = format!("ws://{}/ws", server.addr)
-        .into_client_request()
-        .unwrap();
-    upgrade.headers_mut().insert(
-        http::header::AUTHORIZATION,
-        format!("Bearer {TOKEN}").parse().unwrap(),
-    );
-    let mut raw =
-        tokio_tungstenite::client_async(upgrade, TcpStream::connect(server.addr).await.unwrap())
-            .await
-            .expect("raw client connects")
-            .0;
-    let mut server_side = timeout(STEP, server.connections.recv())
+    let tcp = TcpStream::connect(server.addr).await.unwrap();
+    let mut raw = tokio_tungstenite::client_async(raw_upgrade(server.addr), tcp)
         .await
-        .expect("server side in time")
-        .expect("server side connection");
+        .expect("raw client connects")
+        .0;
+    let mut server_side = accepted(&mut server).await;
 
     server_side.outgoing.send(text("last words")).unwrap();
     server_side.outgoing.send(Outgoing::HalfClose).unwrap();
@@ -788,10 +729,7 @@ async fn a_half_closed_link_sends_no_more_and_still_hears_the_peer() {
     // The raw client still writes on its own direction, which the half-closed side reads.
     tokio::time::sleep(Duration::from_millis(100)).await;
     raw.send(Message::Text("still heard".into())).await.unwrap();
-    assert_eq!(
-        next(&mut server_side).await,
-        Some(Incoming::Text("still heard".into()))
-    );
+    hears(&mut server_side, "still heard").await;
     // And then it reads the end of the stream: no close frame, and nothing sent after the
     // half-close.
     match timeout(STEP, raw.next()).await.expect("in time") {
@@ -807,9 +745,6 @@ async fn a_client_half_close_ends_the_stream_without_a_close_frame() {
         pair(FrameLimits::default(), FrameLimits::default()).await;
     client.outgoing.send(text("last words")).unwrap();
     client.outgoing.send(Outgoing::HalfClose).unwrap();
-    assert_eq!(
-        next(&mut server_side).await,
-        Some(Incoming::Text("last words".into()))
-    );
+    hears(&mut server_side, "last words").await;
     assert_eq!(next(&mut server_side).await, Some(Incoming::Closed(None)));
 }
