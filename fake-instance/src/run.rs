@@ -152,7 +152,8 @@ impl Default for Options {
 /// inside the verdict), and the last messages, for reports.
 pub type Finished = harness::embed::Ended;
 
-/// Why a run could not even start.
+/// Why a run could not even start: each cause as the engine or the double names it, so a test
+/// can tell them apart; each says what it always said.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     /// The address could not be bound.
@@ -163,23 +164,60 @@ pub enum StartError {
         /// Why.
         source: std::io::Error,
     },
-    /// The journal file could not be created.
-    #[error("cannot write the journal: {0}")]
-    Journal(std::io::Error),
+    /// The journal or the run's own directory could not be made.
+    #[error(transparent)]
+    Open(#[from] harness::double::OpenError),
     /// It did not come up (embedded in a test: see the builder).
-    #[error("{0}")]
-    NotUp(String),
-    /// The scenario or the options do not fit together.
-    #[error("{0}")]
-    Scenario(String),
+    #[error(transparent)]
+    NotUp(#[from] harness::embed::NotUp),
+    /// The scenario, or a section of it this double reads, does not load; or the double's own
+    /// steps are not its actions. Boxed: a `LoadError` is over a hundred bytes.
+    #[error(transparent)]
+    Scenario(Box<harness::scenario::LoadError>),
+    /// A `--misbehave` id the double does not know.
+    #[error(transparent)]
+    Misbehaviour(#[from] harness::rules::UnknownMisbehaviour),
+    /// The scenario's variables or handlers do not compile.
+    #[error(transparent)]
+    Hub(#[from] harness::engine::HubError),
+    /// The steps that hooks do for the device under test could not be made.
+    #[error(transparent)]
+    Steps(Box<harness::hooks::StepsError>),
+    /// The device's root could not be laid out as its set-up says.
+    #[error(transparent)]
+    LayOut(#[from] harness::lembas::setup::LayOutError),
+    /// The device under test (or what its project does before it starts) could not start.
+    #[error(transparent)]
+    Sut(#[from] harness::process::SutError),
+    /// A directory the device under test is told of could not be made.
+    #[error("cannot make {}: {source}", path.display())]
+    Directory {
+        /// Which.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The directory a restarted instance keeps its chats in could not be made.
+    #[error("cannot make a state directory: {0}")]
+    StateDir(#[source] std::io::Error),
+    /// The lvmh daemon's store could not be opened.
+    #[error("cannot keep the daemon's state: {0}")]
+    DaemonState(#[source] std::io::Error),
+    /// The builder was given both a restarting peer and a scenario.
+    #[error(transparent)]
+    Refused(#[from] harness::embed::RestartedWithScenario),
 }
 
-impl From<harness::double::OpenError> for StartError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => StartError::Journal(e),
-            other => StartError::Scenario(other.to_string()),
-        }
+// Boxed, as the variant says.
+impl From<harness::scenario::LoadError> for StartError {
+    fn from(e: harness::scenario::LoadError) -> Self {
+        StartError::Scenario(Box::new(e))
+    }
+}
+
+impl From<harness::hooks::StepsError> for StartError {
+    fn from(e: harness::hooks::StepsError) -> Self {
+        StartError::Steps(Box::new(e))
     }
 }
 
@@ -211,11 +249,14 @@ fn device_placeholders(
     addr: SocketAddr,
     token: &str,
     tmp: &std::path::Path,
-) -> Result<Placeholders, String> {
+) -> Result<Placeholders, StartError> {
     let root = tmp.join("root");
     let own = tmp.join("sut");
     for dir in [&root, &own] {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| StartError::Directory {
+            path: dir.clone(),
+            source,
+        })?;
     }
     let placeholders = harness::under_test::placeholders(
         &format!("http://{addr}"),
@@ -270,13 +311,9 @@ pub(crate) async fn run_started(
         scenario.as_ref(),
         &options.steps,
         "the web UI's own steps",
-    )
-    .map_err(|e| StartError::Scenario(e.to_string()))?;
+    )?;
     let (settings, device_setup) = match &scenario {
-        Some(scenario) => (
-            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-            DeviceSetup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-        ),
+        Some(scenario) => (settings::of(scenario)?, DeviceSetup::of(scenario)?),
         None => Default::default(),
     };
     let opened = Opened::open(options.journal.as_deref(), false)?;
@@ -329,11 +366,9 @@ pub(crate) async fn run_started(
     };
     // The device's project plays its part by hooks, unless the run cannot apply.
     if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
-        let timeline = harness::hooks::steps_of(&device_setup.timeline())
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+        let timeline = harness::hooks::steps_of(&device_setup.timeline())?;
         under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
-        let steps = harness::hooks::from_first_link(scenario.peer_steps())
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+        let steps = harness::hooks::from_first_link(scenario.peer_steps())?;
         under_test.drive(&hub, &options.cell, "the device's own steps", steps);
     }
     let mut outcome = Course::new(
@@ -420,9 +455,7 @@ impl Wired {
                 .cell
                 .builtin_vars(&format!("http://{addr}"), &token, opened.tmp.path());
         vars.set("link_url", json!(format!("ws://{addr}{LINK_PATH}")));
-        let hub = opened
-            .hub(Arc::new(model), scenario, vars)
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+        let hub = opened.hub(Arc::new(model), scenario, vars)?;
         // A scenario configures its device tokens with their scopes: each token `token_scopes`
         // names is a device's token too, after the command line's (so `device-N` numbers stay).
         let mut tokens = options.tokens.clone();
@@ -536,22 +569,18 @@ async fn start_device(
             link_on_stdio: stdio,
             ..spec
         });
-    let placeholders =
-        device_placeholders(&options.cell, addr, token, tmp).map_err(StartError::Scenario)?;
+    let placeholders = device_placeholders(&options.cell, addr, token, tmp)?;
     if spec.is_some() {
-        device_setup
-            .lay_out(std::path::Path::new(
-                placeholders.get("root").unwrap_or_default(),
-            ))
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+        device_setup.lay_out(std::path::Path::new(
+            placeholders.get("root").unwrap_or_default(),
+        ))?;
     }
     let before = match scenario {
         Some(_) => device_setup.before_start(),
         None => Vec::new(),
     };
-    let under_test = UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None)
-        .await
-        .map_err(|e| StartError::Scenario(e.to_string()))?;
+    let under_test =
+        UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None).await?;
     // The stdio link, made by whoever runs the device, or over the process started here.
     let stdio_link = match stdio {
         true => options
@@ -642,23 +671,40 @@ async fn run_daemon(
     .await
     .map_err(|e| match e {
         DaemonError::Listen(addr, source) => StartError::Listen { addr, source },
-        DaemonError::Journal(e) => StartError::Journal(e),
-        DaemonError::Setup(why) => StartError::Scenario(why),
+        DaemonError::Open(e) => StartError::Open(e),
+        DaemonError::Scenario(e) => StartError::Scenario(e),
+        DaemonError::State(e) => StartError::DaemonState(e),
+        DaemonError::Hub(e) => StartError::Hub(e),
+        DaemonError::Steps(e) => StartError::Steps(e),
+        DaemonError::Sut(e) => StartError::Sut(e),
     })
 }
 
 /// How long a finished run waits for its links' close handshakes.
 const CLOSING_GRACE: Duration = Duration::from_secs(2);
 
-/// The exit code of a run that could not start: one place for the command's mapping.
+/// The exit code of a run that could not start: one place for the command's mapping. The
+/// machine's failures (a port, the journal, a run that never came up) are internal; what the
+/// command line or the scenario asked for that cannot be done is a usage error.
 #[cfg(feature = "cli")]
 impl From<StartError> for harness::cli::CliError {
     fn from(e: StartError) -> Self {
+        use harness::double::OpenError;
         match e {
-            StartError::Scenario(_) => harness::cli::CliError::Usage(e.to_string()),
-            StartError::Listen { .. } | StartError::Journal(_) | StartError::NotUp(_) => {
-                harness::cli::CliError::Internal(e.to_string())
-            }
+            StartError::Listen { .. }
+            | StartError::Open(OpenError::Journal(_))
+            | StartError::NotUp(_) => harness::cli::CliError::Internal(e.to_string()),
+            StartError::Open(OpenError::Scratch(_))
+            | StartError::Scenario(_)
+            | StartError::Misbehaviour(_)
+            | StartError::Hub(_)
+            | StartError::Steps(_)
+            | StartError::LayOut(_)
+            | StartError::Sut(_)
+            | StartError::Directory { .. }
+            | StartError::StateDir(_)
+            | StartError::DaemonState(_)
+            | StartError::Refused(_) => harness::cli::CliError::Usage(e.to_string()),
         }
     }
 }
@@ -667,7 +713,7 @@ impl From<harness::embed::EmbedError<StartError>> for StartError {
     fn from(e: harness::embed::EmbedError<StartError>) -> Self {
         match e {
             harness::embed::EmbedError::Run(e) => e,
-            other => StartError::NotUp(other.to_string()),
+            harness::embed::EmbedError::NotUp(e) => StartError::NotUp(e),
         }
     }
 }

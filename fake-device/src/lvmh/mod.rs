@@ -107,11 +107,13 @@ impl PluginSettings {
         Ok(serde_json::from_value(Value::Object(setup))?)
     }
 
-    fn of(section: Option<&harness::scenario::Spanned<Value>>, file: &str) -> Result<Self, String> {
+    fn of(
+        section: Option<&harness::scenario::Spanned<Value>>,
+        file: &str,
+    ) -> Result<Self, harness::scenario::LoadError> {
         match section {
             Some(section) => {
                 harness::scenario::read_section(section.value.clone(), "device", file, section)
-                    .map_err(|e| e.to_string())
             }
             None => Ok(PluginSettings::default()),
         }
@@ -237,21 +239,41 @@ pub(crate) fn check_as_peer_of(scenario: &Scenario) -> Result<(), harness::scena
 /// How long a plugin asked to stop waits for its `bye` to go out.
 const BYE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Why a plugin's run could not start.
+/// Why a plugin's run could not start: each cause typed, for the device's start error to
+/// carry on.
 #[derive(Debug)]
 pub(crate) enum PluginError {
-    /// The journal could not be made.
-    Journal(std::io::Error),
-    /// The scenario or the set-up does not work.
-    Setup(String),
+    /// The journal or the run's directory could not be made.
+    Open(harness::double::OpenError),
+    /// The scenario's settings or steps do not load (boxed: a `LoadError` is large).
+    Scenario(Box<harness::scenario::LoadError>),
+    /// The scenario's variables or handlers do not compile.
+    Hub(harness::engine::HubError),
+    /// The fake GitLab a scenario wants is not there.
+    GitLab(harness::lvmh::gitlab::GitLabError),
 }
 
 impl From<harness::double::OpenError> for PluginError {
     fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => PluginError::Journal(e),
-            other => PluginError::Setup(other.to_string()),
-        }
+        PluginError::Open(e)
+    }
+}
+
+impl From<harness::scenario::LoadError> for PluginError {
+    fn from(e: harness::scenario::LoadError) -> Self {
+        PluginError::Scenario(Box::new(e))
+    }
+}
+
+impl From<harness::engine::HubError> for PluginError {
+    fn from(e: harness::engine::HubError) -> Self {
+        PluginError::Hub(e)
+    }
+}
+
+impl From<harness::lvmh::gitlab::GitLabError> for PluginError {
+    fn from(e: harness::lvmh::gitlab::GitLabError) -> Self {
+        PluginError::GitLab(e)
     }
 }
 
@@ -272,10 +294,9 @@ pub(crate) async fn run_started(
         scenario.as_ref(),
         &options.steps,
         "the plugin's own steps",
-    )
-    .map_err(|e| PluginError::Setup(e.to_string()))?;
+    )?;
     let settings = match &scenario {
-        Some(s) => PluginSettings::of(s.device.as_ref(), &s.source).map_err(PluginError::Setup)?,
+        Some(s) => PluginSettings::of(s.device.as_ref(), &s.source)?,
         None => options.plugin.clone().unwrap_or_default(),
     };
     let opened = Opened::open(options.journal.as_deref(), false)?;
@@ -323,8 +344,7 @@ pub(crate) async fn run_started(
         vars,
         scenario.as_ref(),
         Some(check),
-    )
-    .map_err(|e| PluginError::Setup(e.to_string()))?;
+    )?;
     let _ = last_seq.set(Arc::downgrade(&plugin));
     let hub = plugin.hub().clone();
     started(hub.progress().clone());
@@ -435,7 +455,7 @@ fn set_gitlab_vars(
         .and_then(|s| s.peer.as_ref())
         .is_some_and(|p| p.value.setup.contains_key("gitlab"));
     if wants_gitlab {
-        let url = harness::lvmh::gitlab::url().map_err(|e| PluginError::Setup(e.to_string()))?;
+        let url = harness::lvmh::gitlab::url()?;
         vars.set("gitlab_url", json!(url));
     }
     vars.set("gitlab_token", json!(harness::lvmh::gitlab::TOKEN));

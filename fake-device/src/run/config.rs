@@ -50,11 +50,9 @@ impl Basics {
             .state_dir
             .clone()
             .unwrap_or_else(|| opened.tmp.path().join("state"));
-        let store = Store::open(&state_dir).map_err(|e| {
-            StartError::Scenario(format!(
-                "cannot open the state directory {}: {e}",
-                state_dir.display()
-            ))
+        let store = Store::open(&state_dir).map_err(|source| StartError::State {
+            path: state_dir.clone(),
+            source,
         })?;
         Ok(Basics {
             opened,

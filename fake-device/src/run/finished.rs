@@ -65,37 +65,99 @@ impl Finished {
     }
 }
 
-/// Why a run could not start.
+/// Why a run could not start: each cause as the engine or the device names it, so a test can
+/// tell them apart; each says what it always said.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// The journal could not be created.
-    #[error("cannot write the journal: {0}")]
-    Journal(std::io::Error),
+    /// The journal or the run's own directory could not be made.
+    #[error(transparent)]
+    Open(#[from] harness::double::OpenError),
     /// It did not come up (embedded in a test: see the builder).
+    #[error(transparent)]
+    NotUp(#[from] harness::embed::NotUp),
+    /// A restart's run had no thread to run on.
+    #[error("its thread could not start")]
+    NoThread,
+    /// The scenario, or a section of it this double reads, does not load; or the device's own
+    /// steps are not its actions. Boxed: a `LoadError` is over a hundred bytes.
+    #[error(transparent)]
+    Scenario(Box<harness::scenario::LoadError>),
+    /// A `--misbehave` id the double does not know.
+    #[error(transparent)]
+    Misbehaviour(#[from] harness::rules::UnknownMisbehaviour),
+    /// The scenario's variables or handlers do not compile.
+    #[error(transparent)]
+    Hub(#[from] harness::engine::HubError),
+    /// The steps that hooks do for the instance under test could not be made.
+    #[error(transparent)]
+    Steps(Box<harness::hooks::StepsError>),
+    /// The store could not be opened in its directory.
+    #[error("cannot open the state directory {}: {source}", path.display())]
+    State {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The control API could not listen.
+    #[error("cannot serve the control API on {addr}: {source}")]
+    Control {
+        /// Where it was to listen.
+        addr: std::net::SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The lvmh plugin's fake GitLab is not there.
+    #[error(transparent)]
+    GitLab(#[from] harness::lvmh::gitlab::GitLabError),
+    /// The instance's discovery never said which protocol to speak (free text: the
+    /// discovery probe's own words).
     #[error("{0}")]
-    NotUp(String),
-    /// The scenario or the options do not fit.
+    Discovery(String),
+    /// What the builder was told to play (its peer's set-up) could not be laid out (free
+    /// text: the play's own words).
     #[error("{0}")]
-    Scenario(String),
+    Play(String),
+    /// The builder was given both a restarting peer and a scenario.
+    #[error(transparent)]
+    Refused(#[from] harness::embed::RestartedWithScenario),
 }
 
-impl From<harness::double::OpenError> for StartError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => StartError::Journal(e),
-            other => StartError::Scenario(other.to_string()),
-        }
+// Boxed, as the variant says.
+impl From<harness::scenario::LoadError> for StartError {
+    fn from(e: harness::scenario::LoadError) -> Self {
+        StartError::Scenario(Box::new(e))
     }
 }
-/// The exit code of a run that could not start: one place for the command's mapping.
+
+impl From<harness::hooks::StepsError> for StartError {
+    fn from(e: harness::hooks::StepsError) -> Self {
+        StartError::Steps(Box::new(e))
+    }
+}
+
+/// The exit code of a run that could not start: one place for the command's mapping. The
+/// machine's failures (the journal, a run that never came up) are internal; what the command
+/// line or the scenario asked for that cannot be done is a usage error.
 #[cfg(feature = "cli")]
 impl From<StartError> for harness::cli::CliError {
     fn from(e: StartError) -> Self {
+        use harness::double::OpenError;
         match e {
-            StartError::Scenario(_) => harness::cli::CliError::Usage(e.to_string()),
-            StartError::Journal(_) | StartError::NotUp(_) => {
-                harness::cli::CliError::Internal(e.to_string())
-            }
+            StartError::Open(OpenError::Journal(_))
+            | StartError::NotUp(_)
+            | StartError::NoThread => harness::cli::CliError::Internal(e.to_string()),
+            StartError::Open(OpenError::Scratch(_))
+            | StartError::Scenario(_)
+            | StartError::Misbehaviour(_)
+            | StartError::Hub(_)
+            | StartError::Steps(_)
+            | StartError::State { .. }
+            | StartError::Control { .. }
+            | StartError::GitLab(_)
+            | StartError::Discovery(_)
+            | StartError::Play(_)
+            | StartError::Refused(_) => harness::cli::CliError::Usage(e.to_string()),
         }
     }
 }
@@ -104,7 +166,7 @@ impl From<harness::embed::EmbedError<StartError>> for StartError {
     fn from(e: harness::embed::EmbedError<StartError>) -> Self {
         match e {
             harness::embed::EmbedError::Run(e) => e,
-            other => StartError::NotUp(other.to_string()),
+            harness::embed::EmbedError::NotUp(e) => StartError::NotUp(e),
         }
     }
 }

@@ -82,8 +82,10 @@ async fn run_plugin(
     )
     .await
     .map_err(|e| match e {
-        PluginError::Journal(e) => StartError::Journal(e),
-        PluginError::Setup(why) => StartError::Scenario(why),
+        PluginError::Open(e) => StartError::Open(e),
+        PluginError::Scenario(e) => StartError::Scenario(e),
+        PluginError::Hub(e) => StartError::Hub(e),
+        PluginError::GitLab(e) => StartError::GitLab(e),
     })?;
     Ok(Finished::of(ended, None))
 }
@@ -120,13 +122,9 @@ pub(crate) async fn run_started(
         scenario.as_ref(),
         &options.steps,
         "the device's own steps",
-    )
-    .map_err(|e| StartError::Scenario(e.to_string()))?;
+    )?;
     let (settings, instance_setup) = match &scenario {
-        Some(scenario) => (
-            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-            InstanceSetup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-        ),
+        Some(scenario) => (settings::of(scenario)?, InstanceSetup::of(scenario)?),
         None => (DeviceSettings::default(), InstanceSetup::default()),
     };
     let wired = Wired::new(
@@ -159,8 +157,7 @@ pub(crate) async fn run_started(
     if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
         // A person sees the device linked once the instance has initialized it.
         let steps = harness::hooks::from_first_link(scenario.peer_steps())
-            .and_then(|s| harness::hooks::after_signal(s, crate::agent::INITIALIZED))
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+            .and_then(|s| harness::hooks::after_signal(s, crate::agent::INITIALIZED))?;
         under_test.drive(&hub, &options.cell, "the web UI's own steps", steps);
     }
     let beside = Beside {

@@ -53,9 +53,7 @@ pub async fn serve_stdio(
     let vars = options
         .cell
         .builtin_vars(&options.instance, &options.token, opened.tmp.path());
-    let hub = opened
-        .hub(model, None, vars)
-        .map_err(|e| StartError::Scenario(e.to_string()))?;
+    let hub = opened.hub(model, None, vars)?;
     // No step reads what the editor sends: none of it is kept.
     hub.keep_nothing();
     // Misbehaving: a line of its own log on standard output, before any message.

@@ -37,15 +37,14 @@ pub struct DaemonSettings {
 }
 
 impl DaemonSettings {
-    fn of(scenario: &Scenario) -> Result<DaemonSettings, String> {
+    fn of(scenario: &Scenario) -> Result<DaemonSettings, harness::scenario::LoadError> {
         match &scenario.instance {
             Some(section) => harness::scenario::read_section(
                 section.value.clone(),
                 "instance",
                 &scenario.source,
                 section,
-            )
-            .map_err(|e| e.to_string()),
+            ),
             None => Ok(DaemonSettings::default()),
         }
     }
@@ -83,31 +82,62 @@ pub(crate) struct DaemonPlan {
     pub end_at_finding: Option<String>,
 }
 
-/// Why a daemon's run could not start.
+/// Why a daemon's run could not start: each cause typed, for the instance's start error to
+/// carry on.
 #[derive(Debug)]
 pub(crate) enum DaemonError {
     /// The address could not be bound.
     Listen(std::net::SocketAddr, std::io::Error),
-    /// The journal could not be made.
-    Journal(std::io::Error),
-    /// The scenario or the set-up does not work.
-    Setup(String),
+    /// The journal or the run's directory could not be made.
+    Open(harness::double::OpenError),
+    /// The scenario's settings or steps do not load (boxed: a `LoadError` is large).
+    Scenario(Box<harness::scenario::LoadError>),
+    /// The store could not be opened.
+    State(std::io::Error),
+    /// The scenario's variables or handlers do not compile.
+    Hub(harness::engine::HubError),
+    /// The steps hooks do for the plugin under test could not be made.
+    Steps(Box<harness::hooks::StepsError>),
+    /// The plugin under test could not start.
+    Sut(harness::process::SutError),
 }
 
 impl From<harness::double::OpenError> for DaemonError {
     fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => DaemonError::Journal(e),
-            other => DaemonError::Setup(other.to_string()),
-        }
+        DaemonError::Open(e)
+    }
+}
+
+impl From<harness::scenario::LoadError> for DaemonError {
+    fn from(e: harness::scenario::LoadError) -> Self {
+        DaemonError::Scenario(Box::new(e))
+    }
+}
+
+impl From<harness::engine::HubError> for DaemonError {
+    fn from(e: harness::engine::HubError) -> Self {
+        DaemonError::Hub(e)
+    }
+}
+
+impl From<harness::hooks::StepsError> for DaemonError {
+    fn from(e: harness::hooks::StepsError) -> Self {
+        DaemonError::Steps(Box::new(e))
+    }
+}
+
+impl From<harness::process::SutError> for DaemonError {
+    fn from(e: harness::process::SutError) -> Self {
+        DaemonError::Sut(e)
     }
 }
 
 /// Checks what the daemon reads of a plugin-side lvmh scenario beyond the format: its settings
 /// and its steps' actions.
 pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
+    // Said as it always was: the section's own error, unlocated in the scenario's file.
     DaemonSettings::of(scenario)
-        .map_err(|message| harness::scenario::LoadError::unlocated(&scenario.source, message))?;
+        .map_err(|e| harness::scenario::LoadError::unlocated(&scenario.source, e.to_string()))?;
     check_actions::<DaemonAction>(&scenario.steps, "steps", &scenario.source)
 }
 
@@ -118,18 +148,16 @@ pub(crate) async fn run_started(
     started: impl FnOnce(std::net::SocketAddr, Arc<harness::engine::Progress>),
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<harness::embed::Ended, DaemonError> {
-    harness::double::check_steps::<DaemonAction>(scenario.as_ref(), &[], "")
-        .map_err(|e| DaemonError::Setup(e.to_string()))?;
+    harness::double::check_steps::<DaemonAction>(scenario.as_ref(), &[], "")?;
     let settings = match &scenario {
-        Some(scenario) => DaemonSettings::of(scenario).map_err(DaemonError::Setup)?,
+        Some(scenario) => DaemonSettings::of(scenario)?,
         None => DaemonSettings::default(),
     };
     let opened = Opened::open(options.journal.as_deref(), false)?;
     let (listener, addr) = harness::double::bind(options.listen, options.bound.as_ref())
         .await
         .map_err(|source| DaemonError::Listen(options.listen, source))?;
-    let store = store::Store::open(options.state_dir.as_deref())
-        .map_err(|e| DaemonError::Setup(format!("cannot keep the daemon's state: {e}")))?;
+    let store = store::Store::open(options.state_dir.as_deref()).map_err(DaemonError::State)?;
     let daemon = Arc::new(daemon::Daemon::new(
         store,
         options.misbehave.clone(),
@@ -141,9 +169,7 @@ pub(crate) async fn run_started(
         .cell
         .builtin_vars(&format!("http://{addr}"), &token, opened.tmp.path());
     vars.set("link_url", json!(agent_url));
-    let hub = opened
-        .hub(daemon.clone(), scenario.as_ref(), vars)
-        .map_err(|e| DaemonError::Setup(e.to_string()))?;
+    let hub = opened.hub(daemon.clone(), scenario.as_ref(), vars)?;
     let spawns = Arc::new(spawn::Spawns::default());
     if let Ok(mut url) = spawns.agent_url.lock() {
         *url = agent_url;
@@ -174,8 +200,7 @@ pub(crate) async fn run_started(
         None => SetUp::Ready,
     };
     if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
-        let steps = harness::hooks::from_first_link(scenario.peer_steps())
-            .map_err(|e| DaemonError::Setup(e.to_string()))?;
+        let steps = harness::hooks::from_first_link(scenario.peer_steps())?;
         under_test.drive(&hub, &options.cell, "the plugin's own steps", steps);
     }
     let actor = Arc::new(DaemonActor {
@@ -219,7 +244,8 @@ async fn start_under_test(
         .sut
         .clone()
         .or_else(|| scenario.and_then(|s| s.sut.clone()));
-    harness::under_test::UnderTest::start(sut, placeholders, options.hooks.clone(), &[], None)
-        .await
-        .map_err(|e| DaemonError::Setup(e.to_string()))
+    Ok(
+        harness::under_test::UnderTest::start(sut, placeholders, options.hooks.clone(), &[], None)
+            .await?,
+    )
 }

@@ -9,7 +9,7 @@ mod in_process;
 mod plan;
 mod started;
 
-pub use builder::{BuilderCore, START_WITHIN, VERDICT_WITHIN, control_url};
+pub use builder::{BuilderCore, RestartedWithScenario, START_WITHIN, VERDICT_WITHIN, control_url};
 pub use in_process::{InProcessPeer, isolated};
 pub use plan::RunPlan;
 pub use started::{Ready, Started};
@@ -79,6 +79,15 @@ pub enum EmbedError<E> {
     /// The double's own error (a bad scenario, a port taken).
     #[error("{0}")]
     Run(E),
+    /// It never said it was up, with no error of its own to say why.
+    #[error(transparent)]
+    NotUp(#[from] NotUp),
+}
+
+/// Why a double never said it was up when its run gave no error of its own: what a double's
+/// start error carries for it, so the double's error type does not depend on its own.
+#[derive(Debug, thiserror::Error)]
+pub enum NotUp {
     /// It ended, or its task stopped, before it came up.
     #[error("{double} ended before it was up: {why}")]
     Ended {
@@ -129,22 +138,22 @@ impl<E: Display + Send + 'static> Running<E> {
             Ok(Err(_)) => {
                 return Err(match task.await {
                     Ok(Err(e)) => EmbedError::Run(e),
-                    Ok(Ok(_)) => EmbedError::Ended {
+                    Ok(Ok(_)) => EmbedError::NotUp(NotUp::Ended {
                         double,
                         why: "it ended by itself".into(),
-                    },
-                    Err(e) => EmbedError::Ended {
+                    }),
+                    Err(e) => EmbedError::NotUp(NotUp::Ended {
                         double,
                         why: e.to_string(),
-                    },
+                    }),
                 });
             }
             Err(_) => {
                 task.abort();
-                return Err(EmbedError::Late {
+                return Err(EmbedError::NotUp(NotUp::Late {
                     double,
                     within: plan.up_within,
-                });
+                }));
             }
         };
         let running = Running {
