@@ -180,3 +180,72 @@ impl From<Finished> for harness::embed::Ended {
         }
     }
 }
+
+#[cfg(all(test, feature = "cli"))]
+mod tests {
+    use super::StartError;
+    use harness::cli::CliError;
+    use harness::double::OpenError;
+
+    /// The typed causes read and exit as the strings they replaced did: the machine's failures
+    /// internal, the rest usage errors.
+    #[test]
+    fn each_cause_reads_and_exits_as_it_did_when_it_was_a_string() {
+        let io = || std::io::Error::other("denied");
+        let cases: Vec<(StartError, &str, bool)> = vec![
+            (
+                OpenError::Journal(io()).into(),
+                "cannot write the journal: denied",
+                true,
+            ),
+            (
+                OpenError::Scratch(io()).into(),
+                "cannot make a temporary directory: denied",
+                false,
+            ),
+            (StartError::NoThread, "its thread could not start", true),
+            (
+                StartError::State {
+                    path: "/s".into(),
+                    source: io(),
+                },
+                "cannot open the state directory /s: denied",
+                false,
+            ),
+            (
+                StartError::Control {
+                    addr: ([127, 0, 0, 1], 9).into(),
+                    source: io(),
+                },
+                "cannot serve the control API on 127.0.0.1:9: denied",
+                false,
+            ),
+            (
+                harness::embed::RestartedWithScenario.into(),
+                "a double restarted by its peer runs no scenario of its own",
+                false,
+            ),
+        ];
+        for (error, said, internal) in cases {
+            assert_eq!(error.to_string(), said);
+            match CliError::from(error) {
+                CliError::Internal(text) => assert!(internal, "{text}"),
+                CliError::Usage(text) => assert!(!internal, "{text}"),
+                CliError::Peer(text) => panic!("not a peer's failure: {text}"),
+            }
+        }
+    }
+
+    /// A builder told an unknown misbehaviour says which, typed, not as a sentence only.
+    #[test]
+    fn an_unknown_misbehaviour_is_its_own_kind_of_start_error() {
+        let Err(refused) = crate::FakeDevice::builder("http://127.0.0.1:9").misbehave("no.such")
+        else {
+            panic!("an unknown misbehaviour is an error");
+        };
+        let StartError::Misbehaviour(unknown) = refused else {
+            panic!("not typed: {refused}");
+        };
+        assert_eq!(unknown.id, "no.such");
+    }
+}
