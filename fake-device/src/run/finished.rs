@@ -181,16 +181,17 @@ impl From<Finished> for harness::embed::Ended {
     }
 }
 
-#[cfg(all(test, feature = "cli"))]
+#[cfg(test)]
 mod tests {
     use super::StartError;
-    use harness::cli::CliError;
-    use harness::double::OpenError;
 
     /// The typed causes read and exit as the strings they replaced did: the machine's failures
     /// internal, the rest usage errors.
+    #[cfg(feature = "cli")]
     #[test]
     fn each_cause_reads_and_exits_as_it_did_when_it_was_a_string() {
+        use harness::cli::CliError;
+        use harness::double::OpenError;
         let io = || std::io::Error::other("denied");
         let cases: Vec<(StartError, &str, bool)> = vec![
             (
