@@ -171,9 +171,9 @@ pub enum StartError {
     #[error(transparent)]
     NotUp(#[from] harness::embed::NotUp),
     /// The scenario, or a section of it this double reads, does not load; or the double's own
-    /// steps are not its actions. Boxed: a `LoadError` is over a hundred bytes.
+    /// steps are not its actions.
     #[error(transparent)]
-    Scenario(Box<harness::scenario::LoadError>),
+    Scenario(#[from] harness::scenario::LoadError),
     /// A `--misbehave` id the double does not know.
     #[error(transparent)]
     Misbehaviour(#[from] harness::rules::UnknownMisbehaviour),
@@ -182,7 +182,7 @@ pub enum StartError {
     Hub(#[from] harness::engine::HubError),
     /// The steps that hooks do for the device under test could not be made.
     #[error(transparent)]
-    Steps(Box<harness::hooks::StepsError>),
+    Steps(#[from] harness::hooks::StepsError),
     /// The device's root could not be laid out as its set-up says.
     #[error(transparent)]
     LayOut(#[from] harness::lembas::setup::LayOutError),
@@ -206,19 +206,6 @@ pub enum StartError {
     /// The builder was given both a restarting peer and a scenario.
     #[error(transparent)]
     Refused(#[from] harness::embed::RestartedWithScenario),
-}
-
-// Boxed, as the variant says.
-impl From<harness::scenario::LoadError> for StartError {
-    fn from(e: harness::scenario::LoadError) -> Self {
-        StartError::Scenario(Box::new(e))
-    }
-}
-
-impl From<harness::hooks::StepsError> for StartError {
-    fn from(e: harness::hooks::StepsError) -> Self {
-        StartError::Steps(Box::new(e))
-    }
 }
 
 /// The discovery a run serves: the scenario's list, else the options', else what the cell's

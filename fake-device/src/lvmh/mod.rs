@@ -241,40 +241,20 @@ const BYE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Why a plugin's run could not start: each cause typed, for the device's start error to
 /// carry on.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum PluginError {
     /// The journal or the run's directory could not be made.
-    Open(harness::double::OpenError),
-    /// The scenario's settings or steps do not load (boxed: a `LoadError` is large).
-    Scenario(Box<harness::scenario::LoadError>),
+    #[error(transparent)]
+    Open(#[from] harness::double::OpenError),
+    /// The scenario's settings or steps do not load.
+    #[error(transparent)]
+    Scenario(#[from] harness::scenario::LoadError),
     /// The scenario's variables or handlers do not compile.
-    Hub(harness::engine::HubError),
+    #[error(transparent)]
+    Hub(#[from] harness::engine::HubError),
     /// The fake GitLab a scenario wants is not there.
-    GitLab(harness::lvmh::gitlab::GitLabError),
-}
-
-impl From<harness::double::OpenError> for PluginError {
-    fn from(e: harness::double::OpenError) -> Self {
-        PluginError::Open(e)
-    }
-}
-
-impl From<harness::scenario::LoadError> for PluginError {
-    fn from(e: harness::scenario::LoadError) -> Self {
-        PluginError::Scenario(Box::new(e))
-    }
-}
-
-impl From<harness::engine::HubError> for PluginError {
-    fn from(e: harness::engine::HubError) -> Self {
-        PluginError::Hub(e)
-    }
-}
-
-impl From<harness::lvmh::gitlab::GitLabError> for PluginError {
-    fn from(e: harness::lvmh::gitlab::GitLabError) -> Self {
-        PluginError::GitLab(e)
-    }
+    #[error(transparent)]
+    GitLab(#[from] harness::lvmh::gitlab::GitLabError),
 }
 
 /// Runs fake-device as the lvmh plugin; `started` gets its progress once the plugin runs.

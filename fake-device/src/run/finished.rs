@@ -79,9 +79,9 @@ pub enum StartError {
     #[error("its thread could not start")]
     NoThread,
     /// The scenario, or a section of it this double reads, does not load; or the device's own
-    /// steps are not its actions. Boxed: a `LoadError` is over a hundred bytes.
+    /// steps are not its actions.
     #[error(transparent)]
-    Scenario(Box<harness::scenario::LoadError>),
+    Scenario(#[from] harness::scenario::LoadError),
     /// A `--misbehave` id the double does not know.
     #[error(transparent)]
     Misbehaviour(#[from] harness::rules::UnknownMisbehaviour),
@@ -90,7 +90,7 @@ pub enum StartError {
     Hub(#[from] harness::engine::HubError),
     /// The steps that hooks do for the instance under test could not be made.
     #[error(transparent)]
-    Steps(Box<harness::hooks::StepsError>),
+    Steps(#[from] harness::hooks::StepsError),
     /// The store could not be opened in its directory.
     #[error("cannot open the state directory {}: {source}", path.display())]
     State {
@@ -121,19 +121,6 @@ pub enum StartError {
     /// The builder was given both a restarting peer and a scenario.
     #[error(transparent)]
     Refused(#[from] harness::embed::RestartedWithScenario),
-}
-
-// Boxed, as the variant says.
-impl From<harness::scenario::LoadError> for StartError {
-    fn from(e: harness::scenario::LoadError) -> Self {
-        StartError::Scenario(Box::new(e))
-    }
-}
-
-impl From<harness::hooks::StepsError> for StartError {
-    fn from(e: harness::hooks::StepsError) -> Self {
-        StartError::Steps(Box::new(e))
-    }
 }
 
 /// The exit code of a run that could not start: one place for the command's mapping. The

@@ -83,53 +83,30 @@ pub(crate) struct DaemonPlan {
 }
 
 /// Why a daemon's run could not start: each cause typed, for the instance's start error to
-/// carry on.
-#[derive(Debug)]
+/// carry on (it says them as the instance's command always has).
+#[derive(Debug, thiserror::Error)]
 pub(crate) enum DaemonError {
     /// The address could not be bound.
-    Listen(std::net::SocketAddr, std::io::Error),
+    #[error("cannot listen on {0}: {1}")]
+    Listen(std::net::SocketAddr, #[source] std::io::Error),
     /// The journal or the run's directory could not be made.
-    Open(harness::double::OpenError),
-    /// The scenario's settings or steps do not load (boxed: a `LoadError` is large).
-    Scenario(Box<harness::scenario::LoadError>),
+    #[error(transparent)]
+    Open(#[from] harness::double::OpenError),
+    /// The scenario's settings or steps do not load.
+    #[error(transparent)]
+    Scenario(#[from] harness::scenario::LoadError),
     /// The store could not be opened.
-    State(std::io::Error),
+    #[error("cannot keep the daemon's state: {0}")]
+    State(#[source] std::io::Error),
     /// The scenario's variables or handlers do not compile.
-    Hub(harness::engine::HubError),
+    #[error(transparent)]
+    Hub(#[from] harness::engine::HubError),
     /// The steps hooks do for the plugin under test could not be made.
-    Steps(Box<harness::hooks::StepsError>),
+    #[error(transparent)]
+    Steps(#[from] harness::hooks::StepsError),
     /// The plugin under test could not start.
-    Sut(harness::process::SutError),
-}
-
-impl From<harness::double::OpenError> for DaemonError {
-    fn from(e: harness::double::OpenError) -> Self {
-        DaemonError::Open(e)
-    }
-}
-
-impl From<harness::scenario::LoadError> for DaemonError {
-    fn from(e: harness::scenario::LoadError) -> Self {
-        DaemonError::Scenario(Box::new(e))
-    }
-}
-
-impl From<harness::engine::HubError> for DaemonError {
-    fn from(e: harness::engine::HubError) -> Self {
-        DaemonError::Hub(e)
-    }
-}
-
-impl From<harness::hooks::StepsError> for DaemonError {
-    fn from(e: harness::hooks::StepsError) -> Self {
-        DaemonError::Steps(Box::new(e))
-    }
-}
-
-impl From<harness::process::SutError> for DaemonError {
-    fn from(e: harness::process::SutError) -> Self {
-        DaemonError::Sut(e)
-    }
+    #[error(transparent)]
+    Sut(#[from] harness::process::SutError),
 }
 
 /// Checks what the daemon reads of a plugin-side lvmh scenario beyond the format: its settings
