@@ -17,8 +17,8 @@ use crate::registry::SessionsConfig;
 use crate::settings::{AgentKind, DeviceSettings};
 use crate::store::Store;
 
-use super::finished::StartError;
 use super::options::Options;
+use super::start_error::StartError;
 
 /// The capabilities to list: those both the command line and the scenario keep (`None`: no
 /// reduction).

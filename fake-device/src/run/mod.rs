@@ -19,6 +19,7 @@ mod config;
 mod finished;
 mod instance;
 mod options;
+pub(crate) mod start_error;
 mod stdio;
 mod timers;
 mod wiring;
@@ -28,9 +29,10 @@ use instance::instance_placeholders;
 use timers::play_on_timers;
 use wiring::Wired;
 
-pub use finished::{Finished, PROTOCOL_MISMATCH_SENTENCE, StartError, last_words};
+pub use finished::{Finished, PROTOCOL_MISMATCH_SENTENCE, last_words};
 pub use instance::start_instance;
 pub use options::{Options, TERMINAL_PROMPT, TerminalPlay};
+pub use start_error::StartError;
 pub use stdio::serve_stdio;
 
 /// Runs fake-device until the scenario ends, or (without one) until `shutdown` or until the

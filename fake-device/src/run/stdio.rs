@@ -10,8 +10,9 @@ use crate::sessions::Sessions;
 use crate::settings::DeviceSettings;
 
 use super::config::{Basics, sessions_config};
-use super::finished::{Finished, StartError};
+use super::finished::Finished;
 use super::options::Options;
+use super::start_error::StartError;
 
 /// Serves plain ACP to an editor over `connection` (stdin and stdout for
 /// `fake-device serve --stdio`, one message a line), until the editor closes its end or

@@ -17,8 +17,8 @@ use crate::sessions::Sessions;
 use crate::settings::DeviceSettings;
 
 use super::config::{Basics, device_limits, reduced, sessions_config};
-use super::finished::StartError;
 use super::options::Options;
+use super::start_error::StartError;
 
 /// A device's run, wired: what it records, its links' hub, its dialer and the person's hands.
 pub(crate) struct Wired {
