@@ -20,6 +20,8 @@ use harness::scenario::{Dur, Scenario, check_actions};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::run::start_error::StartError;
+
 pub use actions::{PluginAction, PluginActor};
 pub use peer_error::PeerSettingsError;
 
@@ -239,31 +241,13 @@ pub(crate) fn check_as_peer_of(scenario: &Scenario) -> Result<(), harness::scena
 /// How long a plugin asked to stop waits for its `bye` to go out.
 const BYE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Why a plugin's run could not start: each cause typed, for the device's start error to
-/// carry on.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum PluginError {
-    /// The journal or the run's directory could not be made.
-    #[error(transparent)]
-    Open(#[from] harness::double::OpenError),
-    /// The scenario's settings or steps do not load.
-    #[error(transparent)]
-    Scenario(#[from] harness::scenario::LoadError),
-    /// The scenario's variables or handlers do not compile.
-    #[error(transparent)]
-    Hub(#[from] harness::engine::HubError),
-    /// The fake GitLab a scenario wants is not there.
-    #[error(transparent)]
-    GitLab(#[from] harness::lvmh::gitlab::GitLabError),
-}
-
 /// Runs fake-device as the lvmh plugin; `started` gets its progress once the plugin runs.
 pub(crate) async fn run_started(
     options: PluginPlan,
     scenario: Option<Scenario>,
     started: impl FnOnce(Arc<harness::engine::Progress>),
     shutdown: impl std::future::Future<Output = ()>,
-) -> Result<harness::embed::Ended, PluginError> {
+) -> Result<harness::embed::Ended, StartError> {
     // A stop asked for (SIGTERM, SIGINT, the handle let go) is pi shutting down: it says `bye`.
     let asked_to_stop = std::sync::atomic::AtomicBool::new(false);
     let shutdown = async {
@@ -430,7 +414,7 @@ fn configure(
 fn set_gitlab_vars(
     vars: &mut harness::pattern::Vars,
     scenario: Option<&Scenario>,
-) -> Result<(), PluginError> {
+) -> Result<(), StartError> {
     let wants_gitlab = scenario
         .and_then(|s| s.peer.as_ref())
         .is_some_and(|p| p.value.setup.contains_key("gitlab"));

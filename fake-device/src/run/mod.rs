@@ -52,7 +52,7 @@ async fn run_plugin(
     started: impl FnOnce(Started),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
-    use crate::lvmh::{PluginError, PluginPlan};
+    use crate::lvmh::PluginPlan;
     let plan = PluginPlan {
         instance: options.instance,
         token: options.token,
@@ -82,13 +82,7 @@ async fn run_plugin(
         },
         shutdown,
     )
-    .await
-    .map_err(|e| match e {
-        PluginError::Open(e) => StartError::Open(e),
-        PluginError::Scenario(e) => StartError::Scenario(e),
-        PluginError::Hub(e) => StartError::Hub(e),
-        PluginError::GitLab(e) => StartError::GitLab(e),
-    })?;
+    .await?;
     Ok(Finished::of(ended, None))
 }
 

@@ -24,6 +24,8 @@ use harness::scenario::{Scenario, check_actions};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::run::start_error::StartError;
+
 pub use actions::{DaemonAction, DaemonActor};
 pub use gitlab::GitLab;
 
@@ -82,33 +84,6 @@ pub(crate) struct DaemonPlan {
     pub end_at_finding: Option<String>,
 }
 
-/// Why a daemon's run could not start: each cause typed, for the instance's start error to
-/// carry on (it says them as the instance's command always has).
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum DaemonError {
-    /// The address could not be bound.
-    #[error("cannot listen on {0}: {1}")]
-    Listen(std::net::SocketAddr, #[source] std::io::Error),
-    /// The journal or the run's directory could not be made.
-    #[error(transparent)]
-    Open(#[from] harness::double::OpenError),
-    /// The scenario's settings or steps do not load.
-    #[error(transparent)]
-    Scenario(#[from] harness::scenario::LoadError),
-    /// The store could not be opened.
-    #[error("cannot keep the daemon's state: {0}")]
-    State(#[source] std::io::Error),
-    /// The scenario's variables or handlers do not compile.
-    #[error(transparent)]
-    Hub(#[from] harness::engine::HubError),
-    /// The steps hooks do for the plugin under test could not be made.
-    #[error(transparent)]
-    Steps(#[from] harness::hooks::StepsError),
-    /// The plugin under test could not start.
-    #[error(transparent)]
-    Sut(#[from] harness::process::SutError),
-}
-
 /// Checks what the daemon reads of a plugin-side lvmh scenario beyond the format: its settings
 /// and its steps' actions.
 pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
@@ -124,7 +99,7 @@ pub(crate) async fn run_started(
     scenario: Option<Scenario>,
     started: impl FnOnce(std::net::SocketAddr, Arc<harness::engine::Progress>),
     shutdown: impl std::future::Future<Output = ()>,
-) -> Result<harness::embed::Ended, DaemonError> {
+) -> Result<harness::embed::Ended, StartError> {
     harness::double::check_steps::<DaemonAction>(scenario.as_ref(), &[], "")?;
     let settings = match &scenario {
         Some(scenario) => DaemonSettings::of(scenario)?,
@@ -133,8 +108,12 @@ pub(crate) async fn run_started(
     let opened = Opened::open(options.journal.as_deref(), false)?;
     let (listener, addr) = harness::double::bind(options.listen, options.bound.as_ref())
         .await
-        .map_err(|source| DaemonError::Listen(options.listen, source))?;
-    let store = store::Store::open(options.state_dir.as_deref()).map_err(DaemonError::State)?;
+        .map_err(|source| StartError::Listen {
+            addr: options.listen,
+            source,
+        })?;
+    let store =
+        store::Store::open(options.state_dir.as_deref()).map_err(StartError::DaemonState)?;
     let daemon = Arc::new(daemon::Daemon::new(
         store,
         options.misbehave.clone(),
@@ -207,7 +186,7 @@ async fn start_under_test(
     addr: std::net::SocketAddr,
     token: &str,
     tmp: &std::path::Path,
-) -> Result<harness::under_test::UnderTest, DaemonError> {
+) -> Result<harness::under_test::UnderTest, StartError> {
     let mut placeholders = harness::under_test::placeholders(
         &format!("http://{addr}"),
         Some(addr.port()),

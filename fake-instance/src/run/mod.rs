@@ -573,7 +573,7 @@ async fn run_daemon(
     started: impl FnOnce(Started),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
-    use crate::lvmh::{DaemonError, DaemonPlan};
+    use crate::lvmh::DaemonPlan;
     let plan = DaemonPlan {
         listen: options.listen,
         bound: options.bound,
@@ -604,15 +604,6 @@ async fn run_daemon(
         shutdown,
     )
     .await
-    .map_err(|e| match e {
-        DaemonError::Listen(addr, source) => StartError::Listen { addr, source },
-        DaemonError::Open(e) => StartError::Open(e),
-        DaemonError::Scenario(e) => StartError::Scenario(e),
-        DaemonError::State(e) => StartError::DaemonState(e),
-        DaemonError::Hub(e) => StartError::Hub(e),
-        DaemonError::Steps(e) => StartError::Steps(e),
-        DaemonError::Sut(e) => StartError::Sut(e),
-    })
 }
 
 /// How long a finished run waits for its links' close handshakes.
