@@ -10,7 +10,7 @@
 pub use crate::cli::CliError;
 pub use crate::control::ControlConfig;
 pub use crate::double::OpenError;
-pub use crate::embed::{EmbedError, Ended, InProcessPeer, NotUp, Ready, RestartedWithScenario};
+pub use crate::embed::{Ended, InProcessPeer, NotUp, Ready, RestartedWithScenario};
 pub use crate::engine::{
     ActError, Actor, Arranged, Cell, Failure, HandlerError, HubError, PeerProcess, RestartError,
     RuleJudgement, RunOutcome, SignalError, StepStatus, StepVerdict, TypedActor, Verdict,

@@ -87,15 +87,6 @@ impl From<StartError> for harness::cli::CliError {
     }
 }
 
-impl From<harness::embed::EmbedError<StartError>> for StartError {
-    fn from(e: harness::embed::EmbedError<StartError>) -> Self {
-        match e {
-            harness::embed::EmbedError::Run(e) => e,
-            harness::embed::EmbedError::NotUp(e) => StartError::NotUp(e),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::StartError;
