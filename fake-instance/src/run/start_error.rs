@@ -91,80 +91,47 @@ impl From<StartError> for harness::cli::CliError {
 mod tests {
     use super::StartError;
 
-    /// The typed causes read and exit as the strings they replaced did: the machine's failures
-    /// internal, the rest usage errors.
+    /// The instance's own causes read and exit as the strings they replaced did (those it shares
+    /// with the device, such as a journal or a scratch directory, are fake-device's to check): a
+    /// port or a run that never came up is internal, a directory the run was asked for usage.
     #[cfg(feature = "cli")]
     #[test]
-    fn each_cause_reads_and_exits_as_it_did_when_it_was_a_string() {
-        use harness::cli::CliError;
-        use harness::double::OpenError;
+    fn its_own_causes_read_and_exit_as_they_did_when_they_were_strings() {
+        use harness::cli::CliError::{Internal, Usage};
         let io = || std::io::Error::other("denied");
-        let cases: Vec<(StartError, &str, bool)> = vec![
-            (
-                StartError::Listen {
-                    addr: ([127, 0, 0, 1], 9).into(),
-                    source: io(),
-                },
-                "cannot listen on 127.0.0.1:9: denied",
-                true,
-            ),
-            (
-                OpenError::Journal(io()).into(),
-                "cannot write the journal: denied",
-                true,
-            ),
-            (
-                OpenError::Scratch(io()).into(),
-                "cannot make a temporary directory: denied",
-                false,
-            ),
-            (
-                harness::embed::NotUp::Late {
-                    double: "fake-instance",
-                    within: std::time::Duration::from_secs(1),
-                }
-                .into(),
-                "fake-instance was not up within 1s",
-                true,
-            ),
-            (
-                StartError::Directory {
-                    path: "/r".into(),
-                    source: io(),
-                },
-                "cannot make /r: denied",
-                false,
-            ),
-            (
-                StartError::StateDir(io()),
-                "cannot make a state directory: denied",
-                false,
-            ),
-            (
-                StartError::DaemonState(io()),
-                "cannot keep the daemon's state: denied",
-                false,
-            ),
-        ];
-        for (error, said, internal) in cases {
-            assert_eq!(error.to_string(), said);
-            match CliError::from(error) {
-                CliError::Internal(text) => assert!(internal, "{text}"),
-                CliError::Usage(text) => assert!(!internal, "{text}"),
-                CliError::Peer(text) => panic!("not a peer's failure: {text}"),
-            }
-        }
-    }
-
-    /// A builder told an unknown misbehaviour says which, typed, not as a sentence only.
-    #[test]
-    fn an_unknown_misbehaviour_is_its_own_kind_of_start_error() {
-        let Err(refused) = crate::FakeInstance::builder().misbehave("no.such") else {
-            panic!("an unknown misbehaviour is an error");
+        let listen = StartError::Listen {
+            addr: ([127, 0, 0, 1], 9).into(),
+            source: io(),
         };
-        let StartError::Misbehaviour(unknown) = refused else {
-            panic!("not typed: {refused}");
+        let late = StartError::from(harness::embed::NotUp::Late {
+            double: "fake-instance",
+            within: std::time::Duration::from_secs(1),
+        });
+        let root = StartError::Directory {
+            path: "/r".into(),
+            source: io(),
         };
-        assert_eq!(unknown.id, "no.such");
+        let said = [
+            listen,
+            late,
+            root,
+            StartError::StateDir(io()),
+            StartError::DaemonState(io()),
+        ]
+        .map(|e| match e.into() {
+            Internal(text) => format!("internal: {text}"),
+            Usage(text) => format!("usage: {text}"),
+            other => format!("other: {other}"),
+        });
+        assert_eq!(
+            said,
+            [
+                "internal: cannot listen on 127.0.0.1:9: denied",
+                "internal: fake-instance was not up within 1s",
+                "usage: cannot make /r: denied",
+                "usage: cannot make a state directory: denied",
+                "usage: cannot keep the daemon's state: denied",
+            ]
+        );
     }
 }
