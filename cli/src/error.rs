@@ -108,10 +108,10 @@ pub enum Error {
     PeerSettings(#[source] fake_device::lvmh::PeerSettingsError),
     /// fake-instance could not start (or be set up as asked).
     #[error("{0}")]
-    Instance(#[from] fake_instance::StartError),
+    Instance(Box<fake_instance::StartError>),
     /// fake-device could not start (or be set up as asked).
     #[error("{0}")]
-    Device(#[from] fake_device::StartError),
+    Device(Box<fake_device::StartError>),
     /// A double's run ended with no verdict.
     #[error("{0} ended without a verdict")]
     NoVerdict(&'static str),
@@ -200,6 +200,19 @@ pub enum RecordError {
 impl From<LoadError> for Error {
     fn from(e: LoadError) -> Error {
         Error::Scenario(Box::new(e))
+    }
+}
+
+// Boxed too: a double's start error carries its typed cause (a `LoadError` among them).
+impl From<fake_instance::StartError> for Error {
+    fn from(e: fake_instance::StartError) -> Error {
+        Error::Instance(Box::new(e))
+    }
+}
+
+impl From<fake_device::StartError> for Error {
+    fn from(e: fake_device::StartError) -> Error {
+        Error::Device(Box::new(e))
     }
 }
 

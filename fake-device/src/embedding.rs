@@ -184,8 +184,8 @@ impl DeviceBuilder {
     /// scenario's `dial: manual` waits for its steps), and the handle comes back at once.
     pub async fn start(self) -> Result<FakeDevice, StartError> {
         let core = self.core;
-        if let Some(why) = core.refusal() {
-            return Err(StartError::Scenario(why));
+        if let Some(refused) = core.refusal() {
+            return Err(refused.into());
         }
         let mut options = self.options;
         // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which
@@ -197,7 +197,7 @@ impl DeviceBuilder {
             (ProtocolChoice::Auto, Some(_), None) => {
                 crate::dial::probe_protocol(&options.instance, harness::embed::START_WITHIN)
                     .await
-                    .map_err(StartError::Scenario)?
+                    .map_err(StartError::Discovery)?
             }
         };
         options.cell = Cell {
@@ -205,15 +205,13 @@ impl DeviceBuilder {
             spec: core.spec_or(self.cell.as_ref(), options.cell.spec),
         };
         let scratch = if self.play.is_some() || core.restarts.is_some() {
-            Some(tempfile::tempdir().map_err(|e| {
-                StartError::Scenario(format!("cannot make a temporary directory: {e}"))
-            })?)
+            // The run's own directory, as a run that opens makes it, and said the same.
+            Some(tempfile::tempdir().map_err(harness::double::OpenError::Scratch)?)
         } else {
             None
         };
         if let (Some(play), Some(scratch)) = (&self.play, &scratch) {
-            crate::peer_of::apply(play, &mut options, scratch.path())
-                .map_err(StartError::Scenario)?;
+            crate::peer_of::apply(play, &mut options, scratch.path()).map_err(StartError::Play)?;
         }
         if let (Some(_), Some(scratch), None) = (&core.restarts, &scratch, &options.state_dir) {
             // A restart finds the sessions of the run before it.
@@ -329,7 +327,7 @@ async fn runs(
         let finished = if own_runtime {
             isolated(move || crate::run::run_started(run_options, None, started, run_shutdown))
                 .await
-                .unwrap_or_else(|| Err(StartError::NotUp("its thread could not start".into())))
+                .unwrap_or_else(|| Err(StartError::NoThread))
         } else {
             crate::run::run_started(run_options, None, started, run_shutdown).await
         };

@@ -122,8 +122,8 @@ impl InstanceBuilder {
     /// Starts the instance on the current tokio runtime and gives its handle once it listens.
     pub async fn start(self) -> Result<FakeInstance, StartError> {
         let core = self.core;
-        if let Some(why) = core.refusal() {
-            return Err(StartError::Scenario(why));
+        if let Some(refused) = core.refusal() {
+            return Err(refused.into());
         }
         let mut options = self.options;
         let matrix = core.scenario.as_ref().map(|s| &s.matrix);
@@ -136,9 +136,7 @@ impl InstanceBuilder {
         };
         let scratch = match (&core.restarts, &options.state_dir) {
             (Some(_), None) => {
-                let scratch = tempfile::tempdir().map_err(|e| {
-                    StartError::Scenario(format!("cannot make a state directory: {e}"))
-                })?;
+                let scratch = tempfile::tempdir().map_err(StartError::StateDir)?;
                 // A restart finds the chats of the run before it.
                 options.state_dir = Some(scratch.path().to_path_buf());
                 Some(scratch)

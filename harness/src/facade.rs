@@ -9,7 +9,8 @@
 #[cfg(feature = "cli")]
 pub use crate::cli::CliError;
 pub use crate::control::ControlConfig;
-pub use crate::embed::{EmbedError, Ended, InProcessPeer, Ready};
+pub use crate::double::OpenError;
+pub use crate::embed::{Ended, InProcessPeer, NotUp, Ready, RestartedWithScenario};
 pub use crate::engine::{
     ActError, Actor, Arranged, Cell, Failure, HandlerError, HubError, PeerProcess, RestartError,
     RuleJudgement, RunOutcome, SignalError, StepStatus, StepVerdict, TypedActor, Verdict,
@@ -18,6 +19,7 @@ pub use crate::family::Family;
 pub use crate::finding::Finding;
 pub use crate::hooks::{HookRun, Hooks, StepsError};
 pub use crate::journal::{Direction, Entry as JournalEntry};
+pub use crate::lembas::setup::LayOutError;
 pub use crate::lembas::spec::UnknownSpec;
 pub use crate::lembas::{Discovery, DiscoveryError, Spec};
 pub use crate::lvmh::EnvelopeError;

@@ -20,6 +20,8 @@ use harness::scenario::{Dur, Scenario, check_actions};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::run::start_error::StartError;
+
 pub use actions::{PluginAction, PluginActor};
 pub use peer_error::PeerSettingsError;
 
@@ -107,11 +109,13 @@ impl PluginSettings {
         Ok(serde_json::from_value(Value::Object(setup))?)
     }
 
-    fn of(section: Option<&harness::scenario::Spanned<Value>>, file: &str) -> Result<Self, String> {
+    fn of(
+        section: Option<&harness::scenario::Spanned<Value>>,
+        file: &str,
+    ) -> Result<Self, harness::scenario::LoadError> {
         match section {
             Some(section) => {
                 harness::scenario::read_section(section.value.clone(), "device", file, section)
-                    .map_err(|e| e.to_string())
             }
             None => Ok(PluginSettings::default()),
         }
@@ -237,31 +241,13 @@ pub(crate) fn check_as_peer_of(scenario: &Scenario) -> Result<(), harness::scena
 /// How long a plugin asked to stop waits for its `bye` to go out.
 const BYE_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// Why a plugin's run could not start.
-#[derive(Debug)]
-pub(crate) enum PluginError {
-    /// The journal could not be made.
-    Journal(std::io::Error),
-    /// The scenario or the set-up does not work.
-    Setup(String),
-}
-
-impl From<harness::double::OpenError> for PluginError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => PluginError::Journal(e),
-            other => PluginError::Setup(other.to_string()),
-        }
-    }
-}
-
 /// Runs fake-device as the lvmh plugin; `started` gets its progress once the plugin runs.
 pub(crate) async fn run_started(
     options: PluginPlan,
     scenario: Option<Scenario>,
     started: impl FnOnce(Arc<harness::engine::Progress>),
     shutdown: impl std::future::Future<Output = ()>,
-) -> Result<harness::embed::Ended, PluginError> {
+) -> Result<harness::embed::Ended, StartError> {
     // A stop asked for (SIGTERM, SIGINT, the handle let go) is pi shutting down: it says `bye`.
     let asked_to_stop = std::sync::atomic::AtomicBool::new(false);
     let shutdown = async {
@@ -272,10 +258,9 @@ pub(crate) async fn run_started(
         scenario.as_ref(),
         &options.steps,
         "the plugin's own steps",
-    )
-    .map_err(|e| PluginError::Setup(e.to_string()))?;
+    )?;
     let settings = match &scenario {
-        Some(s) => PluginSettings::of(s.device.as_ref(), &s.source).map_err(PluginError::Setup)?,
+        Some(s) => PluginSettings::of(s.device.as_ref(), &s.source)?,
         None => options.plugin.clone().unwrap_or_default(),
     };
     let opened = Opened::open(options.journal.as_deref(), false)?;
@@ -323,8 +308,7 @@ pub(crate) async fn run_started(
         vars,
         scenario.as_ref(),
         Some(check),
-    )
-    .map_err(|e| PluginError::Setup(e.to_string()))?;
+    )?;
     let _ = last_seq.set(Arc::downgrade(&plugin));
     let hub = plugin.hub().clone();
     started(hub.progress().clone());
@@ -430,12 +414,12 @@ fn configure(
 fn set_gitlab_vars(
     vars: &mut harness::pattern::Vars,
     scenario: Option<&Scenario>,
-) -> Result<(), PluginError> {
+) -> Result<(), StartError> {
     let wants_gitlab = scenario
         .and_then(|s| s.peer.as_ref())
         .is_some_and(|p| p.value.setup.contains_key("gitlab"));
     if wants_gitlab {
-        let url = harness::lvmh::gitlab::url().map_err(|e| PluginError::Setup(e.to_string()))?;
+        let url = harness::lvmh::gitlab::url()?;
         vars.set("gitlab_url", json!(url));
     }
     vars.set("gitlab_token", json!(harness::lvmh::gitlab::TOKEN));

@@ -17,8 +17,8 @@ use crate::registry::SessionsConfig;
 use crate::settings::{AgentKind, DeviceSettings};
 use crate::store::Store;
 
-use super::finished::StartError;
 use super::options::Options;
+use super::start_error::StartError;
 
 /// The capabilities to list: those both the command line and the scenario keep (`None`: no
 /// reduction).
@@ -50,11 +50,9 @@ impl Basics {
             .state_dir
             .clone()
             .unwrap_or_else(|| opened.tmp.path().join("state"));
-        let store = Store::open(&state_dir).map_err(|e| {
-            StartError::Scenario(format!(
-                "cannot open the state directory {}: {e}",
-                state_dir.display()
-            ))
+        let store = Store::open(&state_dir).map_err(|source| StartError::State {
+            path: state_dir.clone(),
+            source,
         })?;
         Ok(Basics {
             opened,

@@ -1,5 +1,6 @@
 //! How a run of fake-device ends: what it ended with (and why a simulated device stopped
-//! dialling, with the words its command says for it), and why it may not start at all.
+//! dialling, with the words its command says for it). Why it may not start at all is
+//! `start_error`'s.
 
 use harness::engine::RunOutcome;
 use harness::finding::Finding;
@@ -61,50 +62,6 @@ impl Finished {
             findings: ended.findings,
             recent: ended.recent,
             stopped,
-        }
-    }
-}
-
-/// Why a run could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The journal could not be created.
-    #[error("cannot write the journal: {0}")]
-    Journal(std::io::Error),
-    /// It did not come up (embedded in a test: see the builder).
-    #[error("{0}")]
-    NotUp(String),
-    /// The scenario or the options do not fit.
-    #[error("{0}")]
-    Scenario(String),
-}
-
-impl From<harness::double::OpenError> for StartError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => StartError::Journal(e),
-            other => StartError::Scenario(other.to_string()),
-        }
-    }
-}
-/// The exit code of a run that could not start: one place for the command's mapping.
-#[cfg(feature = "cli")]
-impl From<StartError> for harness::cli::CliError {
-    fn from(e: StartError) -> Self {
-        match e {
-            StartError::Scenario(_) => harness::cli::CliError::Usage(e.to_string()),
-            StartError::Journal(_) | StartError::NotUp(_) => {
-                harness::cli::CliError::Internal(e.to_string())
-            }
-        }
-    }
-}
-
-impl From<harness::embed::EmbedError<StartError>> for StartError {
-    fn from(e: harness::embed::EmbedError<StartError>) -> Self {
-        match e {
-            harness::embed::EmbedError::Run(e) => e,
-            other => StartError::NotUp(other.to_string()),
         }
     }
 }

@@ -19,6 +19,7 @@ mod config;
 mod finished;
 mod instance;
 mod options;
+pub(crate) mod start_error;
 mod stdio;
 mod timers;
 mod wiring;
@@ -28,9 +29,10 @@ use instance::instance_placeholders;
 use timers::play_on_timers;
 use wiring::Wired;
 
-pub use finished::{Finished, PROTOCOL_MISMATCH_SENTENCE, StartError, last_words};
+pub use finished::{Finished, PROTOCOL_MISMATCH_SENTENCE, last_words};
 pub use instance::start_instance;
 pub use options::{Options, TERMINAL_PROMPT, TerminalPlay};
+pub use start_error::StartError;
 pub use stdio::serve_stdio;
 
 /// Runs fake-device until the scenario ends, or (without one) until `shutdown` or until the
@@ -50,7 +52,7 @@ async fn run_plugin(
     started: impl FnOnce(Started),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
-    use crate::lvmh::{PluginError, PluginPlan};
+    use crate::lvmh::PluginPlan;
     let plan = PluginPlan {
         instance: options.instance,
         token: options.token,
@@ -80,11 +82,7 @@ async fn run_plugin(
         },
         shutdown,
     )
-    .await
-    .map_err(|e| match e {
-        PluginError::Journal(e) => StartError::Journal(e),
-        PluginError::Setup(why) => StartError::Scenario(why),
-    })?;
+    .await?;
     Ok(Finished::of(ended, None))
 }
 
@@ -120,13 +118,9 @@ pub(crate) async fn run_started(
         scenario.as_ref(),
         &options.steps,
         "the device's own steps",
-    )
-    .map_err(|e| StartError::Scenario(e.to_string()))?;
+    )?;
     let (settings, instance_setup) = match &scenario {
-        Some(scenario) => (
-            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-            InstanceSetup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-        ),
+        Some(scenario) => (settings::of(scenario)?, InstanceSetup::of(scenario)?),
         None => (DeviceSettings::default(), InstanceSetup::default()),
     };
     let wired = Wired::new(
@@ -159,8 +153,7 @@ pub(crate) async fn run_started(
     if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
         // A person sees the device linked once the instance has initialized it.
         let steps = harness::hooks::from_first_link(scenario.peer_steps())
-            .and_then(|s| harness::hooks::after_signal(s, crate::agent::INITIALIZED))
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+            .and_then(|s| harness::hooks::after_signal(s, crate::agent::INITIALIZED))?;
         under_test.drive(&hub, &options.cell, "the web UI's own steps", steps);
     }
     let beside = Beside {

@@ -10,8 +10,9 @@ use crate::sessions::Sessions;
 use crate::settings::DeviceSettings;
 
 use super::config::{Basics, sessions_config};
-use super::finished::{Finished, StartError};
+use super::finished::Finished;
 use super::options::Options;
+use super::start_error::StartError;
 
 /// Serves plain ACP to an editor over `connection` (stdin and stdout for
 /// `fake-device serve --stdio`, one message a line), until the editor closes its end or
@@ -53,9 +54,7 @@ pub async fn serve_stdio(
     let vars = options
         .cell
         .builtin_vars(&options.instance, &options.token, opened.tmp.path());
-    let hub = opened
-        .hub(model, None, vars)
-        .map_err(|e| StartError::Scenario(e.to_string()))?;
+    let hub = opened.hub(model, None, vars)?;
     // No step reads what the editor sends: none of it is kept.
     hub.keep_nothing();
     // Misbehaving: a line of its own log on standard output, before any message.

@@ -17,8 +17,8 @@ use crate::sessions::Sessions;
 use crate::settings::DeviceSettings;
 
 use super::config::{Basics, device_limits, reduced, sessions_config};
-use super::finished::StartError;
 use super::options::Options;
+use super::start_error::StartError;
 
 /// A device's run, wired: what it records, its links' hub, its dialer and the person's hands.
 pub(crate) struct Wired {
@@ -71,9 +71,7 @@ impl Wired {
         let vars = options
             .cell
             .builtin_vars(&options.instance, &options.token, opened.tmp.path());
-        let hub = opened
-            .hub(model.clone(), scenario, vars)
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+        let hub = opened.hub(model.clone(), scenario, vars)?;
         if options.lean {
             hub.keep_nothing();
         }
@@ -146,11 +144,9 @@ impl Wired {
         };
         let served = Box::pin(harness::control::serve(config, target))
             .await
-            .map_err(|e| {
-                StartError::Scenario(format!(
-                    "cannot serve the control API on {}: {e}",
-                    config.listen
-                ))
+            .map_err(|source| StartError::Control {
+                addr: config.listen,
+                source,
             })?;
         Ok(Some(served))
     }

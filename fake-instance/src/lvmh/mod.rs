@@ -24,6 +24,8 @@ use harness::scenario::{Scenario, check_actions};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::run::start_error::StartError;
+
 pub use actions::{DaemonAction, DaemonActor};
 pub use gitlab::GitLab;
 
@@ -37,15 +39,14 @@ pub struct DaemonSettings {
 }
 
 impl DaemonSettings {
-    fn of(scenario: &Scenario) -> Result<DaemonSettings, String> {
+    fn of(scenario: &Scenario) -> Result<DaemonSettings, harness::scenario::LoadError> {
         match &scenario.instance {
             Some(section) => harness::scenario::read_section(
                 section.value.clone(),
                 "instance",
                 &scenario.source,
                 section,
-            )
-            .map_err(|e| e.to_string()),
+            ),
             None => Ok(DaemonSettings::default()),
         }
     }
@@ -83,31 +84,12 @@ pub(crate) struct DaemonPlan {
     pub end_at_finding: Option<String>,
 }
 
-/// Why a daemon's run could not start.
-#[derive(Debug)]
-pub(crate) enum DaemonError {
-    /// The address could not be bound.
-    Listen(std::net::SocketAddr, std::io::Error),
-    /// The journal could not be made.
-    Journal(std::io::Error),
-    /// The scenario or the set-up does not work.
-    Setup(String),
-}
-
-impl From<harness::double::OpenError> for DaemonError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => DaemonError::Journal(e),
-            other => DaemonError::Setup(other.to_string()),
-        }
-    }
-}
-
 /// Checks what the daemon reads of a plugin-side lvmh scenario beyond the format: its settings
 /// and its steps' actions.
 pub(crate) fn check_scenario(scenario: &Scenario) -> Result<(), harness::scenario::LoadError> {
+    // Said as it always was: the section's own error, unlocated in the scenario's file.
     DaemonSettings::of(scenario)
-        .map_err(|message| harness::scenario::LoadError::unlocated(&scenario.source, message))?;
+        .map_err(|e| harness::scenario::LoadError::unlocated(&scenario.source, e.to_string()))?;
     check_actions::<DaemonAction>(&scenario.steps, "steps", &scenario.source)
 }
 
@@ -117,19 +99,21 @@ pub(crate) async fn run_started(
     scenario: Option<Scenario>,
     started: impl FnOnce(std::net::SocketAddr, Arc<harness::engine::Progress>),
     shutdown: impl std::future::Future<Output = ()>,
-) -> Result<harness::embed::Ended, DaemonError> {
-    harness::double::check_steps::<DaemonAction>(scenario.as_ref(), &[], "")
-        .map_err(|e| DaemonError::Setup(e.to_string()))?;
+) -> Result<harness::embed::Ended, StartError> {
+    harness::double::check_steps::<DaemonAction>(scenario.as_ref(), &[], "")?;
     let settings = match &scenario {
-        Some(scenario) => DaemonSettings::of(scenario).map_err(DaemonError::Setup)?,
+        Some(scenario) => DaemonSettings::of(scenario)?,
         None => DaemonSettings::default(),
     };
     let opened = Opened::open(options.journal.as_deref(), false)?;
     let (listener, addr) = harness::double::bind(options.listen, options.bound.as_ref())
         .await
-        .map_err(|source| DaemonError::Listen(options.listen, source))?;
-    let store = store::Store::open(options.state_dir.as_deref())
-        .map_err(|e| DaemonError::Setup(format!("cannot keep the daemon's state: {e}")))?;
+        .map_err(|source| StartError::Listen {
+            addr: options.listen,
+            source,
+        })?;
+    let store =
+        store::Store::open(options.state_dir.as_deref()).map_err(StartError::DaemonState)?;
     let daemon = Arc::new(daemon::Daemon::new(
         store,
         options.misbehave.clone(),
@@ -141,9 +125,7 @@ pub(crate) async fn run_started(
         .cell
         .builtin_vars(&format!("http://{addr}"), &token, opened.tmp.path());
     vars.set("link_url", json!(agent_url));
-    let hub = opened
-        .hub(daemon.clone(), scenario.as_ref(), vars)
-        .map_err(|e| DaemonError::Setup(e.to_string()))?;
+    let hub = opened.hub(daemon.clone(), scenario.as_ref(), vars)?;
     let spawns = Arc::new(spawn::Spawns::default());
     if let Ok(mut url) = spawns.agent_url.lock() {
         *url = agent_url;
@@ -174,8 +156,7 @@ pub(crate) async fn run_started(
         None => SetUp::Ready,
     };
     if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
-        let steps = harness::hooks::from_first_link(scenario.peer_steps())
-            .map_err(|e| DaemonError::Setup(e.to_string()))?;
+        let steps = harness::hooks::from_first_link(scenario.peer_steps())?;
         under_test.drive(&hub, &options.cell, "the plugin's own steps", steps);
     }
     let actor = Arc::new(DaemonActor {
@@ -205,7 +186,7 @@ async fn start_under_test(
     addr: std::net::SocketAddr,
     token: &str,
     tmp: &std::path::Path,
-) -> Result<harness::under_test::UnderTest, DaemonError> {
+) -> Result<harness::under_test::UnderTest, StartError> {
     let mut placeholders = harness::under_test::placeholders(
         &format!("http://{addr}"),
         Some(addr.port()),
@@ -219,7 +200,8 @@ async fn start_under_test(
         .sut
         .clone()
         .or_else(|| scenario.and_then(|s| s.sut.clone()));
-    harness::under_test::UnderTest::start(sut, placeholders, options.hooks.clone(), &[], None)
-        .await
-        .map_err(|e| DaemonError::Setup(e.to_string()))
+    Ok(
+        harness::under_test::UnderTest::start(sut, placeholders, options.hooks.clone(), &[], None)
+            .await?,
+    )
 }

@@ -19,6 +19,12 @@ pub const START_WITHIN: Duration = Duration::from_secs(10);
 /// How long a handle's `verdict` waits for a scenario to end, unless the builder says.
 pub const VERDICT_WITHIN: Duration = Duration::from_secs(300);
 
+/// A double was given both a peer that restarts it and a scenario: a restarted run plays a
+/// peer, and the scenario's steps would start over with each restart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a double restarted by its peer runs no scenario of its own")]
+pub struct RestartedWithScenario;
+
 /// What a double's builder holds beside the double's own options.
 #[derive(Debug, Default)]
 pub struct BuilderCore {
@@ -33,11 +39,9 @@ pub struct BuilderCore {
 }
 
 impl BuilderCore {
-    /// Why the double cannot start as asked: a restarted run plays a peer, and a scenario's
-    /// steps would start over with it.
-    pub fn refusal(&self) -> Option<String> {
-        (self.restarts.is_some() && self.scenario.is_some())
-            .then(|| "a double restarted by its peer runs no scenario of its own".into())
+    /// Why the double cannot start as asked, if it cannot.
+    pub fn refusal(&self) -> Option<RestartedWithScenario> {
+        (self.restarts.is_some() && self.scenario.is_some()).then_some(RestartedWithScenario)
     }
 
     /// The spec of the run: the test's, else `cell`'s, else the scenario's newest, else
@@ -76,7 +80,7 @@ pub fn control_url(
 /// a `core` ([`BuilderCore`]) and `options` whose `patience`, `control`, `family`, `arranged`,
 /// `process`, `end_at_finding`, `limits` and `misbehave` are the double's run settings. The
 /// words are the double's: its handle's and its builder's names, its side and the rules it
-/// binds, its error type (with a `Scenario(String)` variant), its peer, an embedded scenario
+/// binds, its error type (which an `UnknownMisbehaviour` converts into), its peer, an embedded scenario
 /// of its side, what its patience waits for, and what it plays in lvmh.
 #[macro_export]
 macro_rules! double_builder_setters {
@@ -123,8 +127,7 @@ macro_rules! double_builder_setters {
         pub fn misbehave(mut self, rule: &str) -> Result<Self, $error> {
             let mut rules: Vec<String> = self.options.misbehave.iter().cloned().collect();
             rules.push(rule.to_string());
-            self.options.misbehave =
-                $crate::rules::Misbehaviours::parse(&rules, $binds).map_err(|e| $error::Scenario(e.to_string()))?;
+            self.options.misbehave = $crate::rules::Misbehaviours::parse(&rules, $binds)?;
             Ok(self)
         }
 

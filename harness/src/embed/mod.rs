@@ -9,7 +9,7 @@ mod in_process;
 mod plan;
 mod started;
 
-pub use builder::{BuilderCore, START_WITHIN, VERDICT_WITHIN, control_url};
+pub use builder::{BuilderCore, RestartedWithScenario, START_WITHIN, VERDICT_WITHIN, control_url};
 pub use in_process::{InProcessPeer, isolated};
 pub use plan::RunPlan;
 pub use started::{Ready, Started};
@@ -73,12 +73,10 @@ pub struct Ended {
 /// The future a run waits on to stop.
 pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// Why a run did not come up.
+/// Why a double never said it was up when its run gave no error of its own: a double's start
+/// error carries it, beside the causes of its own.
 #[derive(Debug, thiserror::Error)]
-pub enum EmbedError<E> {
-    /// The double's own error (a bad scenario, a port taken).
-    #[error("{0}")]
-    Run(E),
+pub enum NotUp {
     /// It ended, or its task stopped, before it came up.
     #[error("{double} ended before it was up: {why}")]
     Ended {
@@ -108,12 +106,14 @@ pub struct Running<E> {
 
 impl<E: Display + Send + 'static> Running<E> {
     /// Spawns `run` (given where to say it is up, and what to wait on to stop), and waits until
-    /// it says it is up, handing back what it said.
+    /// it says it is up, handing back what it said; the run's own error if it ended first, else
+    /// why it is not up as `E`.
     pub async fn start<L, Fut>(
         plan: RunPlan,
         run: impl FnOnce(oneshot::Sender<L>, Shutdown) -> Fut,
-    ) -> Result<(L, Running<E>), EmbedError<E>>
+    ) -> Result<(L, Running<E>), E>
     where
+        E: From<NotUp>,
         L: Send + 'static,
         Fut: Future<Output = Result<Ended, E>> + Send + 'static,
     {
@@ -128,23 +128,23 @@ impl<E: Display + Send + 'static> Running<E> {
             Ok(Ok(up)) => up,
             Ok(Err(_)) => {
                 return Err(match task.await {
-                    Ok(Err(e)) => EmbedError::Run(e),
-                    Ok(Ok(_)) => EmbedError::Ended {
+                    Ok(Err(e)) => e,
+                    Ok(Ok(_)) => E::from(NotUp::Ended {
                         double,
                         why: "it ended by itself".into(),
-                    },
-                    Err(e) => EmbedError::Ended {
+                    }),
+                    Err(e) => E::from(NotUp::Ended {
                         double,
                         why: e.to_string(),
-                    },
+                    }),
                 });
             }
             Err(_) => {
                 task.abort();
-                return Err(EmbedError::Late {
+                return Err(E::from(NotUp::Late {
                     double,
                     within: plan.up_within,
-                });
+                }));
             }
         };
         let running = Running {

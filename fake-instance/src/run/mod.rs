@@ -31,6 +31,10 @@ use crate::chats::{Chats, ChatsConfig};
 use crate::client::{ClientConfig, ClientModel};
 use crate::server::ServerState;
 
+pub(crate) mod start_error;
+
+pub use start_error::StartError;
+
 /// The link number the HTTP side's requests are seen on in a scenario's inbox (links count
 /// from 1).
 pub const HTTP_LINK: u32 = 0;
@@ -152,37 +156,6 @@ impl Default for Options {
 /// inside the verdict), and the last messages, for reports.
 pub type Finished = harness::embed::Ended;
 
-/// Why a run could not even start.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// The address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Listen {
-        /// The address.
-        addr: SocketAddr,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The journal file could not be created.
-    #[error("cannot write the journal: {0}")]
-    Journal(std::io::Error),
-    /// It did not come up (embedded in a test: see the builder).
-    #[error("{0}")]
-    NotUp(String),
-    /// The scenario or the options do not fit together.
-    #[error("{0}")]
-    Scenario(String),
-}
-
-impl From<harness::double::OpenError> for StartError {
-    fn from(e: harness::double::OpenError) -> Self {
-        match e {
-            harness::double::OpenError::Journal(e) => StartError::Journal(e),
-            other => StartError::Scenario(other.to_string()),
-        }
-    }
-}
-
 /// The discovery a run serves: the scenario's list, else the options', else what the cell's
 /// protocol implies (`[1, 2]` for 2, `[1]` for 1).
 fn discovery_for(options: &Options, settings: &InstanceSettings) -> Discovery {
@@ -211,11 +184,14 @@ fn device_placeholders(
     addr: SocketAddr,
     token: &str,
     tmp: &std::path::Path,
-) -> Result<Placeholders, String> {
+) -> Result<Placeholders, StartError> {
     let root = tmp.join("root");
     let own = tmp.join("sut");
     for dir in [&root, &own] {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| StartError::Directory {
+            path: dir.clone(),
+            source,
+        })?;
     }
     let placeholders = harness::under_test::placeholders(
         &format!("http://{addr}"),
@@ -270,13 +246,9 @@ pub(crate) async fn run_started(
         scenario.as_ref(),
         &options.steps,
         "the web UI's own steps",
-    )
-    .map_err(|e| StartError::Scenario(e.to_string()))?;
+    )?;
     let (settings, device_setup) = match &scenario {
-        Some(scenario) => (
-            settings::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-            DeviceSetup::of(scenario).map_err(|e| StartError::Scenario(e.to_string()))?,
-        ),
+        Some(scenario) => (settings::of(scenario)?, DeviceSetup::of(scenario)?),
         None => Default::default(),
     };
     let opened = Opened::open(options.journal.as_deref(), false)?;
@@ -329,11 +301,9 @@ pub(crate) async fn run_started(
     };
     // The device's project plays its part by hooks, unless the run cannot apply.
     if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
-        let timeline = harness::hooks::steps_of(&device_setup.timeline())
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+        let timeline = harness::hooks::steps_of(&device_setup.timeline())?;
         under_test.drive(&hub, &options.cell, "the timed set-up", timeline);
-        let steps = harness::hooks::from_first_link(scenario.peer_steps())
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+        let steps = harness::hooks::from_first_link(scenario.peer_steps())?;
         under_test.drive(&hub, &options.cell, "the device's own steps", steps);
     }
     let mut outcome = Course::new(
@@ -420,9 +390,7 @@ impl Wired {
                 .cell
                 .builtin_vars(&format!("http://{addr}"), &token, opened.tmp.path());
         vars.set("link_url", json!(format!("ws://{addr}{LINK_PATH}")));
-        let hub = opened
-            .hub(Arc::new(model), scenario, vars)
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+        let hub = opened.hub(Arc::new(model), scenario, vars)?;
         // A scenario configures its device tokens with their scopes: each token `token_scopes`
         // names is a device's token too, after the command line's (so `device-N` numbers stay).
         let mut tokens = options.tokens.clone();
@@ -536,22 +504,18 @@ async fn start_device(
             link_on_stdio: stdio,
             ..spec
         });
-    let placeholders =
-        device_placeholders(&options.cell, addr, token, tmp).map_err(StartError::Scenario)?;
+    let placeholders = device_placeholders(&options.cell, addr, token, tmp)?;
     if spec.is_some() {
-        device_setup
-            .lay_out(std::path::Path::new(
-                placeholders.get("root").unwrap_or_default(),
-            ))
-            .map_err(|e| StartError::Scenario(e.to_string()))?;
+        device_setup.lay_out(std::path::Path::new(
+            placeholders.get("root").unwrap_or_default(),
+        ))?;
     }
     let before = match scenario {
         Some(_) => device_setup.before_start(),
         None => Vec::new(),
     };
-    let under_test = UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None)
-        .await
-        .map_err(|e| StartError::Scenario(e.to_string()))?;
+    let under_test =
+        UnderTest::start(spec, placeholders, options.hooks.clone(), &before, None).await?;
     // The stdio link, made by whoever runs the device, or over the process started here.
     let stdio_link = match stdio {
         true => options
@@ -609,7 +573,7 @@ async fn run_daemon(
     started: impl FnOnce(Started),
     shutdown: impl Future<Output = ()>,
 ) -> Result<Finished, StartError> {
-    use crate::lvmh::{DaemonError, DaemonPlan};
+    use crate::lvmh::DaemonPlan;
     let plan = DaemonPlan {
         listen: options.listen,
         bound: options.bound,
@@ -640,34 +604,7 @@ async fn run_daemon(
         shutdown,
     )
     .await
-    .map_err(|e| match e {
-        DaemonError::Listen(addr, source) => StartError::Listen { addr, source },
-        DaemonError::Journal(e) => StartError::Journal(e),
-        DaemonError::Setup(why) => StartError::Scenario(why),
-    })
 }
 
 /// How long a finished run waits for its links' close handshakes.
 const CLOSING_GRACE: Duration = Duration::from_secs(2);
-
-/// The exit code of a run that could not start: one place for the command's mapping.
-#[cfg(feature = "cli")]
-impl From<StartError> for harness::cli::CliError {
-    fn from(e: StartError) -> Self {
-        match e {
-            StartError::Scenario(_) => harness::cli::CliError::Usage(e.to_string()),
-            StartError::Listen { .. } | StartError::Journal(_) | StartError::NotUp(_) => {
-                harness::cli::CliError::Internal(e.to_string())
-            }
-        }
-    }
-}
-
-impl From<harness::embed::EmbedError<StartError>> for StartError {
-    fn from(e: harness::embed::EmbedError<StartError>) -> Self {
-        match e {
-            harness::embed::EmbedError::Run(e) => e,
-            other => StartError::NotUp(other.to_string()),
-        }
-    }
-}
