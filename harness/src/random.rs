@@ -65,12 +65,18 @@ pub fn between(low: f64, high: f64) -> f64 {
     })
 }
 
-/// A new temporary folder. Seeded, its name comes from the seed, so that paths a run shows its
-/// peer (a device's roots) repeat too; a folder of that name already there (another run of the
-/// same seed, still going) gets a random name instead, with a warning.
+/// A new temporary folder. Seeded, its name comes from the seed and the program's name, so that
+/// paths a run shows its peer (a device's roots) repeat too; the program's name keeps the two
+/// doubles of one seeded run, which draw the same numbers, out of each other's folder. A folder
+/// of that name already there (another run of the same seed, still going) gets a random name
+/// instead, with a warning.
 pub fn temp_dir() -> std::io::Result<tempfile::TempDir> {
     if seeded() {
-        let name = format!(".lembas-seeded-{:08x}", u32());
+        let program = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.file_stem().map(|s| s.to_string_lossy().into_owned()))
+            .unwrap_or_default();
+        let name = format!(".lembas-seeded-{program}-{:08x}", u32());
         match tempfile::Builder::new()
             .prefix(&name)
             .rand_bytes(0)
