@@ -107,12 +107,14 @@ impl Plugin {
                 .buffer
                 .retain(|f| f.get("seq").and_then(Value::as_u64).unwrap_or(0) >= from);
             if misbehave.breaks_way(rules::REPLAY_AFTER_LAST_SEQ, "skips_one") {
-                // Misbehaving: the first event made while the link was down is left out.
-                let delivered = &state.delivered;
-                let first_unsent = state.buffer.iter().position(|f| {
-                    !delivered.contains(&f.get("seq").and_then(Value::as_u64).unwrap_or(0))
-                });
-                if let Some(at) = first_unsent {
+                // Misbehaving: the first event the daemon lacks is left out. Not "the first one
+                // never sent": events sent into a link that was already dying count as sent,
+                // and when a whole run went that way nothing was left out and the rule held.
+                let first_lacking = state
+                    .buffer
+                    .iter()
+                    .position(|f| f.get("seq").and_then(Value::as_u64).unwrap_or(0) > last);
+                if let Some(at) = first_lacking {
                     state.buffer.remove(at);
                 }
             }
