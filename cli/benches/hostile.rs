@@ -10,6 +10,11 @@
 //! cargo bench -p harness-cli --bench hostile -- device     # only cases whose name has "device"
 //! ```
 
+// The bench reads close codes only.
+#[allow(dead_code)]
+#[path = "../../fake-instance/tests/common/raw_link.rs"]
+mod raw_link;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream as StdTcpStream;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -399,18 +404,7 @@ async fn close_code<S>(socket: &mut S) -> Option<u16>
 where
     S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
 {
-    timeout(STEP, async {
-        while let Some(message) = socket.next().await {
-            match message {
-                Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
-                Ok(_) => continue,
-                Err(_) => return None,
-            }
-        }
-        None
-    })
-    .await
-    .unwrap_or(None)
+    raw_link::close_code(socket, STEP).await.unwrap_or(None)
 }
 
 /// Whether a second, well-behaved device is served meanwhile: its hello gets initialize.

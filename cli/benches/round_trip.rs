@@ -148,29 +148,6 @@ fn device_session() -> &'static str {
 
 static DEVICE_SESSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
-/// Every capability of spec 1.1.0, as a device that has them all says in `initialize`.
-const CAPABILITIES: [&str; 19] = [
-    "directories",
-    "configure",
-    "steer",
-    "sessions",
-    "status",
-    "delete",
-    "compact",
-    "title",
-    "files",
-    "commands",
-    "attachments",
-    "ask",
-    "plan",
-    "model",
-    "turns",
-    "context",
-    "library",
-    "prototypes",
-    "plan_state",
-];
-
 /// Reads frames until the one `until` accepts, as JSON.
 async fn read_until<S>(socket: &mut WebSocketStream<S>, until: impl Fn(&Value) -> bool) -> Value
 where
@@ -287,7 +264,8 @@ async fn instance() -> (FakeInstance, Variant) {
                     "harness_spec": "1.1.0",
                     "limits": { "roots": [], "max_mode": "edit" },
                     "connection": null,
-                    "capabilities": CAPABILITIES,
+                    // Every capability of spec 1.1.0, as a device that has them all says.
+                    "capabilities": harness::lembas::Spec::V1_1_0.capabilities(),
                 } },
             },
         }),

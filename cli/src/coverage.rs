@@ -154,12 +154,11 @@ pub struct Coverage {
 
 /// One section's counts for one side.
 #[derive(Debug, Clone, Serialize)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct SectionTotals {
     /// The protocol family.
     pub family: Family,
-    /// The side.
     pub side: Binds,
-    /// The section.
     pub section: String,
     /// Its counts.
     #[serde(flatten)]

@@ -155,6 +155,10 @@ pub enum Error {
     /// The harness's command-line helpers failed (the runtime, `--hooks`); they chose the exit.
     #[error(transparent)]
     Harness(#[from] harness::cli::CliError),
+    /// `harness explore` drew a sequence the engine could not run as a scenario: a bug of
+    /// ours, shown with the scenario it wrote.
+    #[error("harness explore wrote a scenario it cannot run (a bug of ours): {0}")]
+    Explored(String),
     /// `harness record` failed.
     #[error(transparent)]
     Record(#[from] RecordError),
@@ -222,7 +226,7 @@ impl Error {
         match self {
             Error::Harness(e) => e.exit(),
             // The machine failed, not the command line: what the command made cannot be kept.
-            Error::Write { .. } | Error::Junit(_) => Exit::Internal,
+            Error::Write { .. } | Error::Junit(_) | Error::Explored(_) => Exit::Internal,
             // A run that could not run ends the matrix as a usage or scenario error (see
             // `run::Summary::only_set_up_broke`); the same kind of error says the same.
             Error::NoExec

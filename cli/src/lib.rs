@@ -4,6 +4,7 @@
 pub mod baseline;
 pub mod coverage;
 pub mod error;
+pub mod explore;
 pub mod matrix;
 pub mod pace;
 pub mod record;

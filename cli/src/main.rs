@@ -86,6 +86,10 @@ enum Command {
     /// Run scenarios against the real project under test, across protocols and specs: start it
     /// for each run (--exec), do its set-up by hooks (--hooks), report a JUnit file a cell.
     Run(Box<harness_cli::matrix::RunArgs>),
+    /// Explore: run sequences of the double's own moves drawn from a seed against the project
+    /// under test, every monitor judging; shrink a failing one and write it as a scenario that
+    /// `harness run` replays.
+    Explore(Box<harness_cli::explore::ExploreArgs>),
     /// Sit between a real device and a real instance, pass everything through, and write the
     /// journal and a draft scenario for each double (at Ctrl-C or after --for).
     Record(harness_cli::record::RecordArgs),
@@ -335,6 +339,7 @@ fn run(command: Command) -> Result<Exit, Error> {
             check,
         } => coverage(&format, write.as_deref(), check),
         Command::Run(args) => harness_cli::matrix::command(*args),
+        Command::Explore(args) => harness_cli::explore::command(*args),
         Command::Record(args) => record(&args),
         Command::Selftest {
             filter,

@@ -141,16 +141,8 @@ pub fn command(args: RunArgs) -> Result<Exit, Error> {
         return Ok(Exit::Interrupted);
     };
     ran.sort_by(|a, b| {
-        (
-            a.planned.cell.spec.as_str(),
-            a.planned.cell.protocol,
-            a.planned.label.as_str(),
-        )
-            .cmp(&(
-                b.planned.cell.spec.as_str(),
-                b.planned.cell.protocol,
-                b.planned.label.as_str(),
-            ))
+        (a.planned.cell.listing_key(), a.planned.label.as_str())
+            .cmp(&(b.planned.cell.listing_key(), b.planned.label.as_str()))
     });
     let summary = Summary::of(&ran, &expected);
     print_table(&ran, &summary, &args, streaming);

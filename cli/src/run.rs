@@ -35,14 +35,13 @@ pub struct Setup {
 
 /// One run of the matrix: a scenario in a cell.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Planned {
     /// The double that runs it.
     pub side: Side,
     /// Where it came from (`scenarios/instance/negotiate.yaml`).
     pub label: String,
-    /// The scenario.
     pub scenario: Arc<Scenario>,
-    /// The cell.
     pub cell: Cell,
 }
 
@@ -83,7 +82,7 @@ impl Ran {
                 elapsed_ms: self.elapsed.as_secs_f64() * 1000.0,
                 ..RunOutcome::broken(
                     self.planned.scenario.name.clone(),
-                    self.planned.cell.clone(),
+                    self.planned.cell,
                     why.to_string(),
                 )
             }),
@@ -224,25 +223,20 @@ pub fn plan(
                 side: *side,
                 label: label.clone(),
                 scenario: scenario.clone(),
-                cell: harness::cli::lvmh_cell(),
+                cell: Cell::Lvmh,
             });
         }
     }
     for spec in specs {
         for protocol in protocols {
             for (side, label, scenario) in selected {
-                if scenario.family == Family::Lembas
-                    && scenario.matrix.protocol.contains(protocol)
-                    && scenario.matrix.spec.iter().any(|s| s == spec.as_str())
-                {
+                let cell = Cell::lembas(*protocol, *spec);
+                if scenario.family == Family::Lembas && Cell::all_of(scenario).contains(&cell) {
                     runs.push(Planned {
                         side: *side,
                         label: label.clone(),
                         scenario: scenario.clone(),
-                        cell: Cell {
-                            protocol: *protocol,
-                            spec: *spec,
-                        },
+                        cell,
                     });
                 }
             }
@@ -266,7 +260,7 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
             }
             let options = fake_instance::Options {
                 family: scenario.family,
-                cell: planned.cell.clone(),
+                cell: planned.cell,
                 tokens: vec![
                     setup
                         .token
@@ -314,8 +308,8 @@ pub async fn run_one(planned: &Planned, setup: &Setup) -> Result<(RunOutcome, Ve
                 family: scenario.family,
                 token,
                 roots: vec![root.display().to_string()],
-                protocol: fake_device::ProtocolChoice::Fixed(planned.cell.protocol),
-                cell: planned.cell.clone(),
+                protocol: fake_device::ProtocolChoice::Fixed(planned.cell.protocol()),
+                cell: planned.cell,
                 state_dir: Some(scratch.path().join("state")),
                 sut,
                 hooks: setup.hooks.clone(),
@@ -496,13 +490,14 @@ pub fn double(side: Side) -> &'static str {
     side.double()
 }
 
-/// Writes one JUnit file a cell into `dir` (`fake-instance.protocol-2.spec-1.1.0.xml`), each
+/// Writes one JUnit file a cell into `dir` (`fake-instance.protocol-2.spec-1.1.0.xml`,
+/// `fake-device.lvmh-v1.xml`), each
 /// with a suite a scenario; gives the files written.
 pub fn write_junit(dir: &Path, ran: &[Ran]) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut cells: Vec<(Side, Cell)> = Vec::new();
     for r in ran {
-        let key = (r.planned.side, r.planned.cell.clone());
+        let key = (r.planned.side, r.planned.cell);
         if !cells.iter().any(|c| c.0 == key.0 && c.1 == key.1) {
             cells.push(key);
         }
@@ -516,12 +511,7 @@ pub fn write_junit(dir: &Path, ran: &[Ran]) -> std::io::Result<Vec<PathBuf>> {
             .collect();
         let outcomes: Vec<&RunOutcome> = owned.iter().map(|o| o.as_ref()).collect();
         let name = format!("{} · {cell}", double(side));
-        let path = dir.join(format!(
-            "{}.protocol-{}.spec-{}.xml",
-            double(side),
-            cell.protocol,
-            cell.spec
-        ));
+        let path = dir.join(format!("{}.{}.xml", double(side), cell.slug()));
         std::fs::write(
             &path,
             harness::report::junit::render_many(&name, double(side), &outcomes),
@@ -586,8 +576,8 @@ pub fn json_summary(ran: &[Ran], summary: &Summary, elapsed: Duration) -> serde_
                 "scenario": r.planned.scenario.name,
                 "file": r.planned.label,
                 "double": double(r.planned.side),
-                "protocol": r.planned.cell.protocol,
-                "spec": r.planned.cell.spec,
+                "protocol": r.planned.cell.protocol(),
+                "spec": r.planned.cell.spec(),
                 "verdict": verdict,
                 "why": why,
                 "broken_rules": r.broken(),

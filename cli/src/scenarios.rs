@@ -85,8 +85,12 @@ fn row(embedded: &Embedded) -> String {
     )
 }
 
-/// The cells a scenario runs in, or "all" when its matrix is the default one.
+/// The cells a scenario runs in, or "all" when its matrix is the default one (lvmh's one cell
+/// by its name).
 fn cells(scenario: &Scenario) -> String {
+    if scenario.family == Family::Lvmh {
+        return harness::engine::Cell::Lvmh.to_string();
+    }
     let protocols = &scenario.matrix.protocol;
     let specs = &scenario.matrix.spec;
     let every_protocol = protocols.len() == 2;

@@ -17,7 +17,7 @@ use fake_device::FakeDevice;
 use fake_instance::FakeInstance;
 use harness::embed::InProcessPeer;
 use harness::engine::{Cell, RunOutcome, Verdict};
-use harness::rules::{Binds, catalogue};
+use harness::rules::{Binds, FoundBy, catalogue};
 use harness::scenario::catalogue::embedded_of;
 use harness::scenario::{Family, Scenario, Side};
 
@@ -26,20 +26,22 @@ use crate::pace::Pace;
 
 /// One run of the self-test.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Case {
     /// The double that runs the scenario.
     pub side: Side,
     /// The scenario's file name.
     pub file: &'static str,
-    /// The scenario.
     pub scenario: Arc<Scenario>,
-    /// The cell.
     pub cell: Cell,
     /// The misbehaviour the other double acts out (`RULE` or `RULE/WAY`), or none.
     pub misbehave: Option<String>,
     /// The other double plays a reduced peer (see [`REDUCED_DEVICE`]) and nothing arranges its
     /// set-up.
     pub reduced: bool,
+    /// The misbehaviour is a bug planted for `harness explore` (`found_by: explore`): the
+    /// scenario is to pass it, as the whole catalogue does.
+    pub planted: bool,
 }
 
 impl Case {
@@ -62,8 +64,8 @@ pub const REDUCED_DEVICE: &[&str] = &[
 
 /// What a case came to.
 #[derive(Debug)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct CaseResult {
-    /// The case.
     pub case: Case,
     /// Whether it came out as it should.
     pub ok: bool,
@@ -108,37 +110,37 @@ pub fn plan(filter: Option<&str>) -> Result<(Vec<Case>, Vec<String>), Error> {
             if filter.is_some_and(|f| !scenario.name.contains(f) && !file.file.contains(f)) {
                 continue;
             }
-            for protocol in &scenario.matrix.protocol {
-                // The loader took only the specs this suite implements.
-                for spec in scenario.matrix.spec.iter().filter_map(|s| s.parse().ok()) {
-                    let cell = Cell {
-                        protocol: *protocol,
-                        spec,
-                    };
-                    // lvmh has no capabilities to list fewer of: no reduced peer.
-                    let reduced_too = family == Family::Lembas;
-                    for reduced in [false, true].into_iter().filter(|r| !r || reduced_too) {
-                        cases.push(Case {
-                            side,
-                            file: file.file,
-                            scenario: scenario.clone(),
-                            cell: cell.clone(),
-                            misbehave: None,
-                            reduced,
-                        });
-                    }
-                    for rule in misbehaviours().filter(|r| scenario.rules.contains(&r.id)) {
-                        for (id, cells, _) in rule.misbehaviour_ids() {
-                            if cells.is_none_or(|c| c.contains(*protocol, spec.as_str())) {
-                                cases.push(Case {
-                                    side,
-                                    file: file.file,
-                                    scenario: scenario.clone(),
-                                    cell: cell.clone(),
-                                    misbehave: Some(id),
-                                    reduced: rule.on_reduced_peer,
-                                });
-                            }
+            for cell in Cell::all_of(&scenario) {
+                // lvmh has no capabilities to list fewer of: no reduced peer.
+                let reduced_too = family == Family::Lembas;
+                for reduced in [false, true].into_iter().filter(|r| !r || reduced_too) {
+                    cases.push(Case {
+                        side,
+                        file: file.file,
+                        scenario: scenario.clone(),
+                        cell,
+                        misbehave: None,
+                        reduced,
+                        planted: false,
+                    });
+                }
+                for rule in misbehaviours() {
+                    for (id, cells, _) in rule.misbehaviour_ids() {
+                        let planted = rule.found_by(&id) == FoundBy::Explore;
+                        // A planted bug is run against every scenario; any other misbehaviour
+                        // against those that list its rule.
+                        if (planted || scenario.rules.contains(&rule.id))
+                            && cells.is_none_or(|c| c.contains(cell.protocol(), cell.spec()))
+                        {
+                            cases.push(Case {
+                                side,
+                                file: file.file,
+                                scenario: scenario.clone(),
+                                cell,
+                                misbehave: Some(id),
+                                reduced: rule.on_reduced_peer && !planted,
+                                planted,
+                            });
                         }
                     }
                 }
@@ -177,7 +179,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             };
             let instance = FakeInstance::builder()
                 .with_scenario((*case.scenario).clone())
-                .cell(case.cell.clone())
+                .cell(case.cell)
                 .patience(PATIENCE)
                 .arranged(arranged(case.reduced))
                 .peer_process(process)
@@ -199,7 +201,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
         }
         Side::Device => {
             let instance = FakeInstance::builder()
-                .cell(case.cell.clone())
+                .cell(case.cell)
                 .patience(PATIENCE)
                 .restarted_by(peer);
             let instance = match &case.misbehave {
@@ -217,7 +219,7 @@ pub async fn run_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal::
             let root = tempfile::tempdir().map_err(Error::Root)?;
             let device = FakeDevice::builder(instance.url())
                 .with_scenario((*case.scenario).clone())
-                .cell(case.cell.clone())
+                .cell(case.cell)
                 .root(root.path())
                 .patience(PATIENCE)
                 .arranged(arranged(case.reduced))
@@ -245,7 +247,7 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
         Side::Instance => {
             let daemon = FakeInstance::builder()
                 .with_scenario(scenario.clone())
-                .cell(case.cell.clone())
+                .cell(case.cell)
                 .patience(PATIENCE)
                 .arranged(harness::engine::Arranged::Everything)
                 .peer_process(process)
@@ -255,7 +257,7 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
             let settings = fake_device::lvmh::PluginSettings::of_peer(&scenario)
                 .map_err(Error::PeerSettings)?;
             let plugin = FakeDevice::builder(daemon.url())
-                .cell(case.cell.clone())
+                .cell(case.cell)
                 .patience(PATIENCE)
                 .restarted_by(peer)
                 .family(Family::Lvmh)
@@ -278,7 +280,7 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
         }
         Side::Device => {
             let daemon = FakeInstance::builder()
-                .cell(case.cell.clone())
+                .cell(case.cell)
                 .patience(PATIENCE)
                 .restarted_by(peer)
                 .family(Family::Lvmh);
@@ -289,7 +291,7 @@ async fn run_lvmh_case(case: &Case) -> Result<(RunOutcome, Vec<harness::journal:
             let daemon = daemon.start().await?;
             let plugin = FakeDevice::builder(daemon.url())
                 .with_scenario(scenario)
-                .cell(case.cell.clone())
+                .cell(case.cell)
                 .patience(PATIENCE)
                 .arranged(harness::engine::Arranged::Everything)
                 .peer_process(process)
@@ -314,7 +316,7 @@ async fn peer_device(
     stdio: Option<harness::transport::Connection>,
 ) -> Result<(FakeDevice, Option<tempfile::TempDir>), Error> {
     let device = FakeDevice::builder(url)
-        .cell(case.cell.clone())
+        .cell(case.cell)
         .patience(PATIENCE)
         .restarted_by(peer)
         .own_runtime(restarts_peer(&case.scenario.steps));
@@ -420,6 +422,19 @@ fn judge(
             ),
             Some(harness::report::human::render(double, &outcome, &recent)),
         ),
+        (Some(_), Ok((outcome, recent))) if case.planted => match outcome.verdict() {
+            Verdict::Passed | Verdict::NotApplicable(_) => {
+                (true, "missed, as planted for explore".to_string(), None)
+            }
+            _ => (
+                false,
+                format!(
+                    "CAUGHT ({}): a bug planted for explore is to pass every scenario; make it a way of its own",
+                    outcome.broken_rules().join(", ")
+                ),
+                Some(harness::report::human::render(double, &outcome, &recent)),
+            ),
+        },
         (Some(_), Ok((outcome, recent))) => {
             let rule = case.broken_rule().unwrap_or_default();
             let broken = outcome.broken_rules();
@@ -454,6 +469,7 @@ fn judge(
 /// Who the peer of a case was, in a few words.
 fn peer_of(case: &Case) -> String {
     match (&case.misbehave, case.reduced) {
+        (Some(m), _) if case.planted => format!("planted {m}"),
         (Some(m), true) => format!("reduced, breaks {m}"),
         (Some(m), false) => format!("breaks {m}"),
         (None, true) => "reduced".into(),
@@ -657,7 +673,16 @@ pub async fn selftest(
     let started = Instant::now();
     let (cases, unchecked) = plan(filter)?;
     let total = cases.len();
-    let Judged { results, stalls } = judge_all(cases, jobs, html.is_some()).await;
+    // explore's part runs beside the cases (its runs mostly wait on turns), unless a filter
+    // other than `explore` picks some cases only.
+    let explore = filter.is_none_or(|f| f == "explore");
+    let (Judged { results, stalls }, explored) =
+        tokio::join!(judge_all(cases, jobs, html.is_some()), async {
+            match explore {
+                true => crate::explore::planted::explore_all().await,
+                false => Vec::new(),
+            }
+        });
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -690,6 +715,20 @@ pub async fn selftest(
             );
         }
     }
+    for r in explored.iter().filter(|r| !quiet || !r.ok) {
+        let _ = writeln!(
+            std::io::stdout(),
+            "{:<10} {:<18} {:<22} {:<40} {:>6.0}ms  {}",
+            "explore",
+            format!("seed {}", crate::explore::planted::SEED),
+            "protocol 2 · spec 1.1.0",
+            r.misbehave
+                .as_deref()
+                .map_or("well-behaved".to_string(), |m| format!("planted {m}")),
+            r.elapsed.as_secs_f64() * 1000.0,
+            r.verdict
+        );
+    }
     for rule in &unchecked {
         let _ = writeln!(
             std::io::stdout(),
@@ -704,8 +743,8 @@ pub async fn selftest(
     if let Some(stalled) = crate::stall::summary(&stalls) {
         let _ = writeln!(std::io::stdout(), "\nselftest: {stalled}");
     }
-    let passed = results.iter().filter(|r| r.ok).count();
-    let failed = total - passed + unchecked.len();
+    let passed = results.iter().filter(|r| r.ok).count() + explored.iter().filter(|r| r.ok).count();
+    let failed = total + explored.len() - passed + unchecked.len();
     let _ = writeln!(
         std::io::stdout(),
         "\nselftest: {passed} passed, {failed} failed in {:.1}s",

@@ -374,8 +374,11 @@ fn resolves(dependencies: &str) -> Result<serde_json::Value, String> {
         ),
     )
     .expect("written");
+    // This machine's platform only: a fresh machine's cache holds the crates its own builds
+    // fetched, not those of other platforms (an Android-only crate failed CI's clean clone).
     let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(["metadata", "--offline", "--format-version", "1"])
+        .args(["--filter-platform", &host_triple()])
         .current_dir(&project)
         .output()
         .expect("cargo runs");
@@ -383,6 +386,19 @@ fn resolves(dependencies: &str) -> Result<serde_json::Value, String> {
         return Err(String::from_utf8_lossy(&out.stderr).to_string());
     }
     serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+}
+
+/// The platform `rustc` builds for here (`x86_64-unknown-linux-gnu`).
+fn host_triple() -> String {
+    let out = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .arg("-vV")
+        .output()
+        .expect("rustc runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("host: "))
+        .expect("rustc names its host")
+        .to_string()
 }
 
 #[cfg(unix)]

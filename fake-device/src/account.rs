@@ -21,12 +21,12 @@ pub const FIELDS: &[&str] = &["personality", "personality_custom", "instructions
 
 /// The instance's account API, with the device token.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Account {
     /// The instance's base URL.
     pub base: String,
     /// The device token.
     pub token: String,
-    /// HTTP.
     pub http: reqwest::Client,
     /// Misbehaving: a change writes back every field, not only the one changed.
     pub writes_whole: bool,
@@ -56,14 +56,30 @@ pub struct Ways {
 
 /// An answer of the account API: its status and body (`null` when it had none that parsed).
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Answer {
     /// The HTTP status.
     pub status: u16,
-    /// The body.
     pub body: Value,
 }
 
 impl Account {
+    /// The account API at `base` with `token`, used as the spec says (no misbehaviour, no
+    /// local settings): what a test of another part needs of it.
+    #[cfg(test)]
+    pub fn well_behaved(base: impl Into<String>, token: impl Into<String>) -> Account {
+        Account {
+            base: base.into(),
+            token: token.into(),
+            http: harness::transport::http_client(),
+            writes_whole: false,
+            ignores_enabled: false,
+            invents_presets: false,
+            local: None,
+            ways: Ways::default(),
+        }
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base.trim_end_matches('/'))
     }

@@ -120,8 +120,8 @@ pub struct PersonalizationChange {
 }
 
 /// The device's own side.
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct DeviceActor {
-    /// Its sessions.
     pub sessions: Arc<Sessions>,
     /// The agent (which links are LLeMbas clients).
     pub model: Arc<AgentModel>,

@@ -113,6 +113,8 @@ struct Faults {
     initialize: initialize::Faults,
     announce: session_announce::Faults,
     terminal: terminal_open::Faults,
+    /// The ids of the turns waiting in a queue are forgotten when the link drops.
+    queued_forgotten_on_drop: bool,
 }
 
 impl Faults {
@@ -122,6 +124,7 @@ impl Faults {
             initialize: initialize::Faults::of(m),
             announce: session_announce::Faults::of(m),
             terminal: terminal_open::Faults::of(m),
+            queued_forgotten_on_drop: m.breaks_way(ids::DEVICE_TURNS_DEDUP, "lost_on_drop"),
         }
     }
 }
@@ -569,6 +572,11 @@ impl Behaviour for AgentModel {
                 // Its work queue goes with it, which ends the link's task.
                 links.remove(&peer.link());
             }
+            if self.faults.queued_forgotten_on_drop {
+                // Misbehaving: the ids of the turns waiting in a queue go with the link.
+                let registry = self.sessions.registry().clone();
+                tokio::spawn(async move { registry.forget_queued_turns().await });
+            }
         }
         if let LinkEvent::Notification { method, params, .. } = event
             && method.starts_with("_lembas/terminal/")
@@ -684,6 +692,7 @@ impl Behaviour for AgentModel {
                         params: request.params.clone(),
                         id: request.id.clone(),
                         client,
+                        link: peer.clone(),
                     },
                 );
                 true

@@ -42,10 +42,10 @@ pub struct Misreads {
 
 /// One file attached to a prompt.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Attachment {
     /// The name it came with (from its `uri`, or made from its type).
     pub name: String,
-    /// Its type.
     pub mime_type: String,
     /// Its size in bytes, decoded.
     pub size: usize,

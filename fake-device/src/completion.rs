@@ -5,8 +5,8 @@ use serde_json::Value;
 
 /// One answer of the model.
 #[derive(Debug, Clone, Default, PartialEq)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Completion {
-    /// The text.
     pub text: String,
     /// The reasoning, when the model gave one.
     pub reasoning: Option<String>,
@@ -18,8 +18,8 @@ pub struct Completion {
 
 /// A tool the model calls.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct ToolCall {
-    /// Its id.
     pub id: String,
     /// The tool's name.
     pub name: String,

@@ -29,6 +29,17 @@ const ACT_WITHIN: Duration = Duration::from_secs(10);
 /// How often [`FakeDevice::wait_linked`] looks at the link.
 const LINK_POLL: Duration = Duration::from_millis(10);
 
+/// A builder method's example (see [`harness::builder_example`]).
+macro_rules! example {
+    ($call:expr) => {
+        harness::builder_example!(
+            "fake_device",
+            "FakeDevice::builder(\"http://127.0.0.1:8000\")",
+            $call
+        )
+    };
+}
+
 /// Sets up a [`FakeDevice`]: its roots, the protocol, a scenario, rules to break.
 #[derive(Debug)]
 #[must_use = "a builder does nothing until `start().await`"]
@@ -43,10 +54,13 @@ pub struct DeviceBuilder {
 
 impl DeviceBuilder {
     harness::double_builder_setters! {
+        krate: "fake_device",
+        new: "FakeDevice::builder(\"http://127.0.0.1:8000\")",
         handle: "FakeDevice",
         builder: "DeviceBuilder",
         side: Side::Device,
         binds: Binds::Device,
+        rule: "device.prompt.queued",
         error: StartError,
         peer: "instance",
         example: "prompt",
@@ -55,6 +69,11 @@ impl DeviceBuilder {
     }
 
     /// A device for the instance whose base URL is `instance` (`http://host:port`).
+    #[doc = harness::builder_example!(
+        "fake_device",
+        "DeviceBuilder::new(\"http://127.0.0.1:8000\")",
+        ".token(\"device-token\")"
+    )]
     pub fn new(instance: impl Into<String>) -> Self {
         Self {
             options: Options::for_instance(instance),
@@ -69,12 +88,14 @@ impl DeviceBuilder {
     /// Serves an editor over `connection` as `fake-device serve --stdio` does on its standard
     /// input and output (plain ACP, one message a line) instead of dialling the instance, whose
     /// URL then serves only the model of `--agent model`.
+    #[doc = example!(".stdio(connection)")]
     pub fn stdio(mut self, connection: harness::transport::Connection) -> Self {
         self.stdio = Some(connection);
         self
     }
 
     /// Adds a trusted remote root (`remote.roots`): where sessions may work.
+    #[doc = example!(".root(\"/work/project\")")]
     pub fn root(mut self, root: impl AsRef<Path>) -> Self {
         self.options.roots.push(root.as_ref().display().to_string());
         self
@@ -82,12 +103,14 @@ impl DeviceBuilder {
 
     /// Says this link protocol in hello, whatever discovery lists (default: chosen from
     /// discovery, as the spec says).
+    #[doc = example!(".protocol(1)")]
     pub fn protocol(mut self, protocol: u8) -> Self {
         self.options.protocol = ProtocolChoice::Fixed(protocol);
         self
     }
 
     /// The device token (default `lembas-test-token`, fake-instance's default).
+    #[doc = example!(".token(\"device-token\")")]
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.options.token = token.into();
         self
@@ -95,24 +118,28 @@ impl DeviceBuilder {
 
     /// Lists only these of the spec's capabilities, and behaves as a device without the
     /// others does.
+    #[doc = example!(".capabilities([\"model\", \"steer\"])")]
     pub fn capabilities<S: Into<String>>(mut self, only: impl IntoIterator<Item = S>) -> Self {
         self.options.capabilities = Some(only.into_iter().map(Into::into).collect());
         self
     }
 
     /// What drives its turns (default: the echo agent, a model of its own).
+    #[doc = example!(".agent(AgentKind::Model)")]
     pub fn agent(mut self, agent: AgentKind) -> Self {
         self.options.agent = agent;
         self
     }
 
     /// The lvmh plugin's settings (with [`DeviceBuilder::family`] lvmh).
+    #[doc = example!(".plugin(lvmh::PluginSettings::default())")]
     pub fn plugin(mut self, settings: crate::lvmh::PluginSettings) -> Self {
         self.options.plugin = Some(settings);
         self
     }
 
     /// Steps it does by itself, as a scenario's `peer.steps` describe (the lvmh plugin's).
+    #[doc = example!(".peer_steps(scenario.peer_steps().to_vec())")]
     pub fn peer_steps(
         mut self,
         steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
@@ -123,12 +150,22 @@ impl DeviceBuilder {
 
     /// Answers `initialize` only this long after it came, as a CLI on the official ACP SDK may;
     /// an instance that sends anything before the answer is caught.
+    #[doc = example!(".initialize_after(Duration::from_millis(200))")]
     pub fn initialize_after(mut self, after: Duration) -> Self {
         self.options.initialize_after = Some(after);
         self
     }
 
+    /// How long the echo and scripted agents pause between a turn's steps (50 ms unless a
+    /// scenario says): longer turns, as a real model's are, so that prompts meet a turn running.
+    #[doc = example!(".step_delay(Duration::from_millis(400))")]
+    pub fn step_delay(mut self, delay: Duration) -> Self {
+        self.options.step_delay = Some(delay);
+        self
+    }
+
     /// The largest message taken from the instance; a larger one ends the link.
+    #[doc = example!(".max_message_bytes(64 * 1024)")]
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
         self.options.limits.max_message_bytes = bytes;
         self
@@ -136,6 +173,7 @@ impl DeviceBuilder {
 
     /// Lets the instance open terminals on the device (`remote.terminal`), with the shell's
     /// integration on or off and `HOME` set to `home` (default: the user's).
+    #[doc = example!(".remote_terminal(true, None)")]
     pub fn remote_terminal(mut self, integration: bool, home: Option<&Path>) -> Self {
         self.options.remote_terminal = true;
         self.options.terminal_integration = integration;
@@ -147,6 +185,7 @@ impl DeviceBuilder {
     /// self-test does: a trusted root laid out as it says (or none), its store seeded with
     /// sessions deleted offline or started elsewhere, the model the scenario scripts, a person
     /// at the terminal on its timers, and its `peer.steps`.
+    #[doc = example!(".as_peer_of(&scenario)?")]
     pub fn as_peer_of(mut self, scenario: &Scenario) -> Result<Self, LoadError> {
         crate::check::check_as_peer_of(scenario)?;
         self.play = Some(PeerPlay {
@@ -158,6 +197,7 @@ impl DeviceBuilder {
 
     /// The protocol and spec of the run, as a matrix cell names them: the spec it follows and
     /// the `${protocol}` of its steps (the protocol it says is still chosen from discovery).
+    #[doc = example!(".cell(Cell::lembas(1, Spec::V1_0_0))")]
     pub fn cell(mut self, cell: Cell) -> Self {
         self.cell = Some(cell);
         self
@@ -166,6 +206,7 @@ impl DeviceBuilder {
     /// Lets `peer` restart it, as `restart_peer` restarts a real device's process: the run ends
     /// and starts again on the same store. `peer` also hears the code the command would have
     /// exited with.
+    #[doc = example!(".restarted_by(InProcessPeer::new())")]
     pub fn restarted_by(mut self, peer: Arc<InProcessPeer>) -> Self {
         self.core.restarts = Some(peer);
         self
@@ -175,6 +216,7 @@ impl DeviceBuilder {
     /// every task of a restarted run (a turn still streaming, a timer) ends with it, as a killed
     /// process's would. Without, a run shares the test's runtime, whose workers keep its timers
     /// on time on a busy machine.
+    #[doc = example!(".own_runtime(true)")]
     pub fn own_runtime(mut self, own: bool) -> Self {
         self.own_runtime = own;
         self
@@ -182,17 +224,17 @@ impl DeviceBuilder {
 
     /// Starts the device on the current tokio runtime: it reads discovery and dials (a
     /// scenario's `dial: manual` waits for its steps), and the handle comes back at once.
+    #[doc = example!(".scenario(\"prompt\")?")]
     pub async fn start(self) -> Result<FakeDevice, StartError> {
-        let core = self.core;
-        if let Some(refused) = core.refusal() {
-            return Err(refused.into());
-        }
+        let core = self.core.vetted()?;
         let mut options = self.options;
+        let family = core.scenario.as_ref().map_or(options.family, |s| s.family);
         // A scenario's `${protocol}` and `when: {protocol}` follow the link's protocol, which
-        // by default is what discovery allows.
+        // by default is what discovery allows; lvmh has one.
         let protocol = match (options.protocol, &core.scenario, &self.cell) {
+            _ if family == harness::scenario::Family::Lvmh => 1,
             (ProtocolChoice::Fixed(p), _, _) => p,
-            (ProtocolChoice::Auto, _, Some(cell)) => cell.protocol,
+            (ProtocolChoice::Auto, _, Some(cell)) => cell.protocol(),
             (ProtocolChoice::Auto, None, None) => 2,
             (ProtocolChoice::Auto, Some(_), None) => {
                 crate::dial::probe_protocol(&options.instance, harness::embed::START_WITHIN)
@@ -200,9 +242,12 @@ impl DeviceBuilder {
                     .map_err(StartError::Discovery)?
             }
         };
-        options.cell = Cell {
-            protocol,
-            spec: core.spec_or(self.cell.as_ref(), options.cell.spec),
+        options.cell = match family {
+            harness::scenario::Family::Lvmh => Cell::Lvmh,
+            harness::scenario::Family::Lembas => Cell::lembas(
+                protocol,
+                core.spec_or(self.cell.as_ref(), options.cell.lembas_spec()),
+            ),
         };
         let scratch = if self.play.is_some() || core.restarts.is_some() {
             // The run's own directory, as a run that opens makes it, and said the same.
@@ -218,7 +263,7 @@ impl DeviceBuilder {
             options.state_dir = Some(scratch.path().join("state"));
         }
         let control_token = options.control.as_ref().map(|c| c.token.clone());
-        let plan = core.plan("fake-device", options.cell.clone());
+        let plan = core.plan("fake-device", options.cell);
         if let Some(connection) = self.stdio {
             return Self::start_stdio(options, plan, connection, core.restarts, scratch).await;
         }

@@ -110,10 +110,10 @@ impl FleetTokens {
 
 /// One device of a fleet.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct FleetDevice {
     /// Its number in the whole fleet, from 1 (its state directory is `device-{number}`).
     pub number: usize,
-    /// Its token.
     pub token: String,
 }
 

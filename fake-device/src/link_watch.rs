@@ -72,13 +72,7 @@ impl LinkWatch {
         self.opening.swap_remove(at);
         let result = message.get("result")?;
         let session = result.get("sessionId").and_then(Value::as_str)?;
-        let offered = result
-            .pointer("/modes/availableModes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
-            .collect();
+        let offered = harness::lembas::answers::offered_modes(result);
         self.modes.insert(session.to_string(), offered);
         Some(session.to_string())
     }

@@ -142,11 +142,8 @@ mod tests {
         assert!(check_card_answer(methods::SESSION_NEW, &json!({}), &json!({})).is_none());
     }
     use super::*;
+    use harness::finding::rules_of;
     use serde_json::json;
-
-    fn rules_of(found: &[Finding]) -> Vec<&str> {
-        found.iter().map(|f| f.rule.as_str()).collect()
-    }
 
     #[test]
     fn initialize_must_say_the_link_protocol() {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::events::Client;
 use crate::limits::Limits;
-use crate::live::{JobQueue, Live, State};
+use crate::open_session::{JobQueue, OpenSession, State};
 use crate::store::{Store, StoredSession, TurnLog, TurnState};
 use crate::terminal_card::TerminalCard;
 
@@ -36,7 +36,7 @@ pub struct SessionsConfig {
     /// The device's account on the instance (personalization, usage).
     pub account: crate::account::Account,
     /// The instance's model, when turns ask it (`--agent model`); `None`: the echo agent.
-    pub model: Option<crate::model::ModelClient>,
+    pub model: Option<crate::instance_model::ModelClient>,
     /// How long a card waits for an answer.
     pub approval_timeout: Duration,
     /// The scripted agent's scripts: a prompt one matches runs it instead of the agent.
@@ -51,15 +51,15 @@ pub struct SessionsConfig {
 /// The sessions the device has in memory, the store under them, and what every room of the
 /// session model reads: the limits, how the device behaves, the terminal and its cards.
 #[derive(Debug)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Registry {
-    /// The store.
     pub store: Store,
     /// The limits, as they are now.
     pub limits: RwLock<Limits>,
     /// How they behave.
     pub config: SessionsConfig,
     /// The sessions open in memory, by id.
-    live: Mutex<HashMap<String, Arc<Live>>>,
+    live: Mutex<HashMap<String, Arc<OpenSession>>>,
     /// The session a terminal on the device shares now, if any.
     terminal: Mutex<Option<String>>,
     /// The cards of the shared session waiting for an answer, oldest first: the person at the
@@ -96,9 +96,9 @@ pub(crate) enum ModeReport {
 #[derive(Debug)]
 pub enum Opened {
     /// It was in memory already, with its worker.
-    Already(Arc<Live>),
+    Already(Arc<OpenSession>),
     /// Opened from the store now: its queue waits for a worker.
-    Now(Arc<Live>, JobQueue),
+    Now(Arc<OpenSession>, JobQueue),
 }
 
 impl Registry {
@@ -108,7 +108,7 @@ impl Registry {
     pub fn snapshot(&self) -> Value {
         /// The newest turns shown per session.
         const TURNS_SHOWN: usize = 20;
-        let live: Vec<(String, Arc<Live>)> = self
+        let live: Vec<(String, Arc<OpenSession>)> = self
             .live
             .lock()
             .map(|l| l.iter().map(|(id, s)| (id.clone(), s.clone())).collect())
@@ -213,8 +213,11 @@ impl Registry {
     }
 
     /// The command set of a session in `project` (built-ins, custom commands, skills).
-    pub(crate) fn command_set(&self, project: &std::path::Path) -> Vec<crate::commands::Command> {
-        let mut set = crate::commands::command_set(crate::commands::Sources {
+    pub(crate) fn command_set(
+        &self,
+        project: &std::path::Path,
+    ) -> Vec<crate::command_set::Command> {
+        let mut set = crate::command_set::command_set(crate::command_set::Sources {
             project,
             own: &self.store.config_dir(),
             keeps_tui_names: self.breaks(ids::DEVICE_COMMANDS_CUSTOM),
@@ -230,19 +233,19 @@ impl Registry {
         {
             // Misbehaving: `review` listed, but as a custom command.
             for command in set.iter_mut().filter(|c| c.name == "review") {
-                command.kind = crate::commands::Kind::Custom;
+                command.kind = crate::command_set::Kind::Custom;
             }
         }
         if self.breaks(ids::DEVICE_COMMANDS_BUILTINS_FIRST) {
             // Misbehaving: custom commands and skills before the built-ins.
-            set.sort_by_key(|c| matches!(c.kind, crate::commands::Kind::Builtin));
+            set.sort_by_key(|c| matches!(c.kind, crate::command_set::Kind::Builtin));
         }
         if self.breaks_way(ids::DEVICE_COMMANDS_BUILTINS_FIRST, "skills_before_custom") {
             // Misbehaving: the skills between the built-ins and the custom commands.
             set.sort_by_key(|c| match c.kind {
-                crate::commands::Kind::Builtin => 0,
-                crate::commands::Kind::Skill => 1,
-                crate::commands::Kind::Custom => 2,
+                crate::command_set::Kind::Builtin => 0,
+                crate::command_set::Kind::Skill => 1,
+                crate::command_set::Kind::Custom => 2,
             });
         }
         set
@@ -256,7 +259,7 @@ impl Registry {
         project: &std::path::Path,
         client: &Client,
     ) {
-        let values = crate::commands::to_values(&self.command_set(project));
+        let values = crate::command_set::to_values(&self.command_set(project));
         client.update(
             session_id,
             json!({ "sessionUpdate": "available_commands_update", "availableCommands": values }),
@@ -277,7 +280,7 @@ impl Registry {
         if !self.sends_commands() {
             return;
         }
-        let now = crate::commands::to_values(&self.command_set(project));
+        let now = crate::command_set::to_values(&self.command_set(project));
         let before = self
             .commands_sent
             .lock()
@@ -374,16 +377,16 @@ impl Registry {
         } else if !self.breaks(ids::DEVICE_TURNS_RESTART) {
             turns.turns.retain(|t| t.state == TurnState::Done);
         }
-        let (live, queue) = Live::new(stored, turns);
+        let (live, queue) = OpenSession::new(stored, turns);
         map.insert(id.to_string(), live.clone());
         Some(Opened::Now(live, queue))
     }
 
     /// Puts a new session in memory; gives it with the turn queue the caller hands to a turn
     /// worker.
-    pub fn insert(&self, stored: StoredSession, turns: TurnLog) -> (Arc<Live>, JobQueue) {
+    pub fn insert(&self, stored: StoredSession, turns: TurnLog) -> (Arc<OpenSession>, JobQueue) {
         let id = stored.id.clone();
-        let (live, queue) = Live::new(stored, turns);
+        let (live, queue) = OpenSession::new(stored, turns);
         if let Ok(mut map) = self.live.lock() {
             map.insert(id, live.clone());
         }
@@ -439,7 +442,7 @@ impl Registry {
     }
 
     /// Stops a session, forgets it, and takes it out of the store with its attachments.
-    pub async fn remove(&self, id: &str, live: &Live) -> std::io::Result<bool> {
+    pub async fn remove(&self, id: &str, live: &OpenSession) -> std::io::Result<bool> {
         {
             let mut state = live.state.lock().await;
             // The session stops: the running turn ends `cancelled` (and answers its prompt),
@@ -491,12 +494,12 @@ impl Registry {
     }
 
     /// A session open in memory.
-    pub fn live_session(&self, id: &str) -> Option<Arc<Live>> {
+    pub fn live_session(&self, id: &str) -> Option<Arc<OpenSession>> {
         self.live.lock().ok()?.get(id).cloned()
     }
 
     /// Every session open in memory now.
-    fn live_sessions(&self) -> Vec<Arc<Live>> {
+    fn live_sessions(&self) -> Vec<Arc<OpenSession>> {
         self.live
             .lock()
             .map(|l| l.values().cloned().collect())
@@ -511,6 +514,17 @@ impl Registry {
             if let Some(running) = &session.state.lock().await.running {
                 running.cancel();
             }
+        }
+    }
+
+    /// Forgets the ids of the turns waiting in every session's queue (only a device breaking
+    /// `device.turns.dedup` in its way `lost_on_drop` does, when its link drops): they still
+    /// run, but a prompt sent again with one of their ids is taken for a new turn.
+    pub async fn forget_queued_turns(&self) {
+        for session in self.live_sessions() {
+            let mut state = session.state.lock().await;
+            let waiting = state.queued.clone();
+            state.turns.turns.retain(|t| !waiting.contains(&t.turn_id));
         }
     }
 
@@ -624,7 +638,7 @@ impl Registry {
     /// (`current_mode_update`, `mode` event). Gives the mode it is in now.
     pub(crate) async fn change_mode(
         &self,
-        live: &Live,
+        live: &OpenSession,
         asked: &str,
         client: Option<&Client>,
     ) -> String {
@@ -641,7 +655,7 @@ impl Registry {
     /// client as `report` says.
     pub(crate) async fn put_mode(
         &self,
-        live: &Live,
+        live: &OpenSession,
         mode: &str,
         client: Option<&Client>,
         report: ModeReport,

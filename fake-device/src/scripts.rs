@@ -1,5 +1,5 @@
 //! The scripted agent's format: what a scenario's `device.scripts` and `fake-device --scripts`
-//! hold, read here (the engine does not know it); [`crate::script`] runs a script's turn.
+//! hold, read here (the engine does not know it); [`crate::scripted_turn`] runs a script's turn.
 //!
 //! A script is chosen by matching the prompt's text; its steps are what an agent does in a turn
 //! (say text, think, use tools, ask for approval, ask questions, write and submit a plan, name

@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 use crate::answers::{Reply, fresh_id, param_str, refuse};
 use crate::events::Client;
 use crate::limits::Limits;
-use crate::live::{JobQueue, Live};
+use crate::open_session::{JobQueue, OpenSession};
 use crate::registry::{Opened, Registry, SessionsConfig};
 use crate::store::{Store, StoredSession, TurnLog};
 use crate::turns::{Faults, Turns};
 
 /// A session's model: its default, and the device's ref for a model named.
-mod model;
+mod model_choice;
 
 /// Every session of the device, as the link's methods reach them.
 #[derive(Debug)]
@@ -44,7 +44,7 @@ impl Sessions {
     }
 
     /// The live session `id`, opened from the store when it is not in memory.
-    pub async fn open(&self, id: &str) -> Option<Arc<Live>> {
+    pub async fn open(&self, id: &str) -> Option<Arc<OpenSession>> {
         match self.registry.open(id)? {
             Opened::Already(live) => Some(live),
             Opened::Now(live, queue) => {
@@ -55,13 +55,13 @@ impl Sessions {
     }
 
     /// Puts a new session in memory with its turn worker.
-    pub(crate) fn spawn_live(&self, stored: StoredSession, turns: TurnLog) -> Arc<Live> {
+    pub(crate) fn spawn_live(&self, stored: StoredSession, turns: TurnLog) -> Arc<OpenSession> {
         let (live, queue) = self.registry.insert(stored, turns);
         self.start_worker(&live, queue);
         live
     }
 
-    fn start_worker(&self, live: &Arc<Live>, queue: JobQueue) {
+    fn start_worker(&self, live: &Arc<OpenSession>, queue: JobQueue) {
         tokio::spawn(crate::turns::worker(
             Arc::downgrade(&self.registry),
             Arc::downgrade(live),
@@ -149,7 +149,7 @@ impl Sessions {
 
     /// The open session `params` name (`sessionId`), refused as `session/new` would refuse its
     /// folder when that left the limits.
-    pub(crate) async fn session(&self, params: &Value) -> Result<Arc<Live>, RpcError> {
+    pub(crate) async fn session(&self, params: &Value) -> Result<Arc<OpenSession>, RpcError> {
         let id = param_str(params, "sessionId")?;
         let live = self
             .open(id)

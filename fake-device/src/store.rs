@@ -15,10 +15,10 @@ pub const TURNS_KEPT: usize = 200;
 
 /// One message of a session's conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct StoredMessage {
     /// `user` or `assistant`.
     pub role: String,
-    /// The text.
     pub text: String,
     /// The turn this message belongs to.
     pub turn_id: String,
@@ -38,12 +38,12 @@ pub struct StoredMessage {
 
 /// A session as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct StoredSession {
     /// The store id (`ses_…`): it lasts across restarts.
     pub id: String,
     /// The working directory, absolute.
     pub cwd: PathBuf,
-    /// The title.
     pub title: String,
     /// The mode (`plan`, `manual`, `edit`).
     pub mode: String,
@@ -80,10 +80,10 @@ pub enum TurnState {
 
 /// One remembered turn id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct StoredTurn {
     /// The client's id (or one made here).
     pub turn_id: String,
-    /// Its state.
     pub state: TurnState,
     /// The answer to its prompt, once done (what a repeated prompt gets).
     #[serde(default)]
@@ -92,8 +92,8 @@ pub struct StoredTurn {
 
 /// A session's turn log: the last [`TURNS_KEPT`] ids, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct TurnLog {
-    /// The turns.
     pub turns: VecDeque<StoredTurn>,
 }
 
@@ -192,6 +192,23 @@ impl Store {
         Ok(Store {
             root: root.to_path_buf(),
         })
+    }
+
+    /// Keeps, in each session's turn log, only the newest finished turn of the ones finished
+    /// (only a device breaking `device.turns.persist` in its way `last_only` does, at its start:
+    /// as if each turn file were written whole with the last turn, not merged).
+    pub fn keep_last_finished_only(&self) -> io::Result<()> {
+        for entry in std::fs::read_dir(self.root.join("turns"))? {
+            let path = entry?.path();
+            let Some(mut log) = read_json::<TurnLog>(&path)? else {
+                continue;
+            };
+            let last_done = log.last_done().map(|t| t.turn_id.clone());
+            log.turns
+                .retain(|t| t.state != TurnState::Done || Some(&t.turn_id) == last_done.as_ref());
+            write_atomically(&path, &log)?;
+        }
+        Ok(())
     }
 
     fn session_path(&self, id: &str) -> PathBuf {
@@ -306,16 +323,8 @@ mod tests {
 
     fn session(id: &str) -> StoredSession {
         StoredSession {
-            id: id.into(),
-            cwd: "/w".into(),
-            title: String::new(),
-            mode: "edit".into(),
-            model: None,
-            effort: "off".into(),
-            context: Value::Null,
-            plan: None,
-            messages: Vec::new(),
             given: true,
+            ..StoredSession::new(id, "/w".into())
         }
     }
 

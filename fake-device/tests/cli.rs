@@ -41,10 +41,7 @@ fn instance_doing(
         let options = fake_instance::Options {
             protocols,
             misbehave,
-            cell: Cell {
-                protocol,
-                spec: harness::lembas::Spec::V1_1_0,
-            },
+            cell: Cell::lembas(protocol, harness::lembas::Spec::V1_1_0),
             patience: Duration::from_secs(5),
             steps,
             ..fake_instance::Options::default()

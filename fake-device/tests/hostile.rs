@@ -5,6 +5,9 @@
 
 use std::time::Duration;
 
+#[path = "../../fake-instance/tests/common/raw_link.rs"]
+mod raw_link;
+
 use fake_device::FakeDevice;
 use futures_util::{SinkExt, StreamExt};
 use harness::lembas::DISCOVERY_PATH;
@@ -122,21 +125,10 @@ async fn send_text(socket: &mut Socket, text: &str) {
 
 /// The next JSON message from the device.
 async fn next_message(socket: &mut Socket) -> Value {
-    timeout(DEADLINE, async {
-        loop {
-            match socket.next().await {
-                Some(Ok(Message::Text(text))) => {
-                    if let Ok(value) = serde_json::from_str(&text) {
-                        return value;
-                    }
-                }
-                Some(Ok(_)) => continue,
-                other => panic!("the link ended: {other:?}"),
-            }
-        }
-    })
-    .await
-    .expect("a message in time")
+    raw_link::next_json(socket, DEADLINE)
+        .await
+        .expect("a message in time")
+        .expect("the link goes on")
 }
 
 /// The device's answer to request `id`, skipping what else it sends.
@@ -163,18 +155,9 @@ async fn still_serves(socket: &mut Socket, id: u64) -> bool {
 
 /// The close code the device ends the link with (none: the stream just ended).
 async fn close_code(socket: &mut Socket) -> Option<u16> {
-    timeout(DEADLINE, async {
-        while let Some(message) = socket.next().await {
-            match message {
-                Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
-                Ok(_) => continue,
-                Err(_) => return None,
-            }
-        }
-        None
-    })
-    .await
-    .expect("the device ends the link in time")
+    raw_link::close_code(socket, DEADLINE)
+        .await
+        .expect("the device ends the link in time")
 }
 
 /// A device linked to a hostile instance, and the link it dialled (initialized).

@@ -246,8 +246,8 @@ pub struct RewindChat {
 }
 
 /// The instance's own side.
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct InstanceActor {
-    /// The chats.
     pub chats: Arc<Chats>,
     /// The links.
     pub hub: Arc<Hub>,

@@ -114,10 +114,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
             )));
         }
     }
-    let cell = Cell {
-        protocol,
-        spec: cli.common.spec,
-    };
+    let cell = Cell::lembas(protocol, cli.common.spec);
     let scenario = match &cli.common.scenario {
         Some(arg) => Some(harness::cli::load_scenario_in(
             arg,
@@ -131,10 +128,10 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         .as_ref()
         .map_or(cli.common.family.unwrap_or_default(), |s| s.family);
     let cell = match family {
-        harness::scenario::Family::Lvmh => harness::cli::lvmh_cell(),
+        harness::scenario::Family::Lvmh => Cell::Lvmh,
         harness::scenario::Family::Lembas => cell,
     };
-    let report_cell = cell.clone();
+    let report_cell = cell;
     let steps = say_steps(&cli.say).map_err(|e| CliError::Usage(format!("--say: {e}")))?;
     let hooks = harness::cli::hooks(cli.common.hooks.as_deref())?;
     let control = cli.common.control_config()?;
@@ -171,30 +168,20 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         ..crate::Options::default()
     };
     let runtime = harness::cli::runtime(false)?;
-    let events = cli.common.events;
-    // Filled by the ready line's callback, drained once the run ends.
-    let tail = std::cell::RefCell::new(None);
-    let ready = |ready: harness::embed::Ready| {
-        if let Some(addr) = ready.addr {
-            let mut stdout = std::io::stdout();
-            let _ = writeln!(stdout, "listening http://{addr}");
-            let _ = stdout.flush();
-        }
-        *tail.borrow_mut() = harness::cli::announce(&ready, control.as_ref(), events);
-    };
     // The signal handlers are in place before the ready line is printed.
-    let finished = runtime.block_on(async {
-        let shutdown = harness::cli::shutdown_signal();
-        let finished = crate::run_with(options, scenario, ready, shutdown).await;
-        let printer = tail.borrow_mut().take();
-        if let Some(printer) = printer {
-            printer.finish().await;
-        }
-        finished
-    });
-    // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
-    runtime.shutdown_background();
-    let done = finished?;
+    let done = harness::cli::run_announced(
+        runtime,
+        control.as_ref(),
+        cli.common.events,
+        |ready| {
+            if let Some(addr) = ready.addr {
+                let mut stdout = std::io::stdout();
+                let _ = writeln!(stdout, "listening http://{addr}");
+                let _ = stdout.flush();
+            }
+        },
+        |ready, shutdown| crate::run_with(options, scenario, ready, shutdown),
+    )?;
     Ok(harness::cli::finish(
         "fake-instance",
         &cli.common,

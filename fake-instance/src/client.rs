@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use harness::engine::{Applies, Behaviour, Hub, Intent};
+use harness::finding::Finding;
 use harness::jsonrpc::{IncomingRequest, LinkEvent, Peer};
 use harness::lembas::{Discovery, Spec, methods};
 use harness::rules::Misbehaviours;
@@ -74,6 +75,8 @@ pub struct ClientModel {
     pub chats: Arc<Chats>,
     /// Every session the client has known on any link of the run.
     known: Mutex<HashSet<String>>,
+    /// The device's turns finished on any link of the run: none may start again on another.
+    finished: Mutex<harness::lembas::turn_model::FinishedTurns>,
     /// When this instance last closed each device's link with 4400.
     closed_4400: hello::Closed4400,
     /// Whether the scenario's steps apply to the device.
@@ -100,6 +103,7 @@ impl ClientModel {
             links: Arc::new(Mutex::new(HashMap::new())),
             chats,
             known: Mutex::new(Default::default()),
+            finished: Mutex::new(Default::default()),
             closed_4400: Default::default(),
             applicability: None,
         }
@@ -190,8 +194,9 @@ impl ClientModel {
                     method,
                     request_params,
                     outcome,
-                    ..
+                    raw,
                 } => watch.response(
+                    raw.get("id").unwrap_or(&Value::Null),
                     method,
                     request_params,
                     &outcome.clone().map_err(|e| e.to_value()),
@@ -199,8 +204,37 @@ impl ClientModel {
                 LinkEvent::Closed(_) => Vec::new(),
             }
         };
+        let found = found
+            .into_iter()
+            .chain(self.across_links(peer.link(), event));
         for finding in found {
             hub.findings().push(finding.on_link(peer.link()));
+        }
+    }
+
+    /// What the run's links show together: a turn finished on one that starts on another.
+    fn across_links(&self, link: u32, event: &LinkEvent) -> Option<Finding> {
+        let Ok(mut finished) = self.finished.lock() else {
+            return None;
+        };
+        match event {
+            LinkEvent::Notification { method, params, .. } if method == methods::LEMBAS_EVENT => {
+                finished.event(link, params)
+            }
+            LinkEvent::Response {
+                method,
+                request_params,
+                outcome,
+                ..
+            } if method == methods::SESSION_PROMPT => {
+                finished.answered(
+                    link,
+                    request_params,
+                    &outcome.clone().map_err(|e| e.to_value()),
+                );
+                None
+            }
+            _ => None,
         }
     }
 

@@ -21,6 +21,13 @@ use crate::run::{Options, StartError, Started};
 /// How long an action waits for a linked device, unless the call says.
 const ACT_WITHIN: Duration = Duration::from_secs(10);
 
+/// A builder method's example (see [`harness::builder_example`]).
+macro_rules! example {
+    ($call:expr) => {
+        harness::builder_example!("fake_instance", "FakeInstance::builder()", $call)
+    };
+}
+
 /// Sets up a [`FakeInstance`]: the protocol and spec, a scenario, a token, rules to break.
 #[derive(Debug, Default)]
 #[must_use = "a builder does nothing until `start().await`"]
@@ -32,10 +39,13 @@ pub struct InstanceBuilder {
 
 impl InstanceBuilder {
     harness::double_builder_setters! {
+        krate: "fake_instance",
+        new: "FakeInstance::builder()",
         handle: "FakeInstance",
         builder: "InstanceBuilder",
         side: Side::Instance,
         binds: Binds::Instance,
+        rule: "instance.prompt.blocks",
         error: StartError,
         peer: "device",
         example: "reattach",
@@ -44,18 +54,21 @@ impl InstanceBuilder {
     }
 
     /// The link protocol of the run (default: the scenario's newest, else 2).
+    #[doc = example!(".protocol(1)")]
     pub fn protocol(mut self, protocol: u8) -> Self {
         self.protocol = Some(protocol);
         self
     }
 
     /// The device token that may link (default [`crate::DEFAULT_TOKEN`]).
+    #[doc = example!(".token(\"device-token\")")]
     pub fn token(mut self, token: impl Into<String>) -> Self {
         self.options.tokens = vec![token.into()];
         self
     }
 
     /// The device tokens that may link, one a device (a fleet's).
+    #[doc = example!(".tokens([\"device-1\", \"device-2\"])")]
     pub fn tokens<S: Into<String>>(mut self, tokens: impl IntoIterator<Item = S>) -> Self {
         self.options.tokens = tokens.into_iter().map(Into::into).collect();
         self
@@ -64,24 +77,28 @@ impl InstanceBuilder {
     /// Starts the device under test once the instance listens (as `--exec`), with `{url}`,
     /// `{token}`, `{root}` and the rest in its command and environment; it is ended with every
     /// process it started when the run ends.
+    #[doc = example!(".exec(\"lembas remote --instance {url} --token {token}\")")]
     pub fn exec(mut self, command: impl Into<String>) -> Self {
         self.options.sut = Some(SutSpec::command(command));
         self
     }
 
     /// Listens on this address (default: a free loopback port).
+    #[doc = example!(".listen(\"127.0.0.1:8000\".parse()?)")]
     pub fn listen(mut self, addr: SocketAddr) -> Self {
         self.options.listen = addr;
         self
     }
 
     /// Links to the device over this pipe (`serve --stdio`) instead of a WebSocket.
+    #[doc = example!(".stdio_link(None)")]
     pub fn stdio_link(mut self, link: Option<crate::run::StdioLink>) -> Self {
         self.options.stdio_link = link;
         self
     }
 
     /// How the web UI answers cards (approvals, questions, plans).
+    #[doc = example!(".cards(CardPolicy::default())")]
     pub fn cards(mut self, cards: crate::settings::CardPolicy) -> Self {
         self.options.cards = cards;
         self
@@ -90,6 +107,7 @@ impl InstanceBuilder {
     /// Plays the instance a device-side scenario's `peer:` section describes, as the
     /// self-test does: its web UI answers cards as `peer.cards` says and does `peer.steps` by
     /// itself.
+    #[doc = example!(".as_peer_of(&scenario)?")]
     pub fn as_peer_of(mut self, scenario: &Scenario) -> Result<Self, LoadError> {
         crate::check::check_as_peer_of(scenario)?;
         self.options.cards = crate::check::peer_cards(scenario)?;
@@ -105,34 +123,37 @@ impl InstanceBuilder {
     }
 
     /// The protocol and spec of the run, as a matrix cell names them.
+    #[doc = example!(".cell(Cell::lembas(1, Spec::V1_0_0))")]
     pub fn cell(mut self, cell: Cell) -> Self {
-        self.protocol = Some(cell.protocol);
-        self.core.spec = Some(cell.spec);
+        self.protocol = Some(cell.protocol());
+        self.core.spec = cell.spec().or(self.core.spec);
         self
     }
 
     /// Lets `peer` restart it, as `restart_peer` restarts a real server: it stops and serves
     /// again on the same address and state (its chats, their undelivered deletes), its own
     /// steps done already.
+    #[doc = example!(".restarted_by(InProcessPeer::new())")]
     pub fn restarted_by(mut self, peer: Arc<InProcessPeer>) -> Self {
         self.core.restarts = Some(peer);
         self
     }
 
     /// Starts the instance on the current tokio runtime and gives its handle once it listens.
+    #[doc = example!(".scenario(\"reattach\")?")]
     pub async fn start(self) -> Result<FakeInstance, StartError> {
-        let core = self.core;
-        if let Some(refused) = core.refusal() {
-            return Err(refused.into());
-        }
+        let core = self.core.vetted()?;
         let mut options = self.options;
         let matrix = core.scenario.as_ref().map(|s| &s.matrix);
-        options.cell = Cell {
-            protocol: self
-                .protocol
-                .or_else(|| matrix.and_then(|m| m.protocol.iter().max().copied()))
-                .unwrap_or(options.cell.protocol),
-            spec: core.spec_or(None, options.cell.spec),
+        let family = core.scenario.as_ref().map_or(options.family, |s| s.family);
+        options.cell = match family {
+            harness::scenario::Family::Lvmh => Cell::Lvmh,
+            harness::scenario::Family::Lembas => Cell::lembas(
+                self.protocol
+                    .or_else(|| matrix.and_then(|m| m.protocol.iter().max().copied()))
+                    .unwrap_or(options.cell.protocol()),
+                core.spec_or(None, options.cell.lembas_spec()),
+            ),
         };
         let scratch = match (&core.restarts, &options.state_dir) {
             (Some(_), None) => {
@@ -145,7 +166,7 @@ impl InstanceBuilder {
         };
         let token = options.tokens.first().cloned().unwrap_or_default();
         let control_token = options.control.as_ref().map(|c| c.token.clone());
-        let plan = core.plan("fake-instance", options.cell.clone());
+        let plan = core.plan("fake-instance", options.cell);
         let (scenario, restarts) = (core.scenario, core.restarts);
         let actor = Arc::new(Hands::<InstanceActor>::default());
         let slot = actor.clone();

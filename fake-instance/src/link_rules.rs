@@ -78,18 +78,7 @@ impl LinkRules {
     /// Checks initialize's result against hello (spec, `initialize` and `_lembas/hello`): the
     /// same harness spec, version, roots (in any order) and max_mode. Learns its capabilities.
     pub fn initialized(&mut self, result: &Value) -> Vec<Finding> {
-        self.listed = Some(
-            result
-                .pointer("/_meta/lembas/capabilities")
-                .and_then(Value::as_array)
-                .map(|l| {
-                    l.iter()
-                        .filter_map(Value::as_str)
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default(),
-        );
+        self.listed = Some(harness::lembas::answers::listed_capabilities(result));
         self.connection = result
             .pointer("/_meta/lembas/connection")
             .map(|c| c.as_str().map(String::from));
@@ -321,11 +310,8 @@ impl LinkRules {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::finding::rules_of;
     use serde_json::json;
-
-    fn rules_of(found: &[Finding]) -> Vec<&str> {
-        found.iter().map(|f| f.rule.as_str()).collect()
-    }
 
     fn linked(capabilities: &[&str]) -> LinkRules {
         let mut rules = LinkRules::default();

@@ -49,13 +49,7 @@ impl ModeWatch {
     /// Checks a session/new answer's mode against what was asked and the limits, and learns the
     /// session's modes.
     pub fn session_new(&mut self, request_params: &Value, result: &Value) -> Vec<Finding> {
-        let offered: Vec<String> = result
-            .pointer("/modes/availableModes")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
-            .collect();
+        let offered = harness::lembas::answers::offered_modes(result);
         if let Some(id) = result.get("sessionId").and_then(Value::as_str) {
             self.sessions.insert(id.to_string(), offered.clone());
         }
@@ -192,11 +186,8 @@ impl ModeWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::finding::rules_of;
     use serde_json::json;
-
-    fn rules_of(found: &[Finding]) -> Vec<&str> {
-        found.iter().map(|f| f.rule.as_str()).collect()
-    }
 
     fn limited_to(max: &str) -> ModeWatch {
         let mut watch = ModeWatch::default();

@@ -42,6 +42,8 @@ pub struct LinkWatch {
     rules: crate::link_rules::LinkRules,
     /// The terminals of this link whose `exit` came: nothing more may come for them.
     ended_terminals: std::collections::HashSet<String>,
+    /// What the spec lets the device's turns be, held to its events and answers.
+    turns: harness::lembas::turn_model::TurnModel,
 }
 
 /// Methods a device sends about one session.
@@ -67,6 +69,7 @@ impl LinkWatch {
 
     /// Learns from a message this side sent: initialize's protocol, the sessions it names.
     pub fn sent(&mut self, message: &Value) {
+        self.turns.sent(message);
         let params = message.get("params");
         if message.get("method").and_then(Value::as_str) == Some(methods::INITIALIZE) {
             let lembas = params.and_then(|p| p.pointer("/clientCapabilities/_meta/lembas"));
@@ -84,15 +87,22 @@ impl LinkWatch {
         }
     }
 
-    /// Checks an answer of the device's, and learns from it (capabilities, new sessions).
+    /// Checks an answer of the device's to request `request_id`, and learns from it
+    /// (capabilities, new sessions, the turns).
     pub fn response(
         &mut self,
+        request_id: &Value,
         method: &str,
         request_params: &Value,
         outcome: &Result<Value, Value>,
     ) -> Vec<Finding> {
         let mut found = self.rules.response(method, request_params, outcome);
         found.extend(self.judge_response(method, request_params, outcome));
+        let lists_turns = self.capabilities.iter().any(|c| c == "turns");
+        found.extend(
+            self.turns
+                .answered(request_id, method, request_params, outcome, lists_turns),
+        );
         found
     }
 
@@ -108,16 +118,7 @@ impl LinkWatch {
         match method {
             methods::INITIALIZE => {
                 let found = self.rules.initialized(result);
-                self.capabilities = result
-                    .pointer("/_meta/lembas/capabilities")
-                    .and_then(Value::as_array)
-                    .map(|l| {
-                        l.iter()
-                            .filter_map(Value::as_str)
-                            .map(String::from)
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                self.capabilities = harness::lembas::answers::listed_capabilities(result);
                 found
             }
             methods::SESSION_NEW => {
@@ -218,6 +219,9 @@ impl LinkWatch {
         found.extend(self.modes.incoming(method, params));
         found.extend(self.plans.incoming(method, params));
         found.extend(self.terminal_notification(method, params));
+        if method == methods::LEMBAS_EVENT {
+            found.extend(self.turns.event(params));
+        }
         let session = params.get("sessionId").and_then(Value::as_str);
         if method == methods::LEMBAS_SESSION_ANNOUNCE
             && let Some(id) = session
@@ -263,17 +267,19 @@ impl LinkWatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rules_of(found: &[Finding]) -> Vec<&str> {
-        found.iter().map(|f| f.rule.as_str()).collect()
-    }
+    use harness::finding::rules_of;
 
     #[test]
     fn compact_and_status_answers_are_checked_for_their_shape() {
         let mut watch = LinkWatch::default();
         let asked = json!({ "sessionId": "ses_a" });
         let compact = |watch: &mut LinkWatch, result: Value| {
-            watch.response(methods::LEMBAS_SESSION_COMPACT, &asked, &Ok(result))
+            watch.response(
+                &json!(1),
+                methods::LEMBAS_SESSION_COMPACT,
+                &asked,
+                &Ok(result),
+            )
         };
         assert!(compact(&mut watch, json!({ "summary": "two turns" })).is_empty());
         assert_eq!(
@@ -281,7 +287,12 @@ mod tests {
             [ids::DEVICE_COMPACT_RESULT]
         );
         let status = |watch: &mut LinkWatch, result: Value| {
-            watch.response(methods::LEMBAS_SESSION_STATUS, &asked, &Ok(result))
+            watch.response(
+                &json!(1),
+                methods::LEMBAS_SESSION_STATUS,
+                &asked,
+                &Ok(result),
+            )
         };
         let right = json!({ "sessionId": "ses_a", "exists": true, "held": "here", "busy": false, "title": "", "queued": [] });
         assert!(status(&mut watch, right.clone()).is_empty());
@@ -301,6 +312,7 @@ mod tests {
         assert!(
             watch
                 .response(
+                    &json!(1),
                     methods::LEMBAS_SESSION_STATUS,
                     &asked,
                     &Err(json!({ "code": -32602 }))
@@ -314,7 +326,7 @@ mod tests {
         let mut watch = LinkWatch::default();
         let asked = json!({ "sessionId": "ses_a", "model": "fake/deep" });
         let mut configure = |result: Value| {
-            rules_of(&watch.response(methods::LEMBAS_CONFIGURE, &asked, &Ok(result)))
+            rules_of(&watch.response(&json!(1), methods::LEMBAS_CONFIGURE, &asked, &Ok(result)))
                 .into_iter()
                 .map(String::from)
                 .collect::<Vec<_>>()
@@ -341,11 +353,13 @@ mod tests {
         let mut watch = LinkWatch::default();
         watch.sent(&json!({"method": methods::INITIALIZE, "params": {"clientCapabilities": {"_meta": {"lembas": true}}}}));
         watch.response(
+            &json!(1),
             methods::INITIALIZE,
             &json!({}),
             &Ok(json!({"_meta": {"lembas": {"capabilities": ["turns"]}}})),
         );
         watch.response(
+            &json!(1),
             methods::SESSION_NEW,
             &json!({}),
             &Ok(json!({"sessionId": "ses_a"})),
@@ -376,14 +390,20 @@ mod tests {
         assert!(
             watch
                 .response(
+                    &json!(1),
                     methods::SESSION_PROMPT,
                     &prompt,
-                    &Ok(json!({"_meta": {"lembas": {"turnId": "t1"}}}))
+                    &Ok(json!({"stopReason": "end_turn", "_meta": {"lembas": {"turnId": "t1"}}}))
                 )
                 .is_empty()
         );
         assert_eq!(
-            rules_of(&watch.response(methods::SESSION_PROMPT, &prompt, &Ok(json!({})))),
+            rules_of(&watch.response(
+                &json!(1),
+                methods::SESSION_PROMPT,
+                &prompt,
+                &Ok(json!({"stopReason": "end_turn"}))
+            )),
             [ids::DEVICE_PROMPT_TURN_ID]
         );
     }

@@ -50,7 +50,7 @@ fn device(
     .expect("known misbehaviours");
     let spec: harness::lembas::Spec = spec.parse().expect("a spec this suite implements");
     device_with(url, move |options| {
-        options.cell = Cell { protocol, spec };
+        options.cell = Cell::lembas(protocol, spec);
         options.misbehave = misbehave;
     })
 }
@@ -425,10 +425,7 @@ fn say_opens_a_chat_on_the_linked_device_and_writes_in_it() {
         .expect("runtime");
     let options = fake_device::Options {
         roots: vec![root.path().display().to_string()],
-        cell: Cell {
-            protocol: 2,
-            spec: harness::lembas::Spec::V1_1_0,
-        },
+        cell: Cell::lembas(2, harness::lembas::Spec::V1_1_0),
         ..fake_device::Options::for_instance(url)
     };
     let finished = runtime
@@ -459,10 +456,7 @@ fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let options = fake_instance::Options {
             protocols: Some(vec![1]),
-            cell: Cell {
-                protocol: 1,
-                spec: harness::lembas::Spec::V1_1_0,
-            },
+            cell: Cell::lembas(1, harness::lembas::Spec::V1_1_0),
             ..fake_instance::Options::default()
         };
         let (addr, instance) = common::spawned::spawn_instance(options, None, async {
@@ -473,10 +467,7 @@ fn the_monitors_report_a_device_that_redials_after_4400_without_a_scenario() {
         // after the 4400.
         let device = fake_device::Options {
             protocol: ProtocolChoice::Fixed(2),
-            cell: Cell {
-                protocol: 2,
-                spec: harness::lembas::Spec::V1_1_0,
-            },
+            cell: Cell::lembas(2, harness::lembas::Spec::V1_1_0),
             misbehave: Misbehaviours::parse(
                 &["device.link.no_redial_4400".to_string()],
                 Binds::Device,

@@ -4,6 +4,9 @@
 
 use std::time::Duration;
 
+#[path = "common/raw_link.rs"]
+mod raw_link;
+
 use fake_instance::FakeInstance;
 use futures_util::{SinkExt, StreamExt};
 use tokio::time::timeout;
@@ -45,18 +48,9 @@ async fn link(instance: &FakeInstance) -> Socket {
 
 /// The close code the instance ends the link with (none: the stream just ended).
 async fn close_code(socket: &mut Socket) -> Option<u16> {
-    timeout(DEADLINE, async {
-        while let Some(message) = socket.next().await {
-            match message {
-                Ok(Message::Close(frame)) => return frame.map(|f| u16::from(f.code)),
-                Ok(_) => continue,
-                Err(_) => return None,
-            }
-        }
-        None
-    })
-    .await
-    .expect("the instance ends the link in time")
+    raw_link::close_code(socket, DEADLINE)
+        .await
+        .expect("the instance ends the link in time")
 }
 
 /// Whether the instance answers a ping on `socket` (within [`DEADLINE`]): the link is up and
@@ -239,21 +233,10 @@ async fn a_device_that_never_reads_is_held_back_and_the_instance_serves_on() {
 
 /// The next JSON message the instance sends on `socket`.
 async fn next_json(socket: &mut Socket) -> serde_json::Value {
-    timeout(DEADLINE, async {
-        loop {
-            match socket.next().await {
-                Some(Ok(Message::Text(text))) => {
-                    if let Ok(value) = serde_json::from_str(&text) {
-                        return value;
-                    }
-                }
-                Some(Ok(_)) => continue,
-                other => panic!("the link ended: {other:?}"),
-            }
-        }
-    })
-    .await
-    .expect("a message in time")
+    raw_link::next_json(socket, DEADLINE)
+        .await
+        .expect("a message in time")
+        .expect("the link goes on")
 }
 
 #[tokio::test]

@@ -28,10 +28,7 @@ struct Instance {
 async fn start_with(protocol: u8, http: HttpConfig, tokens: &[&str]) -> Instance {
     let (stop, stop_rx) = oneshot::channel::<()>();
     let options = Options {
-        cell: Cell {
-            protocol,
-            spec: harness::lembas::Spec::V1_1_0,
-        },
+        cell: Cell::lembas(protocol, harness::lembas::Spec::V1_1_0),
         tokens: tokens.iter().map(|t| t.to_string()).collect(),
         http,
         ..Options::default()

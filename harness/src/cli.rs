@@ -158,6 +158,43 @@ impl CommonArgs {
     }
 }
 
+/// Runs a double's command on `runtime` until its run ends or a signal comes. `run` is given
+/// what the double calls once it is up (which calls `first` with it, then [`announce`]s it) and
+/// the shutdown signal, made inside the runtime before anything is announced. The events said
+/// meanwhile are drained before it returns; a task still blocked on stdin (the console) or on a
+/// slow peer does not hold the exit.
+pub fn run_announced<'a, T, Fut>(
+    runtime: tokio::runtime::Runtime,
+    control: Option<&'a crate::control::ControlConfig>,
+    events: bool,
+    first: impl FnOnce(&crate::embed::Ready) + 'a,
+    run: impl FnOnce(Box<dyn FnOnce(crate::embed::Ready) + 'a>, ShutdownSignal) -> Fut,
+) -> T
+where
+    Fut: std::future::Future<Output = T>,
+{
+    // Filled once the double is up, drained once its run ends.
+    let tail = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let filled = tail.clone();
+    let finished = runtime.block_on(async {
+        let ready = Box::new(move |ready: crate::embed::Ready| {
+            first(&ready);
+            *filled.borrow_mut() = announce(&ready, control, events);
+        });
+        let finished = run(ready, Box::pin(shutdown_signal())).await;
+        let printer = tail.borrow_mut().take();
+        if let Some(printer) = printer {
+            printer.finish().await;
+        }
+        finished
+    });
+    runtime.shutdown_background();
+    finished
+}
+
+/// The signal a double's command ends its run on: [`shutdown_signal`], boxed.
+pub type ShutdownSignal = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
 /// Says on stdout what a test program driving the double needs once it is up: the control API's
 /// URL and token (`control URL token=TOKEN`), then, with `--events`, the run's progress as JSON
 /// lines until [`EventsTail::finish`].
@@ -363,14 +400,6 @@ pub fn list_scenarios_in(side: crate::scenario::Side, family: crate::scenario::F
     }
 }
 
-/// The cell of an lvmh run: lvmh has one version, which the cell's protocol stands for.
-pub fn lvmh_cell() -> crate::engine::Cell {
-    crate::engine::Cell {
-        protocol: 1,
-        spec: crate::lembas::Spec::V1_1_0,
-    }
-}
-
 /// Loads the scenario a command line names and checks that the cell is one it applies to.
 pub fn load_scenario(
     arg: &str,
@@ -401,8 +430,7 @@ pub fn load_scenario_in(
     }
     // An lvmh scenario has one cell, whatever the command line's protocol.
     if scenario.family == crate::scenario::Family::Lembas
-        && (!scenario.matrix.protocol.contains(&cell.protocol)
-            || !scenario.matrix.spec.iter().any(|s| s == cell.spec.as_str()))
+        && !crate::engine::Cell::all_of(&scenario).contains(cell)
     {
         return Err(CliError::Usage(format!(
             "scenario `{}` applies to protocols {:?} and specs {:?}, not to {cell}",
@@ -431,7 +459,7 @@ pub fn finish(
             // say what happened rather than go missing.
             eprintln!("{double}: interrupted before scenario `{name}` reached a verdict");
             let interrupted =
-                crate::engine::RunOutcome::interrupted(name, cell.clone(), findings.to_vec());
+                crate::engine::RunOutcome::interrupted(name, *cell, findings.to_vec());
             if let Err(e) = crate::report::write_all(&args.reports, double, &interrupted, recent) {
                 eprintln!("error: cannot write a report: {e}");
             }

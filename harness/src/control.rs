@@ -210,7 +210,7 @@ async fn state(State(served): State<Arc<Served>>) -> Response {
         .collect();
     let body = json!({
         "double": target.double,
-        "cell": { "protocol": target.cell.protocol, "spec": target.cell.spec },
+        "cell": target.cell,
         "scenario": {
             "name": target.scenario,
             "step": progress.current(),

@@ -17,6 +17,11 @@ pub struct Finding {
     pub link: Option<u32>,
 }
 
+/// The rules of `found`, in order: what a test of a check compares.
+pub fn rules_of(found: &[Finding]) -> Vec<&str> {
+    found.iter().map(|f| f.rule.as_str()).collect()
+}
+
 impl Finding {
     /// A finding without detail.
     pub fn new(rule: impl Into<String>, summary: impl Into<String>) -> Self {

@@ -10,7 +10,8 @@ mod rule;
 
 pub use catalogue::{Catalogue, CatalogueError, RuleProblem, Section};
 pub use rule::{
-    Applies, Binds, Cells, CheckKind, Mutation, Rule, Shape, ShapeOf, WAY_SEPARATOR, Way, rule_of,
+    Applies, Binds, Cells, CheckKind, FoundBy, Mutation, Rule, Shape, ShapeOf, WAY_SEPARATOR, Way,
+    rule_of,
 };
 
 /// The catalogue's files, as shipped: `<section>.yaml`, in folders as the spec's methods are.

@@ -40,9 +40,11 @@ pub fn placeholders(
         .set("token", token)
         .set("tmp", tmp.display().to_string())
         .set("root", root)
-        .set("protocol", cell.protocol.to_string())
-        .set("protocols", protocols_of(cell.protocol))
-        .set("spec", cell.spec.to_string());
+        .set("protocol", cell.protocol().to_string())
+        .set("protocols", protocols_of(cell.protocol()));
+    if let Some(spec) = cell.spec() {
+        placeholders.set("spec", spec.to_string());
+    }
     if let Some(port) = port {
         placeholders.set("port", port.to_string());
     }
@@ -212,9 +214,7 @@ impl UnderTest {
         let Some(context) = &self.hooks else {
             return;
         };
-        if let Some(task) =
-            crate::hooks::drive(hub.clone(), cell.clone(), context.clone(), name, steps)
-        {
+        if let Some(task) = crate::hooks::drive(hub.clone(), *cell, context.clone(), name, steps) {
             self.tasks.push(task);
         }
     }

@@ -126,10 +126,7 @@ fn link(hub: &Arc<Hub>) -> Remote {
 fn runner(hub: &Arc<Hub>, scenario: &Scenario) -> Runner {
     Runner::new(
         hub.clone(),
-        Cell {
-            protocol: 2,
-            spec: harness::lembas::Spec::V1_1_0,
-        },
+        Cell::lembas(2, harness::lembas::Spec::V1_1_0),
         scenario.timeout.map(|d| d.0),
         None,
     )
@@ -1440,5 +1437,8 @@ fn an_lvmh_scenario_refuses_what_its_links_cannot_carry() {
     assert!(error.to_string().contains("no matrix"), "{error}");
     let one_cell = load_str(&format!("{HEAD}family: lvmh\nsteps: []\n"), "t.yaml", None)
         .expect("an empty lvmh scenario loads");
-    assert_eq!(one_cell.matrix.protocol, [1]);
+    assert_eq!(
+        harness::engine::Cell::all_of(&one_cell),
+        [harness::engine::Cell::Lvmh]
+    );
 }

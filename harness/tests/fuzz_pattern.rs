@@ -54,20 +54,6 @@ fn arb_value() -> impl Strategy<Value = Value> {
     })
 }
 
-const OPERATORS: [&str; 11] = [
-    "$base64",
-    "$regex",
-    "$each",
-    "$contains",
-    "$exact",
-    "$one_of",
-    "$not",
-    "$capture",
-    "$match",
-    "$len",
-    "$bogus",
-];
-
 /// Operands that are sometimes what the operator wants and sometimes not.
 fn arb_operand(inner: BoxedStrategy<Value>) -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -87,7 +73,12 @@ fn arb_operand(inner: BoxedStrategy<Value>) -> impl Strategy<Value = Value> {
 /// operands of every type, nested in each other and in plain values.
 fn arb_pattern() -> impl Strategy<Value = Value> {
     arb_leaf().prop_recursive(4, 40, 4, |inner| {
-        let op = prop::sample::select(OPERATORS.to_vec()).prop_map(str::to_owned);
+        // Every operator, and one that is none.
+        let operators: Vec<&str> = harness::pattern::OPERATORS
+            .into_iter()
+            .chain(["$bogus"])
+            .collect();
+        let op = prop::sample::select(operators).prop_map(str::to_owned);
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
             prop::collection::vec((arb_text(), inner.clone()), 0..4)

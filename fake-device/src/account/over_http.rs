@@ -37,16 +37,7 @@ async fn account_on(http: Value) -> (Account, oneshot::Sender<()>) {
         .await
         .expect("ready in time")
         .expect("started");
-    let account = Account {
-        base: format!("http://{addr}"),
-        token: DEFAULT_TOKEN.into(),
-        http: harness::transport::http_client(),
-        writes_whole: false,
-        ignores_enabled: false,
-        invents_presets: false,
-        ways: crate::account::Ways::default(),
-        local: None,
-    };
+    let account = Account::well_behaved(format!("http://{addr}"), DEFAULT_TOKEN);
     (account, stop)
 }
 

@@ -24,15 +24,8 @@ pub(super) struct Cli {
     /// With --exec and no --instance: the one it starts, on `{port}`.
     #[arg(long, value_name = "URL", required_unless_present_any = ["list_scenarios", "exec"])]
     pub(super) instance: Option<String>,
-    /// The device token.
-    #[arg(
-        long,
-        value_name = "T",
-        env = "LEMBAS_DEVICE_TOKEN",
-        hide_env_values = true,
-        default_value = "lembas-test-token"
-    )]
-    pub(super) token: String,
+    #[command(flatten)]
+    pub(super) token: TokenArg,
     /// A remote root (repeatable).
     #[arg(long = "root", value_name = "DIR")]
     pub(super) roots: Vec<String>,
@@ -48,6 +41,10 @@ pub(super) struct Cli {
     /// or a dismissal (`remote.approval_timeout`; default 30s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub(super) approval_timeout: Option<harness::scenario::Dur>,
+    /// How long the echo and scripted agents pause between the steps of a turn (default 50ms):
+    /// longer turns, as a real model's are, so that prompts meet a turn still running.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub(super) step_delay: Option<harness::scenario::Dur>,
     /// `remote.max_mode`: the most permissive mode a client may put a session in; a mode asked
     /// above it is lowered to it (default edit).
     #[arg(long, value_name = "MODE", value_parser = ["plan", "manual", "edit"])]
@@ -153,6 +150,20 @@ pub(super) enum Command {
     Serve(ServeArgs),
 }
 
+/// `--token`, which the device and `serve` read alike.
+#[derive(Debug, clap::Args)]
+pub(super) struct TokenArg {
+    /// The device token.
+    #[arg(
+        long = "token",
+        value_name = "T",
+        env = "LEMBAS_DEVICE_TOKEN",
+        hide_env_values = true,
+        default_value = "lembas-test-token"
+    )]
+    pub(super) value: String,
+}
+
 /// `fake-device serve`'s options.
 #[derive(Debug, clap::Args)]
 pub(super) struct ServeArgs {
@@ -165,15 +176,8 @@ pub(super) struct ServeArgs {
     /// The instance whose model `--agent model` asks.
     #[arg(long, value_name = "URL")]
     pub(super) instance: Option<String>,
-    /// The device token for the instance.
-    #[arg(
-        long,
-        value_name = "T",
-        env = "LEMBAS_DEVICE_TOKEN",
-        hide_env_values = true,
-        default_value = "lembas-test-token"
-    )]
-    pub(super) token: String,
+    #[command(flatten)]
+    pub(super) token: TokenArg,
     /// The scripted agent's scripts (a YAML list like a scenario's `device.scripts`).
     #[arg(long, value_name = "FILE")]
     pub(super) scripts: Option<std::path::PathBuf>,

@@ -67,10 +67,12 @@ fn fleet_tokens(cli: &Cli, count: usize) -> Result<crate::FleetTokens, CliError>
             tokens.truncate(count);
             Ok(crate::FleetTokens::List(tokens))
         }
-        None if cli.token.contains(crate::INDEX_PLACEHOLDER) => Ok(crate::FleetTokens::Pattern {
-            pattern: cli.token.clone(),
-            count,
-        }),
+        None if cli.token.value.contains(crate::INDEX_PLACEHOLDER) => {
+            Ok(crate::FleetTokens::Pattern {
+                pattern: cli.token.value.clone(),
+                count,
+            })
+        }
         None => Err(CliError::Usage(format!(
             "--fleet: each device needs a token of its own: give --token a pattern holding {} (tok-{}) or --tokens FILE",
             crate::INDEX_PLACEHOLDER,

@@ -53,11 +53,11 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     let protocol = ProtocolChoice::from(cli.protocol);
     let read = ReadFiles::of(&cli)?;
     let cell = match lvmh {
-        true => harness::cli::lvmh_cell(),
-        false => Cell {
-            protocol: cell_protocol(&cli, protocol, &instance, &under_test, &runtime)?,
-            spec: cli.common.spec,
-        },
+        true => Cell::Lvmh,
+        false => Cell::lembas(
+            cell_protocol(&cli, protocol, &instance, &under_test, &runtime)?,
+            cli.common.spec,
+        ),
     };
     check_capabilities(&cli, &cell)?;
     let scenario = match &cli.common.scenario {
@@ -75,7 +75,7 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
         made_root,
     } = under_test;
     let control = cli.common.control_config()?;
-    let mut options = options(&cli, instance, roots, protocol, cell.clone(), lvmh, read);
+    let mut options = options(&cli, instance, roots, protocol, cell, lvmh, read);
     options.control = control;
     options.sut = started.map(|(sut, _)| sut);
     if let Some(count) = cli.fleet {
@@ -133,19 +133,17 @@ impl InstanceUnderTest {
             }
             false => None,
         };
-        let cell = Cell {
-            protocol: match cli.protocol {
-                args::ProtocolArg::One => 1,
-                _ => 2,
-            },
-            spec: cli.common.spec,
+        let protocol = match cli.protocol {
+            args::ProtocolArg::One => 1,
+            _ => 2,
         };
+        let cell = Cell::lembas(protocol, cli.common.spec);
         let root = std::path::PathBuf::from(&roots[0]);
         let started = runtime
             .block_on(crate::start_instance(
                 harness::process::SutSpec::command(exec.clone()),
                 cli.instance.as_deref(),
-                &cli.token,
+                &cli.token.value,
                 &cell,
                 &root,
                 match lvmh {
@@ -213,7 +211,7 @@ async fn probe_discovery(
 
 /// `--capabilities` names only capabilities of the cell's spec.
 fn check_capabilities(cli: &Cli, cell: &Cell) -> Result<(), CliError> {
-    let (Some(list), spec) = (&cli.capabilities, cell.spec) else {
+    let (Some(list), Some(spec)) = (&cli.capabilities, cell.spec()) else {
         return Ok(());
     };
     match list.iter().find(|c| !spec.defines(c)) {
@@ -260,7 +258,7 @@ fn options(
         },
         plugin: None,
         instance,
-        token: cli.token.clone(),
+        token: cli.token.value.clone(),
         roots,
         protocol,
         cell,
@@ -277,6 +275,7 @@ fn options(
         initialize_after: None,
         terminal: Default::default(),
         approval_timeout: cli.approval_timeout.map(|d| d.0),
+        step_delay: cli.step_delay.map(|d| d.0),
         max_mode: cli.max_mode.clone(),
         local_personalization: None,
         library_local: cli.local_library,
@@ -307,25 +306,15 @@ fn run_device(
     cell: &Cell,
     runtime: tokio::runtime::Runtime,
 ) -> Result<Exit, CliError> {
-    let (events, control) = (cli.common.events, options.control.clone());
+    let control = options.control.clone();
     let misbehave = options.misbehave.clone();
-    // Filled by the ready line's callback, drained once the run ends.
-    let tail = std::cell::RefCell::new(None);
-    let ready = |ready: harness::embed::Ready| {
-        *tail.borrow_mut() = harness::cli::announce(&ready, control.as_ref(), events);
-    };
-    let finished = runtime.block_on(async {
-        let shutdown = harness::cli::shutdown_signal();
-        let finished = crate::run_with(options, scenario, ready, shutdown).await;
-        let printer = tail.borrow_mut().take();
-        if let Some(printer) = printer {
-            printer.finish().await;
-        }
-        finished
-    });
-    // A task still blocked on stdin (the console) or a slow peer must not hold the exit.
-    runtime.shutdown_background();
-    let done = finished?;
+    let done = harness::cli::run_announced(
+        runtime,
+        control.as_ref(),
+        cli.common.events,
+        |_| {},
+        |ready, shutdown| crate::run_with(options, scenario, ready, shutdown),
+    )?;
     if let Some(words) = crate::last_words(done.stopped.as_ref(), &misbehave) {
         eprintln!("{words}");
     }

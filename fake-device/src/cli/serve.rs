@@ -20,12 +20,12 @@ pub(super) fn serve(args: ServeArgs) -> Result<Exit, CliError> {
     }
     let scripts = scripts_of(args.scripts.as_deref())?;
     let mut options = crate::Options::for_instance(args.instance.unwrap_or_default());
-    options.token = args.token;
+    options.token = args.token.value;
     options.agent = args.agent.into();
     options.scripts = scripts;
     options.approval_timeout = args.approval_timeout.map(|d| d.0);
     options.state_dir = args.state_dir;
-    options.cell.spec = args.spec;
+    options.cell = options.cell.with_spec(args.spec);
     options.misbehave = harness::cli::misbehaviours(&args.misbehave, Binds::Device)?;
     let runtime = harness::cli::runtime(false)?;
     let finished = runtime.block_on(async {

@@ -93,8 +93,8 @@ const RELOAD_LAST_CALL: Duration = Duration::from_millis(250);
 const OWN_TOKEN: &str = "\u{0}own";
 
 /// The hands of an lvmh fake-device run.
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct PluginActor {
-    /// The plugin.
     pub plugin: Arc<Plugin>,
     /// The daemon's base URL (`http://host:port`).
     pub base: String,

@@ -196,8 +196,6 @@ pub(crate) struct PluginPlan {
     pub instance: String,
     /// `LVMH_TOKEN`.
     pub token: String,
-    /// The run's cell (lvmh's one).
-    pub cell: harness::engine::Cell,
     /// Where to write the journal.
     pub journal: Option<std::path::PathBuf>,
     /// The plugin rules to break.
@@ -286,7 +284,7 @@ pub(crate) async fn run_started(
             misbehave: options.misbehave.clone(),
         })
     });
-    let mut vars = options.cell.builtin_vars(&base, &options.token, tmp);
+    let mut vars = harness::engine::Cell::Lvmh.builtin_vars(&base, &options.token, tmp);
     vars.set("link_url", json!(url));
     vars.set("session", json!(session));
     set_gitlab_vars(&mut vars, scenario.as_ref())?;
@@ -330,7 +328,7 @@ pub(crate) async fn run_started(
         )),
         None => SetUp::Ready,
     };
-    let outcome = Course::new("fake-device", hub, options.cell.clone(), actor)
+    let outcome = Course::new("fake-device", hub, harness::engine::Cell::Lvmh, actor)
         .with_process(options.process.clone())
         .ending_at_finding(options.end_at_finding.clone())
         .own_steps("the plugin's own steps", options.steps.clone(), false)

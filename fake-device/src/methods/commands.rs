@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::call::Call;
 use crate::answers::{Answer, param_str, refuse};
-use crate::commands::Kind;
+use crate::command_set::Kind;
 
 /// What a misbehaving device's command list gets wrong; all off by default.
 #[derive(Debug, Clone, Copy, Default)]
@@ -56,5 +56,5 @@ pub(crate) async fn answer(call: Call<'_>, faults: &Faults) -> Answer {
             .collect();
         set.extend(skills);
     }
-    Ok(json!({ "commands": crate::commands::to_values(&set) }))
+    Ok(json!({ "commands": crate::command_set::to_values(&set) }))
 }

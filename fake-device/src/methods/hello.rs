@@ -13,6 +13,7 @@ use crate::registry::Registry;
 
 /// What a misbehaving device's hello gets wrong; all off by default.
 #[derive(Debug, Clone, Copy, Default)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub(crate) struct Faults {
     /// No hello at protocol 1; at 2, something else first, then hello.
     pub not_first: bool,
@@ -28,7 +29,6 @@ pub(crate) struct Faults {
     pub other_spec: bool,
     /// A harness spec that does not exist.
     pub unknown_spec: bool,
-    /// No `device`.
     pub no_device: bool,
     /// The version as a number.
     pub version_number: bool,

@@ -31,6 +31,9 @@ pub(crate) enum Work {
         params: Value,
         id: Value,
         client: Client,
+        /// The link the request came on: its answer goes there, whichever link the client
+        /// is on by then (a JSON-RPC id names a request of one connection only).
+        link: Arc<harness::jsonrpc::Peer>,
     },
     /// `session/cancel`.
     Cancel(Value),
@@ -121,15 +124,16 @@ pub(crate) async fn serve_link(
                 params,
                 id,
                 client,
+                link,
             } => match Box::pin(handle(&sessions, &faults, &method, &params, &client)).await {
                 // Misbehaving: a method it does not have goes unanswered.
                 None if faults.unknown_unanswered => {}
                 // Misbehaving: a method it does not have is answered as if done.
                 None if faults.unknown_pretends => {
-                    client.peer().respond(&id, Ok(serde_json::json!({})));
+                    link.respond(&id, Ok(serde_json::json!({})));
                 }
                 None => {
-                    client.peer().respond(
+                    link.respond(
                         &id,
                         Err(RpcError::new(
                             METHOD_NOT_FOUND,
@@ -140,16 +144,16 @@ pub(crate) async fn serve_link(
                 // Misbehaving: what follows session/new's answer goes before it.
                 Some(Reply::Now(answer)) if faults.new.follow_up_first => {
                     Box::pin(after(&sessions, &faults, &method, &answer, &client)).await;
-                    client.peer().respond(&id, answer);
+                    link.respond(&id, answer);
                 }
                 Some(Reply::Now(answer)) => {
-                    client.peer().respond(&id, answer.clone());
+                    link.respond(&id, answer.clone());
                     Box::pin(after(&sessions, &faults, &method, &answer, &client)).await;
                 }
                 Some(later) => {
                     tokio::spawn(async move {
                         let answer = later.wait().await;
-                        client.peer().respond(&id, answer);
+                        link.respond(&id, answer);
                     });
                 }
             },

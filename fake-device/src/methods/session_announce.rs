@@ -7,7 +7,7 @@ use harness::rules::{Misbehaviours, ids};
 use serde_json::{Value, json};
 
 use crate::events::Client;
-use crate::live::State;
+use crate::open_session::State;
 use crate::sessions::Sessions;
 
 /// What a misbehaving device's announces get wrong; all off by default.

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::call::Call;
 use crate::answers::{Answer, param_str, refuse};
-use crate::live::State;
+use crate::open_session::State;
 
 /// What a misbehaving device gets wrong about rewinding; all off by default.
 #[derive(Debug, Clone, Copy, Default)]

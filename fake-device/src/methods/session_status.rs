@@ -25,6 +25,8 @@ pub(crate) struct Faults {
     pub still_busy: bool,
     /// The turns waiting are not listed.
     pub queued_unlisted: bool,
+    /// The turns waiting are listed while one waits, not while two or more do.
+    pub queued_unlisted_past_one: bool,
     /// The running turn stays listed among the waiting ones.
     pub running_listed: bool,
     /// No last turn is named.
@@ -45,6 +47,7 @@ impl Faults {
             busy_unseen: m.breaks(ids::DEVICE_STATUS_BUSY),
             still_busy: m.breaks_way(ids::DEVICE_STATUS_BUSY, "still_busy"),
             queued_unlisted: m.breaks(ids::DEVICE_STATUS_QUEUED),
+            queued_unlisted_past_one: m.breaks_way(ids::DEVICE_STATUS_QUEUED, "two_waiting"),
             running_listed: m.breaks_way(ids::DEVICE_STATUS_QUEUED, "running_listed"),
             last_unnamed: m.breaks(ids::DEVICE_STATUS_TURNS),
             last_is_first: m.breaks_way(ids::DEVICE_STATUS_TURNS, "first_done"),
@@ -130,8 +133,10 @@ fn status_of(registry: &Registry, faults: &Faults, stored: &StoredSession, now: 
         "queued": [],
     });
     if registry.has("turns") {
-        // Misbehaving: the turns waiting are not listed.
-        if !faults.queued_unlisted {
+        // Misbehaving: the turns waiting are not listed (at all, or when more than one waits).
+        let unlisted =
+            faults.queued_unlisted || (faults.queued_unlisted_past_one && queued.len() > 1);
+        if !unlisted {
             result["queued"] = json!(queued);
         }
         if let Some(turn) = running

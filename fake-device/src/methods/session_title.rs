@@ -6,7 +6,7 @@ use serde_json::json;
 
 use super::call::Call;
 use crate::answers::{Answer, param_str};
-use crate::live::TITLE_MAX;
+use crate::open_session::TITLE_MAX;
 
 /// What a misbehaving device's titling gets wrong; all off by default.
 #[derive(Debug, Clone, Copy, Default)]

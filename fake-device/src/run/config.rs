@@ -11,8 +11,8 @@ use harness::rules::ids;
 
 use crate::account;
 use crate::agent::AgentConfig;
+use crate::instance_model::ModelClient;
 use crate::limits::Limits;
-use crate::model::ModelClient;
 use crate::registry::SessionsConfig;
 use crate::settings::{AgentKind, DeviceSettings};
 use crate::store::Store;
@@ -54,9 +54,21 @@ impl Basics {
             path: state_dir.clone(),
             source,
         })?;
+        if options
+            .misbehave
+            .breaks_way(ids::DEVICE_TURNS_PERSIST, "last_only")
+        {
+            // Misbehaving: only the newest finished turn of each session outlives a restart.
+            store
+                .keep_last_finished_only()
+                .map_err(|source| StartError::State {
+                    path: state_dir.clone(),
+                    source,
+                })?;
+        }
         Ok(Basics {
             opened,
-            spec: options.cell.spec,
+            spec: options.cell.lembas_spec(),
             state_dir,
             store,
         })
@@ -99,6 +111,7 @@ pub(crate) fn sessions_config(
         step_delay: settings
             .step_delay
             .map(|d| d.0)
+            .or(options.step_delay)
             .unwrap_or(Duration::from_millis(50)),
         connection: agent.connection.clone(),
         stdio: agent.stdio,

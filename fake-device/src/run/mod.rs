@@ -56,7 +56,6 @@ async fn run_plugin(
     let plan = PluginPlan {
         instance: options.instance,
         token: options.token,
-        cell: options.cell,
         journal: options.journal,
         misbehave: options.misbehave,
         limits: options.limits,
@@ -160,20 +159,15 @@ pub(crate) async fn run_started(
         task: wired.linking(&options, &settings),
         during_scenario: settings.dial == Mode::Auto,
     };
-    let course = Course::new(
-        "fake-device",
-        hub.clone(),
-        options.cell.clone(),
-        wired.actor,
-    )
-    .dialling(wired.dialer)
-    .with_process(under_test.process(options.process.clone()))
-    .ending_at_finding(options.end_at_finding.clone())
-    .own_steps(
-        "the device's own steps",
-        options.steps.clone(),
-        options.console,
-    );
+    let course = Course::new("fake-device", hub.clone(), options.cell, wired.actor)
+        .dialling(wired.dialer)
+        .with_process(under_test.process(options.process.clone()))
+        .ending_at_finding(options.end_at_finding.clone())
+        .own_steps(
+            "the device's own steps",
+            options.steps.clone(),
+            options.console,
+        );
     let (mut outcome, stopped) = course
         .run_beside(scenario.as_ref(), set_up, Some(beside), shutdown)
         .await;

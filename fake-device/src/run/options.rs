@@ -53,6 +53,9 @@ pub struct Options {
     pub terminal: TerminalPlay,
     /// How long a card waits for an answer, unless a scenario says (default 30s).
     pub approval_timeout: Option<Duration>,
+    /// How long the echo and scripted agents pause between a turn's steps, unless a scenario
+    /// says (default 50ms).
+    pub step_delay: Option<Duration>,
     /// `remote.max_mode`: the most permissive mode a client may ask for (default `edit`).
     pub max_mode: Option<String>,
     /// The device's local personality and instructions (`{personality, personality_custom,
@@ -117,10 +120,7 @@ impl Options {
             token: "lembas-test-token".into(),
             roots: Vec::new(),
             protocol: ProtocolChoice::Auto,
-            cell: Cell {
-                protocol: 2,
-                spec: harness::lembas::Spec::V1_1_0,
-            },
+            cell: Cell::LATEST,
             journal: None,
             misbehave: Misbehaviours::default(),
             patience: Duration::from_secs(5),
@@ -131,6 +131,7 @@ impl Options {
             initialize_after: None,
             terminal: TerminalPlay::default(),
             approval_timeout: None,
+            step_delay: None,
             max_mode: None,
             local_personalization: None,
             library_local: false,

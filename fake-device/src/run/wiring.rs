@@ -136,7 +136,7 @@ impl Wired {
         let snapshot = self.actor.sessions.clone();
         let target = harness::control::ControlTarget {
             double: "fake-device",
-            cell: options.cell.clone(),
+            cell: options.cell,
             scenario: scenario.map(|s| s.name.clone()),
             hub: self.hub.clone(),
             actor: self.actor.clone(),

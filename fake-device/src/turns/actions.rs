@@ -6,8 +6,8 @@ use serde_json::{Map, Value, json};
 
 use super::Turns;
 use super::turn::Underway;
-use crate::commands::Slash;
-use crate::live::{Job, Live};
+use crate::command_set::Slash;
+use crate::open_session::{Job, OpenSession};
 use crate::registry::ModeReport;
 
 /// Whether a command is `/plan` with nothing after it.
@@ -25,7 +25,7 @@ impl Turns<'_> {
     /// What it did goes into `extra`.
     pub(super) async fn act(
         &self,
-        live: &Live,
+        live: &OpenSession,
         job: &Job,
         turn: &Underway,
         extra: &mut Map<String, Value>,
@@ -71,7 +71,7 @@ impl Turns<'_> {
             }
             // Misbehaving: a built-in prompt command runs as an action, sending nothing.
             Some(Slash::Prompt { name, .. })
-                if crate::commands::is_builtin(name) && faults.builtin_sends_nothing =>
+                if crate::command_set::is_builtin(name) && faults.builtin_sends_nothing =>
             {
                 true
             }
@@ -107,7 +107,7 @@ impl Turns<'_> {
 
     /// `/undo`: the last turn leaves the conversation, and the answer says which prompt it was;
     /// `true` unless (misbehaving) nothing to undo goes on to the model.
-    async fn undo(&self, live: &Live, extra: &mut Map<String, Value>) -> bool {
+    async fn undo(&self, live: &OpenSession, extra: &mut Map<String, Value>) -> bool {
         let faults = &self.faults.commands;
         let undone = self.undo_last(live).await;
         let to_model = undone.is_none() && faults.undo_nothing_to_model;
@@ -137,7 +137,7 @@ impl Turns<'_> {
 
     /// Misbehaving: `/plan` puts plan mode, and the `current_mode_update` names the mode the
     /// session was in.
-    async fn plan_mode_told_old(&self, live: &Live, turn: &Underway) {
+    async fn plan_mode_told_old(&self, live: &OpenSession, turn: &Underway) {
         let client = turn.client.as_ref();
         let (id, before) = {
             let state = live.state.lock().await;

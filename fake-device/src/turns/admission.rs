@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 use super::Turns;
 use super::intake::{Admitting, ReadPrompt};
 use crate::answers::{Reply, refuse};
-use crate::live::{Job, Live, State};
+use crate::open_session::{Job, OpenSession, State};
 use crate::store::{StoredTurn, TurnState};
 
 impl Turns<'_> {
@@ -18,7 +18,7 @@ impl Turns<'_> {
     /// prompt is answered now, `None` when `waiter` will hear the answer.
     pub(super) async fn admit(
         &self,
-        live: &Live,
+        live: &OpenSession,
         admitting: Admitting<'_>,
         read: ReadPrompt,
         waiter: oneshot::Sender<Value>,
@@ -92,7 +92,7 @@ impl Turns<'_> {
     /// turn, and goes to the session's worker.
     fn enqueue(
         &self,
-        live: &Live,
+        live: &OpenSession,
         state: &mut State,
         admitting: &Admitting<'_>,
         read: ReadPrompt,

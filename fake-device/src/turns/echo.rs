@@ -6,7 +6,7 @@ use tokio::sync::watch;
 
 use super::Turns;
 use crate::events::Client;
-use crate::live::Live;
+use crate::open_session::OpenSession;
 
 /// The pieces the echo agent answers in: up to three, split at spaces.
 pub(super) fn pieces(text: &str) -> Vec<String> {
@@ -23,7 +23,7 @@ impl Turns<'_> {
     /// what was said and the stop reason.
     pub(super) async fn echo_turn(
         &self,
-        live: &Live,
+        live: &OpenSession,
         client: Option<&Client>,
         session_id: &str,
         text: &str,
@@ -48,7 +48,7 @@ impl Turns<'_> {
     /// cancelled before the end.
     pub(super) async fn speak(
         &self,
-        live: &Live,
+        live: &OpenSession,
         client: Option<&Client>,
         session_id: &str,
         text: &str,

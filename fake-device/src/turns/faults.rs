@@ -56,6 +56,9 @@ pub struct IntakeFaults {
     pub busy_refused: bool,
     /// A prompt that comes while a turn runs is answered at once, and never runs.
     pub busy_answered_unrun: bool,
+    /// A prompt that comes within [`super::ALONGSIDE_WINDOW`] of the turn before it runs beside
+    /// that turn.
+    pub quick_alongside: bool,
     /// No prompt is read as a command.
     pub commands_unread: bool,
     /// A built-in prompt command reaches the model as typed.
@@ -96,6 +99,7 @@ impl IntakeFaults {
             running_turn_runs_twice: m.breaks_way(ids::DEVICE_TURNS_RELINK, "runs_twice"),
             busy_refused: m.breaks(ids::DEVICE_PROMPT_QUEUED),
             busy_answered_unrun: m.breaks_way(ids::DEVICE_PROMPT_QUEUED, "answered_unrun"),
+            quick_alongside: m.breaks_way(ids::DEVICE_PROMPT_QUEUED, "alongside"),
             commands_unread: m.breaks(ids::DEVICE_COMMANDS_ACTIONS),
             builtin_as_typed: m.breaks(ids::DEVICE_COMMANDS_PROMPT_BUILTIN),
             custom_without_arguments: m.breaks_way(ids::DEVICE_COMMANDS_CUSTOM, "no_arguments"),

@@ -8,12 +8,18 @@ use super::Turns;
 use super::model_agent::TurnRecord;
 use super::turn::{Ended, Underway};
 use crate::answers::fresh_id;
-use crate::live::{Job, Live, State};
+use crate::open_session::{Job, OpenSession, State};
 use crate::store::{StoredMessage, TurnState};
 
 impl Turns<'_> {
     /// Ends the turn: the next one runs, the answer is kept and given to the prompts waiting.
-    pub(super) async fn finish(&self, live: &Live, job: &Job, turn: &Underway, ended: Ended) {
+    pub(super) async fn finish(
+        &self,
+        live: &OpenSession,
+        job: &Job,
+        turn: &Underway,
+        ended: Ended,
+    ) {
         let mut state = live.state.lock().await;
         // The turn may have written a command file or made a skill.
         if let Some(client) = &turn.client {

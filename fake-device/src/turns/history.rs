@@ -3,11 +3,11 @@
 //! it up the same way from its room, [`crate::methods::session_compact`].
 
 use super::Turns;
-use crate::live::Live;
+use crate::open_session::OpenSession;
 
 impl Turns<'_> {
     /// What compacting the conversation comes to.
-    pub(crate) async fn summary(&self, live: &Live) -> String {
+    pub(crate) async fn summary(&self, live: &OpenSession) -> String {
         let state = live.state.lock().await;
         let turns = state
             .stored
@@ -22,7 +22,7 @@ impl Turns<'_> {
     }
 
     /// `/undo`: the last turn leaves the conversation; gives its prompt (`None`: nothing to undo).
-    pub(super) async fn undo_last(&self, live: &Live) -> Option<String> {
+    pub(super) async fn undo_last(&self, live: &OpenSession) -> Option<String> {
         let mut state = live.state.lock().await;
         let last = state
             .stored

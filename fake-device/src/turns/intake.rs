@@ -11,10 +11,10 @@ use tokio::sync::oneshot;
 use super::Turns;
 use crate::answers::{Reply, fresh_id, refuse};
 use crate::attachments::Prepared;
-use crate::commands::Slash;
+use crate::command_set::Slash;
 use crate::events::Client;
 use crate::limits::Limits;
-use crate::live::{Live, State};
+use crate::open_session::{OpenSession, State};
 
 /// The longest turn id the device keeps; the store writes every turn id into its files, and
 /// rewrites them each turn, so a peer's megabyte ids would grow them without end.
@@ -82,7 +82,7 @@ impl Turns<'_> {
     /// the link's order; the answer comes when the turn ends.
     pub(crate) async fn prompt(
         &self,
-        live: &Live,
+        live: &OpenSession,
         params: &Value,
         client: &Client,
     ) -> Result<Reply, RpcError> {
@@ -115,7 +115,11 @@ impl Turns<'_> {
     }
 
     /// Reads the prompt's blocks and mentions, refusing one the device would not keep.
-    async fn read_prompt(&self, live: &Live, params: &Value) -> Result<ReadPrompt, RpcError> {
+    async fn read_prompt(
+        &self,
+        live: &OpenSession,
+        params: &Value,
+    ) -> Result<ReadPrompt, RpcError> {
         let (session_id, project) = {
             let state = live.state.lock().await;
             (state.stored.id.clone(), state.stored.cwd.clone())
@@ -200,7 +204,9 @@ impl Turns<'_> {
     pub(super) fn command_of(&self, read: &TypedPrompt) -> Option<Slash> {
         self.registry
             .has("commands")
-            .then(|| crate::commands::parse(&read.text, &self.registry.command_set(&read.project)))
+            .then(|| {
+                crate::command_set::parse(&read.text, &self.registry.command_set(&read.project))
+            })
             .flatten()
             .filter(|_| !self.faults.intake.commands_unread)
     }
@@ -218,15 +224,15 @@ impl Turns<'_> {
         let mut given_text = match command {
             // Misbehaving: a built-in prompt command reaches the model as typed.
             Some(Slash::Prompt { name, .. })
-                if crate::commands::is_builtin(name) && faults.builtin_as_typed =>
+                if crate::command_set::is_builtin(name) && faults.builtin_as_typed =>
             {
                 text.clone()
             }
             // Misbehaving: a custom command's text without what follows its name.
             Some(Slash::Prompt { name, .. })
-                if !crate::commands::is_builtin(name) && faults.custom_without_arguments =>
+                if !crate::command_set::is_builtin(name) && faults.custom_without_arguments =>
             {
-                match crate::commands::parse(
+                match crate::command_set::parse(
                     &format!("/{name}"),
                     &self.registry.command_set(&read.project),
                 ) {
@@ -254,7 +260,7 @@ impl Turns<'_> {
                 .rev()
                 .find(|m| m.role == "user")
             && let Some(Slash::Prompt { text: own, .. }) =
-                crate::commands::parse(&last.text, &self.registry.command_set(&read.project))
+                crate::command_set::parse(&last.text, &self.registry.command_set(&read.project))
         {
             given_text.push_str(&self.expand(&own, &read.project, &read.limits));
         }

@@ -12,8 +12,11 @@
 //! [`crate::methods`].
 
 use std::sync::Weak;
+use std::time::Duration;
 
-use crate::live::{JobQueue, Live};
+use tokio::time::Instant;
+
+use crate::open_session::{JobQueue, OpenSession};
 use crate::registry::Registry;
 
 mod actions;
@@ -46,15 +49,45 @@ impl<'r> Turns<'r> {
 /// A session's turn worker: one turn at a time, in order, until the session goes.
 pub async fn worker(
     registry: Weak<Registry>,
-    live: Weak<Live>,
+    live: Weak<OpenSession>,
     mut queue: JobQueue,
     faults: Faults,
 ) {
+    if faults.intake.quick_alongside {
+        return worker_alongside(registry, live, queue, faults).await;
+    }
     while let Some(job) = queue.recv().await {
         let (Some(registry), Some(live)) = (registry.upgrade(), live.upgrade()) else {
             return;
         };
         Turns::new(&registry, &faults).run(&live, job).await;
+    }
+}
+
+/// How soon after the turn before it a prompt must come for a device breaking
+/// `device.prompt.queued` in its way `alongside` to run it beside that turn.
+pub const ALONGSIDE_WINDOW: Duration = Duration::from_millis(50);
+
+/// Misbehaving: the worker of a device that runs a prompt coming within [`ALONGSIDE_WINDOW`] of
+/// the turn before it beside that turn (as a device whose queue is a lock taken a little late
+/// does); a prompt that comes later waits its turn.
+async fn worker_alongside(
+    registry: Weak<Registry>,
+    live: Weak<OpenSession>,
+    mut queue: JobQueue,
+    faults: Faults,
+) {
+    let mut running = tokio::task::JoinSet::new();
+    let mut last_began: Option<Instant> = None;
+    while let Some(job) = queue.recv().await {
+        let (Some(registry), Some(live)) = (registry.upgrade(), live.upgrade()) else {
+            return;
+        };
+        if last_began.is_none_or(|began| began.elapsed() >= ALONGSIDE_WINDOW) {
+            while running.join_next().await.is_some() {}
+        }
+        last_began = Some(Instant::now());
+        running.spawn(async move { Turns::new(&registry, &faults).run(&live, job).await });
     }
 }
 

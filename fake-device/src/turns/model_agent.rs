@@ -7,11 +7,11 @@ use tokio::sync::watch;
 
 use super::Turns;
 use crate::cards::Cards;
-use crate::commands::Slash;
+use crate::command_set::Slash;
 use crate::completion::Completion;
 use crate::events::Client;
-use crate::live::{Job, Live, State};
-use crate::model::ModelClient;
+use crate::instance_model::ModelClient;
+use crate::open_session::{Job, OpenSession, State};
 
 /// The most model calls one turn makes: a model that keeps calling tools is stopped there, and
 /// the turn ends with `max_turn_requests`.
@@ -30,7 +30,7 @@ pub(super) struct TurnRecord {
 /// One model turn's context: the session, the model it asks, the turn, and who hears it.
 pub(super) struct Asking<'a> {
     /// The session the turn runs in.
-    pub live: &'a Live,
+    pub live: &'a OpenSession,
     /// The instance's model.
     pub model: &'a ModelClient,
     /// The turn.
@@ -81,7 +81,7 @@ impl Turns<'_> {
                 }
             }
             // A cancel stops the turn while the model thinks, too.
-            let tools = crate::model::tools();
+            let tools = crate::instance_model::tools();
             let asked = model.complete(&model_id, &messages, &tools);
             let completion = tokio::select! {
                 answer = asked => match answer {
@@ -128,7 +128,7 @@ impl Turns<'_> {
     /// so far, the device's system text first.
     async fn conversation(
         &self,
-        live: &Live,
+        live: &OpenSession,
         command_model: Option<&String>,
         client: Option<&Client>,
         personal: Option<&str>,

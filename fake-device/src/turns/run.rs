@@ -9,13 +9,13 @@ use tokio::sync::watch;
 use super::Turns;
 use super::model_agent::TurnRecord;
 use super::turn::Underway;
-use crate::commands::Slash;
-use crate::live::{Job, Live};
-use crate::script::Scripted;
+use crate::command_set::Slash;
+use crate::open_session::{Job, OpenSession};
+use crate::scripted_turn::Scripted;
 
 impl Turns<'_> {
     /// Runs one turn, reporting to the session's client.
-    pub(super) async fn run(&self, live: &Live, job: Job) {
+    pub(super) async fn run(&self, live: &OpenSession, job: Job) {
         let Some((mut cancelled, turn)) = self.begin(live, &job).await else {
             return;
         };
@@ -49,7 +49,11 @@ impl Turns<'_> {
 
     /// Marks the turn running (and cancelled, when a cancel was kept for it); `None` when the
     /// session was deleted, or nothing runs.
-    async fn begin(&self, live: &Live, job: &Job) -> Option<(watch::Receiver<bool>, Underway)> {
+    async fn begin(
+        &self,
+        live: &OpenSession,
+        job: &Job,
+    ) -> Option<(watch::Receiver<bool>, Underway)> {
         let mut state = live.state.lock().await;
         // A deleted session runs nothing more (its waiting turns were answered).
         if state.deleted {
@@ -138,7 +142,7 @@ impl Turns<'_> {
     /// matches, the model, or the echo agent.
     async fn agent_reply(
         &self,
-        live: &Live,
+        live: &OpenSession,
         job: &Job,
         turn: &Underway,
         action: bool,

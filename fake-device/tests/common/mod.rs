@@ -43,10 +43,7 @@ pub fn instance_checks(scenario: &str, device: impl FnOnce(String)) -> Option<St
         .expect("runtime");
     let options = fake_instance::Options {
         protocols: Some(vec![1, 2]),
-        cell: Cell {
-            protocol: 2,
-            spec: harness::lembas::Spec::V1_1_0,
-        },
+        cell: Cell::lembas(2, harness::lembas::Spec::V1_1_0),
         patience: Duration::from_secs(5),
         ..fake_instance::Options::default()
     };

@@ -264,17 +264,6 @@ impl ChatBook {
     }
 }
 
-/// The ids of the modes a session/new answer offered (`modes.availableModes`).
-pub(super) fn offered_modes(answer: &Value) -> Vec<String> {
-    answer
-        .pointer("/modes/availableModes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m.get("id").and_then(Value::as_str).map(String::from))
-        .collect()
-}
-
 /// Where message ids start counting. From the clock, so a restarted instance never reuses one
 /// its chats kept; a seeded run counts from a draw instead (a restart in the same process
 /// draws another), so its ids repeat with the seed.

@@ -6,8 +6,8 @@ use harness::lembas::methods;
 use harness::rules::ids;
 use serde_json::Value;
 
-use super::book::offered_modes;
 use super::{Chat, Chats};
+use harness::lembas::answers::offered_modes;
 
 impl Chats {
     /// Follows what the device tells the client about its sessions.

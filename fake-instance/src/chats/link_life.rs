@@ -42,7 +42,7 @@ impl Chats {
     /// `initialize` was answered on a link: it is ready, and the deletes kept for the device
     /// go now.
     pub fn ready(self: &Arc<Self>, peer: &Arc<Peer>, result: &Value) {
-        let capabilities = strings_at(result, "/_meta/lembas/capabilities");
+        let capabilities = harness::lembas::answers::listed_capabilities(result);
         let deletes = capabilities.iter().any(|c| c == "delete");
         let connection = result
             .pointer("/_meta/lembas/connection")

@@ -8,8 +8,8 @@ use harness::lembas::methods;
 use harness::rules::ids;
 use serde_json::{Value, json};
 
-use super::book::offered_modes;
 use super::{Chat, Chats, LinkFacts};
+use harness::lembas::answers::offered_modes;
 
 impl Chats {
     /// Opens a chat: `session/new` in `cwd` (default: the device's first root).

@@ -69,8 +69,8 @@ pub enum DaemonAction {
 const GOING_AWAY: u16 = 1001;
 
 /// The web UI's hands on the daemon.
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct DaemonActor {
-    /// The daemon.
     pub(crate) daemon: Arc<Daemon>,
     /// Where sessions of its own start.
     pub(crate) spawns: Arc<super::spawn::Spawns>,

@@ -18,7 +18,7 @@ mod web_seen;
 
 use std::sync::Arc;
 
-use harness::double::{Course, Opened, SetUp};
+use harness::double::{Course, SetUp};
 use harness::lvmh::AGENT_PATH;
 use harness::scenario::{Scenario, check_actions};
 use serde::Deserialize;
@@ -60,8 +60,6 @@ pub(crate) struct DaemonPlan {
     pub bound: Option<Arc<std::net::TcpListener>>,
     /// `LVMH_TOKEN`.
     pub token: String,
-    /// The run's cell (lvmh's one).
-    pub cell: harness::engine::Cell,
     /// Where to write the journal.
     pub journal: Option<std::path::PathBuf>,
     /// The daemon rules to break.
@@ -105,13 +103,12 @@ pub(crate) async fn run_started(
         Some(scenario) => DaemonSettings::of(scenario)?,
         None => DaemonSettings::default(),
     };
-    let opened = Opened::open(options.journal.as_deref(), false)?;
-    let (listener, addr) = harness::double::bind(options.listen, options.bound.as_ref())
-        .await
-        .map_err(|source| StartError::Listen {
-            addr: options.listen,
-            source,
-        })?;
+    let (opened, listener, addr) = crate::run::listening::open_listening(
+        options.journal.as_deref(),
+        options.listen,
+        options.bound.as_ref(),
+    )
+    .await?;
     let store =
         store::Store::open(options.state_dir.as_deref()).map_err(StartError::DaemonState)?;
     let daemon = Arc::new(daemon::Daemon::new(
@@ -121,9 +118,11 @@ pub(crate) async fn run_started(
     ));
     let token = options.token.clone();
     let agent_url = format!("ws://{addr}{AGENT_PATH}");
-    let mut vars = options
-        .cell
-        .builtin_vars(&format!("http://{addr}"), &token, opened.tmp.path());
+    let mut vars = harness::engine::Cell::Lvmh.builtin_vars(
+        &format!("http://{addr}"),
+        &token,
+        opened.tmp.path(),
+    );
     vars.set("link_url", json!(agent_url));
     let hub = opened.hub(daemon.clone(), scenario.as_ref(), vars)?;
     let spawns = Arc::new(spawn::Spawns::default());
@@ -157,7 +156,12 @@ pub(crate) async fn run_started(
     };
     if let (Some(scenario), true) = (&scenario, set_up.is_ready()) {
         let steps = harness::hooks::from_first_link(scenario.peer_steps())?;
-        under_test.drive(&hub, &options.cell, "the plugin's own steps", steps);
+        under_test.drive(
+            &hub,
+            &harness::engine::Cell::Lvmh,
+            "the plugin's own steps",
+            steps,
+        );
     }
     let actor = Arc::new(DaemonActor {
         daemon: daemon.clone(),
@@ -165,11 +169,16 @@ pub(crate) async fn run_started(
         token: token.clone(),
         limits: options.limits,
     });
-    let mut outcome = Course::new("fake-instance", hub.clone(), options.cell.clone(), actor)
-        .with_process(under_test.process(options.process.clone()))
-        .ending_at_finding(options.end_at_finding.clone())
-        .run(scenario.as_ref(), set_up, shutdown)
-        .await;
+    let mut outcome = Course::new(
+        "fake-instance",
+        hub.clone(),
+        harness::engine::Cell::Lvmh,
+        actor,
+    )
+    .with_process(under_test.process(options.process.clone()))
+    .ending_at_finding(options.end_at_finding.clone())
+    .run(scenario.as_ref(), set_up, shutdown)
+    .await;
     spawns.stop_all();
     let grace = std::time::Duration::from_secs(2);
     harness::double::close_links(&hub, "the fake daemon is done", Some(grace)).await;
@@ -193,7 +202,7 @@ async fn start_under_test(
         token,
         tmp,
         &tmp.display().to_string(),
-        &options.cell,
+        &harness::engine::Cell::Lvmh,
     );
     placeholders.set("ws_url", format!("ws://{addr}{AGENT_PATH}"));
     let sut = options

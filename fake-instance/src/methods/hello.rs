@@ -238,15 +238,12 @@ fn release(text: &str) -> Option<(u64, u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use harness::finding::rules_of;
 
     fn hello(protocol: u8) -> Value {
         json!({"protocol": protocol, "version": "1.3.0", "harness_spec": "1.1.0",
                "device": {"host": "h", "platform": "linux"},
                "limits": {"roots": [], "max_mode": "edit", "require_trust": true}})
-    }
-
-    fn rules_of(found: &[Finding]) -> Vec<&str> {
-        found.iter().map(|f| f.rule.as_str()).collect()
     }
 
     #[test]

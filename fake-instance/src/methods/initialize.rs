@@ -304,10 +304,7 @@ pub(crate) fn check_initialize(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn rules_of(found: &[Finding]) -> Vec<&str> {
-        found.iter().map(|f| f.rule.as_str()).collect()
-    }
+    use harness::finding::rules_of;
 
     #[test]
     fn a_protocol_out_of_every_range_is_a_wrong_protocol_not_no_protocol() {

@@ -31,6 +31,7 @@ use crate::chats::{Chats, ChatsConfig};
 use crate::client::{ClientConfig, ClientModel};
 use crate::server::ServerState;
 
+pub(crate) mod listening;
 pub(crate) mod start_error;
 
 pub use start_error::StartError;
@@ -128,10 +129,7 @@ impl Default for Options {
             bound: None,
             tokens: vec![DEFAULT_TOKEN.into()],
             protocols: None,
-            cell: Cell {
-                protocol: 2,
-                spec: harness::lembas::Spec::V1_1_0,
-            },
+            cell: Cell::LATEST,
             journal: None,
             misbehave: Misbehaviours::default(),
             patience: Duration::from_secs(5),
@@ -167,7 +165,7 @@ fn discovery_for(options: &Options, settings: &InstanceSettings) -> Discovery {
         .clone()
         .or_else(|| options.protocols.clone())
         .unwrap_or_else(|| {
-            if options.cell.protocol >= 2 {
+            if options.cell.protocol() >= 2 {
                 vec![1, 2]
             } else {
                 vec![1]
@@ -251,13 +249,12 @@ pub(crate) async fn run_started(
         Some(scenario) => (settings::of(scenario)?, DeviceSetup::of(scenario)?),
         None => Default::default(),
     };
-    let opened = Opened::open(options.journal.as_deref(), false)?;
-    let (listener, addr) = harness::double::bind(options.listen, options.bound.as_ref())
-        .await
-        .map_err(|source| StartError::Listen {
-            addr: options.listen,
-            source,
-        })?;
+    let (opened, listener, addr) = listening::open_listening(
+        options.journal.as_deref(),
+        options.listen,
+        options.bound.as_ref(),
+    )
+    .await?;
     let wired = Wired::new(
         &options,
         scenario.as_ref(),
@@ -306,21 +303,16 @@ pub(crate) async fn run_started(
         let steps = harness::hooks::from_first_link(scenario.peer_steps())?;
         under_test.drive(&hub, &options.cell, "the device's own steps", steps);
     }
-    let mut outcome = Course::new(
-        "fake-instance",
-        hub.clone(),
-        options.cell.clone(),
-        wired.actor,
-    )
-    .with_process(under_test.process(options.process.clone()))
-    .ending_at_finding(options.end_at_finding.clone())
-    .own_steps(
-        "the web UI's own steps",
-        options.steps.clone(),
-        options.console,
-    )
-    .run(scenario.as_ref(), set_up, shutdown)
-    .await;
+    let mut outcome = Course::new("fake-instance", hub.clone(), options.cell, wired.actor)
+        .with_process(under_test.process(options.process.clone()))
+        .ending_at_finding(options.end_at_finding.clone())
+        .own_steps(
+            "the web UI's own steps",
+            options.steps.clone(),
+            options.console,
+        )
+        .run(scenario.as_ref(), set_up, shutdown)
+        .await;
     // Links hold the server open; the run is over, so the server goes without waiting for them
     // past a short while: the device hears the close and answers it before the system under
     // test is stopped.
@@ -372,7 +364,7 @@ impl Wired {
         );
         let model = ClientModel::new(
             ClientConfig {
-                spec: options.cell.spec,
+                spec: options.cell.lembas_spec(),
                 initialize: settings.initialize,
                 client: settings.client,
                 misbehave: options.misbehave.clone(),
@@ -460,7 +452,7 @@ async fn serve_control(
     let snapshot = state.chats.clone();
     let target = harness::control::ControlTarget {
         double: "fake-instance",
-        cell: options.cell.clone(),
+        cell: options.cell,
         scenario: scenario.map(|s| s.name.clone()),
         hub: state.hub.clone(),
         // The control API's actions are the test program's: one the device cannot take says so
@@ -578,7 +570,6 @@ async fn run_daemon(
         listen: options.listen,
         bound: options.bound,
         token: options.tokens.first().cloned().unwrap_or_default(),
-        cell: options.cell,
         journal: options.journal,
         misbehave: options.misbehave,
         patience: options.patience,

@@ -39,9 +39,13 @@ pub struct BuilderCore {
 }
 
 impl BuilderCore {
-    /// Why the double cannot start as asked, if it cannot.
-    pub fn refusal(&self) -> Option<RestartedWithScenario> {
-        (self.restarts.is_some() && self.scenario.is_some()).then_some(RestartedWithScenario)
+    /// The settings, once sure the double can start as they ask (a double a peer restarts
+    /// runs no scenario of its own).
+    pub fn vetted(self) -> Result<BuilderCore, RestartedWithScenario> {
+        match self.restarts.is_some() && self.scenario.is_some() {
+            true => Err(RestartedWithScenario),
+            false => Ok(self),
+        }
     }
 
     /// The spec of the run: the test's, else `cell`'s, else the scenario's newest, else
@@ -49,7 +53,7 @@ impl BuilderCore {
     pub fn spec_or(&self, cell: Option<&Cell>, otherwise: Spec) -> Spec {
         let matrix = self.scenario.as_ref().map(|s| &s.matrix);
         self.spec
-            .or_else(|| cell.map(|c| c.spec))
+            .or_else(|| cell.and_then(Cell::spec))
             .or_else(|| matrix.and_then(|m| m.spec.iter().filter_map(|s| s.parse().ok()).max()))
             .unwrap_or(otherwise)
     }
@@ -76,26 +80,65 @@ pub fn control_url(
         .map(|(addr, token)| (format!("http://{addr}"), token))
 }
 
+/// A builder method's example, as a doc comment's text: the double of crate `krate` made by
+/// `new`, given `call`, and started, in an async test that returns any error; `peer` (a
+/// process the test gives), `scenario` (one it loaded) and `connection` (a pipe to an editor)
+/// are at hand.
+#[macro_export]
+macro_rules! builder_example {
+    ($krate:expr, $new:expr, $call:expr) => {
+        concat!(
+            "\n\n```no_run\n",
+            "# use std::{sync::Arc, time::Duration};\n",
+            "# use ",
+            $krate,
+            "::*;\n",
+            "# async fn example(\n",
+            "#     peer: Arc<dyn PeerProcess>,\n",
+            "#     scenario: Scenario,\n",
+            "#     connection: Connection,\n",
+            "# ) -> Result<(), Box<dyn std::error::Error>> {\n",
+            "let double = ",
+            $new,
+            "\n",
+            "    ",
+            $call,
+            "\n",
+            "    .start()\n",
+            "    .await?;\n",
+            "# Ok(()) }\n",
+            "```"
+        )
+    };
+}
+
 /// The setters both doubles' builders have, expanded inside a builder's `impl`: the builder has
 /// a `core` ([`BuilderCore`]) and `options` whose `patience`, `control`, `family`, `arranged`,
 /// `process`, `end_at_finding`, `limits` and `misbehave` are the double's run settings. The
-/// words are the double's: its handle's and its builder's names, its side and the rules it
-/// binds, its error type (which an `UnknownMisbehaviour` converts into), its peer, an embedded scenario
-/// of its side, what its patience waits for, and what it plays in lvmh.
+/// words are the double's: its crate and how a test makes its builder (for the examples), its
+/// handle's and its builder's names, its side and the rules it binds, a rule it can break, its
+/// error type (which an `UnknownMisbehaviour` converts into), its peer, an embedded scenario of
+/// its side, what its patience waits for, and what it plays in lvmh.
 #[macro_export]
 macro_rules! double_builder_setters {
     (
+        krate: $krate:literal,
+        new: $new:literal,
         handle: $handle:literal,
         builder: $builder:literal,
         side: $side:expr,
         binds: $binds:expr,
+        rule: $rule:literal,
         error: $error:ident,
         peer: $peer:literal,
         example: $example:literal,
         patience: $patience:literal,
         lvmh: $lvmh:literal $(,)?
     ) => {
-        /// The spec version of the run (default: the scenario's newest, else 1.1.0).
+        #[doc = concat!(
+            "The spec version of the run (default: the scenario's newest, else 1.1.0).",
+            $crate::builder_example!($krate, $new, ".spec(Spec::V1_0_0)")
+        )]
         pub fn spec(mut self, spec: $crate::lembas::Spec) -> Self {
             self.core.spec = Some(spec);
             self
@@ -103,7 +146,8 @@ macro_rules! double_builder_setters {
 
         #[doc = concat!(
             "Runs a scenario: an embedded one by name (`\"", $example, "\"`, `\"", $example,
-            ".yaml\"`) or a file."
+            ".yaml\"`) or a file.",
+            $crate::builder_example!($krate, $new, concat!(".scenario(\"", $example, "\")?"))
         )]
         pub fn scenario(
             mut self,
@@ -113,8 +157,11 @@ macro_rules! double_builder_setters {
             Ok(self)
         }
 
-        /// Runs a scenario already loaded (or written in the test with
-        /// [`harness::scenario::load_str`]).
+        #[doc = concat!(
+            "Runs a scenario already loaded (or written in the test with ",
+            "[`harness::scenario::load_str`]).",
+            $crate::builder_example!($krate, $new, ".with_scenario(scenario)")
+        )]
         pub fn with_scenario(mut self, scenario: $crate::scenario::Scenario) -> Self {
             self.core.scenario = Some(scenario);
             self
@@ -122,7 +169,8 @@ macro_rules! double_builder_setters {
 
         #[doc = concat!(
             "Breaks a rule of the catalogue on purpose, to show that the ", $peer,
-            "'s check catches it."
+            "'s check catches it.",
+            $crate::builder_example!($krate, $new, concat!(".misbehave(\"", $rule, "\")?"))
         )]
         pub fn misbehave(mut self, rule: &str) -> Result<Self, $error> {
             let mut rules: Vec<String> = self.options.misbehave.iter().cloned().collect();
@@ -131,7 +179,10 @@ macro_rules! double_builder_setters {
             Ok(self)
         }
 
-        #[doc = concat!("How long the ", $peer, " may take ", $patience, " (default 5 s).")]
+        #[doc = concat!(
+            "How long the ", $peer, " may take ", $patience, " (default 5 s).",
+            $crate::builder_example!($krate, $new, ".patience(Duration::from_secs(2))")
+        )]
         pub fn patience(mut self, patience: std::time::Duration) -> Self {
             self.options.patience = patience;
             self
@@ -139,7 +190,8 @@ macro_rules! double_builder_setters {
 
         #[doc = concat!(
             "How long [`", $handle, "::verdict`] waits for the scenario to end (default 5 \
-             minutes)."
+             minutes).",
+            $crate::builder_example!($krate, $new, ".verdict_within(Duration::from_secs(60))")
         )]
         pub fn verdict_within(mut self, within: std::time::Duration) -> Self {
             self.core.verdict_within = Some(within);
@@ -148,7 +200,8 @@ macro_rules! double_builder_setters {
 
         #[doc = concat!(
             "Serves the control API on a free loopback port with a fresh token, for a program \
-             in another language that the test starts ([`", $handle, "::control`] says where)."
+             in another language that the test starts ([`", $handle, "::control`] says where).",
+            $crate::builder_example!($krate, $new, ".control()")
         )]
         pub fn control(mut self) -> Self {
             self.options.control = Some($crate::control::ControlConfig::loopback(0));
@@ -156,7 +209,8 @@ macro_rules! double_builder_setters {
         }
 
         #[doc = concat!(
-            "The protocol family it plays: LLeMbas (the default) or lvmh's ", $lvmh, "."
+            "The protocol family it plays: LLeMbas (the default) or lvmh's ", $lvmh, ".",
+            $crate::builder_example!($krate, $new, ".family(Family::Lvmh)")
         )]
         pub fn family(mut self, family: $crate::family::Family) -> Self {
             self.options.family = family;
@@ -165,7 +219,8 @@ macro_rules! double_builder_setters {
 
         #[doc = concat!(
             "What the ", $peer, "'s own test has set up, so the scenario's `needs_setup` steps \
-             apply."
+             apply.",
+            $crate::builder_example!($krate, $new, ".arranged(Arranged::Everything)")
         )]
         pub fn arranged(mut self, arranged: $crate::engine::Arranged) -> Self {
             self.options.arranged = arranged;
@@ -174,7 +229,8 @@ macro_rules! double_builder_setters {
 
         #[doc = concat!(
             "The ", $peer, "'s process, for a scenario that restarts it (`restart_peer`) and \
-             reads its output; [`", $builder, "::restarted_by`] is the usual way in a test."
+             reads its output; [`", $builder, "::restarted_by`] is the usual way in a test.",
+            $crate::builder_example!($krate, $new, ".peer_process(peer)")
         )]
         pub fn peer_process(
             mut self,
@@ -184,15 +240,21 @@ macro_rules! double_builder_setters {
             self
         }
 
-        /// Ends the run at the first finding of this rule: what decides a misbehaviour case of
-        /// the self-test, so it need not wait out the scenario.
+        #[doc = concat!(
+            "Ends the run at the first finding of this rule: what decides a misbehaviour case \
+             of the self-test, so it need not wait out the scenario.",
+            $crate::builder_example!($krate, $new, concat!(".end_at_finding(Some(\"", $rule, "\".into()))"))
+        )]
         pub fn end_at_finding(mut self, rule: Option<String>) -> Self {
             self.options.end_at_finding = rule;
             self
         }
 
-        /// How long a link may say nothing before it is closed as gone (the transport's
-        /// keep-alive).
+        #[doc = concat!(
+            "How long a link may say nothing before it is closed as gone (the transport's \
+             keep-alive).",
+            $crate::builder_example!($krate, $new, ".silence(Duration::from_secs(30))")
+        )]
         pub fn silence(mut self, silence: std::time::Duration) -> Self {
             self.options.limits.silence = silence;
             self

@@ -192,7 +192,7 @@ impl<E: Display + Send + 'static> Running<E> {
                 let outcome = ended.outcome.unwrap_or_else(|| {
                     RunOutcome::of_monitors(
                         name,
-                        self.plan.cell.clone(),
+                        self.plan.cell,
                         ended.findings,
                         self.started.elapsed(),
                     )
@@ -221,7 +221,7 @@ impl<E: Display + Send + 'static> Running<E> {
     fn broken(&self, name: &str, why: String) -> RunReport {
         RunReport::new(
             self.plan.double,
-            RunOutcome::broken(name, self.plan.cell.clone(), why),
+            RunOutcome::broken(name, self.plan.cell, why),
             Vec::new(),
         )
     }

@@ -54,7 +54,8 @@ pub struct Taken {
     pub line: u64,
 }
 
-struct Live {
+/// A handler as the run holds it: its pattern compiled, and how many requests it still takes.
+struct ArmedHandler {
     method: String,
     params: Option<Pattern>,
     answer: Answer,
@@ -66,7 +67,7 @@ struct Live {
 /// A scenario's handlers, in order: the first live one that matches takes the request.
 #[derive(Default)]
 pub struct HandlerSet {
-    live: Mutex<Vec<Live>>,
+    live: Mutex<Vec<ArmedHandler>>,
 }
 
 impl std::fmt::Debug for HandlerSet {
@@ -87,7 +88,7 @@ impl HandlerSet {
                 (None, Some(error)) => Answer::Error(error.clone()),
                 (None, None) => Answer::Hold,
             };
-            live.push(Live {
+            live.push(ArmedHandler {
                 method: h.method.clone(),
                 params: match &h.params {
                     Some(params) => {

@@ -80,8 +80,8 @@ pub trait Behaviour: Send + Sync + 'static {
 
 /// One link of the run.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct LinkRecord {
-    /// Its peer.
     pub peer: Arc<Peer>,
     /// When it opened.
     pub opened: Instant,

@@ -110,12 +110,12 @@ impl RunEvent {
 
 /// The step running now.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct CurrentStep {
     /// Its place.
     pub index: String,
     /// What it does.
     pub title: String,
-    /// Its line.
     pub line: u64,
 }
 

@@ -71,8 +71,8 @@ pub struct StepVerdict {
 
 /// What one hook did, for the report.
 #[derive(Debug, Clone, Serialize)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct HookRun {
-    /// The action.
     pub action: String,
     /// `run`, `http` or `stdin`.
     pub kind: &'static str,

@@ -1,11 +1,13 @@
 //! What both doubles know of the LLeMbas link, kept in one place so the two sides cannot
 //! disagree on a fact: spec versions and their capability sets, discovery, paths, close codes.
 
+pub mod answers;
 pub mod capabilities;
 pub mod discovery;
 pub mod methods;
 pub mod setup;
 pub mod spec;
+pub mod turn_model;
 
 pub use discovery::{Discovery, DiscoveryError};
 pub use spec::Spec;

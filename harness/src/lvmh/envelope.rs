@@ -78,14 +78,13 @@ pub enum EnvelopeError {
 
 /// An envelope read from a frame: its fields, when they have their types.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Envelope {
     /// `v`.
     pub version: u64,
     /// `sessionId`.
     pub session_id: String,
-    /// `seq`.
     pub seq: u64,
-    /// `ts`.
     pub ts: u64,
     /// `type`.
     pub kind: String,

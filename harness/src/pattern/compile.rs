@@ -261,7 +261,8 @@ fn compile_string(s: &str, at: &str, pos: Position) -> Result<Node, PatternError
     })
 }
 
-const OPERATORS: [&str; 10] = [
+/// The operators a pattern object may use (`{"$regex": …}`); any other `$` key is an error.
+pub const OPERATORS: [&str; 10] = [
     "$base64",
     "$regex",
     "$each",

@@ -105,7 +105,7 @@ mod vars;
 #[cfg(test)]
 mod proptests;
 
-pub use compile::{Pattern, PatternError, PatternErrorKind};
+pub use compile::{OPERATORS, Pattern, PatternError, PatternErrorKind};
 pub use diff::render_diff;
 pub use matching::{MatchOutcome, Mismatch, nearest};
 pub use vars::{BASE64_OF, BASE64_OF_MAX, SubstError, Vars, generated, substitute};

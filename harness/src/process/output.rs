@@ -43,13 +43,13 @@ impl std::fmt::Display for Stream {
 
 /// One line the process printed.
 #[derive(Debug, Clone, Serialize)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct OutputLine {
     /// Its number, from 1, across restarts: an `expect_output` step looks only past the last
     /// line an earlier one matched.
     pub seq: u64,
     /// Which start of the process printed it (1 for the first, 2 after a restart, …).
     pub run: u32,
-    /// Its stream.
     pub stream: Stream,
     /// Its text, without the newline (cut at [`MAX_LINE_BYTES`]).
     pub text: String,

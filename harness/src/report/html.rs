@@ -336,10 +336,7 @@ mod tests {
         };
         let outcome = RunOutcome {
             scenario: "negotiate".into(),
-            cell: Cell {
-                protocol: 1,
-                spec: crate::lembas::Spec::V1_1_0,
-            },
+            cell: Cell::lembas(1, crate::lembas::Spec::V1_1_0),
             steps: vec![
                 step("1", StepStatus::Passed, None),
                 step(
@@ -461,7 +458,7 @@ mod tests {
     fn many_runs_get_a_table_of_scenario_by_cell_linking_to_each() {
         let (failed, entries) = failed_run();
         let mut passed = failed.clone();
-        passed.cell.protocol = 2;
+        passed.cell = Cell::lembas(2, passed.cell.lembas_spec());
         passed.steps.truncate(1);
         let page = render_many(
             "harness run",

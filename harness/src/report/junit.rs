@@ -24,6 +24,20 @@ pub fn render_many(name: &str, double: &str, outcomes: &[&RunOutcome]) -> String
         .unwrap_or_else(|e| format!("<!-- cannot render JUnit: {e} -->"))
 }
 
+/// A report of one passing case (`case` in suite `suite`) whose system output says `message`:
+/// for a command that judged no scenario run but passed (an exploration that found nothing).
+pub fn render_passed(name: &str, suite: &str, case: &str, message: &str) -> String {
+    let mut one = TestCase::new(case.to_string(), TestCaseStatus::success());
+    one.set_system_out(message.to_string());
+    let mut cases = TestSuite::new(suite.to_string());
+    cases.add_test_case(one);
+    let mut report = Report::new(name);
+    report.add_test_suite(cases);
+    report
+        .to_string()
+        .unwrap_or_else(|e| format!("<!-- cannot render JUnit: {e} -->"))
+}
+
 /// One run as a suite: a case a step, one for the monitors, and the system under test's output
 /// and hooks as the suite's output.
 fn suite(double: &str, outcome: &RunOutcome) -> TestSuite {

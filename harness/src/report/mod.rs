@@ -85,10 +85,7 @@ mod tests {
         };
         RunOutcome {
             scenario: "files-search".into(),
-            cell: Cell {
-                protocol: 2,
-                spec: crate::lembas::Spec::V1_1_0,
-            },
+            cell: Cell::lembas(2, crate::lembas::Spec::V1_1_0),
             steps: vec![
                 step("1", StepStatus::Passed, None),
                 step(

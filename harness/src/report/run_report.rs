@@ -121,10 +121,7 @@ mod tests {
     fn not_applicable() -> RunReport {
         let mut outcome = RunOutcome::of_monitors(
             "files-search",
-            Cell {
-                protocol: 2,
-                spec: crate::lembas::Spec::V1_1_0,
-            },
+            Cell::lembas(2, crate::lembas::Spec::V1_1_0),
             Vec::new(),
             std::time::Duration::ZERO,
         );

@@ -30,10 +30,12 @@ pub struct Cells {
 }
 
 impl Cells {
-    /// Whether the cell is one of these.
-    pub fn contains(&self, protocol: u8, spec: &str) -> bool {
+    /// Whether the cell of this protocol and spec is one of these (a cell without a spec,
+    /// lvmh's, is limited by none).
+    pub fn contains(&self, protocol: u8, spec: Option<crate::lembas::Spec>) -> bool {
         (self.protocol.is_empty() || self.protocol.contains(&protocol))
-            && (self.spec.is_empty() || self.spec.iter().any(|s| s == spec))
+            && (self.spec.is_empty()
+                || spec.is_none_or(|spec| self.spec.iter().any(|s| s == spec.as_str())))
     }
 }
 
@@ -107,11 +109,11 @@ fn is_lembas(family: &crate::family::Family) -> bool {
 /// The shape a message must have, checked on every link whatever the scenario.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Shape {
     /// Which part of which message: the params of the method's requests and notifications,
     /// the result of its successful answers, or the body of an HTTP answer.
     pub of: ShapeOf,
-    /// The method.
     pub method: String,
     /// A pattern (the scenarios' matching language) the part must match.
     pub pattern: serde_json::Value,
@@ -162,6 +164,27 @@ pub struct Way {
     /// Where it shows; absent: where the rule's misbehaviour does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cells: Option<Cells>,
+    /// What is to catch it: a scenario (the default), or only `harness explore`.
+    #[serde(default, skip_serializing_if = "FoundBy::is_scenario")]
+    pub found_by: FoundBy,
+}
+
+/// What catches a way of breaking a rule.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FoundBy {
+    /// A scenario of the catalogue (with the monitors it runs).
+    #[default]
+    Scenario,
+    /// Only `harness explore`: a bug planted between the scripted paths, which the self-test
+    /// shows every scenario passing and explore finding.
+    Explore,
+}
+
+impl FoundBy {
+    fn is_scenario(&self) -> bool {
+        *self == FoundBy::Scenario
+    }
 }
 
 /// The separator of a rule id and a way's name in a misbehaviour's id (`RULE/NAME`).
@@ -195,6 +218,14 @@ impl Rule {
             ));
         }
         ids
+    }
+
+    /// What is to catch the misbehaviour `id` (`RULE` or `RULE/NAME`) of this rule.
+    pub fn found_by(&self, id: &str) -> FoundBy {
+        self.ways
+            .iter()
+            .find(|way| id.split_once(WAY_SEPARATOR) == Some((self.id.as_str(), way.name.as_str())))
+            .map_or(FoundBy::Scenario, |way| way.found_by)
     }
 }
 

@@ -11,6 +11,7 @@ static SCENARIOS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../scenarios"
 
 /// A scenario compiled into the binary.
 #[derive(Debug, Clone, Copy)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Embedded {
     /// Which double runs it.
     pub side: Side,
@@ -18,7 +19,6 @@ pub struct Embedded {
     pub family: Family,
     /// Its file name (`negotiate.yaml`).
     pub file: &'static str,
-    /// Its text.
     pub text: &'static str,
 }
 

@@ -12,12 +12,12 @@ use super::model::Scenario;
 
 /// A section typed elsewhere: where it sits (the `$defs` entry and its property) and how to
 /// make its schema with the same generator (so its own definitions join the file's).
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Section {
     /// The `$defs` entry holding the property, e.g. `PeerSetup`; empty: the scenario itself.
     pub definition: &'static str,
     /// The property, e.g. `http`.
     pub property: &'static str,
-    /// Its schema.
     pub schema: fn(&mut SchemaGenerator) -> Schema,
 }
 

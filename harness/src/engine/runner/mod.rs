@@ -156,7 +156,7 @@ impl Runner {
         self.steps(&scenario.steps, "").await;
         RunOutcome {
             scenario: scenario.name.clone(),
-            cell: self.cell.clone(),
+            cell: self.cell,
             steps: self.verdicts,
             findings: self.hub.findings().all(),
             not_applicable: self.not_applicable,

@@ -42,11 +42,8 @@ impl Runner {
     /// peer claimed what it needs, and are skipped otherwise. A value that cannot be judged is
     /// the scenario's error, and stops the run.
     async fn when(&mut self, step: &Spanned<Step>, when: &WhenStep, index: String) {
-        let in_cell = when.protocol.is_none_or(|p| p == self.cell.protocol)
-            && when
-                .spec
-                .as_ref()
-                .is_none_or(|s| s == self.cell.spec.as_str());
+        let in_cell = when.protocol.is_none_or(|p| p == self.cell.protocol())
+            && when.spec.as_ref().is_none_or(|s| self.cell.spec_is(s));
         let mut holds = match (in_cell && !self.stopped, &when.that, &when.matches) {
             (true, Some(that), Some(matches)) => self.holds(that, matches),
             (in_cell, _, _) => Ok(in_cell),

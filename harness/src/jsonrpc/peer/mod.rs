@@ -44,10 +44,10 @@ pub mod rules {
 
 /// A request the peer sent us, waiting for an answer.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct IncomingRequest {
     /// The peer's id.
     pub id: Value,
-    /// The method.
     pub method: String,
     /// The params, or `null`.
     pub params: Value,

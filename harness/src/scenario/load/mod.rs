@@ -60,12 +60,8 @@ pub fn load_str_for(
     scenario.source = file.to_string();
     checks::check(&scenario, file, side, text)?;
     if scenario.family == crate::family::Family::Lvmh {
+        // lvmh has one version (the envelope's `v: 1`), so one cell, and no matrix to say.
         checks::check_lvmh(&scenario, file, text)?;
-        // lvmh has one version (the envelope's `v: 1`): one cell, whose protocol is that `v`.
-        scenario.matrix = super::model::Matrix {
-            protocol: vec![1],
-            spec: vec![crate::lembas::Spec::V1_1_0.as_str().to_string()],
-        };
     }
     Ok(scenario)
 }

@@ -14,7 +14,7 @@ use crate::answers::fresh_id;
 use crate::cards::Cards;
 use crate::completion::ToolCall;
 use crate::events::Client;
-use crate::live::{Live, TITLE_MAX};
+use crate::open_session::{OpenSession, TITLE_MAX};
 use crate::registry::Registry;
 
 /// How a step of a script went on.
@@ -42,7 +42,7 @@ impl<'r> Scripted<'r> {
     /// Runs a script's turn; gives what was said and the stop reason.
     pub(crate) async fn turn(
         &self,
-        live: &Live,
+        live: &OpenSession,
         script: &AgentScript,
         client: Option<&Client>,
         session_id: &str,
@@ -78,7 +78,7 @@ impl<'r> Scripted<'r> {
     /// Runs one step of a script, reporting it to the client.
     async fn script_step<'s>(
         &self,
-        live: &Live,
+        live: &OpenSession,
         step: &'s ScriptStep,
         client: Option<&Client>,
         session_id: &str,
@@ -225,7 +225,13 @@ impl<'r> Scripted<'r> {
     }
 
     /// Names the session, as far as [`TITLE_MAX`] allows.
-    async fn title(&self, live: &Live, title: &str, client: Option<&Client>, session_id: &str) {
+    async fn title(
+        &self,
+        live: &OpenSession,
+        title: &str,
+        client: Option<&Client>,
+        session_id: &str,
+    ) {
         let title: String = title.chars().take(TITLE_MAX).collect();
         let mut state = live.state.lock().await;
         state.stored.title = title.clone();

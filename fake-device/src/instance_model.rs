@@ -10,12 +10,12 @@ use crate::completion::{Completion, ToolCall};
 
 /// The instance's `/v1`, with the device's token.
 #[derive(Debug, Clone)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct ModelClient {
     /// The instance's base URL.
     pub base: String,
     /// The device token.
     pub token: String,
-    /// HTTP.
     pub http: reqwest::Client,
     /// Misreads a tool-call fragment without an index as index 0 (a misbehaving device).
     pub index_less_is_zero: bool,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::commands::Slash;
+use crate::command_set::Slash;
 use crate::events::Client;
 use crate::store::{StoredSession, TurnLog, TurnState};
 
@@ -59,8 +59,8 @@ impl State {
 
 /// A session open in memory, with the queue its turn worker reads.
 #[derive(Debug)]
-pub struct Live {
-    /// Its state.
+#[allow(missing_docs)] // fields whose names say it all go undocumented
+pub struct OpenSession {
     pub state: tokio::sync::Mutex<State>,
     /// Its turn queue.
     pub jobs: mpsc::UnboundedSender<Job>,
@@ -69,9 +69,9 @@ pub struct Live {
 /// The other end of a session's turn queue: whoever opens a session hands it to a turn worker.
 pub type JobQueue = mpsc::UnboundedReceiver<Job>;
 
-impl Live {
+impl OpenSession {
     /// A session in memory, idle, with the turn queue its worker is to read.
-    pub fn new(stored: StoredSession, turns: TurnLog) -> (Arc<Live>, JobQueue) {
+    pub fn new(stored: StoredSession, turns: TurnLog) -> (Arc<OpenSession>, JobQueue) {
         let (jobs, queue) = mpsc::unbounded_channel();
         let state = State {
             stored,
@@ -86,7 +86,7 @@ impl Live {
             cancel_kept: false,
             refuse_next: false,
         };
-        let live = Arc::new(Live {
+        let live = Arc::new(OpenSession {
             state: tokio::sync::Mutex::new(state),
             jobs,
         });
@@ -118,8 +118,8 @@ impl Live {
 
 /// A turn waiting in a session's queue.
 #[derive(Debug)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Job {
-    /// Its id.
     pub turn_id: String,
     /// What the agent is given (a command's expanded text).
     pub text: String,
@@ -135,8 +135,8 @@ pub struct Job {
 
 /// The turn running in a session.
 #[derive(Debug)]
+#[allow(missing_docs)] // fields whose names say it all go undocumented
 pub struct Running {
-    /// Its id.
     pub turn_id: String,
     cancel: watch::Sender<bool>,
     /// Steer messages not yet taken in: (text, messageId).
