@@ -724,7 +724,10 @@ pub async fn selftest(
             "protocol 2 · spec 1.1.0",
             r.misbehave
                 .as_deref()
-                .map_or("well-behaved".to_string(), |m| format!("planted {m}")),
+                .map_or(format!("{}, well-behaved", r.double), |m| format!(
+                    "{} planted {m}",
+                    r.double
+                )),
             r.elapsed.as_secs_f64() * 1000.0,
             r.verdict
         );

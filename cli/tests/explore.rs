@@ -161,8 +161,8 @@ fn a_prompt_refused_behind_a_running_turn_is_found_on_the_queue_rule() {
 }
 
 #[test]
-fn a_device_side_is_not_offered_yet_and_a_bad_budget_is_a_usage_error() {
-    let (code, said) = harness(&["explore", "device", "--exec", "true"]);
+fn a_bad_budget_or_side_is_a_usage_error() {
+    let (code, said) = harness(&["explore", "server", "--exec", "true"]);
     assert_eq!(code, 2, "{said}");
     let (code, said) = harness(&["explore", "instance", "--exec", "true", "--time", "soon"]);
     assert_eq!(code, 2, "{said}");

@@ -8,11 +8,13 @@
 //! double checks on every run: the always-on monitors, among them the reference model of a
 //! device's turns ([`harness::lembas::turn_model`]), and each prompt's answer.
 
+mod cli_moves;
 mod explored;
 mod in_process;
-mod moves;
 pub mod planted;
 pub mod reports;
+mod sequence;
+mod server_moves;
 mod shrink;
 
 use std::path::{Path, PathBuf};
@@ -29,13 +31,16 @@ use harness::scenario::Side;
 use crate::Error;
 use crate::run::{Planned, Setup};
 pub use explored::{Explored, Found, MODEL_RULES};
-use moves::{Limits, Move};
+use sequence::{Limits, Moves};
 
 /// Which double explores: the side the system under test is not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum ExploreSide {
     /// fake-instance drives a CLI under test (`--exec` starts it, with `{url}` and `{token}`).
     Instance,
+    /// fake-device drives a web server under test (`--exec` starts it, with `{url}`; `--hooks`
+    /// maps the web UI's actions to its test API).
+    Device,
 }
 
 /// `harness explore`'s arguments.
@@ -123,8 +128,17 @@ pub fn command(args: ExploreArgs) -> Result<Exit, Error> {
         say: true,
     };
     let exit = runtime.block_on(async {
+        let explored = async {
+            match args.side {
+                ExploreSide::Instance => explorer.explore::<cli_moves::Move>().await,
+                ExploreSide::Device => explorer.explore::<server_moves::Move>().await,
+            }
+        };
         tokio::select! {
-            explored = explorer.explore() => explored.and_then(|e| report(&args, seed, e)),
+            explored = explored => explored.and_then(|e| match args.side {
+                ExploreSide::Instance => report::<cli_moves::Move>(&args, seed, e),
+                ExploreSide::Device => report::<server_moves::Move>(&args, seed, e),
+            }),
             () = harness::cli::shutdown_signal() => {
                 println!("explore: interrupted (seed {seed})");
                 Ok(Exit::Interrupted)
@@ -138,10 +152,15 @@ pub fn command(args: ExploreArgs) -> Result<Exit, Error> {
 }
 
 /// Says what an exploration came to, writing its finding's scenario; gives the exit.
-fn report(args: &ExploreArgs, seed: u64, explored: Explored) -> Result<Exit, Error> {
+fn report<M: Moves>(args: &ExploreArgs, seed: u64, explored: Explored) -> Result<Exit, Error> {
     let cell = Cell::lembas(args.protocol, args.spec).to_string();
     let written = match &explored.found {
-        Some(found) => Some(write_finding(&args.out, &found.name, &found.scenario)?),
+        Some(found) => Some(write_finding(
+            &args.out,
+            M::SIDE,
+            &found.name,
+            &found.scenario,
+        )?),
         None => None,
     };
     let about = reports::About {
@@ -152,22 +171,21 @@ fn report(args: &ExploreArgs, seed: u64, explored: Explored) -> Result<Exit, Err
     reports::write(&args.report, about, &explored)?;
     let (Some(found), Some(path)) = (&explored.found, written) else {
         println!(
-            "explore: nothing found in {} sequences ({} moves, {} not applicable) in {:.1}s; judged by fake-instance's monitors, its model of the device's turns ({}) and each prompt's answer ({})",
+            "explore: nothing found in {} sequences ({} moves, {} not applicable) in {:.1}s; judged by {}",
             explored.sequences,
             explored.moves,
             explored.not_applicable,
             explored.elapsed.as_secs_f64(),
-            MODEL_RULES.join(", "),
-            moves::RULES[3..].join(", ")
+            M::judged_by()
         );
         return Ok(Exit::Passed);
     };
     print!(
         "{}",
-        harness::report::human::render("fake-instance", &found.outcome, &found.recent)
+        harness::report::human::render(M::DOUBLE, &found.outcome, &found.recent)
     );
     println!(
-        "explore: {} broken by a sequence of {} moves (found after {:.1}s, shrunk from {} moves in {} runs, {:.1}s in all); written to {}\n  replay: harness run {} --exec '{}' --protocols {} --specs {}",
+        "explore: {} broken by a sequence of {} moves (found after {:.1}s, shrunk from {} moves in {} runs, {:.1}s in all); written to {}\n  replay: harness run {} --exec '{}'{} --protocols {} --specs {}",
         found.rule,
         found.moves_after,
         found.found_after.as_secs_f64(),
@@ -177,6 +195,9 @@ fn report(args: &ExploreArgs, seed: u64, explored: Explored) -> Result<Exit, Err
         path.display(),
         path.display(),
         args.exec,
+        args.hooks
+            .as_ref()
+            .map_or(String::new(), |h| format!(" --hooks {}", h.display())),
         args.protocol,
         args.spec
     );
@@ -187,8 +208,8 @@ fn report(args: &ExploreArgs, seed: u64, explored: Explored) -> Result<Exit, Err
 pub enum Target {
     /// The system under test, started for each sequence as `harness run` starts it.
     Exec(Setup),
-    /// fake-device in this process (the self-test's way), breaking `misbehave` when given, its
-    /// echo agent's turns paced by `step_delay`.
+    /// The other double in this process (the self-test's way), breaking `misbehave` when
+    /// given; fake-device's echo agent's turns paced by `step_delay`.
     Double {
         /// The misbehaviour it acts out (`RULE` or `RULE/WAY`).
         misbehave: Option<String>,
@@ -235,7 +256,7 @@ struct Failed {
 
 impl Explorer {
     /// Draws and runs sequences until one fails (which is shrunk) or the budget is spent.
-    pub async fn explore(&self) -> Result<Explored, Error> {
+    pub async fn explore<M: Moves>(&self) -> Result<Explored, Error> {
         let limits = Limits {
             max_steps: self.budget.max_steps,
         };
@@ -259,7 +280,7 @@ impl Explorer {
                 )
             })
             .map(|run| async move {
-                let moves = moves::generate(self.seed, run, limits);
+                let moves = M::generate(self.seed, run, limits);
                 let judged = self.run(&moves).await;
                 (run, moves, judged)
             })
@@ -304,15 +325,15 @@ impl Explorer {
     }
 
     /// Runs one sequence against a fresh system under test.
-    async fn run(&self, moves: &[Move]) -> Result<Judged, Error> {
-        let text = moves::scenario_text("explored", "a sequence harness explore drew", moves, None);
-        let scenario = harness::scenario::load_str(&text, "explored.yaml", Some(Side::Instance))
+    async fn run<M: Moves>(&self, moves: &[M]) -> Result<Judged, Error> {
+        let text = M::scenario_text("explored", "a sequence harness explore drew", moves, None);
+        let scenario = harness::scenario::load_str(&text, "explored.yaml", Some(M::SIDE))
             .map_err(|e| Error::Explored(format!("{e}\n{text}")))?;
         let scenario = Arc::new(scenario);
         let (outcome, recent) = match &self.target {
             Target::Exec(setup) => {
                 let planned = Planned {
-                    side: Side::Instance,
+                    side: M::SIDE,
                     label: "explored.yaml".into(),
                     scenario,
                     cell: self.cell,
@@ -322,11 +343,22 @@ impl Explorer {
             Target::Double {
                 misbehave,
                 step_delay,
-            } => in_process::run(&scenario, self.cell, misbehave.as_deref(), *step_delay).await?,
+            } => {
+                let misbehave = misbehave.as_deref();
+                match M::SIDE {
+                    Side::Instance => {
+                        in_process::against_device(&scenario, self.cell, misbehave, *step_delay)
+                            .await?
+                    }
+                    Side::Device => {
+                        in_process::against_instance(&scenario, self.cell, misbehave).await?
+                    }
+                }
+            }
         };
         Ok(match outcome.verdict() {
             Verdict::ScenarioError => {
-                let report = harness::report::human::render("fake-instance", &outcome, &recent);
+                let report = harness::report::human::render(M::DOUBLE, &outcome, &recent);
                 return Err(Error::Explored(format!("{report}\n{text}")));
             }
             Verdict::Passed => Judged::Passed,
@@ -340,10 +372,10 @@ impl Explorer {
     }
 
     /// Shrinks a failing sequence and writes it as a scenario.
-    async fn shrunk(
+    async fn shrunk<M: Moves>(
         &self,
         run: u64,
-        moves: Vec<Move>,
+        moves: Vec<M>,
         failed: Box<Failed>,
     ) -> Result<Found, Error> {
         let before = moves.len();
@@ -371,7 +403,7 @@ impl Explorer {
             shrunk.moves.len(),
             last.rule
         );
-        let scenario = moves::scenario_text(&name, &about, &shrunk.moves, Some(&last.rule));
+        let scenario = M::scenario_text(&name, &about, &shrunk.moves, Some(&last.rule));
         Ok(Found {
             rule: last.rule,
             found_after: Duration::ZERO,
@@ -393,9 +425,13 @@ enum Judged {
     Failed(Box<Failed>),
 }
 
-/// Writes a finding's scenario into `dir/instance/` (the folder says which double runs it).
-fn write_finding(dir: &Path, name: &str, text: &str) -> Result<PathBuf, Error> {
-    let folder = dir.join("instance");
+/// Writes a finding's scenario into `dir/instance/` or `dir/device/` (the folder says which
+/// double runs it).
+fn write_finding(dir: &Path, side: Side, name: &str, text: &str) -> Result<PathBuf, Error> {
+    let folder = dir.join(match side {
+        Side::Instance => "instance",
+        Side::Device => "device",
+    });
     let path = folder.join(format!("{name}.yaml"));
     std::fs::create_dir_all(&folder)
         .and_then(|()| std::fs::write(&path, text))

@@ -1,7 +1,7 @@
-//! The self-test's part for `harness explore`: each bug planted in fake-device for explore (a
+//! The self-test's part for `harness explore`: each bug planted for explore in either double (a
 //! way with `found_by: explore`, which every scenario passes) is found from a fixed seed within
 //! the time the issue gives, shrunk to a few moves, and the scenario written for it replays and
-//! fails on the same rule; and a short exploration of the well-behaved fake-device finds nothing.
+//! fails on the same rule; and a short exploration of each well-behaved double finds nothing.
 
 use std::time::Duration;
 
@@ -10,7 +10,8 @@ use harness::lembas::Spec;
 use harness::rules::{Binds, FoundBy, catalogue};
 use harness::scenario::{Family, Side};
 
-use super::{Budget, Explorer, Target};
+use super::sequence::Moves;
+use super::{Budget, Explorer, Target, cli_moves, server_moves};
 use crate::Error;
 
 /// The seed every self-test exploration draws from: the same sequences on every run.
@@ -19,7 +20,7 @@ pub const SEED: u64 = 1;
 pub const MOST_SHRUNK_MOVES: usize = 8;
 /// How long an exploration may look for a planted bug.
 const TIME_TO_FIND: Duration = Duration::from_secs(60);
-/// How many sequences the well-behaved device is given.
+/// How many sequences each well-behaved double is given.
 const WELL_BEHAVED_RUNS: u64 = 8;
 /// How many sequences (or cuts) of one exploration run at once: they mostly wait on turns.
 const JOBS: usize = 8;
@@ -30,7 +31,9 @@ const STEP_DELAY: Duration = Duration::from_millis(400);
 /// What one exploration of the self-test came to.
 #[derive(Debug)]
 pub struct PlantedResult {
-    /// The misbehaviour explored (`RULE/WAY`), or none for the well-behaved device.
+    /// The double explored: the one the bug is planted in, or the well-behaved one.
+    pub double: &'static str,
+    /// The misbehaviour explored (`RULE/WAY`), or none for the well-behaved double.
     pub misbehave: Option<String>,
     /// Whether it came out as it should.
     pub ok: bool,
@@ -40,10 +43,13 @@ pub struct PlantedResult {
     pub elapsed: Duration,
 }
 
-/// The bugs planted for explore in the devices' rules: their ids (`RULE/WAY`).
+/// The bugs planted for explore, in fake-device (the devices' rules) and in fake-instance (the
+/// instances'): their ids (`RULE/WAY`).
 pub fn planted_ids() -> Vec<String> {
-    catalogue()
-        .misbehaviours_of(Binds::Device)
+    let of = |binds| catalogue().misbehaviours_of(binds).collect::<Vec<_>>();
+    [of(Binds::Device), of(Binds::Instance)]
+        .into_iter()
+        .flatten()
         .filter(|rule| rule.family == Family::Lembas)
         .flat_map(|rule| {
             rule.misbehaviour_ids()
@@ -55,20 +61,28 @@ pub fn planted_ids() -> Vec<String> {
         .collect()
 }
 
-/// Explores each planted bug and the well-behaved device, side by side (they mostly wait on
+/// Explores each planted bug and each well-behaved double, side by side (they mostly wait on
 /// turns), and judges each.
 pub async fn explore_all() -> Vec<PlantedResult> {
-    let mut all: Vec<Option<String>> = planted_ids().into_iter().map(Some).collect();
-    all.push(None);
+    let mut all: Vec<(Side, Option<String>)> = planted_ids()
+        .into_iter()
+        .map(|id| (side_exploring(&id), Some(id)))
+        .collect();
+    all.extend([(Side::Instance, None), (Side::Device, None)]);
     let mut runs = tokio::task::JoinSet::new();
-    for (at, misbehave) in all.into_iter().enumerate() {
+    for (at, (side, misbehave)) in all.into_iter().enumerate() {
         runs.spawn(async move {
             let began = std::time::Instant::now();
-            let (ok, verdict) = match explore_one(misbehave.clone()).await {
-                Ok(judged) => judged,
-                Err(e) => (false, format!("ERROR {e}")),
+            let judged = match side {
+                Side::Instance => explore_one::<cli_moves::Move>(misbehave.clone()).await,
+                Side::Device => explore_one::<server_moves::Move>(misbehave.clone()).await,
             };
+            let (ok, verdict) = judged.unwrap_or_else(|e| (false, format!("ERROR {e}")));
             let result = PlantedResult {
+                double: match side {
+                    Side::Instance => "fake-device",
+                    Side::Device => "fake-instance",
+                },
                 misbehave,
                 ok,
                 verdict,
@@ -82,9 +96,19 @@ pub async fn explore_all() -> Vec<PlantedResult> {
     results.into_iter().map(|(_, result)| result).collect()
 }
 
-/// Explores fake-device breaking `misbehave` (or well-behaved): whether it came out as it
-/// should, and the verdict's line.
-async fn explore_one(misbehave: Option<String>) -> Result<(bool, String), Error> {
+/// Which double explores a bug planted for a rule: fake-instance a device's, fake-device an
+/// instance's.
+fn side_exploring(id: &str) -> Side {
+    let rule = catalogue().get(harness::rules::rule_of(id));
+    match rule.map(|r| r.binds) {
+        Some(Binds::Instance) => Side::Device,
+        _ => Side::Instance,
+    }
+}
+
+/// Explores the other double breaking `misbehave` (or well-behaved) with `M`'s moves: whether
+/// it came out as it should, and the verdict's line.
+async fn explore_one<M: Moves>(misbehave: Option<String>) -> Result<(bool, String), Error> {
     let cell = Cell::lembas(2, Spec::V1_1_0);
     let explorer = Explorer {
         target: Target::Double {
@@ -102,7 +126,7 @@ async fn explore_one(misbehave: Option<String>) -> Result<(bool, String), Error>
         },
         say: false,
     };
-    let explored = explorer.explore().await?;
+    let explored = explorer.explore::<M>().await?;
     let Some(misbehave) = misbehave else {
         return Ok(match explored.found {
             None => (
@@ -115,7 +139,7 @@ async fn explore_one(misbehave: Option<String>) -> Result<(bool, String), Error>
             Some(found) => (
                 false,
                 format!(
-                    "FALSE ALARM: {} broken by the well-behaved device\n{}",
+                    "FALSE ALARM: {} broken by the well-behaved double\n{}",
                     found.rule, found.scenario
                 ),
             ),
@@ -160,7 +184,7 @@ async fn explore_one(misbehave: Option<String>) -> Result<(bool, String), Error>
             ),
         ));
     }
-    let replayed = replay(&found.scenario, &misbehave, cell).await?;
+    let replayed = replay::<M>(&found.scenario, &misbehave, cell).await?;
     Ok(match replayed {
         Some(broken) if broken.contains(&rule) => (
             true,
@@ -187,12 +211,23 @@ async fn explore_one(misbehave: Option<String>) -> Result<(bool, String), Error>
     })
 }
 
-/// Runs a finding's scenario once more against the same misbehaving device: the rules it broke,
-/// or none when it passed.
-async fn replay(text: &str, misbehave: &str, cell: Cell) -> Result<Option<Vec<String>>, Error> {
-    let scenario = harness::scenario::load_str(text, "explored.yaml", Some(Side::Instance))
+/// Runs a finding's scenario once more against the same misbehaving double: the rules it
+/// broke, or none when it passed.
+async fn replay<M: Moves>(
+    text: &str,
+    misbehave: &str,
+    cell: Cell,
+) -> Result<Option<Vec<String>>, Error> {
+    let scenario = harness::scenario::load_str(text, "explored.yaml", Some(M::SIDE))
         .map_err(|e| Error::Explored(format!("{e}\n{text}")))?;
-    let (outcome, _) = super::in_process::run(&scenario, cell, Some(misbehave), STEP_DELAY).await?;
+    let (outcome, _) = match M::SIDE {
+        Side::Instance => {
+            super::in_process::against_device(&scenario, cell, Some(misbehave), STEP_DELAY).await?
+        }
+        Side::Device => {
+            super::in_process::against_instance(&scenario, cell, Some(misbehave)).await?
+        }
+    };
     Ok(match outcome.verdict() {
         Verdict::Failed => Some(outcome.broken_rules()),
         _ => None,

@@ -101,9 +101,20 @@ impl Chats {
     /// Sends every kept delete on a link that has just come up.
     pub(super) async fn redeliver(&self, peer: &Arc<Peer>, device: &str) {
         let pending = self.deletes_for(device);
-        for chat in pending {
+        // Misbehaving: with two or more kept, only the first is sent again, the rest forgotten.
+        let only_one = self.misbehaves_way(ids::INSTANCE_DELETE_REDELIVER, "only_one");
+        for (at, chat) in pending.into_iter().enumerate() {
             if peer.is_closed() {
                 return;
+            }
+            if only_one && at > 0 {
+                let kept = {
+                    let mut inner = self.lock();
+                    inner.pending_deletes.remove(&chat);
+                    inner.pending_deletes.kept().clone()
+                };
+                self.save_pending_deletes(&kept);
+                continue;
             }
             // Misbehaving: a kept delete waits one link more before it is sent again.
             if self.misbehaves_way(ids::INSTANCE_DELETE_REDELIVER, "one_link_late")

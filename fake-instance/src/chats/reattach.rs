@@ -110,6 +110,19 @@ impl Chats {
                 .and_then(|h| h.get("turns"))
                 .and_then(Value::as_array)
                 .and_then(|turns| import(turns, &turn));
+            // Misbehaving: only the chat's first turn is looked for in the history; a later
+            // one, though done, is sent again as a new turn.
+            if done.is_some()
+                && self.misbehaves_way(ids::INSTANCE_REATTACH_KNOWN, "later_turn")
+                && history.as_ref().and_then(first_user_turn).as_deref() != Some(turn.as_str())
+            {
+                if let Some(c) = self.lock().book.get_mut(chat) {
+                    c.drop_turn(&turn);
+                }
+                let fresh = self.fresh_message_id();
+                self.prompt(peer, facts, chat, &fresh, &text);
+                continue;
+            }
             match done {
                 Some(said) => {
                     if let Some(c) = self.lock().book.get_mut(chat) {
@@ -175,6 +188,18 @@ fn running_turns(status: Option<&Value>) -> Vec<String> {
 }
 
 /// The agent's text of turn `turn` in a history, when the history has that turn.
+/// The turn id of a history's first user message.
+fn first_user_turn(history: &Value) -> Option<String> {
+    history
+        .get("turns")?
+        .as_array()?
+        .iter()
+        .find(|t| t.get("role").and_then(Value::as_str) == Some("user"))?
+        .get("turnId")?
+        .as_str()
+        .map(String::from)
+}
+
 pub(super) fn import(turns: &[Value], turn: &str) -> Option<String> {
     let at = turns.iter().position(|t| {
         t.get("role").and_then(Value::as_str) == Some("user")

@@ -9,6 +9,8 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use super::sequence::{Limits, Moves};
+
 /// What the person at the web UI (fake-instance) does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Move {
@@ -60,16 +62,30 @@ pub enum Move {
     },
 }
 
-/// What a generated sequence may hold.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// The most moves a sequence has.
-    pub max_steps: usize,
-}
-
 /// The texts a prompt is drawn from: short, and one the scripted models answer slowly, so that
 /// prompts meet a running turn.
 const TEXTS: [&str; 3] = ["say hello", "a long turn", "count to three"];
+
+impl Moves for Move {
+    const SIDE: harness::scenario::Side = harness::scenario::Side::Instance;
+    const DOUBLE: &'static str = "fake-instance";
+
+    fn generate(seed: u64, run: u64, limits: Limits) -> Vec<Self> {
+        generate(seed, run, limits)
+    }
+
+    fn scenario_text(name: &str, about: &str, moves: &[Self], broken: Option<&str>) -> String {
+        scenario_text(name, about, moves, broken)
+    }
+
+    fn judged_by() -> String {
+        format!(
+            "fake-instance's monitors, its model of the device's turns ({}) and each prompt's answer ({})",
+            super::explored::MODEL_RULES.join(", "),
+            RULES[3..].join(", ")
+        )
+    }
+}
 
 /// The kinds of move, each with its weight in a sequence that draws from all of them.
 const KINDS: [(Kind, u32); 9] = [
