@@ -34,6 +34,23 @@ fn explore(exec: &str, runs: &str, out: &Path) -> (i32, String) {
     ])
 }
 
+/// Runs a written scenario with `harness run` against `exec`, as the finding's line says.
+fn replay(file: &Path, exec: &str) -> (i32, String) {
+    let file = file.display().to_string();
+    harness(&[
+        "run",
+        &file,
+        "--exec",
+        exec,
+        "--hooks",
+        HOOKS,
+        "--protocols",
+        "2",
+        "--specs",
+        "1.1.0",
+    ])
+}
+
 /// The one scenario a finding wrote, in the device's folder.
 fn written(out: &Path) -> PathBuf {
     let mut files: Vec<PathBuf> = std::fs::read_dir(out.join("device"))
@@ -80,35 +97,13 @@ fn a_finished_turn_sent_again_after_a_drop_is_found_shrunk_and_replayed_on_the_s
         .and_then(|n| n.parse::<usize>().ok())
         .expect("the shrunk sequence's length");
     assert!(moves <= 8, "{said}");
-    let (code, replayed) = harness(&[
-        "run",
-        &file.display().to_string(),
-        "--exec",
-        &exec,
-        "--hooks",
-        HOOKS,
-        "--protocols",
-        "2",
-        "--specs",
-        "1.1.0",
-    ]);
+    let (code, replayed) = replay(&file, &exec);
     assert_eq!(code, 1, "{replayed}");
     assert!(
         replayed.contains("broke instance.reattach.known"),
         "{replayed}"
     );
     // The same scenario passes against the well-behaved server: the finding is the bug's.
-    let (code, fixed) = harness(&[
-        "run",
-        &file.display().to_string(),
-        "--exec",
-        &server(None),
-        "--hooks",
-        HOOKS,
-        "--protocols",
-        "2",
-        "--specs",
-        "1.1.0",
-    ]);
+    let (code, fixed) = replay(&file, &server(None));
     assert_eq!(code, 0, "{fixed}");
 }

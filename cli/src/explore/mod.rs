@@ -1,12 +1,13 @@
-//! `harness explore`: instead of a path someone wrote down, sequences of the double's own moves
-//! drawn from a seed (sessions, prompts with new and repeated turn ids, prompts that meet a
-//! running turn, status, cancel, delete, waits), each run against the system under test with
-//! every monitor of the double judging it. A sequence that fails is shrunk to the fewest moves
-//! that still fail on the same rule and written as a scenario that `harness run` replays.
+//! `harness explore`: instead of a path someone wrote down, sequences of a double's own moves
+//! drawn from a seed, each run against the system under test with every monitor of the double
+//! judging it. A sequence that fails is shrunk to the fewest moves that still fail on the same
+//! rule and written as a scenario that `harness run` replays.
 //!
-//! This first cut explores a CLI under test from fake-instance's side. Its oracle is what the
-//! double checks on every run: the always-on monitors, among them the reference model of a
-//! device's turns ([`harness::lembas::turn_model`]), and each prompt's answer.
+//! Two sides, one explorer: fake-instance explores a CLI (`cli_moves`: the web UI's prompts,
+//! status, cancel, delete, drops and restarts, judged by the monitors and the reference model of
+//! a device's turns, [`harness::lembas::turn_model`]); fake-device explores a web server
+//! (`server_moves`: the web UI's chats by hooks, the device's drops and dials, judged by the
+//! monitors and a model of the server's chats written as the scenario's last steps).
 
 mod cli_moves;
 mod explored;

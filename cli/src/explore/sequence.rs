@@ -27,3 +27,37 @@ pub trait Moves: Sized + Clone + std::fmt::Debug + PartialEq + Send + Sync + 'st
     /// found.
     fn judged_by() -> String;
 }
+
+/// `text` as a double-quoted YAML string.
+pub fn yaml_string(text: &str) -> String {
+    serde_json::Value::String(text.to_string()).to_string()
+}
+
+/// What every side's moves must hold, each side's tests run for its own.
+#[cfg(test)]
+pub mod laws {
+    use super::{Limits, Moves};
+
+    /// A seed gives the same moves each time and another seed others, within the limits.
+    pub fn a_seed_gives_the_same_moves<M: Moves>() {
+        let limits = Limits { max_steps: 12 };
+        assert_eq!(M::generate(7, 0, limits), M::generate(7, 0, limits));
+        assert_ne!(M::generate(7, 0, limits), M::generate(8, 0, limits));
+        assert!(M::generate(7, 3, limits).len() <= 12);
+    }
+
+    /// Every sequence, with any one move cut, is still a scenario of its side that loads.
+    pub fn every_cut_is_a_scenario<M: Moves>() {
+        let limits = Limits { max_steps: 16 };
+        for run in 0..40 {
+            let moves = M::generate(1, run, limits);
+            for cut in 0..moves.len() {
+                let mut shorter = moves.clone();
+                shorter.remove(cut);
+                let text = M::scenario_text("explored", "a cut sequence", &shorter, None);
+                harness::scenario::load_str(&text, "explored.yaml", Some(M::SIDE))
+                    .unwrap_or_else(|e| panic!("{e}\n{text}"));
+            }
+        }
+    }
+}

@@ -18,7 +18,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::sequence::{Limits, Moves};
+use super::sequence::{Limits, Moves, yaml_string};
 
 /// What the person in the web UI, or the device, does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -480,40 +480,18 @@ impl Plan {
     }
 }
 
-/// `text` as a double-quoted YAML string.
-fn yaml_string(text: &str) -> String {
-    serde_json::Value::String(text.to_string()).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_seed_gives_the_same_moves_and_another_seed_others() {
-        let limits = Limits { max_steps: 12 };
-        assert_eq!(generate(7, 0, limits), generate(7, 0, limits));
-        assert_ne!(generate(7, 0, limits), generate(8, 0, limits));
-        assert!(generate(7, 3, limits).len() <= 12);
+        crate::explore::sequence::laws::a_seed_gives_the_same_moves::<Move>();
     }
 
     #[test]
     fn every_sequence_and_every_cut_of_it_is_a_scenario_that_loads() {
-        let limits = Limits { max_steps: 16 };
-        for run in 0..40 {
-            let moves = generate(1, run, limits);
-            for cut in 0..moves.len() {
-                let mut shorter = moves.clone();
-                shorter.remove(cut);
-                let text = scenario_text("explored", "a cut sequence", &shorter, None);
-                harness::scenario::load_str(
-                    &text,
-                    "explored.yaml",
-                    Some(harness::scenario::Side::Device),
-                )
-                .unwrap_or_else(|e| panic!("{e}\n{text}"));
-            }
-        }
+        crate::explore::sequence::laws::every_cut_is_a_scenario::<Move>();
     }
 
     #[test]
