@@ -36,7 +36,7 @@ pub fn yaml_string(text: &str) -> String {
 /// What every side's moves must hold, each side's tests run for its own.
 #[cfg(test)]
 pub mod laws {
-    use super::{Limits, Moves};
+    use crate::explore::sequence::{Limits, Moves};
 
     /// A seed gives the same moves each time and another seed others, within the limits.
     pub fn a_seed_gives_the_same_moves<M: Moves>() {
