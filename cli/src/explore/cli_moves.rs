@@ -9,7 +9,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::sequence::{Limits, Moves, yaml_string};
+use super::sequence::{Limits, Moves, Swarm, yaml_string};
 
 /// What the person at the web UI (fake-instance) does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,23 +123,11 @@ enum Kind {
 pub fn generate(seed: u64, run: u64, limits: Limits) -> Vec<Move> {
     let mut rng = StdRng::seed_from_u64(seed ^ run.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let steps = rng.random_range(2..=limits.max_steps.max(2));
-    let kinds: Vec<(Kind, u32)> = KINDS
-        .into_iter()
-        .filter(|(kind, _)| *kind == Kind::Prompt || rng.random_range(0..3) > 0)
-        .collect();
-    let total: u32 = kinds.iter().map(|(_, weight)| weight).sum();
+    let swarm = Swarm::new(&mut rng, &KINDS, Kind::Prompt);
     let mut drawn = Drawn::default();
     let mut moves = vec![drawn.open_session()];
     while moves.len() < steps {
-        let mut at = rng.random_range(0..total);
-        let kind = kinds
-            .iter()
-            .find(|(_, weight)| {
-                let here = at < *weight;
-                at = at.saturating_sub(*weight);
-                here
-            })
-            .map_or(Kind::Prompt, |(kind, _)| *kind);
+        let kind = swarm.draw(&mut rng);
         let next = match kind {
             Kind::Open => drawn.open_session(),
             // Prompts come in bursts of up to three, as a person who types fast sends them; half

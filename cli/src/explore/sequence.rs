@@ -3,6 +3,8 @@
 //! and each side's moves know nothing of the explorer.
 
 use harness::scenario::Side;
+use rand::Rng;
+use rand::rngs::StdRng;
 
 /// What a generated sequence may hold.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +28,42 @@ pub trait Moves: Sized + Clone + std::fmt::Debug + PartialEq + Send + Sync + 'st
     /// What judges a sequence beyond the double's monitors, for the line that says nothing was
     /// found.
     fn judged_by() -> String;
+}
+
+/// The kinds of move one sequence draws from, as swarm testing picks them: each kind but
+/// `kept` has one chance in three to be left out, so that a sequence of few kinds reaches deep
+/// into one part of the peer where one spread over every kind seldom does.
+#[derive(Debug)]
+pub struct Swarm<K> {
+    kinds: Vec<(K, u32)>,
+    total: u32,
+    kept: K,
+}
+
+impl<K: Copy + PartialEq> Swarm<K> {
+    /// The kinds of `all` (each with its weight) this sequence keeps; `kept` always stays.
+    pub fn new(rng: &mut StdRng, all: &[(K, u32)], kept: K) -> Self {
+        let kinds: Vec<(K, u32)> = all
+            .iter()
+            .copied()
+            .filter(|(kind, _)| *kind == kept || rng.random_range(0..3) > 0)
+            .collect();
+        let total = kinds.iter().map(|(_, weight)| weight).sum();
+        Self { kinds, total, kept }
+    }
+
+    /// The next kind, drawn by weight.
+    pub fn draw(&self, rng: &mut StdRng) -> K {
+        let mut at = rng.random_range(0..self.total.max(1));
+        self.kinds
+            .iter()
+            .find(|(_, weight)| {
+                let here = at < *weight;
+                at = at.saturating_sub(*weight);
+                here
+            })
+            .map_or(self.kept, |(kind, _)| *kind)
+    }
 }
 
 /// `text` as a double-quoted YAML string.

@@ -18,7 +18,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::sequence::{Limits, Moves, yaml_string};
+use super::sequence::{Limits, Moves, Swarm, yaml_string};
 
 /// What the person in the web UI, or the device, does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,11 +124,7 @@ const KINDS: [(Kind, u32); 6] = [
 pub fn generate(seed: u64, run: u64, limits: Limits) -> Vec<Move> {
     let mut rng = StdRng::seed_from_u64(seed ^ run.wrapping_mul(0xD1B5_4A32_D192_ED03));
     let steps = rng.random_range(2..=limits.max_steps.max(2));
-    let kinds: Vec<(Kind, u32)> = KINDS
-        .into_iter()
-        .filter(|(kind, _)| *kind == Kind::Send || rng.random_range(0..3) > 0)
-        .collect();
-    let total: u32 = kinds.iter().map(|(_, weight)| weight).sum();
+    let swarm = Swarm::new(&mut rng, &KINDS, Kind::Send);
     let (mut chats, mut texts, mut offline) = (0usize, 0usize, false);
     // One or two chats first.
     let mut moves: Vec<Move> = (0..rng.random_range(1..=2))
@@ -137,15 +133,7 @@ pub fn generate(seed: u64, run: u64, limits: Limits) -> Vec<Move> {
         })
         .collect();
     while moves.len() < steps {
-        let mut at = rng.random_range(0..total);
-        let kind = kinds
-            .iter()
-            .find(|(_, weight)| {
-                let here = at < *weight;
-                at = at.saturating_sub(*weight);
-                here
-            })
-            .map_or(Kind::Send, |(kind, _)| *kind);
+        let kind = swarm.draw(&mut rng);
         // Mostly the newest chat, so that moves meet in one chat.
         let chat = match rng.random_range(0..4) {
             0 => format!("c{}", rng.random_range(1..=chats)),
