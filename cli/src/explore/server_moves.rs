@@ -428,7 +428,10 @@ impl Plan {
         }
     }
 
-    /// The model's steps: what the server must have sent by now, and must not have.
+    /// The model's steps: what the server must have sent by now, and must not have. A message
+    /// may go as a prompt with a turn id, one without (a device that does not list `turns`),
+    /// or a steer; only one with a turn id is held against a second turn. Deletes are expected
+    /// only of a device that lists `delete`.
     fn model(&self) -> Vec<String> {
         let mut steps = Vec::new();
         for chat in &self.chats {
@@ -441,7 +444,7 @@ impl Plan {
             let n = n + 1;
             let (chat, text) = (&sent.chat, yaml_string(&sent.text));
             steps.push(format!(
-                "expect: {{ message: {{ $one_of: [{{ method: session/prompt, params: {{ sessionId: \"${{{chat}}}\", prompt: [{{ text: {text} }}], _meta: {{ lembas: {{ turnId: {{ $capture: t{n} }} }} }} }} }}, {{ method: _lembas/steer, params: {{ sessionId: \"${{{chat}}}\", text: {text} }} }}] }}, rule: instance.prompt.send }}"
+                "expect: {{ message: {{ $one_of: [{{ method: session/prompt, params: {{ sessionId: \"${{{chat}}}\", prompt: [{{ text: {text} }}], _meta: {{ lembas: {{ turnId: {{ $capture: t{n} }} }} }} }} }}, {{ method: session/prompt, params: {{ sessionId: \"${{{chat}}}\", prompt: [{{ text: {text} }}] }} }}, {{ method: _lembas/steer, params: {{ sessionId: \"${{{chat}}}\", text: {text} }} }}] }}, rule: instance.prompt.send }}"
             ));
         }
         for (n, sent) in self.sends.iter().enumerate() {
@@ -461,7 +464,7 @@ impl Plan {
                 false => "instance.delete.on_chat",
             };
             steps.push(format!(
-                "expect: {{ method: _lembas/session/delete, params: {{ sessionId: \"${{{chat}}}\" }}, rule: {rule} }}"
+                "when: {{ needs: [delete], steps: [{{ expect: {{ method: _lembas/session/delete, params: {{ sessionId: \"${{{chat}}}\" }}, rule: {rule} }} }}] }}"
             ));
         }
         steps
