@@ -39,7 +39,7 @@ use sequence::{Limits, Moves};
 pub enum ExploreSide {
     /// fake-instance drives a CLI under test (`--exec` starts it, with `{url}` and `{token}`).
     Instance,
-    /// fake-device drives a web server under test (`--exec` starts it, with `{url}`; `--hooks`
+    /// fake-device drives a web server under test (`--exec` starts it, with `{port}`; `--hooks`
     /// maps the web UI's actions to its test API).
     Device,
 }

@@ -187,7 +187,6 @@ fn running_turns(status: Option<&Value>) -> Vec<String> {
         .collect()
 }
 
-/// The agent's text of turn `turn` in a history, when the history has that turn.
 /// The turn id of a history's first user message.
 fn first_user_turn(history: &Value) -> Option<String> {
     history
@@ -200,6 +199,7 @@ fn first_user_turn(history: &Value) -> Option<String> {
         .map(String::from)
 }
 
+/// The agent's text of turn `turn` in a history, when the history has that turn.
 pub(super) fn import(turns: &[Value], turn: &str) -> Option<String> {
     let at = turns.iter().position(|t| {
         t.get("role").and_then(Value::as_str) == Some("user")
