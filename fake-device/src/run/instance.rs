@@ -2,7 +2,6 @@
 //! port and waited for until it listens, or given by URL; and what hooks are told of it.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use harness::engine::Cell;
 use harness::process::{Placeholders, Sut, SutSpec};
@@ -53,30 +52,12 @@ pub async fn start_instance(
     if family == harness::family::Family::Lvmh {
         placeholders.set("gitlab_url", harness::lvmh::gitlab::url()?);
     }
+    // A server started here is up once it listens on its port: the run's first step waits for
+    // that, and so does each restart.
+    let spec = SutSpec {
+        listens_on: instance.is_none().then_some(port),
+        ..spec
+    };
     let sut = Sut::start(spec, placeholders, Some(scratch)).await?;
-    if instance.is_none() {
-        // The run starts once the server listens on the port it was given: a scenario's first
-        // step may dial at once, and a server still starting (a cold binary on a busy machine)
-        // would fail that dial through no fault of its own.
-        listening(port, LISTEN_WITHIN).await;
-    }
     Ok((sut, url))
-}
-
-/// How long a started web server has to listen on its port before the run starts anyway (its
-/// steps then say what they could not reach).
-const LISTEN_WITHIN: Duration = Duration::from_secs(30);
-
-/// Waits until something accepts connections on `port`, at most `within`.
-async fn listening(port: u16, within: Duration) {
-    let deadline = tokio::time::Instant::now() + within;
-    while tokio::time::Instant::now() < deadline {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }

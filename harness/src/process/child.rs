@@ -151,6 +151,11 @@ impl Sut {
         let mut current = sut.current.lock().await;
         *current = Some(sut.spawn()?);
         drop(current);
+        if let Some(port) = sut.spec.listens_on {
+            // A scenario's first step may dial at once, and a server still starting (a cold
+            // binary on a busy machine) would fail that dial through no fault of its own.
+            listening(port, LISTEN_WITHIN).await;
+        }
         Ok(sut)
     }
 
@@ -307,11 +312,14 @@ impl Sut {
     }
 
     /// Stops the current start and starts the command again, on the same placeholders (the same
-    /// `{tmp}` and state).
+    /// `{tmp}` and state); a server (`listens_on`) is waited for until it listens again.
     pub async fn restart(&self) -> Result<(), SutError> {
         self.stop().await;
         let running = self.spawn()?;
         *self.current.lock().await = Some(running);
+        if let Some(port) = self.spec.listens_on {
+            listening(port, LISTEN_WITHIN).await;
+        }
         Ok(())
     }
 
@@ -513,5 +521,23 @@ mod tests {
         assert_eq!(runs.len(), 2);
         assert!(runs[0].stopped && !runs[1].stopped, "{runs:?}");
         assert_eq!(runs[1].exited.and_then(|e| e.code), Some(4));
+    }
+}
+
+/// How long a server under test has to listen on its port after a start before the run goes on
+/// anyway (its steps then say what they could not reach).
+const LISTEN_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Waits until something accepts connections on `port` on this machine, at most `within`.
+async fn listening(port: u16, within: std::time::Duration) {
+    let deadline = tokio::time::Instant::now() + within;
+    while tokio::time::Instant::now() < deadline {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }

@@ -28,6 +28,10 @@ pub struct SutSpec {
     /// output to log: set by the double for a scenario that speaks to the peer that way, never
     /// read from a file.
     pub link_on_stdio: bool,
+    /// The port it serves on (a web server under test), set by the double, never read from a
+    /// file: a start counts as up once something accepts connections there, so a restart
+    /// returns only then, as the run's first step waits for it.
+    pub listens_on: Option<u16>,
 }
 
 impl SutSpec {
@@ -39,6 +43,7 @@ impl SutSpec {
             cwd: None,
             grace: None,
             link_on_stdio: false,
+            listens_on: None,
         }
     }
 }
@@ -84,6 +89,7 @@ impl<'de> Deserialize<'de> for SutSpec {
                 cwd: full.cwd,
                 grace: full.grace,
                 link_on_stdio: false,
+                listens_on: None,
             }),
         }
     }
