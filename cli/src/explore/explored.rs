@@ -43,6 +43,9 @@ pub struct Found {
     pub moves_after: usize,
     /// The runs shrinking took.
     pub shrinking_runs: usize,
+    /// Whether shrinking stopped at the time budget with cuts still to try (what was written
+    /// is the shortest failing cut found by then).
+    pub shrinking_cut_short: bool,
     /// The scenario's name and text, which replays the finding.
     pub name: String,
     #[allow(missing_docs)]

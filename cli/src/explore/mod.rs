@@ -69,7 +69,8 @@ pub struct ExploreArgs {
     /// The device token.
     #[arg(long, value_name = "T")]
     pub token: Option<String>,
-    /// How long to explore (`60s`, `5m`); with --runs, whichever ends first.
+    /// How long to explore (`60s`, `5m`), shrinking a finding included; with --runs,
+    /// whichever ends first.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub time: Duration,
     /// How many sequences to run at the most.
@@ -186,12 +187,17 @@ fn report<M: Moves>(args: &ExploreArgs, seed: u64, explored: Explored) -> Result
         harness::report::human::render(M::DOUBLE, &found.outcome, &found.recent)
     );
     println!(
-        "explore: {} broken by a sequence of {} moves (found after {:.1}s, shrunk from {} moves in {} runs, {:.1}s in all); written to {}\n  replay: harness run {} --exec '{}'{} --protocols {} --specs {}",
+        "explore: {} broken by a sequence of {} moves (found after {:.1}s, shrunk from {} moves in {} runs{}, {:.1}s in all); written to {}\n  replay: harness run {} --exec '{}'{} --protocols {} --specs {}",
         found.rule,
         found.moves_after,
         found.found_after.as_secs_f64(),
         found.moves_before,
         found.shrinking_runs,
+        if found.shrinking_cut_short {
+            ", stopped by --time: a longer --time shrinks it further"
+        } else {
+            ""
+        },
         explored.elapsed.as_secs_f64(),
         path.display(),
         path.display(),
@@ -260,6 +266,13 @@ impl Explorer {
     pub async fn explore<M: Moves>(&self) -> Result<Explored, Error> {
         let limits = Limits {
             max_steps: self.budget.max_steps,
+            // fake-instance in this process does its web UI's steps inside its own run, which a
+            // restart ends: a web server is restarted only when it is a process of its own,
+            // whose web UI (hooks) outlives it.
+            restarts: !matches!(
+                (&self.target, M::SIDE),
+                (Target::Double { .. }, Side::Device)
+            ),
         };
         let began = Instant::now();
         let (mut ran, mut moves_run, mut not_applicable) = (0u64, 0usize, 0u64);
@@ -270,19 +283,23 @@ impl Explorer {
             );
         }
         // Sequences drawn in order and run `jobs` at a time, their verdicts given back in
-        // order: the first that fails is the finding, whatever `jobs` is. None starts once the
-        // time is spent or a sequence failed.
+        // order: the first that fails is the finding, whatever `jobs` is. None starts once a
+        // sequence failed, or when one as long as those so far would end past the time.
         let stop = std::sync::atomic::AtomicBool::new(false);
+        let lengths = RunLengths::default();
+        let lengths = &lengths;
         let mut sequences = futures_util::stream::iter(0..self.budget.runs.unwrap_or(u64::MAX))
             .take_while(|_| {
                 std::future::ready(
                     !stop.load(std::sync::atomic::Ordering::Relaxed)
-                        && began.elapsed() < self.budget.time,
+                        && began.elapsed() + lengths.mean() < self.budget.time,
                 )
             })
             .map(|run| async move {
                 let moves = M::generate(self.seed, run, limits);
+                let started = Instant::now();
                 let judged = self.run(&moves).await;
+                lengths.add(started.elapsed());
                 (run, moves, judged)
             })
             .buffered(self.budget.jobs.max(1));
@@ -306,7 +323,12 @@ impl Explorer {
         drop(sequences);
         if let Some((run, moves, failure)) = failed {
             let found_after = began.elapsed();
-            let mut found = self.shrunk(run, moves, failure).await?;
+            // Shrinking spends what is left of the time budget (and at most its runs): no cut
+            // starts that would end past it, judged by the sequences' length so far.
+            let deadline = (began + self.budget.time)
+                .checked_sub(lengths.mean())
+                .unwrap_or(began);
+            let mut found = self.shrunk(run, moves, failure, deadline).await?;
             found.found_after = found_after;
             return Ok(Explored {
                 sequences: ran,
@@ -378,6 +400,7 @@ impl Explorer {
         run: u64,
         moves: Vec<M>,
         failed: Box<Failed>,
+        deadline: Instant,
     ) -> Result<Found, Error> {
         let before = moves.len();
         if self.say {
@@ -387,15 +410,42 @@ impl Explorer {
             );
         }
         let rule = failed.rule.clone();
-        let shrunk = shrink::shrink(moves, self.budget.shrink_runs, self.budget.jobs, |cut| {
-            let rule = rule.clone();
-            async move { matches!(self.run(&cut).await, Ok(Judged::Failed(f)) if f.rule == rule) }
-        })
+        // Each cut that failed on the rule, with its run: the shortest one's is the report.
+        let failing: std::sync::Mutex<Vec<(Vec<M>, Box<Failed>)>> = std::sync::Mutex::default();
+        let failing = &failing;
+        let shrunk = shrink::shrink(
+            moves.clone(),
+            self.budget.shrink_runs,
+            self.budget.jobs,
+            deadline,
+            |cut| {
+                let rule = rule.clone();
+                async move {
+                    match self.run(&cut).await {
+                        Ok(Judged::Failed(f)) if f.rule == rule => {
+                            if let Ok(mut kept) = failing.lock() {
+                                kept.push((cut, f));
+                            }
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+            },
+        )
         .await;
-        // The shrunk sequence is run once more: its report is the one shown.
-        let last = match self.run(&shrunk.moves).await? {
-            Judged::Failed(last) if last.rule == failed.rule => last,
-            _ => failed,
+        let kept = failing.lock().ok().and_then(|mut kept| {
+            let at = kept.iter().position(|(cut, _)| *cut == shrunk.moves)?;
+            Some(kept.swap_remove(at).1)
+        });
+        let last = match kept {
+            Some(last) => last,
+            None if shrunk.moves == moves => failed,
+            // A cut kept without its run on record is run once more for its report.
+            None => match self.run(&shrunk.moves).await? {
+                Judged::Failed(last) if last.rule == failed.rule => last,
+                _ => failed,
+            },
         };
         let name = format!("explore-{}", last.rule.replace(['.', '/'], "-"));
         let about = format!(
@@ -411,11 +461,35 @@ impl Explorer {
             moves_before: before,
             moves_after: shrunk.moves.len(),
             shrinking_runs: shrunk.tried,
+            shrinking_cut_short: shrunk.out_of_time,
             name,
             scenario,
             outcome: last.outcome,
             recent: last.recent,
         })
+    }
+}
+
+/// How long the sequences run, for whether another fits in the time left.
+#[derive(Debug, Default)]
+struct RunLengths {
+    total_micros: std::sync::atomic::AtomicU64,
+    runs: std::sync::atomic::AtomicU64,
+}
+
+impl RunLengths {
+    fn add(&self, length: Duration) {
+        let micros = u64::try_from(length.as_micros()).unwrap_or(u64::MAX);
+        self.total_micros
+            .fetch_add(micros, std::sync::atomic::Ordering::Relaxed);
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The mean length so far (none before the first has ended).
+    fn mean(&self) -> Duration {
+        let runs = self.runs.load(std::sync::atomic::Ordering::Relaxed);
+        let total = self.total_micros.load(std::sync::atomic::Ordering::Relaxed);
+        Duration::from_micros(total.checked_div(runs).unwrap_or(0))
     }
 }
 

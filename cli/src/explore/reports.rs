@@ -80,6 +80,7 @@ fn json_of(about: About<'_>, explored: &Explored) -> String {
             "moves_before": found.moves_before,
             "moves_after": found.moves_after,
             "shrinking_runs": found.shrinking_runs,
+            "shrinking_cut_short": found.shrinking_cut_short,
             "scenario_path": about.written.map(|p| p.display().to_string()),
             "scenario": found.scenario,
             "run": run,

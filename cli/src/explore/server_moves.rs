@@ -47,6 +47,15 @@ pub enum Move {
     },
     /// The device dials again.
     Dial,
+    /// The web server restarts (`restart_peer`, on its state directory): a linked device
+    /// dials again once it is back; an offline one stays offline.
+    RestartServer,
+    /// A person at the device's terminal shares a session, types a turn in it and lets it go
+    /// (`announce`, the turn's events, `left`; the announce waits for the next link).
+    Terminal {
+        /// What they typed.
+        text: String,
+    },
     /// Time passes.
     Wait {
         /// How long, in milliseconds.
@@ -61,8 +70,15 @@ const STEP_DELAY_MS: u64 = 200;
 const TURN_MS: u64 = 1_200;
 /// How long after the device dialled again the server may take to reattach its chats.
 const REATTACH_MS: u64 = 800;
+/// How long a restarting server is left alone: the web UI acts again only after it (and, with
+/// the device linked, after the reattach window that follows the dial).
+const RESTART_MS: u64 = 2_500;
 /// How long after the last move the model waits before it looks: the last turns end.
 const SETTLE_MS: u64 = 1_200;
+/// How long each of the model's expectations waits for what it looks for, the settling time
+/// past: what has not come by then is missing (and a finding's every shrinking run that fails
+/// costs this, not the scenario's 10 s).
+const MODEL_WAIT: &str = "3s";
 /// The close codes a dropped link is drawn from: a normal close, going away, an error.
 const CLOSE_CODES: [u16; 3] = [1000, 1001, 1011];
 
@@ -105,26 +121,34 @@ enum Kind {
     Drop,
     Dial,
     Wait,
+    Terminal,
+    Restart,
 }
 
 /// The kinds of move, each with its weight in a sequence that draws from all of them.
-const KINDS: [(Kind, u32); 6] = [
+const KINDS: [(Kind, u32); 8] = [
     (Kind::Open, 14),
     (Kind::Send, 25),
     (Kind::Delete, 8),
     (Kind::Drop, 12),
     (Kind::Dial, 10),
     (Kind::Wait, 6),
+    (Kind::Terminal, 5),
+    (Kind::Restart, 5),
 ];
 
 /// The sequence of run `run` under `seed`: the same pair always gives the same moves.
 ///
 /// As in swarm testing, each sequence first leaves out a few kinds of move (every kind but the
-/// message has one chance in three to go).
+/// message has an even chance to go).
 pub fn generate(seed: u64, run: u64, limits: Limits) -> Vec<Move> {
     let mut rng = StdRng::seed_from_u64(seed ^ run.wrapping_mul(0xD1B5_4A32_D192_ED03));
     let steps = rng.random_range(2..=limits.max_steps.max(2));
-    let swarm = Swarm::new(&mut rng, &KINDS, Kind::Send);
+    let kinds: Vec<(Kind, u32)> = KINDS
+        .into_iter()
+        .filter(|(kind, _)| limits.restarts || *kind != Kind::Restart)
+        .collect();
+    let swarm = Swarm::new(&mut rng, &kinds, Kind::Send);
     let (mut chats, mut texts, mut offline) = (0usize, 0usize, false);
     // One or two chats first.
     let mut moves: Vec<Move> = (0..rng.random_range(1..=2))
@@ -139,9 +163,15 @@ pub fn generate(seed: u64, run: u64, limits: Limits) -> Vec<Move> {
             0 => format!("c{}", rng.random_range(1..=chats)),
             _ => format!("c{chats}"),
         };
-        // The person opens and writes in chats of a linked device: one offline comes back
-        // first. A drop drawn while offline is the device coming back.
-        if offline && matches!(kind, Kind::Open | Kind::Send | Kind::Drop | Kind::Dial) {
+        // The person opens and writes in chats of a linked device, and a terminal's turn is
+        // told over a link: one offline comes back first. A drop drawn while offline is the
+        // device coming back.
+        if offline
+            && matches!(
+                kind,
+                Kind::Open | Kind::Send | Kind::Drop | Kind::Dial | Kind::Terminal
+            )
+        {
             moves.push(Move::Dial);
             offline = false;
             if matches!(kind, Kind::Drop | Kind::Dial) {
@@ -178,6 +208,13 @@ pub fn generate(seed: u64, run: u64, limits: Limits) -> Vec<Move> {
             Kind::Wait => moves.push(Move::Wait {
                 ms: [100, 500, 1_000][rng.random_range(0..3)],
             }),
+            Kind::Terminal => {
+                texts += 1;
+                moves.push(Move::Terminal {
+                    text: format!("terminal job {texts}"),
+                });
+            }
+            Kind::Restart => moves.push(Move::RestartServer),
         }
     }
     moves.truncate(steps);
@@ -422,6 +459,33 @@ impl Plan {
                 }
                 self.clock += 600;
             }
+            // The turn is the device's own: the lane waits for it (three paced steps) before the
+            // terminal lets the session go.
+            Move::Terminal { text } if self.linked => {
+                self.device_at(self.clock, "act: { share_session: true }".into());
+                self.device_at(
+                    self.clock,
+                    format!("act: {{ terminal_prompt: {} }}", yaml_string(text)),
+                );
+                self.device_at(self.clock + TURN_MS, "act: { leave_session: true }".into());
+                self.clock += TURN_MS + 100;
+            }
+            // Whatever ran is cut short, as by a drop; the deletes the server keeps for an offline
+            // device outlive the restart, and the model expects them after the next dial.
+            Move::RestartServer => {
+                self.device_at(self.clock, "restart_peer: {}".into());
+                for sent in &mut self.sends {
+                    sent.dropped_after = true;
+                }
+                if self.linked {
+                    self.device_at(self.clock, "dial: { rule: instance.link.token }".into());
+                    let reattached = self.clock + RESTART_MS + REATTACH_MS;
+                    for c in &mut self.chats {
+                        c.idle_at = c.idle_at.max(reattached);
+                    }
+                }
+                self.clock += RESTART_MS;
+            }
             Move::Wait { ms } => self.clock += ms,
             // What needs what is not there (shrinking cut it, or the link is already so).
             _ => {}
@@ -436,7 +500,7 @@ impl Plan {
         let mut steps = Vec::new();
         for chat in &self.chats {
             steps.push(format!(
-                "expect: {{ method: session/new, capture: {{ {}: answer.result.sessionId }}, rule: instance.chat.open }}",
+                "expect: {{ method: session/new, capture: {{ {}: answer.result.sessionId }}, timeout: {MODEL_WAIT}, rule: instance.chat.open }}",
                 chat.label
             ));
         }
@@ -444,7 +508,7 @@ impl Plan {
             let n = n + 1;
             let (chat, text) = (&sent.chat, yaml_string(&sent.text));
             steps.push(format!(
-                "expect: {{ message: {{ $one_of: [{{ method: session/prompt, params: {{ sessionId: \"${{{chat}}}\", prompt: [{{ text: {text} }}], _meta: {{ lembas: {{ turnId: {{ $capture: t{n} }} }} }} }} }}, {{ method: session/prompt, params: {{ sessionId: \"${{{chat}}}\", prompt: [{{ text: {text} }}] }} }}, {{ method: _lembas/steer, params: {{ sessionId: \"${{{chat}}}\", text: {text} }} }}] }}, rule: instance.prompt.send }}"
+                "expect: {{ message: {{ $one_of: [{{ method: session/prompt, params: {{ sessionId: \"${{{chat}}}\", prompt: [{{ text: {text} }}], _meta: {{ lembas: {{ turnId: {{ $capture: t{n} }} }} }} }} }}, {{ method: session/prompt, params: {{ sessionId: \"${{{chat}}}\", prompt: [{{ text: {text} }}] }} }}, {{ method: _lembas/steer, params: {{ sessionId: \"${{{chat}}}\", text: {text} }} }}] }}, timeout: {MODEL_WAIT}, rule: instance.prompt.send }}"
             ));
         }
         for (n, sent) in self.sends.iter().enumerate() {
@@ -464,7 +528,7 @@ impl Plan {
                 false => "instance.delete.on_chat",
             };
             steps.push(format!(
-                "when: {{ needs: [delete], steps: [{{ expect: {{ method: _lembas/session/delete, params: {{ sessionId: \"${{{chat}}}\" }}, rule: {rule} }} }}] }}"
+                "when: {{ needs: [delete], steps: [{{ expect: {{ method: _lembas/session/delete, params: {{ sessionId: \"${{{chat}}}\" }}, timeout: {MODEL_WAIT}, rule: {rule} }} }}] }}"
             ));
         }
         steps
@@ -504,5 +568,30 @@ mod tests {
         );
         let dials = text.matches("- dial:").count();
         assert_eq!(dials, 2, "{text}");
+    }
+
+    #[test]
+    fn a_terminal_turn_goes_only_over_a_link_and_a_restart_of_a_linked_server_is_dialled_after() {
+        let offline = vec![
+            Move::OpenChat { chat: "c1".into() },
+            Move::DropLink { code: 1000 },
+            Move::Terminal {
+                text: "terminal job 1".into(),
+            },
+        ];
+        let text = scenario_text("cut", "cut", &offline, None);
+        assert!(!text.contains("terminal_prompt"), "{text}");
+        let linked = vec![
+            Move::OpenChat { chat: "c1".into() },
+            Move::RestartServer,
+            Move::Terminal {
+                text: "terminal job 1".into(),
+            },
+        ];
+        let text = scenario_text("cut", "cut", &linked, None);
+        let restart = text.find("restart_peer").expect("a restart");
+        let dial = text[restart..].find("- dial:").expect("a dial after it");
+        let typed = text.find("terminal_prompt").expect("the terminal's turn");
+        assert!(restart + dial < typed, "{text}");
     }
 }

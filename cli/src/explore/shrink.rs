@@ -3,9 +3,11 @@
 //! is written is the smallest sequence this search found that still shows the fault.
 
 use std::future::Future;
+use std::time::Instant;
 
 /// The shortest cut of `moves` for which `still_fails` holds, trying at most `budget` cuts (each
-/// is a run of the system under test), `jobs` of them at once. `moves` itself is taken to fail.
+/// is a run of the system under test), `jobs` of them at once, and starting none after
+/// `deadline`. `moves` itself is taken to fail.
 ///
 /// Cuts run side by side are the ones the one-at-a-time search would try next, and the first of
 /// them that fails is kept: with a system under test that answers a cut the same way each time,
@@ -14,6 +16,7 @@ pub async fn shrink<T, F, Fut>(
     moves: Vec<T>,
     budget: usize,
     jobs: usize,
+    deadline: Instant,
     mut still_fails: F,
 ) -> Shrunk<T>
 where
@@ -24,12 +27,17 @@ where
     let jobs = jobs.max(1);
     let mut best = moves;
     let mut tried = 0;
+    let mut out_of_time = false;
     let mut chunk = best.len().div_ceil(2).max(1);
     'sizes: loop {
         let mut start = 0;
         let mut removed_any = false;
         while start < best.len() {
             if tried >= budget {
+                break 'sizes;
+            }
+            if Instant::now() >= deadline {
+                out_of_time = true;
                 break 'sizes;
             }
             // The next cuts, each dropping one chunk from `start` on.
@@ -73,7 +81,11 @@ where
             chunk = chunk.div_ceil(2);
         }
     }
-    Shrunk { moves: best, tried }
+    Shrunk {
+        moves: best,
+        tried,
+        out_of_time,
+    }
 }
 
 /// What shrinking kept, and how many runs it took.
@@ -83,6 +95,8 @@ pub struct Shrunk<T> {
     pub moves: Vec<T>,
     /// How many cuts were run.
     pub tried: usize,
+    /// Whether it stopped at its deadline with cuts still to try.
+    pub out_of_time: bool,
 }
 
 #[cfg(test)]
@@ -98,15 +112,38 @@ mod tests {
             matches!((three, seven), (Some(a), Some(b)) if a < b)
         };
         for jobs in [1, 4] {
-            let shrunk = shrink((0..20).collect(), 200, jobs, fails).await;
+            let shrunk = shrink((0..20).collect(), 200, jobs, far_off(), fails).await;
             assert_eq!(shrunk.moves, [3, 7], "{jobs} at once");
         }
     }
 
     #[tokio::test]
     async fn it_stops_at_its_budget_with_what_it_had() {
-        let shrunk = shrink((0..20).collect::<Vec<u32>>(), 3, 2, |_| async { false }).await;
+        let shrunk = shrink((0..20).collect::<Vec<u32>>(), 3, 2, far_off(), |_| async {
+            false
+        })
+        .await;
         assert_eq!(shrunk.tried, 3);
         assert_eq!(shrunk.moves.len(), 20);
+        assert!(!shrunk.out_of_time);
+    }
+
+    #[tokio::test]
+    async fn it_starts_no_cut_after_its_deadline_and_says_so() {
+        let shrunk = shrink(
+            (0..20).collect::<Vec<u32>>(),
+            200,
+            2,
+            Instant::now(),
+            |_| async { true },
+        )
+        .await;
+        assert_eq!(shrunk.tried, 0);
+        assert_eq!(shrunk.moves.len(), 20);
+        assert!(shrunk.out_of_time);
+    }
+
+    fn far_off() -> Instant {
+        Instant::now() + std::time::Duration::from_secs(3600)
     }
 }
