@@ -222,6 +222,74 @@ fn a_fleet_needs_a_token_a_device_and_exits_5_when_every_one_is_refused() {
     assert!(out.contains(r#""stopped":2"#), "{out}");
 }
 
+/// `--for` ends a fleet's run as a signal would: its devices link, and it exits 0 on its own.
+#[test]
+fn a_fleet_run_for_a_while_links_its_devices_and_ends_by_itself() {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
+    let server = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let options = fake_instance::Options {
+            tokens: vec!["t-1".into(), "t-2".into()],
+            patience: Duration::from_secs(5),
+            ..fake_instance::Options::default()
+        };
+        runtime.block_on(async {
+            let (addr, task) = common::spawn_instance(options, None, async {
+                let _ = stop_rx.await;
+            })
+            .await;
+            let _ = addr_tx.send(addr);
+            let _ = task.await;
+        });
+    });
+    let addr = addr_rx
+        .recv_timeout(Duration::from_secs(5))
+        .expect("fake-instance starts");
+    let url = format!("http://{addr}");
+    let mut fleet = Command::new(BIN)
+        .args([
+            "--instance",
+            &url,
+            "--fleet",
+            "2",
+            "--token",
+            "t-{i}",
+            "--for",
+            "1500ms",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    // A fleet that ignored --for would run until a signal: the test gives it 20 s.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = fleet.try_wait().expect("waits") {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = fleet.kill();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let out = fleet.wait_with_output().expect("its output");
+    let _ = stop_tx.send(());
+    let _ = server.join();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let status = status.unwrap_or_else(|| panic!("the fleet ran past --for: {said}"));
+    assert_eq!(status.code(), Some(0), "{said}");
+    assert!(said.contains(r#""linked":2"#), "{said}");
+}
+
 #[test]
 fn capabilities_lists_only_those_and_refuses_ones_the_spec_lacks() {
     let (code, _, err) = run(&[

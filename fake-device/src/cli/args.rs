@@ -97,6 +97,10 @@ pub(super) struct Cli {
     /// file spreads a larger fleet over several machines.
     #[arg(long, value_name = "K/N", requires = "fleet")]
     pub(super) shard: Option<crate::Shard>,
+    /// End the fleet's run after this long (`90s`, `10m`), as a signal would; without it the
+    /// fleet runs until SIGINT or SIGTERM.
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration, requires = "fleet")]
+    pub(super) run_for: Option<harness::scenario::Dur>,
     #[command(flatten)]
     pub(super) common: CommonArgs,
 }

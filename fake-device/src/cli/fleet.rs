@@ -6,8 +6,8 @@ use harness::cli::CliError;
 
 use super::args::Cli;
 
-/// `fake-device --fleet N`: the devices' tokens, then the fleet run until a signal, or until
-/// every device stopped by itself.
+/// `fake-device --fleet N`: the devices' tokens, then the fleet run until a signal or the end of
+/// `--for`, or until every device stopped by itself.
 pub(super) fn fleet(
     cli: &Cli,
     count: usize,
@@ -29,9 +29,21 @@ pub(super) fn fleet(
         .clone()
         .or_else(|| made_root.as_ref().map(|d| d.path().to_path_buf()))
         .unwrap_or_default();
+    let run_for = cli.run_for.map(|d| d.0);
     let finished = runtime.block_on(async {
         // Inside the runtime: the signal handlers need its reactor.
-        let shutdown = harness::cli::shutdown_signal();
+        let signal = harness::cli::shutdown_signal();
+        let shutdown = async move {
+            match run_for {
+                Some(run_for) => {
+                    tokio::select! {
+                        () = signal => {}
+                        () = tokio::time::sleep(run_for) => {}
+                    }
+                }
+                None => signal.await,
+            }
+        };
         crate::run_fleet(
             template,
             devices,
