@@ -21,31 +21,36 @@ fn instance_doing(
     misbehave: &[&str],
     steps: Vec<harness::scenario::Spanned<harness::scenario::Step>>,
 ) -> Instance {
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
     let misbehave = Misbehaviours::parse(
         &misbehave.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
         Binds::Instance,
     )
     .expect("known");
+    let protocol = if protocols.as_ref().is_some_and(|p| !p.contains(&2)) {
+        1
+    } else {
+        2
+    };
+    serve(fake_instance::Options {
+        protocols,
+        misbehave,
+        cell: Cell::lembas(protocol, harness::lembas::Spec::V1_1_0),
+        patience: Duration::from_secs(5),
+        steps,
+        ..fake_instance::Options::default()
+    })
+}
+
+/// A simulated fake-instance run with `options` on a thread of its own, until the returned
+/// value is dropped.
+fn serve(options: fake_instance::Options) -> Instance {
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
     let handle = std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .expect("runtime");
-        let protocol = if protocols.as_ref().is_some_and(|p| !p.contains(&2)) {
-            1
-        } else {
-            2
-        };
-        let options = fake_instance::Options {
-            protocols,
-            misbehave,
-            cell: Cell::lembas(protocol, harness::lembas::Spec::V1_1_0),
-            patience: Duration::from_secs(5),
-            steps,
-            ..fake_instance::Options::default()
-        };
         runtime.block_on(async {
             let (addr, task) = common::spawn_instance(options, None, async {
                 let _ = stop_rx.await;
@@ -225,31 +230,12 @@ fn a_fleet_needs_a_token_a_device_and_exits_5_when_every_one_is_refused() {
 /// `--for` ends a fleet's run as a signal would: its devices link, and it exits 0 on its own.
 #[test]
 fn a_fleet_run_for_a_while_links_its_devices_and_ends_by_itself() {
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel::<SocketAddr>();
-    let server = std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let options = fake_instance::Options {
-            tokens: vec!["t-1".into(), "t-2".into()],
-            patience: Duration::from_secs(5),
-            ..fake_instance::Options::default()
-        };
-        runtime.block_on(async {
-            let (addr, task) = common::spawn_instance(options, None, async {
-                let _ = stop_rx.await;
-            })
-            .await;
-            let _ = addr_tx.send(addr);
-            let _ = task.await;
-        });
+    let instance = serve(fake_instance::Options {
+        tokens: vec!["t-1".into(), "t-2".into()],
+        patience: Duration::from_secs(5),
+        ..fake_instance::Options::default()
     });
-    let addr = addr_rx
-        .recv_timeout(Duration::from_secs(5))
-        .expect("fake-instance starts");
-    let url = format!("http://{addr}");
+    let url = instance.url.clone();
     let mut fleet = Command::new(BIN)
         .args([
             "--instance",
@@ -278,8 +264,7 @@ fn a_fleet_run_for_a_while_links_its_devices_and_ends_by_itself() {
         std::thread::sleep(Duration::from_millis(50));
     };
     let out = fleet.wait_with_output().expect("its output");
-    let _ = stop_tx.send(());
-    let _ = server.join();
+    drop(instance);
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -16,6 +16,17 @@ pub struct Limits {
     pub restarts: bool,
 }
 
+impl Limits {
+    /// The kinds of `all` a sequence may draw from: all of them, less `restart` where the
+    /// system under test may not be restarted.
+    pub fn allowed<K: Copy + PartialEq>(&self, all: &[(K, u32)], restart: K) -> Vec<(K, u32)> {
+        all.iter()
+            .copied()
+            .filter(|(kind, _)| self.restarts || *kind != restart)
+            .collect()
+    }
+}
+
 /// One side's moves: a sequence of them is drawn from a seed, cut while shrinking, and written
 /// as a scenario of that side, valid however it was cut.
 pub trait Moves: Sized + Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static {

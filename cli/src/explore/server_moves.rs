@@ -144,11 +144,7 @@ const KINDS: [(Kind, u32); 8] = [
 pub fn generate(seed: u64, run: u64, limits: Limits) -> Vec<Move> {
     let mut rng = StdRng::seed_from_u64(seed ^ run.wrapping_mul(0xD1B5_4A32_D192_ED03));
     let steps = rng.random_range(2..=limits.max_steps.max(2));
-    let kinds: Vec<(Kind, u32)> = KINDS
-        .into_iter()
-        .filter(|(kind, _)| limits.restarts || *kind != Kind::Restart)
-        .collect();
-    let swarm = Swarm::new(&mut rng, &kinds, Kind::Send);
+    let swarm = Swarm::new(&mut rng, &limits.allowed(&KINDS, Kind::Restart), Kind::Send);
     let (mut chats, mut texts, mut offline) = (0usize, 0usize, false);
     // One or two chats first.
     let mut moves: Vec<Move> = (0..rng.random_range(1..=2))

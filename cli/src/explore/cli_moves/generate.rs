@@ -54,11 +54,11 @@ enum Kind {
 pub fn generate(seed: u64, run: u64, limits: Limits) -> Vec<Move> {
     let mut rng = StdRng::seed_from_u64(seed ^ run.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let steps = rng.random_range(2..=limits.max_steps.max(2));
-    let kinds: Vec<(Kind, u32)> = KINDS
-        .into_iter()
-        .filter(|(kind, _)| limits.restarts || *kind != Kind::Restart)
-        .collect();
-    let swarm = Swarm::new(&mut rng, &kinds, Kind::Prompt);
+    let swarm = Swarm::new(
+        &mut rng,
+        &limits.allowed(&KINDS, Kind::Restart),
+        Kind::Prompt,
+    );
     let mut drawn = Drawn::default();
     let mut moves = vec![drawn.open_session()];
     while moves.len() < steps {
@@ -249,11 +249,16 @@ impl Drawn {
         {
             return again;
         }
-        let label = format!("p{}", self.prompts.len() + 1);
         let session = self.session(rng);
         // One fresh prompt in six has no turn id, as a client that keeps none sends it.
         let turn_id = (rng.random_range(0..6) > 0).then(|| format!("t{}", self.prompts.len() + 1));
         let text = TEXTS[rng.random_range(0..TEXTS.len())].to_string();
+        self.sent(session, turn_id, text)
+    }
+
+    /// A prompt sent with the next label, kept for the moves after it.
+    fn sent(&mut self, session: String, turn_id: Option<String>, text: String) -> Move {
+        let label = format!("p{}", self.prompts.len() + 1);
         self.prompts.push((
             label.clone(),
             session.clone(),
@@ -312,20 +317,7 @@ impl Drawn {
         }
         let (_, session, turn_id, text, _) =
             self.prompts[candidates[rng.random_range(0..candidates.len())]].clone();
-        let label = format!("p{}", self.prompts.len() + 1);
-        self.prompts.push((
-            label.clone(),
-            session.clone(),
-            turn_id.clone(),
-            text.clone(),
-            false,
-        ));
-        Some(Move::Prompt {
-            prompt: label,
-            session,
-            turn_id,
-            text,
-        })
+        Some(self.sent(session, turn_id, text))
     }
 
     /// Every prompt of `session` not yet awaited, oldest first, marked awaited.
