@@ -410,7 +410,9 @@ impl Explorer {
             );
         }
         let rule = failed.rule.clone();
-        // Each cut that failed on the rule, with its run: the shortest one's is the report.
+        // Each cut that failed on the rule, with its run: the shortest one's is the report. A
+        // cut kept is never longer than one that failed before it, so only the shortest cuts
+        // so far are held: what is kept stays one batch of runs, however many shrinking takes.
         let failing: std::sync::Mutex<Vec<(Vec<M>, Box<Failed>)>> = std::sync::Mutex::default();
         let failing = &failing;
         let shrunk = shrink::shrink(
@@ -425,6 +427,8 @@ impl Explorer {
                         Ok(Judged::Failed(f)) if f.rule == rule => {
                             if let Ok(mut kept) = failing.lock() {
                                 kept.push((cut, f));
+                                let shortest = kept.iter().map(|(c, _)| c.len()).min();
+                                kept.retain(|(c, _)| Some(c.len()) == shortest);
                             }
                             true
                         }
