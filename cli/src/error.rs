@@ -121,6 +121,9 @@ pub enum Error {
     /// A run's task panicked: a bug of ours.
     #[error("the run panicked: {0}")]
     Panicked(tokio::task::JoinError),
+    /// `harness merge`: a report that could not be read or merged (the message names the file).
+    #[error("{0}")]
+    Merge(String),
     /// A generated text or a report of `harness run` could not be written.
     #[error("cannot write {}: {source}", path.display())]
     Write {
@@ -254,7 +257,8 @@ impl Error {
             | Error::SelftestReport { .. }
             | Error::CoverageWrite { .. }
             | Error::Stdout(_)
-            | Error::Record(_) => Exit::Usage,
+            | Error::Record(_)
+            | Error::Merge(_) => Exit::Usage,
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod coverage;
 pub mod error;
 pub mod explore;
 pub mod matrix;
+pub mod merge;
 pub mod pace;
 pub mod record;
 pub mod run;

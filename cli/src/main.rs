@@ -90,6 +90,10 @@ enum Command {
     /// under test, every monitor judging; shrink a failing one and write it as a scenario that
     /// `harness run` replays.
     Explore(Box<harness_cli::explore::ExploreArgs>),
+    /// Merge the JSON reports of a fleet's shards (`fake-device --fleet N --shard K/N --report
+    /// json:PATH`) into the report of the whole run: histograms merged exactly, the summary
+    /// printed, thresholds judged on the merge.
+    Merge(harness_cli::merge::MergeArgs),
     /// Sit between a real device and a real instance, pass everything through, and write the
     /// journal and a draft scenario for each double (at Ctrl-C or after --for).
     Record(harness_cli::record::RecordArgs),
@@ -341,6 +345,7 @@ fn run(command: Command) -> Result<Exit, Error> {
         Command::Run(args) => harness_cli::matrix::command(*args),
         Command::Explore(args) => harness_cli::explore::command(*args),
         Command::Record(args) => record(&args),
+        Command::Merge(args) => harness_cli::merge::command(args),
         Command::Selftest {
             filter,
             jobs,

@@ -199,6 +199,17 @@ pub async fn run_fleet(
         devices: total,
         ..FleetFinished::default()
     };
+    let recorder = template.recorder.clone();
+    if let Some(recorder) = &recorder {
+        // Said even when none is found, so a threshold on it reads 0, not "never measured".
+        recorder.count("findings", 0);
+    }
+    let figure_levels = |now: &FleetCount, launched: usize| {
+        if let Some(recorder) = &recorder {
+            recorder.gauge("devices.linked", now.linked as u64);
+            recorder.gauge("devices.running", (launched - now.stopped) as u64);
+        }
+    };
     tokio::pin!(shutdown);
     let mut ticks = tokio::time::interval(report_every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -208,7 +219,11 @@ pub async fn run_fleet(
         tokio::select! {
             biased;
             () = &mut shutdown => break,
-            _ = ticks.tick() => report(count(ended)),
+            _ = ticks.tick() => {
+                let now = count(ended);
+                figure_levels(&now, launched);
+                report(now);
+            }
             permit = ramp.clone().acquire_owned(), if launched < total => {
                 let Ok(permit) = permit else { break };
                 let Some((slot, device)) = waiting.next() else { break };
@@ -258,10 +273,12 @@ pub async fn run_fleet(
         tally(&mut finished, device);
     }
     // Every device has ended: a link still closing is not linked any more.
-    report(FleetCount {
+    let last = FleetCount {
         linked: 0,
         ..count(ended)
-    });
+    };
+    figure_levels(&last, launched);
+    report(last);
     finished
 }
 

@@ -41,6 +41,7 @@ mod completion;
 mod dial;
 mod embedding;
 mod events;
+mod figures;
 mod files;
 mod fleet;
 mod instance_model;

@@ -379,3 +379,100 @@ fn the_composer_must_name_the_chat_s_own_session() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("instance.composer.capabilities"), "{out}");
 }
+
+/// What `GET /metrics` on `port` answers (headers and body), if anything.
+fn scrape(port: u16) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    Some(answer)
+}
+
+/// A fleet's figures: served while it runs (a Prometheus scrape gets histograms and the linked
+/// count), summed up at its end with its thresholds ticked or crossed, written as JSON, HTML and
+/// JUnit; a crossed threshold exits 7.
+#[test]
+fn a_fleet_serves_sums_up_and_judges_its_figures() {
+    let instance = serve(fake_instance::Options {
+        tokens: (1..=4).map(|i| format!("t-{i}")).collect(),
+        patience: Duration::from_secs(5),
+        ..fake_instance::Options::default()
+    });
+    let dir = tempfile::tempdir().expect("tmp");
+    let port = harness::free_port::free_port().expect("a free port");
+    let json = dir.path().join("load.json");
+    let (html, junit) = (dir.path().join("load.html"), dir.path().join("load.xml"));
+    let report = |kind: &str, path: &std::path::Path| format!("{kind}:{}", path.display());
+    let fleet = Command::new(BIN)
+        .args([
+            "--instance",
+            &instance.url,
+            "--fleet",
+            "4",
+            "--token",
+            "t-{i}",
+        ])
+        .args(["--for", "3s", "--metrics", &format!("127.0.0.1:{port}")])
+        .args([
+            "--report",
+            &report("json", &json),
+            "--report",
+            &report("html", &html),
+        ])
+        .args(["--report", &report("junit", &junit)])
+        .args(["--threshold", "link.setup.count==4"])
+        .args(["--threshold", "device.initialize.p99<1us"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let scraped = loop {
+        let answer = scrape(port).unwrap_or_default();
+        if answer.contains("lembas_fleet_gauge{figure=\"devices.linked\"} 4")
+            || std::time::Instant::now() > deadline
+        {
+            break answer;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let out = fleet.wait_with_output().expect("the fleet ends");
+    drop(instance);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        scraped.contains("lembas_fleet_gauge{figure=\"devices.linked\"} 4"),
+        "{scraped}\n{said}"
+    );
+    assert!(
+        scraped.contains("application/openmetrics-text"),
+        "{scraped}"
+    );
+    assert!(
+        scraped
+            .contains("lembas_fleet_latency_seconds_bucket{figure=\"link.setup\",le=\"+Inf\"} 4"),
+        "{scraped}"
+    );
+    assert_eq!(out.status.code(), Some(7), "{said}");
+    assert!(said.contains("✓ link.setup.count==4  count=4"), "{said}");
+    assert!(said.contains("✗ device.initialize.p99<1us  p99="), "{said}");
+    assert!(said.contains("link.setup ."), "{said}");
+    let written: harness::load::LoadReport =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the JSON report"))
+            .expect("a load report");
+    assert_eq!(written.devices, 4);
+    assert_eq!(written.figures.latencies["link.setup"].count(), 4);
+    assert_eq!(written.figures.counters["links.opened"], 4);
+    assert_eq!(written.figures.counters["findings"], 0);
+    let page = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(
+        page.contains("<h3>link.setup</h3>") && page.contains("<polyline"),
+        "{page}"
+    );
+    let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
+    assert!(xml.contains("failures=\"1\""), "{xml}");
+}

@@ -18,6 +18,8 @@ pub enum Exit {
     Unauthorized = 5,
     /// A scenario run was stopped (SIGINT, SIGTERM) before it reached a verdict: never a pass.
     Interrupted = 6,
+    /// fake-device, a fleet: a `--threshold` was crossed (and its devices found no rule broken).
+    ThresholdCrossed = 7,
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -67,6 +67,8 @@ pub type FindingObserver = std::sync::Arc<dyn Fn(&Finding) + Send + Sync>;
 pub struct Findings {
     items: std::sync::Mutex<Vec<Finding>>,
     observer: std::sync::Mutex<Option<FindingObserver>>,
+    /// Told of each finding too, beside the observer ([`Findings::tally_into`]).
+    tally: std::sync::Mutex<Option<FindingObserver>>,
 }
 
 impl std::fmt::Debug for Findings {
@@ -85,12 +87,23 @@ impl Findings {
         }
     }
 
+    /// Also tells `tally` of every finding from now on, whatever observer a run's hub sets: a
+    /// load run counts its devices' findings as they come.
+    pub fn tally_into(&self, tally: FindingObserver) {
+        if let Ok(mut slot) = self.tally.lock() {
+            *slot = Some(tally);
+        }
+    }
+
     /// Records a finding and logs it, so a person watching stderr sees it as it happens.
     pub fn push(&self, finding: Finding) {
         tracing::warn!(rule = %finding.rule, "{}", finding.summary);
         let observer = self.observer.lock().ok().and_then(|o| o.clone());
         if let Some(observer) = observer {
             observer(&finding);
+        }
+        if let Some(tally) = self.tally.lock().ok().and_then(|t| t.clone()) {
+            tally(&finding);
         }
         if let Ok(mut items) = self.items.lock() {
             // A peer that keeps sending garbage must not grow memory without bound; the first

@@ -67,6 +67,13 @@ struct Line<'a> {
     msg: &'a Value,
 }
 
+/// Something shown every message and event as the journal records it, at that moment (a load
+/// run's figures are taken so): it sees them even when the journal keeps nothing.
+pub trait Tap: Send + Sync + std::fmt::Debug {
+    /// One message or event on `link`, going `dir`.
+    fn seen(&self, link: u32, dir: Direction, msg: &Value);
+}
+
 /// Records every message of a run.
 #[derive(Debug)]
 pub struct Journal {
@@ -89,6 +96,8 @@ pub struct Journal {
     keeps: bool,
     /// The last entry's number (counted even when entries are not kept).
     seq: std::sync::atomic::AtomicU64,
+    /// Shown every entry ([`Journal::with_tap`]).
+    tap: Option<std::sync::Arc<dyn Tap>>,
 }
 
 impl Journal {
@@ -104,7 +113,15 @@ impl Journal {
             held: Mutex::new(Vec::new()),
             keeps: true,
             seq: std::sync::atomic::AtomicU64::new(0),
+            tap: None,
         }
+    }
+
+    /// The same journal, showing every entry to `tap` as it is recorded.
+    #[must_use]
+    pub fn with_tap(mut self, tap: std::sync::Arc<dyn Tap>) -> Self {
+        self.tap = Some(tap);
+        self
     }
 
     /// The same journal keeping no recent entries in memory: for a fleet's devices, which no
@@ -119,7 +136,7 @@ impl Journal {
     /// Whether recording does nothing at all (no file, nothing kept): the caller may then skip
     /// parsing what it would record.
     pub fn keeps_nothing(&self) -> bool {
-        !self.keeps && self.file.is_none()
+        !self.keeps && self.file.is_none() && self.tap.is_none()
     }
 
     /// A journal that also writes JSON lines to `path` (without times in a seeded run: see
@@ -147,7 +164,10 @@ impl Journal {
 
     /// Records one message or event.
     pub fn record(&self, link: u32, dir: Direction, msg: Value) {
-        if self.keeps_nothing() {
+        if let Some(tap) = &self.tap {
+            tap.seen(link, dir, &msg);
+        }
+        if !self.keeps && self.file.is_none() {
             return;
         }
         self.write_and_keep(link, dir, Given::Owned(msg));
@@ -155,7 +175,10 @@ impl Journal {
 
     /// Records one message the caller keeps: written whole, and only its cut copy kept.
     pub fn record_ref(&self, link: u32, dir: Direction, msg: &Value) {
-        if self.keeps_nothing() {
+        if let Some(tap) = &self.tap {
+            tap.seen(link, dir, msg);
+        }
+        if !self.keeps && self.file.is_none() {
             return;
         }
         self.write_and_keep(link, dir, Given::Borrowed(msg));

@@ -40,6 +40,7 @@ pub mod hooks;
 pub mod journal;
 pub mod jsonrpc;
 pub mod lembas;
+pub mod load;
 pub mod lvmh;
 pub mod pattern;
 pub mod process;

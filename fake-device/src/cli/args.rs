@@ -101,6 +101,15 @@ pub(super) struct Cli {
     /// fleet runs until SIGINT or SIGTERM.
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration, requires = "fleet")]
     pub(super) run_for: Option<harness::scenario::Dur>,
+    /// Fail the fleet's run (exit 7) if this threshold is crossed at its end: FIGURE.STAT OP
+    /// BOUND, such as `prompt.answer.p99<500ms`, `link.setup.max<=2s` or `findings.count==0`
+    /// (repeatable; the load testing page lists the figures).
+    #[arg(long = "threshold", value_name = "EXPR", requires = "fleet")]
+    pub(super) thresholds: Vec<harness::load::Threshold>,
+    /// Serve the fleet's figures while it runs as OpenMetrics at http://ADDR/metrics (devices
+    /// linked, messages, latency histograms, findings), for Prometheus to scrape.
+    #[arg(long, value_name = "ADDR", requires = "fleet")]
+    pub(super) metrics: Option<std::net::SocketAddr>,
     #[command(flatten)]
     pub(super) common: CommonArgs,
 }

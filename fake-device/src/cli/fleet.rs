@@ -1,13 +1,18 @@
 //! `fake-device --fleet N`: many simulated devices in one process, their tokens, their count
 //! printed as they link, and how the fleet exits.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
+
 use harness::Exit;
 use harness::cli::CliError;
+use harness::load::{LoadReport, Recorder, Threshold};
 
 use super::args::Cli;
 
 /// `fake-device --fleet N`: the devices' tokens, then the fleet run until a signal or the end of
-/// `--for`, or until every device stopped by itself.
+/// `--for`, or until every device stopped by itself; its figures served while it runs
+/// (`--metrics`), summed up and judged at its end.
 pub(super) fn fleet(
     cli: &Cli,
     count: usize,
@@ -15,7 +20,9 @@ pub(super) fn fleet(
     runtime: &tokio::runtime::Runtime,
 ) -> Result<Exit, CliError> {
     let tokens = fleet_tokens(cli, count)?;
-    let devices = tokens.devices(cli.shard.unwrap_or(crate::Shard::WHOLE));
+    let shard = cli.shard.unwrap_or(crate::Shard::WHOLE);
+    let devices = tokens.devices(shard);
+    let device_count = devices.len();
     let made_root = match &cli.common.state_dir {
         Some(_) => None,
         None => Some(
@@ -29,8 +36,14 @@ pub(super) fn fleet(
         .clone()
         .or_else(|| made_root.as_ref().map(|d| d.path().to_path_buf()))
         .unwrap_or_default();
+    let recorder = Arc::new(Recorder::new());
+    let mut template = template;
+    template.recorder = Some(recorder.clone());
     let run_for = cli.run_for.map(|d| d.0);
     let finished = runtime.block_on(async {
+        if let Some(address) = cli.metrics {
+            serve_metrics(address, recorder.clone()).await?;
+        }
         // Inside the runtime: the signal handlers need its reactor.
         let signal = harness::cli::shutdown_signal();
         let shutdown = async move {
@@ -44,18 +57,91 @@ pub(super) fn fleet(
                 None => signal.await,
             }
         };
-        crate::run_fleet(
-            template,
-            devices,
-            state_root,
-            print_fleet_count(),
-            FLEET_COUNT_EVERY,
-            shutdown,
+        Ok::<_, CliError>(
+            crate::run_fleet(
+                template,
+                devices,
+                state_root,
+                print_fleet_count(),
+                FLEET_COUNT_EVERY,
+                shutdown,
+            )
+            .await,
         )
-        .await
-    });
+    })?;
     drop(made_root);
-    Ok(fleet_exit(&finished))
+    let report = load_report(&recorder, device_count, shard, &finished, &cli.thresholds);
+    eprint!("{}", harness::load::summary(&report));
+    if let Err(e) = harness::load::write_reports(&cli.common.reports, &report) {
+        eprintln!("error: cannot write a report: {e}");
+        return Ok(Exit::Internal);
+    }
+    let exit = fleet_exit(&finished);
+    let crossed = report.thresholds.iter().filter(|t| t.crossed).count();
+    Ok(match exit {
+        Exit::Passed if crossed > 0 => {
+            eprintln!("fake-device: {crossed} thresholds crossed");
+            Exit::ThresholdCrossed
+        }
+        exit => exit,
+    })
+}
+
+/// Serves the fleet's figures as OpenMetrics at `address` (bound before the fleet starts, so a
+/// port in use is said at once).
+async fn serve_metrics(address: SocketAddr, recorder: Arc<Recorder>) -> Result<(), CliError> {
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|e| CliError::Usage(format!("--metrics {address}: cannot listen: {e}")))?;
+    let bound = listener.local_addr().unwrap_or(address);
+    eprintln!("fake-device: metrics at http://{bound}/metrics");
+    let render =
+        Arc::new(move || harness::load::openmetrics::render(&recorder.snapshot(), METRICS_PREFIX));
+    tokio::spawn(async move {
+        if let Err(e) = harness::load::openmetrics::serve(listener, render).await {
+            tracing::warn!("the metrics endpoint stopped: {e}");
+        }
+    });
+    Ok(())
+}
+
+/// What every family a fleet serves is named with (`lembas_fleet_latency_seconds`).
+pub(super) const METRICS_PREFIX: &str = "lembas_fleet";
+
+/// The fleet's report: its figures, what its devices found, its thresholds judged.
+fn load_report(
+    recorder: &Recorder,
+    devices: usize,
+    shard: crate::Shard,
+    finished: &crate::FleetFinished,
+    thresholds: &[Threshold],
+) -> LoadReport {
+    let figures = recorder.snapshot();
+    let started = recorder.started_unix_ms();
+    let mut report = LoadReport {
+        format: harness::load::FORMAT.to_string(),
+        tool: "fake-device".to_string(),
+        started_unix_ms: started,
+        ended_unix_ms: started + recorder.elapsed().as_millis() as u64,
+        devices: devices as u64,
+        shards: vec![format!("{}/{}", shard.index, shard.of)],
+        figures,
+        findings: harness::load::Findings {
+            count: finished.findings as u64,
+            examples: finished
+                .examples
+                .iter()
+                .map(|(device, finding)| format!("device {device}: {finding}"))
+                .collect(),
+        },
+        thresholds: Vec::new(),
+    };
+    let seconds = report.seconds();
+    report.thresholds = thresholds
+        .iter()
+        .map(|t| t.judge(&report.figures, seconds))
+        .collect();
+    report
 }
 
 /// How often a fleet looks at how many of its devices are linked (a line is printed when the
@@ -100,7 +186,6 @@ pub(super) fn fleet_refusals(cli: &Cli) -> Result<(), CliError> {
         (cli.common.exec.is_some(), "--exec"),
         (cli.common.control.is_some(), "--control"),
         (cli.console, "--console"),
-        (!cli.common.reports.is_empty(), "--report"),
     ];
     if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
         return Err(CliError::Usage(format!(

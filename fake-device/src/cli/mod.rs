@@ -294,6 +294,7 @@ fn options(
         control: None,
         end_at_finding: None,
         lean: cli.fleet.is_some(),
+        recorder: None,
     }
 }
 

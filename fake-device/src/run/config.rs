@@ -3,6 +3,7 @@
 //! which capabilities it lists.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use harness::double::Opened;
@@ -43,7 +44,15 @@ pub(crate) struct Basics {
 
 impl Basics {
     pub(crate) fn open(options: &Options) -> Result<Basics, StartError> {
-        let opened = Opened::open(options.journal.as_deref(), options.lean)?;
+        let tap = options.recorder.clone().map(|recorder| {
+            Arc::new(crate::figures::DeviceTap::new(recorder)) as Arc<dyn harness::journal::Tap>
+        });
+        let opened = Opened::open_tapped(options.journal.as_deref(), options.lean, tap)?;
+        if let Some(recorder) = options.recorder.clone() {
+            opened
+                .findings
+                .tally_into(Arc::new(move |_| recorder.count("findings", 1)));
+        }
         // The store lives in --state-dir, so a restart finds its sessions; else in this run's
         // own temporary directory.
         let state_dir = options

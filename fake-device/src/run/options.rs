@@ -107,6 +107,9 @@ pub struct Options {
     /// answers), for a run nothing reads them from: a fleet's devices. A `journal` file is
     /// still written.
     pub lean: bool,
+    /// Record the link's figures here (how long answers, prompts and set-ups took; messages and
+    /// events counted): a fleet's devices share one, for its summary, reports and `--metrics`.
+    pub recorder: Option<Arc<harness::load::Recorder>>,
 }
 
 impl Options {
@@ -150,6 +153,7 @@ impl Options {
             control: None,
             end_at_finding: None,
             lean: false,
+            recorder: None,
         }
     }
 }

@@ -38,12 +38,23 @@ impl Opened {
     /// Opens the journal (written to `journal` when given; keeping no entry in memory when
     /// `lean`, for a run nothing reads them from) and makes the run's directory.
     pub fn open(journal: Option<&Path>, lean: bool) -> Result<Opened, OpenError> {
-        let journal = Journal::open(journal).map_err(OpenError::Journal)?;
-        let journal = if lean {
-            journal.keeping_nothing()
-        } else {
-            journal
-        };
+        Self::open_tapped(journal, lean, None)
+    }
+
+    /// [`Opened::open`], its journal showing every entry to `tap` when given (a fleet's
+    /// figures).
+    pub fn open_tapped(
+        journal: Option<&Path>,
+        lean: bool,
+        tap: Option<Arc<dyn crate::journal::Tap>>,
+    ) -> Result<Opened, OpenError> {
+        let mut journal = Journal::open(journal).map_err(OpenError::Journal)?;
+        if lean {
+            journal = journal.keeping_nothing();
+        }
+        if let Some(tap) = tap {
+            journal = journal.with_tap(tap);
+        }
         let tmp = crate::random::temp_dir().map_err(OpenError::Scratch)?;
         Ok(Opened {
             journal: Arc::new(journal),

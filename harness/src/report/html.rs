@@ -11,7 +11,7 @@
 //! Clicking an arrow shows its JSON.
 
 mod diagram;
-mod escape;
+pub(crate) mod escape;
 mod run_page;
 
 use std::fmt::Write as _;

@@ -1,7 +1,7 @@
 //! Text put into HTML and SVG, escaped.
 
 /// Text for HTML (and SVG): the five characters that could start markup or end an attribute.
-pub(super) fn esc(text: &str) -> String {
+pub(crate) fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
