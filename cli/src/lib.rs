@@ -40,6 +40,13 @@ enum DeviceSection {
     Lvmh(fake_device::lvmh::PluginSettings),
 }
 
+/// The workload format's JSON Schema (`*.workload.yaml`, `fake-device --fleet N --workload
+/// FILE`), for editors.
+pub fn workload_schema() -> String {
+    let schema = schemars::schema_for!(fake_device::workload::Workload);
+    serde_json::to_string_pretty(&schema).unwrap_or_default() + "\n"
+}
+
 /// The scenario format's JSON Schema, whole: the harness's model with the sections the doubles
 /// type themselves (their settings, how the web UI answers cards, their actions) in place, for
 /// both families.

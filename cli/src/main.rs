@@ -49,11 +49,14 @@ enum Command {
         #[arg(long, value_enum)]
         side: Option<SideArg>,
     },
-    /// Print the JSON Schema of the scenario format (or write it to a file).
+    /// Print the JSON Schema of the scenario format, or of workloads (or write it to a file).
     Schema {
         /// Write it here instead of stdout.
         #[arg(long, value_name = "PATH")]
         write: Option<PathBuf>,
+        /// The workload format's (`*.workload.yaml`) instead of the scenario format's.
+        #[arg(long)]
+        workload: bool,
     },
     /// List the rule catalogue, with the scenarios that check each rule and its misbehaviour.
     Rules {
@@ -330,8 +333,12 @@ fn selftest(
 fn run(command: Command) -> Result<Exit, Error> {
     match command {
         Command::Check { files, side } => Ok(check(&files, side.map(Side::from))),
-        Command::Schema { write } => {
-            written_or_printed(&harness_cli::scenario_schema(), write.as_deref())
+        Command::Schema { write, workload } => {
+            let schema = match workload {
+                true => harness_cli::workload_schema(),
+                false => harness_cli::scenario_schema(),
+            };
+            written_or_printed(&schema, write.as_deref())
         }
         Command::Rules { section } => print_rules(section.as_deref()),
         Command::Scenarios { write } => {

@@ -255,6 +255,7 @@ enum YamlKind {
     Hooks,
     Scripts,
     Baseline,
+    Workload,
     Other,
 }
 
@@ -263,6 +264,9 @@ fn kind_of(value: &serde_json::Value) -> YamlKind {
     match value {
         Value::Object(map) if map.contains_key("name") && map.contains_key("steps") => {
             YamlKind::Scenario
+        }
+        Value::Object(map) if map.contains_key("stages") || map.contains_key("every") => {
+            YamlKind::Workload
         }
         Value::Object(map)
             if !map.is_empty()
@@ -339,6 +343,9 @@ fn every_yaml_block_loads() {
                         .map_err(|e| e.to_string())
                 }
                 YamlKind::Baseline => harness_cli::baseline::load(&file)
+                    .map(drop)
+                    .map_err(|e| e.to_string()),
+                YamlKind::Workload => fake_device::workload::Workload::load(&file)
                     .map(drop)
                     .map_err(|e| e.to_string()),
                 YamlKind::Other => Ok(()),

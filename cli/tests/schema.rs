@@ -63,3 +63,34 @@ fn the_schema_takes_a_sut_as_the_loader_does() {
         harness::scenario::load_str(&yaml, "s.yaml", None).expect("the loader takes it too");
     }
 }
+
+#[test]
+fn the_workload_schema_in_docs_is_current_and_every_shipped_workload_is_valid_and_loads() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/workload.schema.json");
+    let kept = std::fs::read_to_string(path).unwrap_or_default();
+    let generated = harness_cli::workload_schema();
+    assert!(
+        kept == generated,
+        "docs/workload.schema.json is stale: run `cargo run -q -p harness-cli -- schema --workload --write docs/workload.schema.json`"
+    );
+    let schema: serde_json::Value = serde_json::from_str(&generated).expect("the schema is JSON");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/recipes/workloads");
+    let mut shipped = 0;
+    for entry in std::fs::read_dir(folder).expect("the workloads folder") {
+        let path = entry.expect("an entry").path();
+        if !path.to_string_lossy().ends_with(".workload.yaml") {
+            continue;
+        }
+        shipped += 1;
+        let text = std::fs::read_to_string(&path).expect("a workload");
+        let value: serde_json::Value = serde_saphyr::from_str(&text).expect("YAML");
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", path.display());
+        fake_device::workload::Workload::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(shipped >= 3, "only {shipped} workloads shipped");
+}

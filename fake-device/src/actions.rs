@@ -168,6 +168,16 @@ impl DeviceActor {
 
     /// The person types `text` into the shared session.
     pub async fn terminal_prompt(&self, text: &str) -> Result<Value, String> {
+        let (session, turn, _answer) = self.terminal_turn(text).await?;
+        Ok(json!({ "sessionId": session, "turnId": turn }))
+    }
+
+    /// [`DeviceActor::terminal_prompt`], giving the session, the turn, and where the turn's
+    /// answer comes when it ends.
+    pub(crate) async fn terminal_turn(
+        &self,
+        text: &str,
+    ) -> Result<(String, String, tokio::sync::oneshot::Receiver<Value>), String> {
         let peer = self
             .hub
             .current()
@@ -179,12 +189,12 @@ impl DeviceActor {
             .registry()
             .terminal_session()
             .ok_or("no session is shared: share one first (`share_session`)")?;
-        let turn = self
+        let (turn, answer) = self
             .sessions
-            .terminal_prompt(text, &client)
+            .terminal_turn(text, &client)
             .await
-            .ok_or("the shared session did not take the prompt")?;
-        Ok(json!({ "sessionId": session, "turnId": turn }))
+            .map_err(|_| "the shared session did not take the prompt")?;
+        Ok((session, turn, answer))
     }
 
     /// The terminal lets the shared session go, and says so (`left`, available to the client).

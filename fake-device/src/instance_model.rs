@@ -28,6 +28,9 @@ pub struct ModelClient {
     /// Asks for the first model listed, whatever its kind, in place of the first chat model
     /// (a misbehaving device).
     pub first_listed: bool,
+    /// Where a load run's figures go: each chat completion timed to its first streamed piece
+    /// (`server.chat_completions.first_token`) and to its end (`server.chat_completions`).
+    pub recorder: Option<std::sync::Arc<harness::load::Recorder>>,
 }
 
 /// How long one model call may take.
@@ -98,6 +101,25 @@ impl ModelClient {
         messages: &[Value],
         tools: &[Value],
     ) -> Result<Completion, String> {
+        let began = std::time::Instant::now();
+        let completed = self.complete_untimed(model, messages, tools, began).await;
+        if let Some(recorder) = &self.recorder {
+            recorder.latency(
+                "server.chat_completions",
+                began.elapsed(),
+                completed.is_ok(),
+            );
+        }
+        completed
+    }
+
+    async fn complete_untimed(
+        &self,
+        model: &str,
+        messages: &[Value],
+        tools: &[Value],
+        began: std::time::Instant,
+    ) -> Result<Completion, String> {
         // Misbehaving: the first model listed is asked for in place of the first chat model.
         let swapped =
             if self.first_listed && self.first_chat_model().await.ok().as_deref() == Some(model) {
@@ -146,6 +168,7 @@ impl ModelClient {
         let mut assembler = crate::stream::Assembler::new(self.index_less_is_zero)
             .index_less_new(self.index_less_new);
         let mut lines = crate::stream::SseLines::default();
+        let mut first = self.recorder.as_ref();
         loop {
             // The request's timeout bounds the whole stream, so this loop ends.
             let piece = response
@@ -156,6 +179,9 @@ impl ModelClient {
                 return Err("the model's stream ended without [DONE]".into());
             };
             for payload in lines.feed(&piece) {
+                if let Some(recorder) = first.take() {
+                    recorder.latency("server.chat_completions.first_token", began.elapsed(), true);
+                }
                 if !assembler.data(&payload) {
                     return Ok(assembler.finish());
                 }

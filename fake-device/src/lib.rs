@@ -71,6 +71,7 @@ mod terminal_card;
 mod terminal_watch;
 mod terminals;
 mod turns;
+pub mod workload;
 
 pub use actions::{
     CardAnswer, DeviceAction, HttpCall, LibraryCall, LimitsChange, PersonalizationChange,
@@ -81,7 +82,8 @@ use dial::probe_protocol;
 pub use dial::{ProtocolChoice, Stopped};
 pub use embedding::{DeviceBuilder, FakeDevice};
 pub use fleet::{
-    FleetCount, FleetDevice, FleetFinished, FleetTokens, INDEX_PLACEHOLDER, Shard, run_fleet,
+    FleetCount, FleetDevice, FleetFinished, FleetPlan, FleetTokens, INDEX_PLACEHOLDER, Shard,
+    run_fleet, run_fleet_plan,
 };
 pub use instance_start::InstanceStartError;
 #[cfg(feature = "cli")]

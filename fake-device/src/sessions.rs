@@ -111,22 +111,25 @@ impl Sessions {
     }
 
     /// The person at the terminal types `text` into the session it shares: a turn like any
-    /// other, with a turn id the device makes, reported to `client`. Gives that turn's id
-    /// (`None`: no session is shared, or it could not take the prompt).
-    pub async fn terminal_prompt(&self, text: &str, client: &Client) -> Option<String> {
-        let id = self.registry.terminal_session()?;
+    /// other, with a turn id the device makes, reported to `client`. Gives that turn's id and
+    /// where its answer comes when it ends (nobody waits for it on the link: the client
+    /// follows the turn through its events).
+    pub async fn terminal_turn(
+        &self,
+        text: &str,
+        client: &Client,
+    ) -> Result<(String, tokio::sync::oneshot::Receiver<Value>), String> {
+        let id = self
+            .registry
+            .terminal_session()
+            .ok_or("no session is shared")?;
         let params = json!({ "sessionId": id, "prompt": [{ "type": "text", "text": text }] });
         match self.prompt(&params, client).await {
-            Ok(Reply::Later { turn_id, answer }) => {
-                // Nobody waits for a terminal turn's answer on the link: the client follows it
-                // through its events.
-                drop(answer);
-                Some(turn_id)
-            }
-            Ok(Reply::Now(_)) => None,
+            Ok(Reply::Later { turn_id, answer }) => Ok((turn_id, answer)),
+            Ok(Reply::Now(_)) => Err("the shared session answered at once: no turn ran".into()),
             Err(e) => {
                 tracing::warn!("the terminal's prompt was not taken: {e}");
-                None
+                Err(format!("the terminal's prompt was not taken: {e}"))
             }
         }
     }

@@ -476,3 +476,104 @@ fn a_fleet_serves_sums_up_and_judges_its_figures() {
     let xml = std::fs::read_to_string(&junit).expect("the JUnit report");
     assert!(xml.contains("failures=\"1\""), "{xml}");
 }
+
+/// A workload drives a fleet: its stages ramp the devices up and down and end the run; each
+/// device shares a session and types prompts, drops its link (and redials), and restarts; the
+/// figures time it all, and the devices find nothing wrong with a well-behaved instance.
+#[test]
+fn a_workload_ramps_drives_and_ends_a_fleet() {
+    let instance = serve(fake_instance::Options {
+        tokens: (1..=6).map(|i| format!("t-{i}")).collect(),
+        patience: Duration::from_secs(5),
+        ..fake_instance::Options::default()
+    });
+    let dir = tempfile::tempdir().expect("tmp");
+    let workload = dir.path().join("quick.workload.yaml");
+    std::fs::write(
+        &workload,
+        "name: quick\nstages:\n  - {duration: 1s, devices: 6}\n  - {duration: 2s, devices: 6}\n  - {duration: 1s, devices: 2}\n\
+         start:\n  - share_session: true\nevery:\n  - every: 300ms\n    prompt: hello\n\
+         \x20 - every: 1s\n    drop_link: true\n  - every: 1500ms\n    restart: true\n",
+    )
+    .expect("the workload");
+    let json = dir.path().join("load.json");
+    let out = Command::new(BIN)
+        .args([
+            "--instance",
+            &instance.url,
+            "--fleet",
+            "6",
+            "--token",
+            "t-{i}",
+        ])
+        .args(["--workload", &workload.display().to_string()])
+        .args(["--report", &format!("json:{}", json.display())])
+        .args(["--threshold", "terminal.turn.errors==0"])
+        .output()
+        .expect("the fleet runs");
+    drop(instance);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    assert!(said.contains("workload quick (seed 1)"), "{said}");
+    let report: harness::load::LoadReport =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("the report")).expect("JSON");
+    let latency = |name: &str| report.figures.latencies.get(name).map_or(0, |l| l.count());
+    assert!(latency("terminal.turn") > 5, "{said}");
+    assert!(latency("link.redial") >= 1, "{said}");
+    assert!(latency("act.share_session") >= 6, "{said}");
+    assert!(report.figures.counters["workload.restart"] >= 1, "{said}");
+    assert_eq!(report.figures.counters["findings"], 0, "{said}");
+    let most_running = report
+        .figures
+        .timeline
+        .points
+        .iter()
+        .filter_map(|p| p.gauges.get("devices.running"))
+        .max();
+    assert_eq!(most_running, Some(&6), "{said}");
+    // The stages end the run: about 4 s, never the minutes a run without them would take.
+    assert!(report.seconds() < 15.0, "{}", report.seconds());
+}
+
+#[test]
+fn a_workload_that_is_wrong_is_a_usage_error_naming_its_line_and_key() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = dir.path().join("bad.workload.yaml");
+    std::fs::write(
+        &bad,
+        "every:\n  - every: 1s\n    prompt: hi\n    restart: true\n",
+    )
+    .expect("a file");
+    let (code, _, err) = run(&[
+        "--instance",
+        "http://127.0.0.1:9",
+        "--fleet",
+        "2",
+        "--token",
+        "t-{i}",
+        "--workload",
+        &bad.display().to_string(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("bad.workload.yaml:2") && err.contains("every[0]"),
+        "{err}"
+    );
+    let big = dir.path().join("big.workload.yaml");
+    std::fs::write(&big, "stages:\n  - {duration: 1s, devices: 10}\n").expect("a file");
+    let (code, _, err) = run(&[
+        "--instance",
+        "http://127.0.0.1:9",
+        "--fleet",
+        "2",
+        "--token",
+        "t-{i}",
+        "--workload",
+        &big.display().to_string(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("a stage runs 10 devices, but --fleet has 2"),
+        "{err}"
+    );
+}

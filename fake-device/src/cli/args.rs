@@ -101,6 +101,11 @@ pub(super) struct Cli {
     /// fleet runs until SIGINT or SIGTERM.
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration, requires = "fleet")]
     pub(super) run_for: Option<harness::scenario::Dur>,
+    /// What each device of the fleet does, and how many run when: a `*.workload.yaml` (stages,
+    /// the devices' agent and pace, their activities); see the load testing page. `--seed`
+    /// fixes its draws (default: the workload's `seed`, else 1).
+    #[arg(long, value_name = "FILE", requires = "fleet")]
+    pub(super) workload: Option<std::path::PathBuf>,
     /// Fail the fleet's run (exit 7) if this threshold is crossed at its end: FIGURE.STAT OP
     /// BOUND, such as `prompt.answer.p99<500ms`, `link.setup.max<=2s` or `findings.count==0`
     /// (repeatable; the load testing page lists the figures).

@@ -36,9 +36,22 @@ pub(super) fn fleet(
         .clone()
         .or_else(|| made_root.as_ref().map(|d| d.path().to_path_buf()))
         .unwrap_or_default();
+    let plan = workload_plan(cli, count)?;
+    let plan_said = plan.as_ref().map(|p| {
+        let name = p.workload.name.clone().unwrap_or_else(|| {
+            cli.workload
+                .as_deref()
+                .map(|path| path.display().to_string())
+                .unwrap_or_default()
+        });
+        (name, p.seed)
+    });
     let recorder = Arc::new(Recorder::new());
     let mut template = template;
     template.recorder = Some(recorder.clone());
+    if let Some(plan) = &plan {
+        apply_device_settings(&mut template, &plan.workload.device);
+    }
     let run_for = cli.run_for.map(|d| d.0);
     let finished = runtime.block_on(async {
         if let Some(address) = cli.metrics {
@@ -58,10 +71,11 @@ pub(super) fn fleet(
             }
         };
         Ok::<_, CliError>(
-            crate::run_fleet(
+            crate::run_fleet_plan(
                 template,
                 devices,
                 state_root,
+                plan,
                 print_fleet_count(),
                 FLEET_COUNT_EVERY,
                 shutdown,
@@ -70,7 +84,11 @@ pub(super) fn fleet(
         )
     })?;
     drop(made_root);
-    let report = load_report(&recorder, device_count, shard, &finished, &cli.thresholds);
+    let mut report = load_report(&recorder, device_count, shard, &finished, &cli.thresholds);
+    if let Some(plan) = &plan_said {
+        report.workload = Some(plan.0.clone());
+        report.seed = Some(plan.1);
+    }
     eprint!("{}", harness::load::summary(&report));
     if let Err(e) = harness::load::write_reports(&cli.common.reports, &report) {
         eprintln!("error: cannot write a report: {e}");
@@ -85,6 +103,47 @@ pub(super) fn fleet(
         }
         exit => exit,
     })
+}
+
+/// The workload of `--workload FILE`, with its seed (`--seed`, else its own, else 1); a usage
+/// error when it does not load or its stages ask for more devices than `--fleet` has.
+fn workload_plan(cli: &Cli, count: usize) -> Result<Option<crate::FleetPlan>, CliError> {
+    let Some(path) = &cli.workload else {
+        return Ok(None);
+    };
+    let workload =
+        crate::workload::Workload::load(path).map_err(|e| CliError::Usage(e.to_string()))?;
+    if workload.most_devices() > count {
+        return Err(CliError::Usage(format!(
+            "{}: a stage runs {} devices, but --fleet has {count}",
+            path.display(),
+            workload.most_devices()
+        )));
+    }
+    let seed = cli.common.seed.or(workload.seed).unwrap_or(1);
+    Ok(Some(crate::FleetPlan {
+        workload: Arc::new(workload),
+        seed,
+    }))
+}
+
+/// A workload's `device:` settings over the command line's.
+fn apply_device_settings(template: &mut crate::Options, device: &crate::workload::WorkloadDevice) {
+    if let Some(agent) = device.agent {
+        template.agent = match agent {
+            crate::workload::WorkloadAgent::Echo => crate::AgentKind::Echo,
+            crate::workload::WorkloadAgent::Model => crate::AgentKind::Model,
+        };
+    }
+    if let Some(delay) = device.step_delay {
+        template.step_delay = Some(delay.0);
+    }
+    if let Some(timeout) = device.approval_timeout {
+        template.approval_timeout = Some(timeout.0);
+    }
+    template
+        .scripts
+        .splice(0..0, device.scripts.iter().cloned());
 }
 
 /// Serves the fleet's figures as OpenMetrics at `address` (bound before the fleet starts, so a
@@ -124,6 +183,8 @@ fn load_report(
         started_unix_ms: started,
         ended_unix_ms: started + recorder.elapsed().as_millis() as u64,
         devices: devices as u64,
+        workload: None,
+        seed: None,
         shards: vec![format!("{}/{}", shard.index, shard.of)],
         figures,
         findings: harness::load::Findings {
@@ -207,7 +268,7 @@ pub(super) fn fleet_refusals(cli: &Cli) -> Result<(), CliError> {
 fn print_fleet_count() -> impl Fn(crate::FleetCount) {
     let last = std::cell::Cell::new(None);
     move |count: crate::FleetCount| {
-        let now = (count.linked, count.stopped);
+        let now = (count.linked, count.running, count.stopped);
         if last.replace(Some(now)) == Some(now) {
             return;
         }
@@ -215,6 +276,7 @@ fn print_fleet_count() -> impl Fn(crate::FleetCount) {
             "{}",
             serde_json::json!({"fleet": {
                 "devices": count.devices,
+                "running": count.running,
                 "linked": count.linked,
                 "stopped": count.stopped,
                 "seconds": (count.elapsed.as_secs_f64() * 1000.0).round() / 1000.0,

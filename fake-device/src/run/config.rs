@@ -155,6 +155,7 @@ pub(crate) fn sessions_config(
             index_less_new: m.breaks_way(ids::DEVICE_MODEL_TOOLCALL_INDEX, "new_call"),
             no_model: m.breaks_way(ids::DEVICE_MODEL_SERVED_ID, "no_model"),
             first_listed: m.breaks_way(ids::DEVICE_MODELS_CHAT_ONLY, "asks_first_listed"),
+            recorder: options.recorder.clone(),
         }),
         approval_timeout: settings
             .approval_timeout

@@ -264,6 +264,8 @@ mod tests {
             started_unix_ms: 1_000_000,
             ended_unix_ms: 1_030_000,
             devices: 300,
+            workload: None,
+            seed: None,
             shards: vec!["1/1".into()],
             figures,
             findings: Findings::default(),

@@ -24,6 +24,12 @@ pub struct LoadReport {
     pub ended_unix_ms: u64,
     /// How many devices it ran.
     pub devices: u64,
+    /// The workload's name, when it ran one.
+    #[serde(default)]
+    pub workload: Option<String>,
+    /// The seed of the workload's draws.
+    #[serde(default)]
+    pub seed: Option<u64>,
     /// The shards it holds (`2/4`), one for a shard's own report.
     pub shards: Vec<String>,
     /// Its figures.
@@ -84,6 +90,8 @@ impl LoadReport {
             started_unix_ms: first.started_unix_ms,
             ended_unix_ms: first.ended_unix_ms,
             devices: 0,
+            workload: first.workload.clone(),
+            seed: first.seed,
             shards: Vec::new(),
             figures: Figures::default(),
             findings: Findings::default(),

@@ -25,9 +25,14 @@ pub fn summary(report: &LoadReport) -> String {
         0 | 1 => String::new(),
         n => format!(", {n} shards"),
     };
+    let workload = match (&report.workload, report.seed) {
+        (Some(name), Some(seed)) => format!(", workload {name} (seed {seed})"),
+        (Some(name), None) => format!(", workload {name}"),
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "\n  {}: {} devices, {:.1} s{shards}, {} findings\n",
+        "\n  {}: {} devices, {:.1} s{shards}{workload}, {} findings\n",
         report.tool, report.devices, seconds, report.findings.count
     );
     for judged in &report.thresholds {

@@ -13,7 +13,7 @@ pub use crate::duration::Dur;
 pub use crate::family::Family;
 pub use load::{
     LoadError, Reader, Side, check_actions, load_file, load_str, load_str_for, load_yaml_file,
-    read_section,
+    load_yaml_str, read_section,
 };
 pub use model::*;
 /// A value with the line it was written on (steps and handlers carry it, for reports).

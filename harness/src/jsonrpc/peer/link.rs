@@ -55,6 +55,15 @@ impl Peer {
         let _ = self.out.send(Outgoing::Drop);
     }
 
+    /// Ends the link without a close frame as a lost network does: unlike [`Peer::drop_link`],
+    /// its end is not taken as this side's doing, so a device dials again (a load run's
+    /// `drop_link`).
+    pub fn lose_link(&self) {
+        self.journal
+            .record(self.link, Direction::Event, json!({"event": "dropped"}));
+        let _ = self.out.send(Outgoing::Drop);
+    }
+
     /// Ends only our sending direction, without a close frame, and goes on reading: the peer
     /// reads the end of the stream while what it sends still arrives.
     pub fn half_close(&self) {

@@ -40,6 +40,15 @@ pub fn load_yaml_file<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, 
     parse(&text, &file)
 }
 
+/// Reads YAML text as a `T` of a double's own (a workload), with [`load_yaml_file`]'s located
+/// errors; `file` names it in them.
+pub fn load_yaml_str<T: serde::de::DeserializeOwned>(
+    text: &str,
+    file: &str,
+) -> Result<T, LoadError> {
+    parse(text, file)
+}
+
 /// Parses and checks a scenario from text; `file` names it in errors.
 pub fn load_str(text: &str, file: &str, side: Option<Side>) -> Result<Scenario, LoadError> {
     load_str_for(text, file, side, Reader::Peer)
