@@ -203,3 +203,124 @@ fn an_unpinned_install_is_caught() {
         assert!(unpinned_installs(line).is_empty(), "{line}");
     }
 }
+
+/// The Kubernetes recipe's documents: the manifest split at `---`.
+fn manifest() -> Vec<serde_json::Value> {
+    recipe("kubernetes/fleet-job.yaml")
+        .split("\n---\n")
+        .map(|doc| serde_saphyr::from_str(doc).expect("a YAML document"))
+        .collect()
+}
+
+/// A string list of the manifest as words.
+fn strings(value: &serde_json::Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The Indexed Job runs one slice of the fleet a pod: each pod's command line, read by
+/// fake-device's own arguments with that pod's JOB_COMPLETION_INDEX, runs its slice, the slices
+/// cover every device once, each writes its own report, and the merge Job reads every one of
+/// them with `harness merge`'s arguments. The image the Dockerfile makes holds both commands and
+/// the workload.
+#[test]
+fn the_kubernetes_recipe_runs_every_device_once_and_merges_every_shard() {
+    use harness::report::ReportTarget;
+    let docs = manifest();
+    let fleet = docs
+        .iter()
+        .find(|d| d["spec"]["completionMode"] == "Indexed")
+        .expect("an Indexed Job");
+    let pods = fleet["spec"]["completions"].as_u64().expect("completions") as usize;
+    assert_eq!(fleet["spec"]["parallelism"], pods, "every shard at once");
+    let container = &fleet["spec"]["template"]["spec"]["containers"][0];
+    let index_from = container["env"]
+        .as_array()
+        .and_then(|env| env.iter().find(|e| e["name"] == "JOB_COMPLETION_INDEX"))
+        .expect("JOB_COMPLETION_INDEX in env, for $(…) in args");
+    assert_eq!(
+        index_from["valueFrom"]["fieldRef"]["fieldPath"],
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    );
+    let command = strings(&container["command"]);
+    assert_eq!(command, ["fake-device"]);
+    let mut covered = Vec::new();
+    let mut written = Vec::new();
+    for pod in 0..pods {
+        let mut argv = command.clone();
+        argv.extend(
+            strings(&container["args"])
+                .iter()
+                .map(|a| a.replace("$(JOB_COMPLETION_INDEX)", &pod.to_string())),
+        );
+        let slice = fake_device::cli::fleet_slice(&argv, Some(&pod.to_string()))
+            .unwrap_or_else(|e| panic!("pod {pod}: {e}"));
+        assert_eq!((slice.shard.index, slice.shard.of), (pod + 1, pods));
+        covered.extend(slice.shard.range(slice.devices));
+        for report in slice.reports {
+            if let ReportTarget::Json(path) = report {
+                written.push(path.display().to_string());
+            }
+        }
+        let workload = slice.workload.expect("a workload");
+        let shipped = root()
+            .join("docs/recipes/workloads")
+            .join(workload.file_name().expect("a file"));
+        assert!(
+            workload.starts_with("/workloads") && shipped.exists(),
+            "{workload:?}"
+        );
+        fake_device::workload::Workload::load(&shipped).expect("the workload loads");
+    }
+    covered.sort_unstable();
+    let devices = covered.len();
+    assert_eq!(
+        covered,
+        (0..devices).collect::<Vec<_>>(),
+        "every device once"
+    );
+    written.dedup();
+    assert_eq!(written.len(), pods, "a report a pod: {written:?}");
+    // Without the index, --shards is refused rather than every pod running the whole fleet.
+    let mut argv = command.clone();
+    argv.extend(strings(&container["args"]));
+    assert!(fake_device::cli::fleet_slice(&argv, None).is_err());
+
+    #[derive(Debug, clap::Parser)]
+    struct Merge {
+        #[command(flatten)]
+        args: harness_cli::merge::MergeArgs,
+    }
+    let merge = docs
+        .iter()
+        .find(|d| d["metadata"]["name"] == "lembas-fleet-merge")
+        .expect("the merge Job");
+    let merging = &merge["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(strings(&merging["command"]), ["harness"]);
+    let args = strings(&merging["args"]);
+    assert_eq!(args[0], "merge");
+    let mut argv = vec!["harness-merge".to_string()];
+    argv.extend(args[1..].iter().cloned());
+    let parsed = Merge::try_parse_from(&argv).unwrap_or_else(|e| panic!("{e}"));
+    let read: Vec<String> = parsed
+        .args
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    assert_eq!(read, written, "the merge reads every shard's report");
+    let dockerfile = std::fs::read_to_string(root().join("Dockerfile")).expect("a Dockerfile");
+    for needed in [
+        "target/release/harness",
+        "target/release/fake-device",
+        "docs/recipes/workloads /workloads",
+    ] {
+        assert!(dockerfile.contains(needed), "the image holds {needed}");
+    }
+}

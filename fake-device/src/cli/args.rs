@@ -97,6 +97,10 @@ pub(super) struct Cli {
     /// file spreads a larger fleet over several machines.
     #[arg(long, value_name = "K/N", requires = "fleet")]
     pub(super) shard: Option<crate::Shard>,
+    /// Run one of N slices of the fleet, the one `JOB_COMPLETION_INDEX` names (from 0, as a
+    /// Kubernetes Indexed Job gives each pod): every pod runs the same command line.
+    #[arg(long, value_name = "N", requires = "fleet", conflicts_with = "shard", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(super) shards: Option<u32>,
     /// End the fleet's run after this long (`90s`, `10m`), as a signal would; without it the
     /// fleet runs until SIGINT or SIGTERM.
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration, requires = "fleet")]

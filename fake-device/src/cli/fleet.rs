@@ -20,7 +20,7 @@ pub(super) fn fleet(
     runtime: &tokio::runtime::Runtime,
 ) -> Result<Exit, CliError> {
     let tokens = fleet_tokens(cli, count)?;
-    let shard = cli.shard.unwrap_or(crate::Shard::WHOLE);
+    let shard = shard_of(cli, std::env::var(JOB_INDEX).ok().as_deref())?;
     let devices = tokens.devices(shard);
     let device_count = devices.len();
     let made_root = match &cli.common.state_dir {
@@ -36,7 +36,7 @@ pub(super) fn fleet(
         .clone()
         .or_else(|| made_root.as_ref().map(|d| d.path().to_path_buf()))
         .unwrap_or_default();
-    let plan = workload_plan(cli, count)?;
+    let plan = workload_plan(cli, count, device_count)?;
     let plan_said = plan.as_ref().map(|p| {
         let name = p.workload.name.clone().unwrap_or_else(|| {
             cli.workload
@@ -105,9 +105,42 @@ pub(super) fn fleet(
     })
 }
 
+/// Where a Kubernetes Indexed Job gives each pod its index, from 0.
+pub(super) const JOB_INDEX: &str = "JOB_COMPLETION_INDEX";
+
+/// The slice of the fleet this process runs: `--shard K/N`, or with `--shards N` the one
+/// `job_index` (the value of [`JOB_INDEX`], from 0) names, else the whole fleet.
+pub(super) fn shard_of(cli: &Cli, job_index: Option<&str>) -> Result<crate::Shard, CliError> {
+    let Some(of) = cli.shards else {
+        return Ok(cli.shard.unwrap_or(crate::Shard::WHOLE));
+    };
+    let of = of as usize;
+    let index = job_index.ok_or_else(|| {
+        CliError::Usage(format!(
+            "--shards {of}: {JOB_INDEX} is not set (a Kubernetes Indexed Job sets it); say --shard K/{of} elsewhere"
+        ))
+    })?;
+    match index.trim().parse::<usize>() {
+        Ok(index) if index < of => Ok(crate::Shard {
+            index: index + 1,
+            of,
+        }),
+        _ => Err(CliError::Usage(format!(
+            "--shards {of}: {JOB_INDEX} is `{index}`, not a number from 0 to {}",
+            of - 1
+        ))),
+    }
+}
+
 /// The workload of `--workload FILE`, with its seed (`--seed`, else its own, else 1); a usage
 /// error when it does not load or its stages ask for more devices than `--fleet` has.
-fn workload_plan(cli: &Cli, count: usize) -> Result<Option<crate::FleetPlan>, CliError> {
+/// Its stages count the whole fleet: this process, running `here` of its `count` devices, runs
+/// that part of each stage's.
+fn workload_plan(
+    cli: &Cli,
+    count: usize,
+    here: usize,
+) -> Result<Option<crate::FleetPlan>, CliError> {
     let Some(path) = &cli.workload else {
         return Ok(None);
     };
@@ -124,6 +157,7 @@ fn workload_plan(cli: &Cli, count: usize) -> Result<Option<crate::FleetPlan>, Cl
     Ok(Some(crate::FleetPlan {
         workload: Arc::new(workload),
         seed,
+        part: here as f64 / count.max(1) as f64,
     }))
 }
 

@@ -86,6 +86,34 @@ fn run(cli: Cli) -> Result<Exit, CliError> {
     exit
 }
 
+/// What one fleet process runs, as its command line says: for recipes' tests, which check a
+/// manifest's command lines with the command's own reading of them.
+#[derive(Debug, Clone)]
+pub struct FleetSlice {
+    /// How many devices the whole fleet has (`--fleet`).
+    pub devices: usize,
+    /// Which slice of them this process runs.
+    pub shard: crate::Shard,
+    /// Its reports.
+    pub reports: Vec<harness::report::ReportTarget>,
+    /// Its workload file.
+    pub workload: Option<std::path::PathBuf>,
+}
+
+/// Reads `argv` (with the program's name first) as `fake-device` does, with `job_index` as
+/// the value of `JOB_COMPLETION_INDEX`: the fleet it runs, or why the command would refuse it.
+pub fn fleet_slice(argv: &[String], job_index: Option<&str>) -> Result<FleetSlice, String> {
+    let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    let devices = cli.fleet.ok_or("no --fleet")? as usize;
+    let shard = fleet::shard_of(&cli, job_index).map_err(|e| e.to_string())?;
+    Ok(FleetSlice {
+        devices,
+        shard,
+        reports: cli.common.reports.clone(),
+        workload: cli.workload.clone(),
+    })
+}
+
 /// Whether the device plays lvmh's plugin: said with `--family lvmh`, or by the scenario's
 /// family. lvmh has one version and no discovery: its cell is known without asking the daemon.
 fn plays_lvmh(cli: &Cli) -> bool {

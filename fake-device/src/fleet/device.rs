@@ -21,6 +21,9 @@ pub struct FleetPlan {
     pub workload: Arc<Workload>,
     /// The seed of its draws.
     pub seed: u64,
+    /// This process's part of the whole fleet (1.0, or a shard's devices over the fleet's):
+    /// a stage's `devices` counts the whole fleet, and each shard runs its part of them.
+    pub part: f64,
 }
 
 /// The options of one device of the fleet: the template's, with its token, state directory and

@@ -94,10 +94,11 @@ pub async fn run_fleet_plan(
     }
     let stages = plan
         .as_ref()
-        .map(|p| p.workload.stage_list())
-        .filter(|s| !s.is_empty());
+        .map(|p| (p.workload.stage_list(), p.part))
+        .filter(|(s, _)| !s.is_empty());
     let target_at = |elapsed: Duration| match &stages {
-        Some(stages) => crate::workload::target(stages, elapsed).map(|t| t.min(total)),
+        Some((stages, part)) => crate::workload::target(stages, elapsed)
+            .map(|t| ((t as f64 * part).round() as usize).min(total)),
         None => Some(total),
     };
     let (fleet_stop, fleet_stopping) = watch::channel(false);
