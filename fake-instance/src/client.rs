@@ -82,21 +82,16 @@ pub struct ClientModel {
     /// Whether the scenario's steps apply to the device.
     applicability: Option<Applicability>,
     /// The catalogue's shape checks of the device's messages, and this side's shape
-    /// misbehaviours, on every link.
-    shapes: Option<Arc<dyn harness::jsonrpc::MessageWatch>>,
+    /// misbehaviours, on every link: made at the first link, so that reading the catalogue
+    /// does not hold up the start (the ready line comes in a few milliseconds).
+    shapes: std::sync::OnceLock<Option<Arc<dyn harness::jsonrpc::MessageWatch>>>,
 }
 
 impl ClientModel {
     /// A model that serves `discovery` (shared with the HTTP side, which may change it).
     pub fn new(config: ClientConfig, discovery: Arc<RwLock<Discovery>>, chats: Arc<Chats>) -> Self {
-        let shapes = harness::shapes::ShapeWatch::shared(
-            harness::rules::catalogue(),
-            harness::rules::Binds::Device,
-            &config.misbehave,
-            config.spec.as_str(),
-        );
         Self {
-            shapes,
+            shapes: std::sync::OnceLock::new(),
             faults: Faults::of(&config.misbehave),
             config,
             discovery,
@@ -278,7 +273,16 @@ type Outcome = Result<Value, harness::jsonrpc::RpcError>;
 
 impl Behaviour for ClientModel {
     fn watch(&self) -> Option<Arc<dyn harness::jsonrpc::MessageWatch>> {
-        self.shapes.clone()
+        self.shapes
+            .get_or_init(|| {
+                harness::shapes::ShapeWatch::shared(
+                    harness::rules::catalogue(),
+                    harness::rules::Binds::Device,
+                    &self.config.misbehave,
+                    self.config.spec.as_str(),
+                )
+            })
+            .clone()
     }
 
     fn opener(&self) -> Option<&'static str> {
