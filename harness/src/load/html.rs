@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::load::report::LoadReport;
-use crate::load::show::show_duration;
+use crate::load::show::{latency_figures, show_duration, show_rate};
 use crate::load::timeline::Timeline;
 use crate::report::html::escape::esc;
 
@@ -139,35 +139,27 @@ td:first-child,th:first-child{text-align:left}.crossed{color:#c00}.held{color:#0
 
 fn figures_table(page: &mut String, report: &LoadReport) {
     let seconds = report.seconds();
-    let rate = |n: u64| {
-        if seconds > 0.0 {
-            format!("{:.2}/s", n as f64 / seconds)
-        } else {
-            "-".into()
-        }
-    };
-    page.push_str("<h2>Figures</h2><table><tr><th>figure</th><th>count</th><th>rate</th><th>errors</th><th>min</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>");
+    page.push_str("<h2>Figures</h2><table><tr><th>figure</th>");
+    let mut columns = 0;
+    for (stat, _) in latency_figures(&Default::default(), seconds) {
+        let _ = write!(page, "<th>{stat}</th>");
+        columns += 1;
+    }
+    page.push_str("</tr>");
     for (name, latency) in &report.figures.latencies {
-        let _ = write!(
-            page,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(name),
-            latency.count(),
-            rate(latency.count()),
-            latency.errors,
-            show_duration(latency.min()),
-            show_duration(latency.at_quantile(0.5)),
-            show_duration(latency.at_quantile(0.9)),
-            show_duration(latency.at_quantile(0.99)),
-            show_duration(latency.max()),
-        );
+        let _ = write!(page, "<tr><td>{}</td>", esc(name));
+        for (_, value) in latency_figures(latency, seconds) {
+            let _ = write!(page, "<td>{value}</td>");
+        }
+        page.push_str("</tr>");
     }
     for (name, count) in &report.figures.counters {
         let _ = write!(
             page,
-            "<tr><td>{}</td><td>{count}</td><td>{}</td><td colspan=\"6\"></td></tr>",
+            "<tr><td>{}</td><td>{count}</td><td>{}</td><td colspan=\"{}\"></td></tr>",
             esc(name),
-            rate(*count)
+            show_rate(*count, seconds),
+            columns - 2
         );
     }
     page.push_str("</table>");

@@ -2,6 +2,31 @@
 
 use std::time::Duration;
 
+use crate::load::figures::Latency;
+
+/// A rate over a run of `seconds` (`-` for a run of no time).
+pub(crate) fn show_rate(count: u64, seconds: f64) -> String {
+    if seconds > 0.0 {
+        format!("{:.2}/s", count as f64 / seconds)
+    } else {
+        "-".to_string()
+    }
+}
+
+/// What the summary's line and the page's row show of a latency, each statistic named.
+pub(crate) fn latency_figures(latency: &Latency, seconds: f64) -> [(&'static str, String); 8] {
+    [
+        ("count", latency.count().to_string()),
+        ("rate", show_rate(latency.count(), seconds)),
+        ("errors", latency.errors.to_string()),
+        ("min", show_duration(latency.min())),
+        ("p50", show_duration(latency.at_quantile(0.5))),
+        ("p90", show_duration(latency.at_quantile(0.9))),
+        ("p99", show_duration(latency.at_quantile(0.99))),
+        ("max", show_duration(latency.max())),
+    ]
+}
+
 /// A time as the summary shows one: three significant figures, in µs, ms or s.
 pub fn show_duration(took: Duration) -> String {
     let micros = took.as_secs_f64() * 1e6;

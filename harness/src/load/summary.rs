@@ -2,7 +2,7 @@
 //! and percentiles, a line each, and the thresholds ticked or crossed.
 
 use crate::load::report::LoadReport;
-use crate::load::show::{show_duration, show_number};
+use crate::load::show::{latency_figures, show_number, show_rate};
 use std::fmt::Write as _;
 
 /// How wide the figures' names are padded (dots to the values, as k6 does).
@@ -42,27 +42,12 @@ pub fn summary(report: &LoadReport) -> String {
     if !report.thresholds.is_empty() {
         out.push('\n');
     }
-    let rate = |count: u64| {
-        if seconds > 0.0 {
-            format!("{:.2}/s", count as f64 / seconds)
-        } else {
-            "-".to_string()
-        }
-    };
     for (name, latency) in &report.figures.latencies {
-        let _ = writeln!(
-            out,
-            "{} count={} rate={} errors={} min={} p50={} p90={} p99={} max={}",
-            dotted(name),
-            latency.count(),
-            rate(latency.count()),
-            latency.errors,
-            show_duration(latency.min()),
-            show_duration(latency.at_quantile(0.5)),
-            show_duration(latency.at_quantile(0.9)),
-            show_duration(latency.at_quantile(0.99)),
-            show_duration(latency.max()),
-        );
+        let shown: Vec<String> = latency_figures(latency, seconds)
+            .iter()
+            .map(|(stat, value)| format!("{stat}={value}"))
+            .collect();
+        let _ = writeln!(out, "{} {}", dotted(name), shown.join(" "));
     }
     for (name, count) in &report.figures.counters {
         let _ = writeln!(
@@ -70,7 +55,7 @@ pub fn summary(report: &LoadReport) -> String {
             "{} count={} rate={}",
             dotted(name),
             show_number(*count as f64),
-            rate(*count)
+            show_rate(*count, seconds)
         );
     }
     for (name, level) in &report.figures.gauges {
