@@ -53,7 +53,7 @@ impl Latency {
         self.histogram
             .saturating_record(micros.clamp(1, HIGHEST_US));
         if !ok {
-            self.errors += 1;
+            self.errors = self.errors.saturating_add(1);
         }
     }
 
@@ -61,7 +61,7 @@ impl Latency {
     pub fn add(&mut self, other: &Latency) {
         // Same bounds and precision on both sides: adding cannot fail.
         let _ = self.histogram.add(&other.histogram);
-        self.errors += other.errors;
+        self.errors = self.errors.saturating_add(other.errors);
     }
 
     /// How many times were recorded.
@@ -122,7 +122,8 @@ impl Figures {
     /// Adds `by` to the counter `name`, at unix second `at`.
     pub fn count(&mut self, name: &str, by: u64, at: u64) {
         let name = kept_name(&self.counters, name);
-        *self.counters.entry(name.clone()).or_default() += by;
+        let count = self.counters.entry(name.clone()).or_default();
+        *count = count.saturating_add(by);
         self.timeline.count(at, &name, by);
     }
 
@@ -139,11 +140,14 @@ impl Figures {
         for (name, latency) in &other.latencies {
             self.latencies.entry(name.clone()).or_default().add(latency);
         }
+        // Saturating: a report read from a file may hold any count.
         for (name, count) in &other.counters {
-            *self.counters.entry(name.clone()).or_default() += count;
+            let kept = self.counters.entry(name.clone()).or_default();
+            *kept = kept.saturating_add(*count);
         }
         for (name, level) in &other.gauges {
-            *self.gauges.entry(name.clone()).or_default() += level;
+            let kept = self.gauges.entry(name.clone()).or_default();
+            *kept = kept.saturating_add(*level);
         }
         self.timeline.merge(&other.timeline);
     }
@@ -299,6 +303,20 @@ mod tests {
         assert_eq!(figures.latencies.len(), MAX_NAMES + 1);
         assert_eq!(figures.latencies[OTHER].count(), 50);
         assert!(figures.counters.keys().all(|k| k.len() <= MAX_NAME_BYTES));
+    }
+
+    #[test]
+    fn counts_that_would_overflow_saturate_instead_of_panicking() {
+        let huge = format!(
+            r#"{{"latencies": {{"x": {{"count": 1, "errors": {max}, "recorded": [[5, {max}]]}}}},
+            "counters": {{"n": {max}}}, "gauges": {{}}, "timeline": {{"step_s": 1, "points": []}}}}"#,
+            max = u64::MAX
+        );
+        let read: Figures = serde_json::from_str(&huge).expect("figures");
+        let mut merged = read.clone();
+        merged.merge(&read);
+        assert_eq!(merged.counters["n"], u64::MAX);
+        assert_eq!(merged.latencies["x"].errors, u64::MAX);
     }
 
     #[test]

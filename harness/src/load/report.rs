@@ -76,6 +76,11 @@ impl LoadReport {
         if report.format != FORMAT {
             return Err(MergeError::NotALoadReport(name.to_string()).to_string());
         }
+        report
+            .figures
+            .timeline
+            .check()
+            .map_err(|why| format!("{name}: {why}"))?;
         Ok(report)
     }
 
@@ -107,9 +112,9 @@ impl LoadReport {
             }
             merged.started_unix_ms = merged.started_unix_ms.min(report.started_unix_ms);
             merged.ended_unix_ms = merged.ended_unix_ms.max(report.ended_unix_ms);
-            merged.devices += report.devices;
+            merged.devices = merged.devices.saturating_add(report.devices);
             merged.figures.merge(&report.figures);
-            merged.findings.count += report.findings.count;
+            merged.findings.count = merged.findings.count.saturating_add(report.findings.count);
             let room = EXAMPLES_KEPT.saturating_sub(merged.findings.examples.len());
             merged
                 .findings

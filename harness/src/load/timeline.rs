@@ -60,8 +60,8 @@ pub struct Span {
 
 impl Span {
     fn add(&mut self, other: &Span) {
-        self.count += other.count;
-        self.errors += other.errors;
+        self.count = self.count.saturating_add(other.count);
+        self.errors = self.errors.saturating_add(other.errors);
         self.sum_us = self.sum_us.saturating_add(other.sum_us);
         self.max_us = self.max_us.max(other.max_us);
     }
@@ -85,13 +85,15 @@ impl Point {
     fn add_other_run(&mut self, other: &Point) {
         self.add_counts(other);
         for (name, level) in &other.gauges {
-            *self.gauges.entry(name.clone()).or_default() += level;
+            let kept = self.gauges.entry(name.clone()).or_default();
+            *kept = kept.saturating_add(*level);
         }
     }
 
     fn add_counts(&mut self, other: &Point) {
         for (name, by) in &other.counters {
-            *self.counters.entry(name.clone()).or_default() += by;
+            let kept = self.counters.entry(name.clone()).or_default();
+            *kept = kept.saturating_add(*by);
         }
         for (name, span) in &other.latencies {
             self.latencies.entry(name.clone()).or_default().add(span);
@@ -153,7 +155,7 @@ impl Timeline {
     pub fn count(&mut self, at: u64, name: &str, by: u64) {
         let point = self.point(at);
         match point.counters.get_mut(name) {
-            Some(count) => *count += by,
+            Some(count) => *count = count.saturating_add(by),
             None => {
                 point.counters.insert(name.to_string(), by);
             }
@@ -187,6 +189,22 @@ impl Timeline {
                 point.latencies.insert(name.to_string(), one);
             }
         }
+    }
+
+    /// Why a timeline read from a file is not one this module makes, if it is not: a step that
+    /// is not a power of two, or points out of order or off their steps.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.step_s.is_power_of_two() {
+            return Err(format!(
+                "a timeline step of {} s is not a power of two",
+                self.step_s
+            ));
+        }
+        let in_order = self.points.windows(2).all(|w| w[0].at < w[1].at);
+        if !in_order || self.points.iter().any(|p| p.at % self.step_s != 0) {
+            return Err("the timeline's points are out of order or off their steps".into());
+        }
+        Ok(())
     }
 
     /// Adds another run's timeline: both in the coarser step, points of the same step added.
@@ -232,6 +250,20 @@ mod tests {
         // A coarse point's gauge is the level at its end.
         let last = timeline.points.last().expect("points");
         assert_eq!(last.gauges["devices.linked"], 9_999);
+    }
+
+    #[test]
+    fn a_timeline_read_from_a_file_must_be_one_this_module_makes() {
+        let mut timeline = Timeline::default();
+        timeline.count(10, "n", 1);
+        timeline.count(11, "n", 1);
+        assert_eq!(timeline.check(), Ok(()));
+        let mut zero = timeline.clone();
+        zero.step_s = 0;
+        assert!(zero.check().is_err());
+        let mut reversed = timeline.clone();
+        reversed.points.reverse();
+        assert!(reversed.check().is_err());
     }
 
     #[test]
