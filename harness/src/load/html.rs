@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use crate::load::report::LoadReport;
-use crate::load::show::{latency_figures, show_duration, show_rate};
+use crate::load::show::{LATENCY_STATS, latency_figures, show_duration, show_rate};
 use crate::load::timeline::Timeline;
 use crate::report::html::escape::esc;
 
@@ -140,10 +140,8 @@ td:first-child,th:first-child{text-align:left}.crossed{color:#c00}.held{color:#0
 fn figures_table(page: &mut String, report: &LoadReport) {
     let seconds = report.seconds();
     page.push_str("<h2>Figures</h2><table><tr><th>figure</th>");
-    let mut columns = 0;
-    for (stat, _) in latency_figures(&Default::default(), seconds) {
+    for stat in LATENCY_STATS {
         let _ = write!(page, "<th>{stat}</th>");
-        columns += 1;
     }
     page.push_str("</tr>");
     for (name, latency) in &report.figures.latencies {
@@ -159,7 +157,7 @@ fn figures_table(page: &mut String, report: &LoadReport) {
             "<tr><td>{}</td><td>{count}</td><td>{}</td><td colspan=\"{}\"></td></tr>",
             esc(name),
             show_rate(*count, seconds),
-            columns - 2
+            LATENCY_STATS.len() - 2
         );
     }
     page.push_str("</table>");

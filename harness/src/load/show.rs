@@ -13,18 +13,25 @@ pub(crate) fn show_rate(count: u64, seconds: f64) -> String {
     }
 }
 
-/// What the summary's line and the page's row show of a latency, each statistic named.
+/// The statistics the summary's line and the page's row show of a latency, in order.
+pub(crate) const LATENCY_STATS: [&str; 8] =
+    ["count", "rate", "errors", "min", "p50", "p90", "p99", "max"];
+
+/// What the summary's line and the page's row show of a latency, each statistic named
+/// ([`LATENCY_STATS`]).
 pub(crate) fn latency_figures(latency: &Latency, seconds: f64) -> [(&'static str, String); 8] {
-    [
-        ("count", latency.count().to_string()),
-        ("rate", show_rate(latency.count(), seconds)),
-        ("errors", latency.errors.to_string()),
-        ("min", show_duration(latency.min())),
-        ("p50", show_duration(latency.at_quantile(0.5))),
-        ("p90", show_duration(latency.at_quantile(0.9))),
-        ("p99", show_duration(latency.at_quantile(0.99))),
-        ("max", show_duration(latency.max())),
-    ]
+    let values = [
+        latency.count().to_string(),
+        show_rate(latency.count(), seconds),
+        latency.errors.to_string(),
+        show_duration(latency.min()),
+        show_duration(latency.at_quantile(0.5)),
+        show_duration(latency.at_quantile(0.9)),
+        show_duration(latency.at_quantile(0.99)),
+        show_duration(latency.max()),
+    ];
+    let mut named = values.into_iter();
+    LATENCY_STATS.map(|stat| (stat, named.next().unwrap_or_default()))
 }
 
 /// A time as the summary shows one: three significant figures, in µs, ms or s.
