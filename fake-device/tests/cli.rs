@@ -393,6 +393,67 @@ fn scrape(port: u16) -> Option<String> {
     Some(answer)
 }
 
+/// The Grafana dashboard the docs ship (`docs/recipes/grafana`).
+fn dashboard() -> serde_json::Value {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/recipes/grafana/lembas-fleet.dashboard.json"
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).expect("the dashboard")).expect("JSON")
+}
+
+/// What the dashboard asks for that `scraped` lacks: each metric its queries (and its figure
+/// variable) name must be a sample of the scrape, each exact `figure="…"` a figure in it, and
+/// every panel must read the dashboard's Prometheus variable under an id of its own.
+fn queries_a_scrape_does_not_answer(dashboard: &serde_json::Value, scraped: &str) -> Vec<String> {
+    let mut missing = Vec::new();
+    let mut ids = std::collections::BTreeSet::new();
+    let mut queries = vec![
+        dashboard["templating"]["list"][1]["definition"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    ];
+    for panel in dashboard["panels"].as_array().into_iter().flatten() {
+        if !ids.insert(panel["id"].as_u64()) {
+            missing.push(format!("a second panel with id {}", panel["id"]));
+        }
+        if panel["type"] == "row" {
+            continue;
+        }
+        let targets = panel["targets"].as_array().cloned().unwrap_or_default();
+        if targets.is_empty() || panel["datasource"]["uid"] != "${datasource}" {
+            missing.push(format!(
+                "panel {}: no query of the datasource variable",
+                panel["title"]
+            ));
+        }
+        queries.extend(
+            targets
+                .iter()
+                .filter_map(|t| t["expr"].as_str().map(String::from)),
+        );
+    }
+    for query in &queries {
+        for (at, _) in query.match_indices("lembas_fleet_") {
+            let name: String = query[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                .collect();
+            if !scraped.lines().any(|l| l.starts_with(&format!("{name}{{"))) {
+                missing.push(format!("metric {name}"));
+            }
+        }
+        for (at, _) in query.match_indices("figure=\"") {
+            let figure = query[at + 8..].split('"').next().unwrap_or_default();
+            if !figure.starts_with('$') && !scraped.contains(&format!("figure=\"{figure}\"")) {
+                missing.push(format!("figure {figure}"));
+            }
+        }
+    }
+    missing
+}
+
 /// A fleet's figures: served while it runs (a Prometheus scrape gets histograms and the linked
 /// count), summed up at its end with its thresholds ticked or crossed, written as JSON, HTML and
 /// JUnit; a crossed threshold exits 7.
@@ -456,6 +517,11 @@ fn a_fleet_serves_sums_up_and_judges_its_figures() {
         scraped
             .contains("lembas_fleet_latency_seconds_bucket{figure=\"link.setup\",le=\"+Inf\"} 4"),
         "{scraped}"
+    );
+    let unanswered = queries_a_scrape_does_not_answer(&dashboard(), &scraped);
+    assert!(
+        unanswered.is_empty(),
+        "the Grafana dashboard asks for what the fleet does not serve: {unanswered:?}\n{scraped}"
     );
     assert_eq!(out.status.code(), Some(7), "{said}");
     assert!(said.contains("✓ link.setup.count==4  count=4"), "{said}");
