@@ -110,7 +110,7 @@ pub(crate) async fn run_started(
 ) -> Result<Finished, StartError> {
     let family = scenario.as_ref().map_or(options.family, |s| s.family);
     if family == harness::scenario::Family::Lvmh {
-        return run_plugin(options, scenario, started, shutdown).await;
+        return Box::pin(run_plugin(options, scenario, started, shutdown)).await;
     }
     // The actions are this double's vocabulary: checked here, each against its own type.
     harness::double::check_steps::<actions::DeviceAction>(
@@ -128,7 +128,7 @@ pub(crate) async fn run_started(
         &settings,
         Basics::open(&options)?,
     )?;
-    let control = wired.serve_control(&options, scenario.as_ref()).await?;
+    let control = Box::pin(wired.serve_control(&options, scenario.as_ref())).await?;
     // Timers start once the control API is up: a port it cannot have leaves nothing running.
     play_on_timers(&wired.actor, &options);
     let hub = wired.hub.clone();
@@ -144,7 +144,9 @@ pub(crate) async fn run_started(
         instance_placeholders(&options, wired.opened.tmp.path()),
     );
     let set_up = match &scenario {
-        Some(scenario) => set_up_of(&options, scenario, &instance_setup, &under_test).await,
+        Some(scenario) => {
+            Box::pin(set_up_of(&options, scenario, &instance_setup, &under_test)).await
+        }
         None => SetUp::Ready,
     };
     // The instance's project plays its part by hooks, unless the run cannot apply; its web UI
@@ -168,9 +170,8 @@ pub(crate) async fn run_started(
             options.steps.clone(),
             options.console,
         );
-    let (mut outcome, stopped) = course
-        .run_beside(scenario.as_ref(), set_up, Some(beside), shutdown)
-        .await;
+    let (mut outcome, stopped) =
+        Box::pin(course.run_beside(scenario.as_ref(), set_up, Some(beside), shutdown)).await;
     harness::double::close_links(&hub, "fake-device is done", None).await;
     Box::pin(under_test.finish(outcome.as_mut())).await;
     Ok(Finished::of(wired.opened.ended(outcome), stopped))
