@@ -184,6 +184,7 @@ where
     let (reader_done_tx, reader_done_rx) = oneshot::channel();
     // One ping owed at a time is all the reader ever asks for.
     let (ping_tx, ping_rx) = mpsc::channel(1);
+    let ping_sent = PingSent::default();
     // Set by the writer told to drop the connection: the reader then lets go of the socket at
     // once instead of waiting for a close handshake.
     let dropped = Arc::new(AtomicBool::new(false));
@@ -194,6 +195,7 @@ where
         Watch {
             writer_gone,
             ping: ping_tx,
+            ping_sent: ping_sent.clone(),
             silence,
             dropped: dropped.clone(),
         },
@@ -205,6 +207,7 @@ where
         Orders {
             outgoing: outgoing_rx,
             ping: ping_rx,
+            ping_sent,
             dropped,
             half_close,
         },
@@ -233,6 +236,8 @@ struct Watch {
     writer_gone: oneshot::Receiver<Infallible>,
     /// Asks the writer for a ping.
     ping: mpsc::Sender<()>,
+    /// When the writer put the asked ping on the wire.
+    ping_sent: PingSent,
     silence: Duration,
     /// The writer was told to drop the connection.
     dropped: Arc<AtomicBool>,
@@ -242,11 +247,18 @@ struct Watch {
 struct Orders {
     outgoing: super::OutboxReceiver,
     ping: mpsc::Receiver<()>,
+    /// Where the writer says when it sent the ping.
+    ping_sent: PingSent,
     /// Set when told to drop the connection.
     dropped: Arc<AtomicBool>,
     /// Ends the socket's sending direction when told to half-close.
     half_close: HalfCloseSwitch,
 }
+
+/// When the writer put the reader's last asked ping on the wire (`None`: not yet). The peer's
+/// time to answer counts from then: a writer that ran late (a starved CPU) must not make a
+/// live peer look gone, nor let it go without a ping ever sent.
+type PingSent = Arc<std::sync::Mutex<Option<Instant>>>;
 
 /// The reader's watch on the peer's silence: after `silence` with nothing heard it asks for a
 /// ping, and a peer still silent `silence` after that is taken for gone.
@@ -292,21 +304,37 @@ impl Keepalive {
     }
 
     /// The timer fired: moves it on, asking for a ping first when none is out. False: the
-    /// ping went unanswered, the peer is gone.
+    /// ping was sent and went unanswered for the whole silence, the peer is gone.
     fn still_waiting(
         &mut self,
-        timer: std::pin::Pin<&mut tokio::time::Sleep>,
+        mut timer: std::pin::Pin<&mut tokio::time::Sleep>,
         ping: &mpsc::Sender<()>,
+        ping_sent: &PingSent,
     ) -> bool {
         if self.last_heard.elapsed() < self.silence {
             timer.reset(self.last_heard + self.silence);
             return true;
         }
         if self.pinged {
-            return false;
+            let sent = ping_sent.lock().map(|s| *s).unwrap_or(None);
+            return match sent {
+                // The writer has not got to it yet: the peer cannot have answered.
+                None => {
+                    timer.as_mut().reset(Instant::now() + self.silence);
+                    true
+                }
+                Some(at) if at.elapsed() < self.silence => {
+                    timer.as_mut().reset(at + self.silence);
+                    true
+                }
+                Some(_) => false,
+            };
         }
         self.pinged = true;
         self.last_heard = Instant::now();
+        if let Ok(mut sent) = ping_sent.lock() {
+            *sent = None;
+        }
         timer.reset(self.last_heard + self.silence);
         let _ = ping.try_send(());
         true
@@ -361,7 +389,8 @@ async fn read_pump<St, M, E>(
             alive.heard();
         }
         match step {
-            ReadStep::Silence if alive.still_waiting(silence.as_mut(), &watch.ping) => {}
+            ReadStep::Silence
+                if alive.still_waiting(silence.as_mut(), &watch.ping, &watch.ping_sent) => {}
             ReadStep::Silence => {
                 tracing::debug!(peer = %peer, silence = ?watch.silence,
                     "nothing heard since a ping: the peer is taken for gone");
@@ -533,6 +562,7 @@ where
     let Orders {
         outgoing,
         ping,
+        ping_sent,
         dropped,
         half_close,
     } = orders;
@@ -540,11 +570,22 @@ where
         let next = tokio::select! {
             next = outgoing.recv() => next,
             Some(()) = ping.recv() => {
-                // A ping stuck behind a peer that reads nothing changes nothing: the reader's
-                // silence deadline ends the link all the same.
-                if let Ok(Err(error)) = tokio::time::timeout(WRITE_STALL, sink.send(M::ping())).await {
-                    tracing::debug!(peer = %peer, %error, "WebSocket ping failed; writer stops");
-                    return;
+                // The reader counts the peer's time to answer from the ping's sending; a peer
+                // that takes not even the ping in WRITE_STALL is gone, as for a message.
+                match tokio::time::timeout(WRITE_STALL, sink.send(M::ping())).await {
+                    Ok(Ok(())) => {
+                        if let Ok(mut sent) = ping_sent.lock() {
+                            *sent = Some(Instant::now());
+                        }
+                    }
+                    Ok(Err(error)) => {
+                        tracing::debug!(peer = %peer, %error, "WebSocket ping failed; writer stops");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(peer = %peer, "the peer took no ping; writer stops");
+                        return;
+                    }
                 }
                 continue;
             }
@@ -627,6 +668,36 @@ fn fit_close_reason(mut reason: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A writer that puts the ping on the wire late (a starved CPU) does not make a silent
+    /// peer gone before it had the whole silence to answer the ping it was actually sent.
+    #[tokio::test(start_paused = true)]
+    async fn the_time_to_answer_a_ping_counts_from_its_sending() {
+        let silence = Duration::from_millis(100);
+        let (ping, mut asked) = mpsc::channel(1);
+        let sent = PingSent::default();
+        let mut alive = Keepalive::new(silence);
+        let timer = tokio::time::sleep_until(alive.first_alarm());
+        tokio::pin!(timer);
+        tokio::time::advance(silence).await;
+        assert!(
+            alive.still_waiting(timer.as_mut(), &ping, &sent),
+            "a ping is asked"
+        );
+        assert!(asked.try_recv().is_ok());
+        // A silence later the writer has still not sent it: the peer cannot have answered.
+        tokio::time::advance(silence * 3).await;
+        assert!(alive.still_waiting(timer.as_mut(), &ping, &sent));
+        *sent.lock().expect("not poisoned") = Some(Instant::now());
+        tokio::time::advance(silence / 2).await;
+        assert!(alive.still_waiting(timer.as_mut(), &ping, &sent));
+        assert_eq!(timer.deadline(), Instant::now() + silence / 2);
+        tokio::time::advance(silence / 2).await;
+        assert!(
+            !alive.still_waiting(timer.as_mut(), &ping, &sent),
+            "now it is gone"
+        );
+    }
 
     #[test]
     fn close_reason_is_cut_on_a_char_boundary() {
