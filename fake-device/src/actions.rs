@@ -146,7 +146,7 @@ impl DeviceActor {
     pub async fn share_session(&self) -> Result<Value, String> {
         // Sharing is announcing: a device that does not list `sessions` keeps its terminal's
         // session to itself, and sends the client nothing of it.
-        if !self.model.capabilities().iter().any(|c| c == "sessions") {
+        if !self.model.capabilities().contains(&"sessions") {
             return Err(
                 "this device does not list `sessions`: a session at its terminal is not shared"
                     .into(),

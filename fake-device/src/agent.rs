@@ -95,7 +95,7 @@ impl Default for LinkState {
 impl AgentConfig {
     /// The capabilities listed in initialize: the spec's, less the terminal ones unless remote
     /// terminals are on (`shell` comes only with `terminal`), reduced by the scenario.
-    pub fn capabilities(&self) -> Vec<String> {
+    pub fn capabilities(&self) -> Vec<&'static str> {
         initialize::capabilities(
             self.spec,
             self.only.as_deref(),
@@ -136,7 +136,7 @@ pub struct AgentModel {
     announced: std::sync::atomic::AtomicBool,
     config: AgentConfig,
     /// The capabilities listed in initialize.
-    capabilities: Vec<String>,
+    capabilities: Vec<&'static str>,
     faults: Faults,
     sessions: Arc<Sessions>,
     terminals: Arc<crate::terminals::Terminals>,
@@ -212,7 +212,7 @@ impl AgentModel {
             .map(|mut w| w.judge(method, params, request.is_some(), given_before))
             .unwrap_or_default();
         if method.starts_with("_lembas/terminal/")
-            && self.capabilities().iter().any(|c| c == "terminal")
+            && self.capabilities().contains(&"terminal")
             && let Ok(mut links) = self.links.lock()
             && let Some(state) = links.get_mut(&peer.link())
         {
@@ -251,7 +251,7 @@ impl AgentModel {
     }
 
     /// The capabilities listed in initialize.
-    pub fn capabilities(&self) -> Vec<String> {
+    pub fn capabilities(&self) -> Vec<&'static str> {
         self.capabilities.clone()
     }
 
@@ -580,7 +580,7 @@ impl Behaviour for AgentModel {
         }
         if let LinkEvent::Notification { method, params, .. } = event
             && method.starts_with("_lembas/terminal/")
-            && self.capabilities.iter().any(|c| c == "terminal")
+            && self.capabilities.contains(&"terminal")
         {
             self.terminals.notified(peer.link(), method, params);
         }
@@ -643,14 +643,14 @@ impl Behaviour for AgentModel {
             }
             methods::LEMBAS_TERMINAL_OPEN
                 if !self.config.stdio
-                    && (self.capabilities.iter().any(|c| c == "terminal")
+                    && (self.capabilities.contains(&"terminal")
                         || self.faults.terminal.opens_unlisted) =>
             {
                 let desk = terminal_open::Desk {
                     terminals: &self.terminals,
                     registry: self.sessions.registry(),
                     home: self.config.terminal_home.as_ref(),
-                    shell: self.capabilities.iter().any(|c| c == "shell"),
+                    shell: self.capabilities.contains(&"shell"),
                 };
                 let answer =
                     terminal_open::answer(&desk, &self.faults.terminal, peer, &request.params);

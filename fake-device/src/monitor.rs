@@ -218,9 +218,9 @@ pub fn check_card_answer(method: &str, card: &Value, answer: &Value) -> Option<F
 /// capability table, [`harness::lembas::capabilities`]). Blocks are judged below, under their own
 /// rule; text that would be expanded is no call at all (a device without the capability reads it
 /// as plain text).
-pub fn check_capabilities(method: &str, params: &Value, listed: &[String]) -> Vec<Finding> {
+pub fn check_capabilities(method: &str, params: &Value, listed: &[&str]) -> Vec<Finding> {
     use harness::lembas::capabilities::{Mark, to_send};
-    let has = |c: &str| listed.iter().any(|l| l == c);
+    let has = |c: &str| listed.contains(&c);
     let mut found: Vec<Finding> = to_send(method, params)
         .into_iter()
         .filter(|need| {
@@ -327,7 +327,7 @@ mod capability_tests {
 
     #[test]
     fn methods_and_fields_beyond_the_listed_capabilities_are_found() {
-        let listed = vec!["status".to_string(), "turns".to_string()];
+        let listed = ["status", "turns"];
         assert!(check_capabilities(methods::LEMBAS_SESSION_STATUS, &json!({}), &listed).is_empty());
         assert_eq!(
             check_capabilities(methods::LEMBAS_SESSION_REWIND, &json!({}), &listed).len(),

@@ -23,7 +23,7 @@ pub struct SessionsConfig {
     /// The spec the device implements.
     pub spec: Spec,
     /// The capabilities it listed in initialize.
-    pub capabilities: Vec<String>,
+    pub capabilities: Vec<&'static str>,
     /// The rules to break.
     pub misbehave: Misbehaviours,
     /// The pause between the pieces of the default (echo) answer: a turn stays "running" that
@@ -173,7 +173,7 @@ impl Registry {
 
     /// Whether the device listed this capability.
     pub fn has(&self, capability: &str) -> bool {
-        self.config.capabilities.iter().any(|c| c == capability)
+        self.config.capabilities.contains(&capability)
     }
 
     pub(crate) fn breaks(&self, rule: &str) -> bool {

@@ -95,28 +95,25 @@ pub(crate) fn capabilities(
     only: Option<&[String]>,
     terminal: bool,
     faults: &CapabilityFaults,
-) -> Vec<String> {
-    let mut list: Vec<String> = spec
+) -> Vec<&'static str> {
+    // The spec's own names, not copies: a fleet keeps this list twice a device.
+    let mut list: Vec<&'static str> = spec
         .capabilities()
         .into_iter()
         // Misbehaving: the terminal capabilities though `remote.terminal` is off.
         .filter(|c| terminal || faults.terminal_unasked || !TERMINAL_ONLY.contains(c))
         .filter(|c| only.is_none_or(|only| only.iter().any(|o| o == c)))
-        .map(String::from)
         .collect();
     if faults.no_commands {
         // Misbehaving: `commands` left out of the list (its updates are still sent).
-        list.retain(|c| c != "commands");
+        list.retain(|c| *c != "commands");
     }
     if faults.foreign {
-        list.push(
-            if spec == Spec::V1_0_0 {
-                "rewind"
-            } else {
-                "shell"
-            }
-            .into(),
-        );
+        list.push(if spec == Spec::V1_0_0 {
+            "rewind"
+        } else {
+            "shell"
+        });
     }
     list
 }
@@ -155,7 +152,7 @@ pub(crate) struct Device<'a> {
     /// Its name for the instance.
     pub connection: &'a str,
     /// The capabilities it lists.
-    pub capabilities: &'a [String],
+    pub capabilities: &'a [&'static str],
     /// Its limits, as the link says them.
     pub limits: Value,
 }
@@ -168,7 +165,7 @@ pub(crate) fn result(device: Device, protocol: u8, faults: &Faults) -> Value {
         protocol
     };
     let spec = device.spec;
-    let takes_attachments = device.capabilities.iter().any(|c| c == "attachments");
+    let takes_attachments = device.capabilities.contains(&"attachments");
     let mut result = json!({
         "protocolVersion": 1,
         "agentCapabilities": {

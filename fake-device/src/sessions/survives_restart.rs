@@ -76,7 +76,7 @@ fn sessions_stepping(
         Limits::new(&[root.display().to_string()]),
         SessionsConfig {
             spec,
-            capabilities: spec.capabilities().into_iter().map(String::from).collect(),
+            capabilities: spec.capabilities(),
             misbehave: Default::default(),
             step_delay,
             connection: "lembas".into(),
