@@ -408,12 +408,14 @@ fn dashboard() -> serde_json::Value {
 fn queries_a_scrape_does_not_answer(dashboard: &serde_json::Value, scraped: &str) -> Vec<String> {
     let mut missing = Vec::new();
     let mut ids = std::collections::BTreeSet::new();
-    let mut queries = vec![
-        dashboard["templating"]["list"][1]["definition"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-    ];
+    // The variables' queries (the figure list), wherever they stand in the list.
+    let mut queries: Vec<String> = dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|variable| variable["definition"].as_str().map(String::from))
+        .collect();
+    let of_variables = queries.len();
     for panel in dashboard["panels"].as_array().into_iter().flatten() {
         if !ids.insert(panel["id"].as_u64()) {
             missing.push(format!("a second panel with id {}", panel["id"]));
@@ -434,6 +436,10 @@ fn queries_a_scrape_does_not_answer(dashboard: &serde_json::Value, scraped: &str
                 .filter_map(|t| t["expr"].as_str().map(String::from)),
         );
     }
+    if queries.len() == of_variables {
+        missing.push("a panel's query: the dashboard has none".into());
+    }
+    const FIGURE: &str = "figure=\"";
     for query in &queries {
         for (at, _) in query.match_indices("lembas_fleet_") {
             let name: String = query[at..]
@@ -444,8 +450,11 @@ fn queries_a_scrape_does_not_answer(dashboard: &serde_json::Value, scraped: &str
                 missing.push(format!("metric {name}"));
             }
         }
-        for (at, _) in query.match_indices("figure=\"") {
-            let figure = query[at + 8..].split('"').next().unwrap_or_default();
+        for (at, _) in query.match_indices(FIGURE) {
+            let figure = query[at + FIGURE.len()..]
+                .split('"')
+                .next()
+                .unwrap_or_default();
             if !figure.starts_with('$') && !scraped.contains(&format!("figure=\"{figure}\"")) {
                 missing.push(format!("figure {figure}"));
             }
